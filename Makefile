@@ -1,0 +1,70 @@
+# onnxpart: the two set-up commands are `make demo` and `make test`. Both install what they
+# need on a fresh machine (HiGHS built once into a cache, ONNX Runtime from the npm registry,
+# Debian packages with apt-get) through scripts/deps.sh.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/onnxpart
+DEMO_MODEL ?= testdata/models/squeezenet1_1_small.onnx
+
+# Dependency locations (evaluated lazily, once; deps.sh installs on first use).
+HIGHS_PREFIX = $(eval HIGHS_PREFIX := $(shell scripts/deps.sh highs))$(HIGHS_PREFIX)
+ORT_LIB = $(eval ORT_LIB := $(shell scripts/deps.sh ort))$(ORT_LIB)
+
+# Static libstdc++/zlib so the binary needs nothing but libc/libm at run time (deps-go.md §1b).
+CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PATH),$(HIGHS_PREFIX)/lib/pkgconfig:$(HIGHS_PREFIX)/lib64/pkgconfig)" \
+	CGO_ENABLED=1 \
+	CGO_LDFLAGS="-l:libstdc++.a -l:libz.a -lm -pthread -static-libgcc" \
+	CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" \
+	ONNXPART_ORT_LIB="$(ORT_LIB)"
+
+FUZZTIME ?= 3s
+
+.PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install
+
+all: build
+
+deps:
+	@test -n "$(HIGHS_PREFIX)" || { echo "HiGHS is not available"; exit 1; }
+	@test -n "$(ORT_LIB)" || { echo "ONNX Runtime is not available"; exit 1; }
+	@scripts/deps.sh apt pkg-config pkg-config >/dev/null
+	@test -f /usr/lib/x86_64-linux-gnu/libz.a -o -f /usr/lib/libz.a || scripts/deps.sh apt-pkg zlib1g-dev
+
+build: deps
+	$(CGO_ENV) $(GO) build -o $(BIN) ./cmd/onnxpart
+	@$(MAKE) -s check-link
+
+# go-nvml links with --unresolved-symbols=ignore-in-object-files, which hides a missing
+# libstdc++/zlib until run time; fail the build if any such symbol is left unresolved.
+check-link:
+	@bad=$$(nm -u $(BIN) | grep -v '@' | grep -v ' w ' | grep -v -i nvml || true); \
+	if [ -n "$$bad" ]; then echo "unresolved symbols in $(BIN):"; echo "$$bad" | head -20; exit 1; fi
+
+demo: build
+	$(CGO_ENV) ./$(BIN) inspect $(DEMO_MODEL)
+
+test: build vet unit fuzz-short
+
+vet: deps
+	$(CGO_ENV) $(GO) vet ./...
+
+unit: deps
+	$(CGO_ENV) $(GO) test -count=1 ./...
+
+fuzz-short: deps
+	$(CGO_ENV) $(GO) test -run='^$$' -fuzz='^FuzzIngest$$' -fuzztime=$(FUZZTIME) ./ingest
+
+# Prints the environment for running `go test` by hand: eval "$$(make -s env)"
+env:
+	@echo 'export $(CGO_ENV)'
+
+proto:
+	scripts/deps.sh protoc
+	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	PATH=$(CURDIR)/bin:$$PATH protoc -I internal/onnxpb/proto --go_out=. --go_opt=module=onnxpart internal/onnxpb/proto/onnx.proto
+
+install: build
+	install -m 0755 $(BIN) $${GOBIN:-$$($(GO) env GOPATH)/bin}/onnxpart
+
+clean:
+	rm -rf bin out
