@@ -1,0 +1,398 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// tinfo is what shape inference knows of a tensor.
+type tinfo struct {
+	dt    graph.DType
+	shape graph.Shape // nil: rank unknown
+	// ival is the value of a small integer or bool tensor, element by element in row-major
+	// order, in value encoding (see valDim): an element is a number (any sign), or unknown
+	// and then possibly named by a symbolic dimension (the output of Shape on a tensor of
+	// shape [batch,3] is [batch, 3]).
+	ival []graph.Dim
+	// fval is the value of a small floating-point tensor.
+	fval []float64
+	// nonTensor describes sequences, maps and optionals.
+	nonTensor string
+}
+
+func (t *tinfo) hasShape() bool { return t != nil && t.shape != nil }
+
+// valueKnown reports whether every element of the integer value is a concrete number.
+func (t *tinfo) valueKnown() bool {
+	if t == nil || t.ival == nil {
+		return false
+	}
+	for _, d := range t.ival {
+		if !vKnown(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// Value encoding of integer tensor elements: a known element is Dim{Value: v} for any v
+// (negative numbers are ordinary values such as Reshape's -1); an unknown element has
+// Value == unknownValue and carries the symbolic dimension name it equals, if any.
+const unknownValue = math.MinInt64
+
+func vKnown(d graph.Dim) bool { return d.Value != unknownValue }
+
+func vUnknown(param string) graph.Dim { return graph.Dim{Value: unknownValue, Param: param} }
+
+// valOfDim turns a shape dimension into a value element.
+func valOfDim(d graph.Dim) graph.Dim {
+	if d.Known() {
+		return d
+	}
+	return vUnknown(d.Param)
+}
+
+// dimOfVal turns a value element into a shape dimension; negative numbers become unknown.
+func dimOfVal(d graph.Dim) graph.Dim {
+	if vKnown(d) && d.Value >= 0 {
+		return graph.Static(d.Value)
+	}
+	if vKnown(d) {
+		return unknownDim
+	}
+	return graph.Symbolic(d.Param)
+}
+
+func dimsOfVals(v []graph.Dim) graph.Shape {
+	s := make(graph.Shape, len(v))
+	for i, d := range v {
+		s[i] = dimOfVal(d)
+	}
+	return s
+}
+
+// ints returns the integer value when fully known.
+func (t *tinfo) ints() ([]int64, bool) {
+	if !t.valueKnown() {
+		return nil, false
+	}
+	out := make([]int64, len(t.ival))
+	for i, d := range t.ival {
+		out[i] = d.Value
+	}
+	return out, true
+}
+
+// numbers returns the value as float64s (from ival or fval) when fully known.
+func (t *tinfo) numbers() ([]float64, bool) {
+	if t == nil {
+		return nil, false
+	}
+	if t.fval != nil {
+		return t.fval, true
+	}
+	if v, ok := t.ints(); ok {
+		f := make([]float64, len(v))
+		for i, x := range v {
+			f[i] = float64(x)
+		}
+		return f, true
+	}
+	return nil, false
+}
+
+// inferer runs shape inference over the whole graph.
+type inferer struct {
+	m    *Model
+	g    *graph.Graph
+	info []tinfo
+	// declared types from value_info and graph outputs, by tensor name.
+	declared map[string]*onnxpb.TypeProto
+	unsupported map[string]bool
+}
+
+// nctx is the view of one node that an op's shape function gets.
+type nctx struct {
+	*inferer
+	n     *graph.Node
+	np    *onnxpb.NodeProto
+	opset int64
+}
+
+// in returns input i, or nil when absent or omitted.
+func (c *nctx) in(i int) *tinfo {
+	if i >= len(c.n.Inputs) || c.n.Inputs[i] < 0 {
+		return nil
+	}
+	return &c.info[c.n.Inputs[i]]
+}
+
+func (c *nctx) nin() int  { return len(c.n.Inputs) }
+func (c *nctx) nout() int { return len(c.n.Outputs) }
+
+// set records output i's dtype and shape (a nil shape leaves it unknown).
+func (c *nctx) set(i int, dt graph.DType, shape graph.Shape) *tinfo {
+	if i >= len(c.n.Outputs) || c.n.Outputs[i] < 0 {
+		return nil
+	}
+	t := &c.info[c.n.Outputs[i]]
+	t.dt = dt
+	t.shape = shape
+	return t
+}
+
+// setVal records output i with a folded integer value; the shape is 1-D unless given.
+func (c *nctx) setInts(i int, dt graph.DType, shape graph.Shape, val []graph.Dim) {
+	t := c.set(i, dt, shape)
+	if t != nil && len(val) <= maxFoldElements {
+		t.ival = val
+	}
+}
+
+func (c *nctx) setFloats(i int, dt graph.DType, shape graph.Shape, val []float64) {
+	t := c.set(i, dt, shape)
+	if t != nil && len(val) <= maxFoldElements {
+		t.fval = val
+	}
+}
+
+// errShape marks inconsistent shapes found by inference.
+type shapeError struct{ msg string }
+
+func (e *shapeError) Error() string { return e.msg }
+
+func (c *nctx) errorf(format string, a ...any) error {
+	return &shapeError{msg: fmt.Sprintf("node %s (%s): ", c.n.Label(), c.n.OpType) + fmt.Sprintf(format, a...)}
+}
+
+// inferShapes assigns dtype, shape and byte size to every tensor of the graph.
+func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
+	g := m.Graph
+	pg := m.Proto.Graph
+	inf := &inferer{m: m, g: g, info: make([]tinfo, len(g.Tensors)),
+		declared: map[string]*onnxpb.TypeProto{}, unsupported: map[string]bool{}}
+	for _, vi := range pg.ValueInfo {
+		inf.declared[vi.GetName()] = vi.GetType()
+	}
+	for _, vi := range pg.Output {
+		inf.declared[vi.GetName()] = vi.GetType()
+	}
+	// Initializers.
+	for name, t := range m.inits {
+		id, _ := g.TensorByName(name)
+		ti := &inf.info[id]
+		ti.dt = graph.DType(t.GetDataType())
+		ti.shape, _ = tensorShape(t)
+		if raw, ok := m.rawBytes(t); ok {
+			ints, floats, _ := decodeNumbers(ti.dt, raw)
+			if ints != nil && !ti.dt.IsFloat() {
+				ti.ival = dimsOf(ints)
+			}
+			ti.fval = floats
+			if ti.dt.IsInteger() || ti.dt == graph.Bool {
+				ti.fval = nil
+			}
+		}
+	}
+	for name, st := range sparse {
+		id, _ := g.TensorByName(name)
+		ti := &inf.info[id]
+		ti.dt = graph.DType(st.GetValues().GetDataType())
+		ti.shape = make(graph.Shape, len(st.Dims))
+		for i, d := range st.Dims {
+			if d < 0 {
+				return &Error{Msg: fmt.Sprintf("sparse initializer %q has a negative dimension", name)}
+			}
+			ti.shape[i] = graph.Static(d)
+		}
+	}
+	// Graph inputs.
+	for _, vi := range pg.Input {
+		id, ok := g.TensorByName(vi.GetName())
+		if !ok || g.Tensors[id].Kind != graph.Input {
+			continue
+		}
+		dt, shape, nt := m.typeInfo(vi.GetType())
+		inf.info[id] = tinfo{dt: dt, shape: shape, nonTensor: nt}
+	}
+	// Nodes, in topological order.
+	for _, v := range g.TopoOrder() {
+		n := &g.Nodes[v]
+		c := &nctx{inferer: inf, n: n, np: pg.Node[v], opset: g.Opset(n.Domain)}
+		fn := opShapeFunc(n.Domain, n.OpType)
+		if fn == nil {
+			inf.unsupported[qualifiedOp(n.Domain, n.OpType)] = true
+		} else if err := fn(c); err != nil {
+			var se *shapeError
+			if errors.As(err, &se) {
+				m.Warnings = append(m.Warnings, err.Error())
+			} else {
+				return err
+			}
+		}
+		// Fill in what inference left unknown from declared value_info.
+		for _, t := range n.Outputs {
+			if t >= 0 {
+				inf.mergeDeclared(t)
+			}
+		}
+	}
+	for id := range g.Tensors {
+		if g.Tensors[id].Kind == graph.Input {
+			continue
+		}
+		inf.mergeDeclared(id)
+	}
+	// Write back.
+	symbolic := map[string]bool{}
+	for id := range g.Tensors {
+		t := &g.Tensors[id]
+		ti := &inf.info[id]
+		t.DType, t.Shape, t.NonTensor = ti.dt, ti.shape, ti.nonTensor
+		for _, d := range ti.shape {
+			if !d.Known() && d.Param != "" {
+				symbolic[d.Param] = true
+			}
+		}
+		b, err := graph.ByteSize(ti.dt, ti.shape)
+		if err != nil {
+			return &Error{Msg: fmt.Sprintf("tensor %q of shape %v has a byte size that overflows int64", t.Name, ti.shape)}
+		}
+		t.Bytes = b
+		if v, ok := ti.ints(); ok && (ti.dt.IsInteger() || ti.dt == graph.Bool) {
+			t.Value = v
+		}
+	}
+	for k := range inf.unsupported {
+		m.Unsupported = append(m.Unsupported, k)
+	}
+	sort.Strings(m.Unsupported)
+	for k := range symbolic {
+		m.SymbolicDims = append(m.SymbolicDims, k)
+	}
+	sort.Strings(m.SymbolicDims)
+	return nil
+}
+
+func qualifiedOp(domain, op string) string {
+	if domain == "" {
+		return op
+	}
+	return domain + "." + op
+}
+
+// mergeDeclared completes a tensor's type and shape from its declared value_info: an unknown
+// dtype or rank is taken from the declaration, unknown dims from declared known dims. A
+// declaration contradicting inference is reported as a warning and inference wins.
+func (inf *inferer) mergeDeclared(id int) {
+	t := &inf.g.Tensors[id]
+	tp := inf.declared[t.Name]
+	if tp == nil {
+		return
+	}
+	dt, shape, nt := inf.m.typeInfo(tp)
+	ti := &inf.info[id]
+	if nt != "" && ti.nonTensor == "" && ti.shape == nil {
+		ti.nonTensor = nt
+	}
+	if ti.dt == graph.Undefined {
+		ti.dt = dt
+	}
+	if shape == nil {
+		return
+	}
+	if ti.shape == nil {
+		ti.shape = shape
+		return
+	}
+	if len(ti.shape) != len(shape) {
+		inf.m.Warnings = append(inf.m.Warnings, fmt.Sprintf("tensor %q: value_info declares rank %d, inference found %v", t.Name, len(shape), ti.shape))
+		return
+	}
+	for i := range shape {
+		switch {
+		case !ti.shape[i].Known() && shape[i].Known():
+			ti.shape[i] = shape[i]
+		case !ti.shape[i].Known() && ti.shape[i].Param == "" && shape[i].Param != "":
+			ti.shape[i] = shape[i]
+		case ti.shape[i].Known() && shape[i].Known() && ti.shape[i].Value != shape[i].Value:
+			inf.m.Warnings = append(inf.m.Warnings, fmt.Sprintf("tensor %q: value_info declares shape %v, inference found %v", t.Name, shape, ti.shape))
+			return
+		}
+	}
+}
+
+// typeInfo converts a TypeProto into dtype and shape, applying --dim bindings.
+func (m *Model) typeInfo(tp *onnxpb.TypeProto) (graph.DType, graph.Shape, string) {
+	if tp == nil {
+		return graph.Undefined, nil, ""
+	}
+	switch v := tp.Value.(type) {
+	case *onnxpb.TypeProto_TensorType:
+		return graph.DType(v.TensorType.GetElemType()), m.shapeOf(v.TensorType.Shape), ""
+	case *onnxpb.TypeProto_SparseTensorType:
+		return graph.DType(v.SparseTensorType.GetElemType()), m.shapeOf(v.SparseTensorType.Shape), ""
+	default:
+		return graph.Undefined, nil, describeType(tp)
+	}
+}
+
+func (m *Model) shapeOf(sp *onnxpb.TensorShapeProto) graph.Shape {
+	if sp == nil {
+		return nil
+	}
+	s := make(graph.Shape, len(sp.Dim))
+	for i, d := range sp.Dim {
+		switch v := d.Value.(type) {
+		case *onnxpb.TensorShapeProto_Dimension_DimValue:
+			if v.DimValue >= 0 {
+				s[i] = graph.Static(v.DimValue)
+			} else {
+				s[i] = graph.Symbolic("")
+			}
+		case *onnxpb.TensorShapeProto_Dimension_DimParam:
+			if b, ok := m.dims[v.DimParam]; ok {
+				s[i] = graph.Static(b)
+			} else {
+				s[i] = graph.Symbolic(v.DimParam)
+			}
+		default:
+			s[i] = graph.Symbolic("")
+		}
+	}
+	return s
+}
+
+func describeType(tp *onnxpb.TypeProto) string {
+	if tp == nil {
+		return "unknown"
+	}
+	switch v := tp.Value.(type) {
+	case *onnxpb.TypeProto_TensorType:
+		return "tensor(" + graph.DType(v.TensorType.GetElemType()).String() + ")"
+	case *onnxpb.TypeProto_SparseTensorType:
+		return "sparse_tensor(" + graph.DType(v.SparseTensorType.GetElemType()).String() + ")"
+	case *onnxpb.TypeProto_SequenceType:
+		return "seq(" + describeType(v.SequenceType.GetElemType()) + ")"
+	case *onnxpb.TypeProto_MapType:
+		return "map(" + graph.DType(v.MapType.GetKeyType()).String() + "," + describeType(v.MapType.GetValueType()) + ")"
+	case *onnxpb.TypeProto_OptionalType:
+		return "optional(" + describeType(v.OptionalType.GetElemType()) + ")"
+	case *onnxpb.TypeProto_OpaqueType:
+		return "opaque(" + v.OpaqueType.GetDomain() + "." + v.OpaqueType.GetName() + ")"
+	}
+	return "unknown"
+}
+
+func dimsOf(v []int64) []graph.Dim {
+	out := make([]graph.Dim, len(v))
+	for i, x := range v {
+		out[i] = graph.Static(x)
+	}
+	return out
+}

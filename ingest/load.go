@@ -1,0 +1,268 @@
+// Package ingest reads an ONNX model into onnxpart's graph.
+//
+// What goes in: a path to an .onnx file (with its external-data files beside it) and Options
+// (symbolic dimension bindings such as batch=4, resource limits). What comes out: a *Model
+// holding the decoded protobuf (kept for emit, never modified and never written back) and a
+// validated graph.Graph in which every tensor has a dtype, a shape (inferred by onnxpart's own
+// shape inference with constant folding of shape computations) and a byte size, and every
+// node its FLOPs, bytes read and written, and parameter bytes.
+//
+// Errors a user can cause (missing file, not ONNX, truncated protobuf, a cycle, a tensor
+// produced twice, a dangling name, a bad external-data reference, an overflowing shape) come
+// back as *Error naming the culprit; `--dim` bindings that name no symbolic dimension come
+// back as *UsageError.
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// Options control loading.
+type Options struct {
+	// Dims binds symbolic dimensions (dim_param) to sizes, e.g. {"batch": 4}. Naming a
+	// dimension the model does not have is a usage error.
+	Dims map[string]int64
+	// MaxFileBytes refuses larger model files (0: DefaultMaxFileBytes). External data files
+	// are not read into memory and do not count.
+	MaxFileBytes int64
+}
+
+// DefaultMaxFileBytes is the largest .onnx file accepted by default: protobuf's own 2 GiB limit.
+const DefaultMaxFileBytes = 2<<30 - 1
+
+// Model is an ingested ONNX model.
+type Model struct {
+	// Path is the model file as given; Dir the directory external data is resolved against.
+	Path string
+	Dir  string
+	// SHA256 of the model file (hex) and its size in bytes.
+	SHA256   string
+	FileSize int64
+	// Proto is the decoded model. Node i of Graph is Proto.Graph.Node[i].
+	Proto *onnxpb.ModelProto
+	Graph *graph.Graph
+	// Unsupported lists op types (domain-qualified when not ONNX) that shape inference does not
+	// know; their outputs take shapes from value_info when present.
+	Unsupported []string
+	// ExternalData is true when some initializer lives in an external file.
+	ExternalData bool
+	// SymbolicDims lists the dim_param names still unbound, sorted.
+	SymbolicDims []string
+	// Warnings are non-fatal findings (e.g. a value_info shape contradicting inference).
+	Warnings []string
+
+	inits map[string]*onnxpb.TensorProto
+	dims  map[string]int64
+}
+
+// Error is a problem with the input model.
+type Error struct {
+	Path string
+	Msg  string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Msg
+	}
+	return e.Path + ": " + e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// UsageError is a problem with how ingest was asked to load the model (e.g. a --dim naming
+// no symbolic dimension of the model).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Load reads, validates and analyses the model at path.
+func Load(path string, opt Options) (*Model, error) {
+	fail := func(format string, a ...any) error {
+		return &Error{Path: path, Msg: fmt.Sprintf(format, a...)}
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fail("no such file")
+	case err != nil:
+		return nil, &Error{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+	case fi.IsDir():
+		return nil, fail("is a directory, not an ONNX model file")
+	case fi.Size() == 0:
+		return nil, fail("is empty, not an ONNX model")
+	}
+	limit := opt.MaxFileBytes
+	if limit <= 0 {
+		limit = DefaultMaxFileBytes
+	}
+	if fi.Size() > limit {
+		return nil, fail("is %d bytes, over the %d-byte limit for a model file (protobuf cannot exceed 2 GiB; large weights belong in external data)", fi.Size(), limit)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &Error{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+	}
+	return loadBytes(path, data, opt)
+}
+
+// loadBytes decodes and analyses model bytes; path locates external data.
+func loadBytes(path string, data []byte, opt Options) (*Model, error) {
+	fail := func(format string, a ...any) error {
+		return &Error{Path: path, Msg: fmt.Sprintf(format, a...)}
+	}
+	sum := sha256.Sum256(data)
+	var mp onnxpb.ModelProto
+	if err := (proto.UnmarshalOptions{RecursionLimit: maxNesting}).Unmarshal(data, &mp); err != nil {
+		if looksTruncated(err) {
+			return nil, &Error{Path: path, Msg: "truncated or corrupt protobuf: " + trimProtoErr(err), Err: err}
+		}
+		return nil, &Error{Path: path, Msg: "not an ONNX model (protobuf decoding failed: " + trimProtoErr(err) + ")", Err: err}
+	}
+	if err := checkModelShape(&mp); err != nil {
+		return nil, &Error{Path: path, Msg: err.Error()}
+	}
+	m := &Model{
+		Path:     path,
+		Dir:      filepath.Dir(path),
+		SHA256:   hex.EncodeToString(sum[:]),
+		FileSize: int64(len(data)),
+		Proto:    &mp,
+	}
+	if err := m.bindDims(opt.Dims); err != nil {
+		return nil, err
+	}
+	if err := m.build(); err != nil {
+		var ge *graph.Error
+		var ce *graph.CycleError
+		switch {
+		case errors.As(err, &ge), errors.As(err, &ce):
+			return nil, &Error{Path: path, Msg: err.Error(), Err: err}
+		}
+		var ie *Error
+		if errors.As(err, &ie) {
+			if ie.Path == "" {
+				ie.Path = path
+			}
+			return nil, ie
+		}
+		return nil, fail("%v", err)
+	}
+	return m, nil
+}
+
+// maxNesting bounds protobuf message nesting (subgraphs inside subgraphs).
+const maxNesting = 100
+
+func looksTruncated(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "unexpected EOF") || strings.Contains(s, "truncated")
+}
+
+func trimProtoErr(err error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, "proto: ")
+	s = strings.TrimPrefix(s, "cannot parse invalid wire-format data")
+	if s == "" {
+		return "invalid wire-format data"
+	}
+	return strings.TrimSpace(s)
+}
+
+// checkModelShape rejects protobufs that decode but are not ONNX models: ONNX models always
+// carry an IR version and a graph, and every node has an op type.
+func checkModelShape(m *onnxpb.ModelProto) error {
+	if m.Graph == nil {
+		if m.IrVersion == nil {
+			return errors.New("not an ONNX model (no ir_version and no graph)")
+		}
+		return errors.New("ONNX model without a graph")
+	}
+	if m.IrVersion == nil {
+		return errors.New("not an ONNX model (no ir_version)")
+	}
+	if v := m.GetIrVersion(); v < 3 || v > int64(onnxpb.Version_IR_VERSION)+5 {
+		return fmt.Errorf("unsupported ONNX IR version %d", v)
+	}
+	if len(m.OpsetImport) == 0 {
+		return errors.New("ONNX model without opset_import")
+	}
+	for i, n := range m.Graph.Node {
+		if n.GetOpType() == "" {
+			return fmt.Errorf("node %d (%q) has no op_type", i, n.GetName())
+		}
+	}
+	return nil
+}
+
+// bindDims applies --dim bindings to every dim_param of the top-level graph's inputs,
+// outputs and value_info. A binding that names no dimension is a usage error.
+func (m *Model) bindDims(dims map[string]int64) error {
+	found := map[string]bool{}
+	g := m.Proto.Graph
+	lists := [][]*onnxpb.ValueInfoProto{g.Input, g.Output, g.ValueInfo}
+	for _, l := range lists {
+		for _, vi := range l {
+			for _, d := range tensorDims(vi.GetType()) {
+				if p, ok := d.Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok {
+					found[p.DimParam] = true
+				}
+			}
+		}
+	}
+	var names []string
+	for n := range dims {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !found[n] {
+			have := make([]string, 0, len(found))
+			for k := range found {
+				have = append(have, k)
+			}
+			sort.Strings(have)
+			if len(have) == 0 {
+				return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimensions", n, dims[n])}
+			}
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimension %q (it has: %s)", n, dims[n], n, strings.Join(have, ", "))}
+		}
+		if dims[n] < 0 {
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", n, dims[n])}
+		}
+	}
+	m.dims = dims
+	return nil
+}
+
+func tensorDims(t *onnxpb.TypeProto) []*onnxpb.TensorShapeProto_Dimension {
+	if t == nil {
+		return nil
+	}
+	if tt := t.GetTensorType(); tt != nil {
+		return tt.GetShape().GetDim()
+	}
+	if st := t.GetSparseTensorType(); st != nil {
+		return st.GetShape().GetDim()
+	}
+	return nil
+}

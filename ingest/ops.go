@@ -1,0 +1,864 @@
+package ingest
+
+import (
+	"math"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// shapeFunc infers a node's output types, shapes and (for small integer tensors) values.
+// It leaves outputs unknown when its inputs are unknown; a *shapeError reports inputs that
+// contradict the operator's rules.
+type shapeFunc func(c *nctx) error
+
+var onnxOps = map[string]shapeFunc{}
+var msOps = map[string]shapeFunc{} // com.microsoft contrib ops that ORT's exporters emit
+
+func opShapeFunc(domain, op string) shapeFunc {
+	switch domain {
+	case "", "ai.onnx":
+		return onnxOps[op]
+	case "com.microsoft":
+		if f := msOps[op]; f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func reg(f shapeFunc, ops ...string) {
+	for _, op := range ops {
+		onnxOps[op] = f
+	}
+}
+
+func init() {
+	reg(sameAsInput0,
+		"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs",
+		"Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan", "Asin", "Acos",
+		"Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "Elu", "Selu",
+		"Celu", "HardSigmoid", "HardSwish", "Gelu", "Mish", "ThresholdedRelu", "Clip",
+		"Softmax", "LogSoftmax", "Hardmax", "LRN", "InstanceNormalization", "LpNormalization",
+		"MeanVarianceNormalization", "Shrink", "BitwiseNot", "PRelu", "CumSum", "Trilu",
+		"ReverseSequence", "ScatterND", "ScatterElements", "Scatter", "Swish", "Binarizer")
+	reg(identity, "Identity")
+	reg(boolSame, "IsNaN", "IsInf")
+	reg(not, "Not")
+	reg(dropout, "Dropout")
+	reg(batchNorm, "BatchNormalization")
+	reg(layerNorm, "LayerNormalization")
+	reg(groupNorm, "GroupNormalization")
+	reg(cast, "Cast")
+	reg(castLike, "CastLike")
+	for op, f := range intArith {
+		reg(binaryArith(f), op)
+	}
+	reg(binaryArith(nil), "Pow", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+	reg(variadicArith, "Sum", "Mean")
+	for op, f := range intCompare {
+		reg(compare(f), op)
+	}
+	reg(where, "Where")
+	reg(matmul(graph.Undefined), "MatMul")
+	reg(matmul(graph.Int32), "MatMulInteger")
+	reg(qlinearMatmul, "QLinearMatMul")
+	reg(gemm, "Gemm")
+	reg(conv, "Conv", "ConvInteger", "QLinearConv")
+	reg(convTranspose, "ConvTranspose")
+	reg(pool, "MaxPool", "AveragePool", "LpPool")
+	reg(globalPool, "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
+	reg(flatten, "Flatten")
+	reg(reshape, "Reshape")
+	reg(transpose, "Transpose")
+	reg(concat, "Concat")
+	reg(split, "Split")
+	reg(slice, "Slice")
+	reg(gather, "Gather")
+	reg(gatherElements, "GatherElements")
+	reg(gatherND, "GatherND")
+	reg(squeeze, "Squeeze")
+	reg(unsqueeze, "Unsqueeze")
+	reg(expand, "Expand")
+	reg(shapeOp, "Shape")
+	reg(sizeOp, "Size")
+	reg(constantOfShape, "ConstantOfShape")
+	reg(constant, "Constant")
+	reg(rangeOp, "Range")
+	reg(tile, "Tile")
+	reg(pad, "Pad")
+	reg(resize, "Resize", "Upsample")
+	reg(reduce, "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+	reg(argReduce, "ArgMax", "ArgMin")
+	reg(topK, "TopK")
+	reg(nonZero, "NonZero")
+	reg(oneHot, "OneHot")
+	reg(depthToSpace, "DepthToSpace")
+	reg(spaceToDepth, "SpaceToDepth")
+	reg(einsum, "Einsum")
+	reg(rnn, "RNN", "GRU", "LSTM")
+	reg(ifOp, "If")
+	reg(loopOp, "Loop")
+	reg(quantize, "QuantizeLinear")
+	reg(dequantize, "DequantizeLinear")
+	reg(dynQuantize, "DynamicQuantizeLinear")
+	reg(compress, "Compress")
+	reg(nms, "NonMaxSuppression")
+	reg(eyeLike, "EyeLike")
+	reg(randomLike, "RandomNormalLike", "RandomUniformLike")
+	reg(randomShape, "RandomNormal", "RandomUniform")
+	reg(minMax, "Min", "Max")
+
+	for _, op := range []string{"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "FusedConv", "BiasAdd",
+		"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",
+		"LayerNormalization", "Rotary"} {
+		msOps[op] = sameAsInput0
+	}
+	msOps["FusedMatMul"] = fusedMatmul
+	msOps["FusedGemm"] = gemm
+}
+
+// --- elementwise -----------------------------------------------------------------------
+
+func sameAsInput0(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	c.set(0, x.dt, x.shape.Clone())
+	return nil
+}
+
+func identity(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	t := c.set(0, x.dt, x.shape.Clone())
+	if t != nil {
+		t.ival, t.fval, t.nonTensor = x.ival, x.fval, x.nonTensor
+	}
+	return nil
+}
+
+func boolSame(c *nctx) error {
+	if x := c.in(0); x != nil {
+		c.set(0, graph.Bool, x.shape.Clone())
+	}
+	return nil
+}
+
+func not(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	var val []graph.Dim
+	if v, ok := x.ints(); ok {
+		val = make([]graph.Dim, len(v))
+		for i, e := range v {
+			val[i] = graph.Static(b2i(e == 0))
+		}
+	}
+	c.setInts(0, graph.Bool, x.shape.Clone(), val)
+	return nil
+}
+
+func dropout(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	c.set(0, x.dt, x.shape.Clone())
+	c.set(1, graph.Bool, x.shape.Clone())
+	return nil
+}
+
+func batchNorm(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	c.set(0, x.dt, x.shape.Clone())
+	if s := c.in(3); s != nil { // training mode outputs: running mean and var, shape [C]
+		c.set(1, s.dt, s.shape.Clone())
+		c.set(2, s.dt, s.shape.Clone())
+	}
+	return nil
+}
+
+func layerNorm(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	c.set(0, x.dt, x.shape.Clone())
+	if c.nout() == 1 || x.shape == nil {
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", -1), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	stat := x.shape.Clone()
+	for i := axis; i < len(stat); i++ {
+		stat[i] = graph.Static(1)
+	}
+	st := graph.DType(c.n.AttrInt("stash_type", 1))
+	c.set(1, st, stat)
+	c.set(2, st, stat.Clone())
+	return nil
+}
+
+func groupNorm(c *nctx) error { return sameAsInput0(c) }
+
+func cast(c *nctx) error {
+	x := c.in(0)
+	to := graph.DType(c.n.AttrInt("to", 0))
+	if x == nil {
+		return nil
+	}
+	t := c.set(0, to, x.shape.Clone())
+	if t == nil {
+		return nil
+	}
+	switch {
+	case to.IsInteger() || to == graph.Bool:
+		if x.ival != nil {
+			t.ival = x.ival
+			if to == graph.Bool {
+				t.ival = mapKnown(x.ival, func(v int64) int64 { return b2i(v != 0) })
+			}
+		} else if x.fval != nil {
+			t.ival = make([]graph.Dim, len(x.fval))
+			for i, f := range x.fval {
+				if math.IsNaN(f) || math.IsInf(f, 0) {
+					t.ival = nil
+					break
+				}
+				v := int64(f) // truncation toward zero, as C casts
+				if to == graph.Bool {
+					v = b2i(f != 0)
+				}
+				t.ival[i] = graph.Static(v)
+			}
+		}
+	case to.IsFloat():
+		if f, ok := x.numbers(); ok {
+			t.fval = f
+		}
+	}
+	return nil
+}
+
+func castLike(c *nctx) error {
+	x, like := c.in(0), c.in(1)
+	if x == nil || like == nil {
+		return nil
+	}
+	c.set(0, like.dt, x.shape.Clone())
+	return nil
+}
+
+func mapKnown(v []graph.Dim, f func(int64) int64) []graph.Dim {
+	out := make([]graph.Dim, len(v))
+	for i, d := range v {
+		if vKnown(d) {
+			out[i] = graph.Static(f(d.Value))
+		} else {
+			out[i] = vUnknown("")
+		}
+	}
+	return out
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// intArith folds integer elementwise arithmetic on small values (shape computations), in
+// value encoding: unknown operands give unknown results except where an identity keeps a
+// symbolic name (x·1, x+0, x−0, x/1).
+var intArith = map[string]func(a, b graph.Dim) graph.Dim{
+	"Add": func(a, b graph.Dim) graph.Dim {
+		switch {
+		case vKnown(a) && vKnown(b):
+			return graph.Static(a.Value + b.Value)
+		case vKnown(a) && a.Value == 0:
+			return b
+		case vKnown(b) && b.Value == 0:
+			return a
+		}
+		return vUnknown("")
+	},
+	"Sub": func(a, b graph.Dim) graph.Dim {
+		switch {
+		case vKnown(a) && vKnown(b):
+			return graph.Static(a.Value - b.Value)
+		case vKnown(b) && b.Value == 0:
+			return a
+		case !vKnown(a) && a == b && a.Param != "":
+			return graph.Static(0)
+		}
+		return vUnknown("")
+	},
+	"Mul": func(a, b graph.Dim) graph.Dim {
+		switch {
+		case vKnown(a) && vKnown(b):
+			return graph.Static(a.Value * b.Value)
+		case vKnown(a) && a.Value == 1:
+			return b
+		case vKnown(b) && b.Value == 1:
+			return a
+		case (vKnown(a) && a.Value == 0) || (vKnown(b) && b.Value == 0):
+			return graph.Static(0)
+		}
+		return vUnknown("")
+	},
+	"Div": func(a, b graph.Dim) graph.Dim { // ONNX integer Div truncates toward zero
+		switch {
+		case vKnown(a) && vKnown(b) && b.Value != 0:
+			return graph.Static(a.Value / b.Value)
+		case vKnown(b) && b.Value == 1:
+			return a
+		case !vKnown(a) && a == b && a.Param != "":
+			return graph.Static(1)
+		}
+		return vUnknown("")
+	},
+	"Mod": func(a, b graph.Dim) graph.Dim {
+		if vKnown(a) && vKnown(b) && b.Value != 0 {
+			r := a.Value % b.Value
+			if r != 0 && (r < 0) != (b.Value < 0) {
+				r += b.Value // fmod=0: sign of the divisor
+			}
+			return graph.Static(r)
+		}
+		return vUnknown("")
+	},
+}
+
+var intCompare = map[string]func(a, b int64) bool{
+	"Equal":          func(a, b int64) bool { return a == b },
+	"Less":           func(a, b int64) bool { return a < b },
+	"Greater":        func(a, b int64) bool { return a > b },
+	"LessOrEqual":    func(a, b int64) bool { return a <= b },
+	"GreaterOrEqual": func(a, b int64) bool { return a >= b },
+	"And":            func(a, b int64) bool { return a != 0 && b != 0 },
+	"Or":             func(a, b int64) bool { return a != 0 || b != 0 },
+	"Xor":            func(a, b int64) bool { return (a != 0) != (b != 0) },
+}
+
+// elementwise2 broadcasts two inputs and folds their values with f when both are known.
+func elementwise2(c *nctx, outType graph.DType, f func(a, b graph.Dim) graph.Dim,
+	ff func(a, b float64) float64) error {
+	a, b := c.in(0), c.in(1)
+	if a == nil || b == nil {
+		return nil
+	}
+	shape, err := broadcast(a.shape, b.shape)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if outType == graph.Undefined {
+		outType = a.dt
+	}
+	t := c.set(0, outType, shape)
+	if t == nil || !shape.Known() {
+		return nil
+	}
+	n, err := shape.NumElements()
+	if err != nil || n > maxFoldElements {
+		return nil
+	}
+	if f != nil && a.ival != nil && b.ival != nil {
+		t.ival = broadcastValues(a.shape, a.ival, b.shape, b.ival, shape, f)
+		return nil
+	}
+	if ff != nil && (outType.IsFloat()) {
+		av, aok := a.numbers()
+		bv, bok := b.numbers()
+		if aok && bok {
+			t.fval = broadcastFloats(a.shape, av, b.shape, bv, shape, ff)
+		}
+	}
+	return nil
+}
+
+// broadcastValues applies f over broadcast element pairs.
+func broadcastValues(as graph.Shape, av []graph.Dim, bs graph.Shape, bv []graph.Dim, out graph.Shape, f func(a, b graph.Dim) graph.Dim) []graph.Dim {
+	n, _ := out.NumElements()
+	res := make([]graph.Dim, n)
+	dims := out.Dims()
+	for i := int64(0); i < n; i++ {
+		res[i] = f(av[bcastIndex(i, dims, as)], bv[bcastIndex(i, dims, bs)])
+	}
+	return res
+}
+
+func broadcastFloats(as graph.Shape, av []float64, bs graph.Shape, bv []float64, out graph.Shape, f func(a, b float64) float64) []float64 {
+	n, _ := out.NumElements()
+	res := make([]float64, n)
+	dims := out.Dims()
+	for i := int64(0); i < n; i++ {
+		res[i] = f(av[bcastIndex(i, dims, as)], bv[bcastIndex(i, dims, bs)])
+	}
+	return res
+}
+
+// bcastIndex maps a flat index of the output to the flat index in an input of shape s.
+func bcastIndex(i int64, out []int64, s graph.Shape) int64 {
+	var idx, stride int64 = 0, 1
+	r := len(out)
+	for k := r - 1; k >= 0; k-- {
+		coord := i % out[k]
+		i /= out[k]
+		j := k - (r - len(s))
+		if j < 0 {
+			continue
+		}
+		d := s[j].Value
+		if d != 1 {
+			idx += coord * stride
+		}
+		stride *= d
+	}
+	return idx
+}
+
+var floatArith = map[string]func(a, b float64) float64{
+	"Add": func(a, b float64) float64 { return a + b },
+	"Sub": func(a, b float64) float64 { return a - b },
+	"Mul": func(a, b float64) float64 { return a * b },
+	"Div": func(a, b float64) float64 { return a / b },
+}
+
+func binaryArith(f func(a, b graph.Dim) graph.Dim) shapeFunc {
+	return func(c *nctx) error {
+		var ff func(a, b float64) float64
+		if c.n.OpType != "" {
+			ff = floatArith[c.n.OpType]
+		}
+		return elementwise2(c, graph.Undefined, f, ff)
+	}
+}
+
+func compare(f func(a, b int64) bool) shapeFunc {
+	return func(c *nctx) error {
+		return elementwise2(c, graph.Bool, func(a, b graph.Dim) graph.Dim {
+			if vKnown(a) && vKnown(b) {
+				return graph.Static(b2i(f(a.Value, b.Value)))
+			}
+			return vUnknown("")
+		}, nil)
+	}
+}
+
+func minMax(c *nctx) error {
+	isMax := c.n.OpType == "Max"
+	f := func(a, b graph.Dim) graph.Dim {
+		if vKnown(a) && vKnown(b) {
+			if (a.Value > b.Value) == isMax {
+				return a
+			}
+			return b
+		}
+		return vUnknown("")
+	}
+	if c.nin() == 2 {
+		return elementwise2(c, graph.Undefined, f, nil)
+	}
+	return variadicArith(c)
+}
+
+func variadicArith(c *nctx) error {
+	var shapes []graph.Shape
+	var dt graph.DType
+	for i := 0; i < c.nin(); i++ {
+		x := c.in(i)
+		if x == nil {
+			return nil
+		}
+		if i == 0 {
+			dt = x.dt
+		}
+		shapes = append(shapes, x.shape)
+	}
+	if len(shapes) == 0 {
+		return nil
+	}
+	s, err := broadcast(shapes...)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	c.set(0, dt, s)
+	return nil
+}
+
+func where(c *nctx) error {
+	cond, x, y := c.in(0), c.in(1), c.in(2)
+	if cond == nil || x == nil || y == nil {
+		return nil
+	}
+	s, err := broadcast(cond.shape, x.shape, y.shape)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	t := c.set(0, x.dt, s)
+	if t == nil || !s.Known() {
+		return nil
+	}
+	n, _ := s.NumElements()
+	if n > maxFoldElements || cond.ival == nil || x.ival == nil || y.ival == nil {
+		return nil
+	}
+	dims := s.Dims()
+	val := make([]graph.Dim, n)
+	for i := int64(0); i < n; i++ {
+		cv := cond.ival[bcastIndex(i, dims, cond.shape)]
+		if !vKnown(cv) {
+			return nil
+		}
+		if cv.Value != 0 {
+			val[i] = x.ival[bcastIndex(i, dims, x.shape)]
+		} else {
+			val[i] = y.ival[bcastIndex(i, dims, y.shape)]
+		}
+	}
+	t.ival = val
+	return nil
+}
+
+// --- linear algebra --------------------------------------------------------------------
+
+// matmulShape applies numpy matmul rules: 1-D operands are promoted and the promoted axis
+// removed; batch dimensions broadcast.
+func matmulShape(a, b graph.Shape) (graph.Shape, error) {
+	if a == nil || b == nil {
+		return nil, nil
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return nil, errorString("MatMul operands cannot be scalars")
+	}
+	aa, bb := a, b
+	if len(a) == 1 {
+		aa = graph.Shape{graph.Static(1), a[0]}
+	}
+	if len(b) == 1 {
+		bb = graph.Shape{b[0], graph.Static(1)}
+	}
+	ka, kb := aa[len(aa)-1], bb[len(bb)-2]
+	if ka.Known() && kb.Known() && ka.Value != kb.Value {
+		return nil, errorString("inner dimensions " + ka.String() + " and " + kb.String() + " differ")
+	}
+	batch, err := broadcast(aa[:len(aa)-2], bb[:len(bb)-2])
+	if err != nil {
+		return nil, err
+	}
+	out := append(graph.Shape{}, batch...)
+	if len(a) != 1 {
+		out = append(out, aa[len(aa)-2])
+	}
+	if len(b) != 1 {
+		out = append(out, bb[len(bb)-1])
+	}
+	return out, nil
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func matmul(outType graph.DType) shapeFunc {
+	return func(c *nctx) error {
+		a, b := c.in(0), c.in(1)
+		if a == nil || b == nil {
+			return nil
+		}
+		s, err := matmulShape(a.shape, b.shape)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		dt := outType
+		if dt == graph.Undefined {
+			dt = a.dt
+		}
+		c.set(0, dt, s)
+		return nil
+	}
+}
+
+func qlinearMatmul(c *nctx) error {
+	a, b, zp := c.in(0), c.in(3), c.in(7)
+	if a == nil || b == nil {
+		return nil
+	}
+	s, err := matmulShape(a.shape, b.shape)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	dt := a.dt
+	if zp != nil {
+		dt = zp.dt
+	}
+	c.set(0, dt, s)
+	return nil
+}
+
+func fusedMatmul(c *nctx) error {
+	a, b := c.in(0), c.in(1)
+	if a == nil || b == nil || a.shape == nil || b.shape == nil {
+		return nil
+	}
+	as, bs := a.shape.Clone(), b.shape.Clone()
+	if c.n.AttrInt("transA", 0) != 0 && len(as) >= 2 {
+		as[len(as)-1], as[len(as)-2] = as[len(as)-2], as[len(as)-1]
+	}
+	if c.n.AttrInt("transB", 0) != 0 && len(bs) >= 2 {
+		bs[len(bs)-1], bs[len(bs)-2] = bs[len(bs)-2], bs[len(bs)-1]
+	}
+	s, err := matmulShape(as, bs)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	c.set(0, a.dt, s)
+	return nil
+}
+
+func gemm(c *nctx) error {
+	a, b := c.in(0), c.in(1)
+	if a == nil || b == nil {
+		return nil
+	}
+	if a.shape == nil || b.shape == nil {
+		c.set(0, a.dt, nil)
+		return nil
+	}
+	if len(a.shape) != 2 || len(b.shape) != 2 {
+		return c.errorf("Gemm needs 2-D operands, got %v and %v", a.shape, b.shape)
+	}
+	m, ka := a.shape[0], a.shape[1]
+	if c.n.AttrInt("transA", 0) != 0 {
+		m, ka = ka, m
+	}
+	kb, n := b.shape[0], b.shape[1]
+	if c.n.AttrInt("transB", 0) != 0 {
+		kb, n = n, kb
+	}
+	if ka.Known() && kb.Known() && ka.Value != kb.Value {
+		return c.errorf("inner dimensions %v and %v differ", ka, kb)
+	}
+	c.set(0, a.dt, graph.Shape{m, n})
+	return nil
+}
+
+// --- convolution and pooling -----------------------------------------------------------
+
+// windowOut computes the output size of one spatial axis of a convolution or pool.
+// Eq.: out = floor((in + pad_begin + pad_end − dilation·(k−1) − 1) / stride) + 1 (ceil with
+// ceil_mode); auto_pad SAME_* gives ceil(in / stride), VALID ceil((in − dil·(k−1)) / stride).
+func windowOut(in graph.Dim, k, stride, dil, padB, padE int64, autoPad string, ceilMode bool) graph.Dim {
+	if !in.Known() {
+		if autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
+			if stride == 1 {
+				return in
+			}
+		}
+		if k == 1 && stride == 1 && padB == 0 && padE == 0 {
+			return in
+		}
+		return unknownDim
+	}
+	x := in.Value
+	switch autoPad {
+	case "SAME_UPPER", "SAME_LOWER":
+		return graph.Static(ceilDiv(x, stride))
+	case "VALID":
+		return graph.Static(ceilDiv(x-dil*(k-1), stride))
+	}
+	eff := x + padB + padE - dil*(k-1) - 1
+	var out int64
+	if ceilMode {
+		out = ceilDiv(eff, stride) + 1
+		// The last window must start inside the input or the left padding (ONNX/PyTorch).
+		if (out-1)*stride >= x+padB {
+			out--
+		}
+	} else {
+		out = floorDiv(eff, stride) + 1
+	}
+	return graph.Static(out)
+}
+
+// spatialParams reads kernel, strides, dilations and pads for nsp spatial axes.
+func spatialParams(c *nctx, nsp int, kernel []int64) (strides, dils, pads []int64, autoPad string) {
+	strides = c.n.AttrInts("strides")
+	dils = c.n.AttrInts("dilations")
+	pads = c.n.AttrInts("pads")
+	if len(strides) != nsp {
+		strides = ones(nsp)
+	}
+	if len(dils) != nsp {
+		dils = ones(nsp)
+	}
+	if len(pads) != 2*nsp {
+		pads = make([]int64, 2*nsp)
+	}
+	autoPad = c.n.AttrString("auto_pad", "NOTSET")
+	return
+}
+
+func ones(n int) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = 1
+	}
+	return s
+}
+
+func conv(c *nctx) error {
+	x, w := c.in(0), c.in(1)
+	if c.n.OpType == "QLinearConv" {
+		w = c.in(3)
+	}
+	if x == nil || w == nil {
+		return nil
+	}
+	dt := x.dt
+	switch c.n.OpType {
+	case "ConvInteger":
+		dt = graph.Int32
+	case "QLinearConv":
+		if zp := c.in(7); zp != nil {
+			dt = zp.dt
+		}
+	}
+	if x.shape == nil || w.shape == nil || len(x.shape) < 3 {
+		c.set(0, dt, nil)
+		return nil
+	}
+	nsp := len(x.shape) - 2
+	kernel := c.n.AttrInts("kernel_shape")
+	if len(kernel) != nsp {
+		if len(w.shape) != nsp+2 || !w.shape.Known() {
+			c.set(0, dt, nil)
+			return nil
+		}
+		kernel = w.shape.Dims()[2:]
+	}
+	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
+	out := graph.Shape{x.shape[0], w.shape[0]}
+	for i := 0; i < nsp; i++ {
+		out = append(out, windowOut(x.shape[2+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, false))
+	}
+	c.set(0, dt, out)
+	return nil
+}
+
+func convTranspose(c *nctx) error {
+	x, w := c.in(0), c.in(1)
+	if x == nil || w == nil {
+		return nil
+	}
+	if x.shape == nil || w.shape == nil || len(x.shape) < 3 || len(w.shape) != len(x.shape) {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	nsp := len(x.shape) - 2
+	group := c.n.AttrInt("group", 1)
+	cout := dimMul(w.shape[1], graph.Static(group))
+	kernel := c.n.AttrInts("kernel_shape")
+	if len(kernel) != nsp {
+		if !w.shape.Known() {
+			c.set(0, x.dt, nil)
+			return nil
+		}
+		kernel = w.shape.Dims()[2:]
+	}
+	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
+	outPad := c.n.AttrInts("output_padding")
+	if len(outPad) != nsp {
+		outPad = make([]int64, nsp)
+	}
+	out := graph.Shape{x.shape[0], cout}
+	if os := c.n.AttrInts("output_shape"); len(os) >= nsp {
+		for _, v := range os[len(os)-nsp:] {
+			out = append(out, graph.Static(v))
+		}
+		c.set(0, x.dt, out)
+		return nil
+	}
+	for i := 0; i < nsp; i++ {
+		in := x.shape[2+i]
+		if !in.Known() {
+			out = append(out, unknownDim)
+			continue
+		}
+		var o int64
+		if autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
+			o = in.Value * strides[i]
+		} else {
+			o = strides[i]*(in.Value-1) + outPad[i] + ((kernel[i]-1)*dils[i] + 1) - pads[i] - pads[nsp+i]
+		}
+		out = append(out, graph.Static(o))
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func pool(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) < 3 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	nsp := len(x.shape) - 2
+	kernel := c.n.AttrInts("kernel_shape")
+	if len(kernel) != nsp {
+		return c.errorf("kernel_shape has %d entries for %d spatial axes", len(kernel), nsp)
+	}
+	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
+	ceilMode := c.n.AttrInt("ceil_mode", 0) != 0
+	out := graph.Shape{x.shape[0], x.shape[1]}
+	for i := 0; i < nsp; i++ {
+		out = append(out, windowOut(x.shape[2+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, ceilMode))
+	}
+	c.set(0, x.dt, out)
+	c.set(1, graph.Int64, out.Clone()) // MaxPool indices
+	return nil
+}
+
+func globalPool(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) < 2 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	out := graph.Shape{x.shape[0], x.shape[1]}
+	for i := 2; i < len(x.shape); i++ {
+		out = append(out, graph.Static(1))
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+// --- attribute helpers for tensor-valued attributes ------------------------------------
+
+func (c *nctx) attrProto(name string) *onnxpb.AttributeProto {
+	for _, a := range c.np.Attribute {
+		if a.GetName() == name {
+			return a
+		}
+	}
+	return nil
+}

@@ -1,0 +1,1296 @@
+package ingest
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// axesArg reads an axes list given as an attribute before opset `since` and as input idx
+// from it on. present is false when no axes are given; known false when the input's value is
+// not known before run time.
+func axesArg(c *nctx, attr string, idx int, since int64) (axes []int64, present, known bool) {
+	if c.opset < since {
+		if a := c.n.Attr(attr); a != nil {
+			return a.Ints, true, true
+		}
+		return nil, false, true
+	}
+	in := c.in(idx)
+	if in == nil {
+		return nil, false, true
+	}
+	v, ok := in.ints()
+	return v, true, ok
+}
+
+func flatten(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, graph.Shape{unknownDim, unknownDim})
+		return nil
+	}
+	axis := c.n.AttrInt("axis", 1)
+	if axis < 0 {
+		axis += int64(len(x.shape))
+	}
+	if axis < 0 || axis > int64(len(x.shape)) {
+		return c.errorf("axis %d out of range for rank %d", axis, len(x.shape))
+	}
+	c.set(0, x.dt, graph.Shape{product(x.shape[:axis]), product(x.shape[axis:])})
+	return nil
+}
+
+func reshape(c *nctx) error {
+	x, sh := c.in(0), c.in(1)
+	if x == nil {
+		return nil
+	}
+	var target []graph.Dim // value encoding
+	if c.opset < 5 {
+		target = dimsOf(c.n.AttrInts("shape"))
+	} else if sh != nil && sh.ival != nil {
+		target = sh.ival
+	}
+	if target == nil {
+		var s graph.Shape
+		if sh != nil && sh.shape.Known() && len(sh.shape) == 1 {
+			s = make(graph.Shape, sh.shape[0].Value)
+			for i := range s {
+				s[i] = unknownDim
+			}
+		}
+		c.set(0, x.dt, s)
+		return nil
+	}
+	out := reshapeTarget(x.shape, target, c.n.AttrInt("allowzero", 0) != 0)
+	t := c.set(0, x.dt, out)
+	if t != nil && x.ival != nil {
+		t.ival = x.ival
+	}
+	if t != nil && x.fval != nil {
+		t.fval = x.fval
+	}
+	return nil
+}
+
+func transpose(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	perm := c.n.AttrInts("perm")
+	if perm == nil {
+		perm = make([]int64, r)
+		for i := range perm {
+			perm[i] = int64(r - 1 - i)
+		}
+	}
+	if len(perm) != r {
+		return c.errorf("perm %v does not match rank %d", perm, r)
+	}
+	out := make(graph.Shape, r)
+	for i, p := range perm {
+		a, err := normAxis(p, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		out[i] = x.shape[a]
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func concat(c *nctx) error {
+	var ins []*tinfo
+	for i := 0; i < c.nin(); i++ {
+		x := c.in(i)
+		if x == nil {
+			return nil
+		}
+		ins = append(ins, x)
+	}
+	if len(ins) == 0 {
+		return nil
+	}
+	dt := ins[0].dt
+	rank := -1
+	for _, x := range ins {
+		if x.shape != nil {
+			rank = len(x.shape)
+		}
+	}
+	if rank < 0 {
+		c.set(0, dt, nil)
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), rank)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	out := make(graph.Shape, rank)
+	for i := range out {
+		out[i] = unknownDim
+	}
+	sum := graph.Static(0)
+	for _, x := range ins {
+		if x.shape == nil {
+			sum = unknownDim
+			continue
+		}
+		if len(x.shape) != rank {
+			return c.errorf("inputs of different ranks")
+		}
+		sum = dimAdd(sum, x.shape[axis])
+		for i, d := range x.shape {
+			if i != axis && (d.Known() || !out[i].Known() && out[i].Param == "") {
+				out[i] = d
+			}
+		}
+	}
+	out[axis] = sum
+	t := c.set(0, dt, out)
+	if t != nil && rank == 1 {
+		var val []graph.Dim
+		for _, x := range ins {
+			if x.ival == nil {
+				return nil
+			}
+			val = append(val, x.ival...)
+		}
+		t.ival = val
+	}
+	return nil
+}
+
+func split(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	nout := c.nout()
+	if x.shape == nil {
+		for i := 0; i < nout; i++ {
+			c.set(i, x.dt, nil)
+		}
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	var sizes []int64
+	known := true
+	if c.opset < 13 {
+		sizes = c.n.AttrInts("split")
+	} else if s := c.in(1); s != nil {
+		sizes, known = s.ints()
+	}
+	d := x.shape[axis]
+	if sizes == nil && known {
+		if !d.Known() {
+			known = false
+		} else {
+			parts := int64(nout)
+			if no := c.n.AttrInt("num_outputs", 0); no > 0 {
+				parts = no
+			}
+			chunk := ceilDiv(d.Value, parts)
+			for i := int64(0); i < parts; i++ {
+				sz := chunk
+				if rem := d.Value - i*chunk; rem < chunk {
+					sz = max(rem, 0)
+				}
+				sizes = append(sizes, sz)
+			}
+		}
+	}
+	for i := 0; i < nout; i++ {
+		s := x.shape.Clone()
+		if known && i < len(sizes) {
+			s[axis] = graph.Static(sizes[i])
+		} else {
+			s[axis] = unknownDim
+		}
+		c.set(i, x.dt, s)
+	}
+	return nil
+}
+
+// sliceLen computes the number of elements a Slice takes along one axis of size dim.
+func sliceLen(dim, start, end, step int64) int64 {
+	clamp := func(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
+	if start < 0 {
+		start += dim
+	}
+	if end < 0 {
+		end += dim
+	}
+	if step > 0 {
+		start = clamp(start, 0, dim)
+		end = clamp(end, 0, dim)
+		if end <= start {
+			return 0
+		}
+		return ceilDiv(end-start, step)
+	}
+	start = clamp(start, 0, dim-1)
+	end = clamp(end, -1, dim-1)
+	if start <= end {
+		return 0
+	}
+	return ceilDiv(start-end, -step)
+}
+
+func slice(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	var starts, ends, axes, steps []int64
+	ok := true
+	if c.opset < 10 {
+		starts, ends, axes = c.n.AttrInts("starts"), c.n.AttrInts("ends"), c.n.AttrInts("axes")
+	} else {
+		var ok1, ok2 bool
+		starts, ok1 = c.in(1).ints()
+		ends, ok2 = c.in(2).ints()
+		ok = ok1 && ok2
+		if a := c.in(3); a != nil {
+			var ok3 bool
+			axes, ok3 = a.ints()
+			ok = ok && ok3
+		}
+		if s := c.in(4); s != nil {
+			var ok4 bool
+			steps, ok4 = s.ints()
+			ok = ok && ok4
+		}
+	}
+	out := x.shape.Clone()
+	if !ok || len(starts) != len(ends) {
+		// Without the values only the rank is known; the axes sliced are unknown.
+		if a := c.in(3); c.opset >= 10 && a != nil && a.valueKnown() {
+			av, _ := a.ints()
+			for _, ax := range av {
+				if i, err := normAxis(ax, r); err == nil {
+					out[i] = unknownDim
+				}
+			}
+		} else {
+			for i := range out {
+				out[i] = unknownDim
+			}
+		}
+		c.set(0, x.dt, out)
+		return nil
+	}
+	if axes == nil {
+		axes = make([]int64, len(starts))
+		for i := range axes {
+			axes[i] = int64(i)
+		}
+	}
+	if steps == nil {
+		steps = ones(len(starts))
+	}
+	if len(axes) != len(starts) || len(steps) != len(starts) {
+		return c.errorf("starts, ends, axes and steps differ in length")
+	}
+	for i, ax := range axes {
+		a, err := normAxis(ax, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		if steps[i] == 0 {
+			return c.errorf("slice step 0")
+		}
+		d := x.shape[a]
+		if !d.Known() {
+			if starts[i] == 0 && steps[i] == 1 && ends[i] >= math.MaxInt32 {
+				continue // the whole axis: the symbolic size survives
+			}
+			out[a] = unknownDim
+			continue
+		}
+		out[a] = graph.Static(sliceLen(d.Value, starts[i], ends[i], steps[i]))
+	}
+	t := c.set(0, x.dt, out)
+	if t != nil && r == 1 && x.ival != nil && len(axes) == 1 && out.Known() && x.shape.Known() {
+		start, step := starts[0], steps[0]
+		dim := x.shape[0].Value
+		if start < 0 {
+			start += dim
+		}
+		if step > 0 {
+			start = min(max(start, 0), dim)
+		} else {
+			start = min(max(start, 0), dim-1)
+		}
+		val := make([]graph.Dim, 0, out[0].Value)
+		for i := int64(0); i < out[0].Value; i++ {
+			val = append(val, x.ival[start+i*step])
+		}
+		t.ival = val
+	}
+	return nil
+}
+
+func gather(c *nctx) error {
+	x, idx := c.in(0), c.in(1)
+	if x == nil || idx == nil {
+		return nil
+	}
+	if x.shape == nil || idx.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	out := append(graph.Shape{}, x.shape[:axis]...)
+	out = append(out, idx.shape...)
+	out = append(out, x.shape[axis+1:]...)
+	t := c.set(0, x.dt, out)
+	if t != nil && len(x.shape) == 1 && x.ival != nil && x.shape.Known() {
+		iv, ok := idx.ints()
+		if !ok {
+			return nil
+		}
+		n := x.shape[0].Value
+		val := make([]graph.Dim, len(iv))
+		for i, k := range iv {
+			if k < 0 {
+				k += n
+			}
+			if k < 0 || k >= n {
+				return c.errorf("index %d out of range for size %d", iv[i], n)
+			}
+			val[i] = x.ival[k]
+		}
+		t.ival = val
+	}
+	return nil
+}
+
+func gatherElements(c *nctx) error {
+	x, idx := c.in(0), c.in(1)
+	if x == nil || idx == nil {
+		return nil
+	}
+	c.set(0, x.dt, idx.shape.Clone())
+	return nil
+}
+
+func gatherND(c *nctx) error {
+	x, idx := c.in(0), c.in(1)
+	if x == nil || idx == nil {
+		return nil
+	}
+	bd := int(c.n.AttrInt("batch_dims", 0))
+	if x.shape == nil || idx.shape == nil || len(idx.shape) == 0 || !idx.shape[len(idx.shape)-1].Known() {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	last := int(idx.shape[len(idx.shape)-1].Value)
+	if bd+last > len(x.shape) {
+		return c.errorf("indices reach beyond the data rank")
+	}
+	out := append(graph.Shape{}, idx.shape[:len(idx.shape)-1]...)
+	out = append(out, x.shape[bd+last:]...)
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func squeeze(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	axes, present, known := axesArg(c, "axes", 1, 13)
+	if x.shape == nil || !known {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	drop := map[int]bool{}
+	if present {
+		for _, a := range axes {
+			i, err := normAxis(a, r)
+			if err != nil {
+				return c.errorf("%v", err)
+			}
+			drop[i] = true
+		}
+	} else {
+		for i, d := range x.shape {
+			if !d.Known() {
+				c.set(0, x.dt, nil)
+				return nil
+			}
+			if d.Value == 1 {
+				drop[i] = true
+			}
+		}
+	}
+	var out graph.Shape = graph.Shape{}
+	for i, d := range x.shape {
+		if !drop[i] {
+			out = append(out, d)
+		}
+	}
+	t := c.set(0, x.dt, out)
+	if t != nil {
+		t.ival, t.fval = x.ival, x.fval
+	}
+	return nil
+}
+
+func unsqueeze(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	axes, _, known := axesArg(c, "axes", 1, 13)
+	if x.shape == nil || !known {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape) + len(axes)
+	ins := map[int]bool{}
+	for _, a := range axes {
+		i, err := normAxis(a, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		ins[i] = true
+	}
+	out := make(graph.Shape, 0, r)
+	j := 0
+	for i := 0; i < r; i++ {
+		if ins[i] {
+			out = append(out, graph.Static(1))
+		} else {
+			out = append(out, x.shape[j])
+			j++
+		}
+	}
+	t := c.set(0, x.dt, out)
+	if t != nil {
+		t.ival, t.fval = x.ival, x.fval
+	}
+	return nil
+}
+
+func expand(c *nctx) error {
+	x, sh := c.in(0), c.in(1)
+	if x == nil || sh == nil {
+		return nil
+	}
+	if sh.ival == nil {
+		var s graph.Shape
+		if sh.shape.Known() && len(sh.shape) == 1 && x.shape != nil {
+			n := int(sh.shape[0].Value)
+			s = make(graph.Shape, max(n, len(x.shape)))
+			for i := range s {
+				s[i] = unknownDim
+			}
+		}
+		c.set(0, x.dt, s)
+		return nil
+	}
+	out, err := broadcast(x.shape, dimsOfVals(sh.ival))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	t := c.set(0, x.dt, out)
+	if t != nil && x.ival != nil && out.Known() && x.shape.Known() {
+		if n, err := out.NumElements(); err == nil && n <= maxFoldElements {
+			t.ival = broadcastValues(x.shape, x.ival, graph.Shape{}, []graph.Dim{graph.Static(0)}, out,
+				func(a, _ graph.Dim) graph.Dim { return a })
+		}
+	}
+	return nil
+}
+
+func shapeOp(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, graph.Int64, graph.Shape{unknownDim})
+		return nil
+	}
+	r := int64(len(x.shape))
+	start, end := c.n.AttrInt("start", 0), c.n.AttrInt("end", r)
+	if start < 0 {
+		start += r
+	}
+	if end < 0 {
+		end += r
+	}
+	start, end = min(max(start, 0), r), min(max(end, 0), r)
+	if end < start {
+		end = start
+	}
+	val := make([]graph.Dim, 0, end-start)
+	for _, d := range x.shape[start:end] {
+		val = append(val, valOfDim(d))
+	}
+	c.setInts(0, graph.Int64, graph.ShapeOf(end-start), val)
+	return nil
+}
+
+func sizeOp(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	var val []graph.Dim
+	if x.shape != nil {
+		val = []graph.Dim{valOfDim(product(x.shape))}
+	}
+	c.setInts(0, graph.Int64, graph.Shape{}, val)
+	return nil
+}
+
+// attrTensorValue decodes a tensor-valued attribute into dtype, shape and value.
+func (c *nctx) attrTensorValue(t *onnxpb.TensorProto) (graph.DType, graph.Shape, []graph.Dim, []float64) {
+	dt := graph.DType(t.GetDataType())
+	shape, err := tensorShape(t)
+	if err != nil {
+		return dt, nil, nil, nil
+	}
+	raw, ok := c.m.rawBytes(t)
+	if !ok {
+		return dt, shape, nil, nil
+	}
+	ints, floats, _ := decodeNumbers(dt, raw)
+	if dt.IsFloat() {
+		return dt, shape, nil, floats
+	}
+	return dt, shape, dimsOf(ints), nil
+}
+
+func constantOfShape(c *nctx) error {
+	sh := c.in(0)
+	if sh == nil {
+		return nil
+	}
+	dt := graph.Float
+	var fill []graph.Dim
+	var ffill []float64
+	if a := c.attrProto("value"); a != nil && a.GetT() != nil {
+		var v []graph.Dim
+		var fv []float64
+		dt, _, v, fv = c.attrTensorValue(a.GetT())
+		if len(v) == 1 {
+			fill = v
+		}
+		if len(fv) == 1 {
+			ffill = fv
+		}
+	} else {
+		ffill = []float64{0}
+	}
+	if sh.ival == nil {
+		var s graph.Shape
+		if sh.shape.Known() && len(sh.shape) == 1 {
+			s = make(graph.Shape, sh.shape[0].Value)
+			for i := range s {
+				s[i] = unknownDim
+			}
+		}
+		c.set(0, dt, s)
+		return nil
+	}
+	out := dimsOfVals(sh.ival)
+	t := c.set(0, dt, out)
+	if t == nil || !out.Known() {
+		return nil
+	}
+	n, err := out.NumElements()
+	if err != nil || n > maxFoldElements {
+		return nil
+	}
+	if fill != nil {
+		t.ival = make([]graph.Dim, n)
+		for i := range t.ival {
+			t.ival[i] = fill[0]
+		}
+	}
+	if ffill != nil {
+		t.fval = make([]float64, n)
+		for i := range t.fval {
+			t.fval[i] = ffill[0]
+		}
+	}
+	return nil
+}
+
+func constant(c *nctx) error {
+	for _, a := range c.np.Attribute {
+		switch a.GetName() {
+		case "value":
+			if a.GetT() == nil {
+				return nil
+			}
+			dt, s, v, fv := c.attrTensorValue(a.GetT())
+			t := c.set(0, dt, s)
+			if t != nil {
+				t.ival, t.fval = v, fv
+			}
+		case "sparse_value":
+			if st := a.GetSparseTensor(); st != nil {
+				s := graph.ShapeOf(st.Dims...)
+				c.set(0, graph.DType(st.GetValues().GetDataType()), s)
+			}
+		case "value_float":
+			c.setFloats(0, graph.Float, graph.Shape{}, []float64{float64(a.GetF())})
+		case "value_floats":
+			f := make([]float64, len(a.Floats))
+			for i, x := range a.Floats {
+				f[i] = float64(x)
+			}
+			c.setFloats(0, graph.Float, graph.ShapeOf(int64(len(f))), f)
+		case "value_int":
+			c.setInts(0, graph.Int64, graph.Shape{}, []graph.Dim{graph.Static(a.GetI())})
+		case "value_ints":
+			c.setInts(0, graph.Int64, graph.ShapeOf(int64(len(a.Ints))), dimsOf(a.Ints))
+		case "value_string":
+			c.set(0, graph.String, graph.Shape{})
+		case "value_strings":
+			c.set(0, graph.String, graph.ShapeOf(int64(len(a.Strings))))
+		}
+	}
+	return nil
+}
+
+func rangeOp(c *nctx) error {
+	start, limit, delta := c.in(0), c.in(1), c.in(2)
+	if start == nil || limit == nil || delta == nil {
+		return nil
+	}
+	s, ok1 := start.numbers()
+	l, ok2 := limit.numbers()
+	d, ok3 := delta.numbers()
+	if !ok1 || !ok2 || !ok3 || len(s) != 1 || len(l) != 1 || len(d) != 1 || d[0] == 0 {
+		c.set(0, start.dt, graph.Shape{unknownDim})
+		return nil
+	}
+	n := int64(math.Max(math.Ceil((l[0]-s[0])/d[0]), 0))
+	out := graph.ShapeOf(n)
+	if start.dt.IsInteger() && n <= maxFoldElements {
+		val := make([]graph.Dim, n)
+		for i := range val {
+			val[i] = graph.Static(int64(s[0]) + int64(i)*int64(d[0]))
+		}
+		c.setInts(0, start.dt, out, val)
+		return nil
+	}
+	c.set(0, start.dt, out)
+	return nil
+}
+
+func tile(c *nctx) error {
+	x, rep := c.in(0), c.in(1)
+	if x == nil || rep == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r, ok := rep.ints()
+	out := x.shape.Clone()
+	if !ok || len(r) != len(out) {
+		for i := range out {
+			out[i] = unknownDim
+		}
+	} else {
+		for i := range out {
+			out[i] = dimMul(out[i], graph.Static(r[i]))
+		}
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func pad(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	var pads []int64
+	ok := true
+	if c.opset < 11 {
+		pads = c.n.AttrInts("pads")
+	} else {
+		pads, ok = c.in(1).ints()
+	}
+	out := x.shape.Clone()
+	axes := make([]int64, r)
+	for i := range axes {
+		axes[i] = int64(i)
+	}
+	if a := c.in(3); c.opset >= 18 && a != nil {
+		var ok2 bool
+		axes, ok2 = a.ints()
+		ok = ok && ok2
+	}
+	if !ok || len(pads) != 2*len(axes) {
+		for i := range out {
+			out[i] = unknownDim
+		}
+		c.set(0, x.dt, out)
+		return nil
+	}
+	na := len(axes)
+	for i, ax := range axes {
+		a, err := normAxis(ax, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		out[a] = dimAdd(out[a], graph.Static(pads[i]+pads[na+i]))
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func resize(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	out := x.shape.Clone()
+	var scales []float64
+	var sizes []int64
+	switch {
+	case c.n.OpType == "Upsample" && c.opset < 9:
+		for _, f := range c.n.Attr("scales").Floats {
+			scales = append(scales, f)
+		}
+	case c.n.OpType == "Upsample" || c.opset < 11:
+		scales, _ = c.in(1).numbers()
+	default:
+		if s := c.in(3); s != nil {
+			sizes, _ = s.ints()
+		}
+		if sizes == nil {
+			if s := c.in(2); s != nil {
+				scales, _ = s.numbers()
+			}
+		}
+	}
+	axes := make([]int64, r)
+	for i := range axes {
+		axes[i] = int64(i)
+	}
+	if a := c.n.AttrInts("axes"); a != nil {
+		axes = a
+	}
+	switch {
+	case len(sizes) == len(axes) && len(sizes) > 0:
+		for i, ax := range axes {
+			a, err := normAxis(ax, r)
+			if err != nil {
+				return c.errorf("%v", err)
+			}
+			out[a] = graph.Static(sizes[i])
+		}
+	case len(scales) == len(axes) && len(scales) > 0:
+		for i, ax := range axes {
+			a, err := normAxis(ax, r)
+			if err != nil {
+				return c.errorf("%v", err)
+			}
+			if out[a].Known() {
+				out[a] = graph.Static(int64(math.Floor(float64(out[a].Value) * scales[i])))
+			} else if scales[i] != 1 {
+				out[a] = unknownDim
+			}
+		}
+	default:
+		for i := range out {
+			out[i] = unknownDim
+		}
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func reduce(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	since := int64(18)
+	if c.n.OpType == "ReduceSum" {
+		since = 13
+	}
+	axes, present, known := axesArg(c, "axes", 1, since)
+	keep := c.n.AttrInt("keepdims", 1) != 0
+	if x.shape == nil || !known {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	sel := map[int]bool{}
+	if !present || len(axes) == 0 {
+		if c.n.AttrInt("noop_with_empty_axes", 0) != 0 && c.opset >= since {
+			return identity(c)
+		}
+		for i := 0; i < r; i++ {
+			sel[i] = true
+		}
+	}
+	for _, a := range axes {
+		i, err := normAxis(a, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		sel[i] = true
+	}
+	out := graph.Shape{}
+	for i, d := range x.shape {
+		switch {
+		case !sel[i]:
+			out = append(out, d)
+		case keep:
+			out = append(out, graph.Static(1))
+		}
+	}
+	t := c.set(0, x.dt, out)
+	// Fold reductions of small known 1-D integer values over their only axis.
+	if t != nil && r == 1 && sel[0] && x.valueKnown() {
+		v, _ := x.ints()
+		var acc int64
+		switch c.n.OpType {
+		case "ReduceSum":
+			for _, e := range v {
+				acc += e
+			}
+		case "ReduceProd":
+			acc = 1
+			for _, e := range v {
+				acc *= e
+			}
+		case "ReduceMax", "ReduceMin":
+			if len(v) == 0 {
+				return nil
+			}
+			acc = v[0]
+			for _, e := range v[1:] {
+				if (e > acc) == (c.n.OpType == "ReduceMax") {
+					acc = e
+				}
+			}
+		default:
+			return nil
+		}
+		t.ival = []graph.Dim{graph.Static(acc)}
+	}
+	return nil
+}
+
+func argReduce(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, graph.Int64, nil)
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	out := x.shape.Clone()
+	if c.n.AttrInt("keepdims", 1) != 0 {
+		out[axis] = graph.Static(1)
+	} else {
+		out = append(out[:axis], out[axis+1:]...)
+	}
+	c.set(0, graph.Int64, out)
+	return nil
+}
+
+func topK(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		c.set(1, graph.Int64, nil)
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", -1), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	k := unknownDim
+	if c.opset < 10 {
+		k = graph.Static(c.n.AttrInt("k", -1))
+	} else if kv, ok := c.in(1).ints(); ok && len(kv) == 1 {
+		k = graph.Static(kv[0])
+	}
+	out := x.shape.Clone()
+	out[axis] = k
+	c.set(0, x.dt, out)
+	c.set(1, graph.Int64, out.Clone())
+	return nil
+}
+
+func nonZero(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	r := unknownDim
+	if x.shape != nil {
+		r = graph.Static(int64(len(x.shape)))
+	}
+	c.set(0, graph.Int64, graph.Shape{r, unknownDim})
+	return nil
+}
+
+func oneHot(c *nctx) error {
+	idx, depth, vals := c.in(0), c.in(1), c.in(2)
+	if idx == nil || depth == nil || vals == nil {
+		return nil
+	}
+	if idx.shape == nil {
+		c.set(0, vals.dt, nil)
+		return nil
+	}
+	r := len(idx.shape) + 1
+	axis, err := normAxis(c.n.AttrInt("axis", -1), r)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	d := unknownDim
+	if dv, ok := depth.numbers(); ok && len(dv) == 1 {
+		d = graph.Static(int64(dv[0]))
+	}
+	out := append(graph.Shape{}, idx.shape[:axis]...)
+	out = append(out, d)
+	out = append(out, idx.shape[axis:]...)
+	c.set(0, vals.dt, out)
+	return nil
+}
+
+func depthToSpace(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) != 4 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	b := graph.Static(c.n.AttrInt("blocksize", 1))
+	bb := dimMul(b, b)
+	c.set(0, x.dt, graph.Shape{x.shape[0], dimDiv(x.shape[1], bb), dimMul(x.shape[2], b), dimMul(x.shape[3], b)})
+	return nil
+}
+
+func spaceToDepth(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) != 4 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	b := graph.Static(c.n.AttrInt("blocksize", 1))
+	bb := dimMul(b, b)
+	c.set(0, x.dt, graph.Shape{x.shape[0], dimMul(x.shape[1], bb), dimDiv(x.shape[2], b), dimDiv(x.shape[3], b)})
+	return nil
+}
+
+// parseEinsum splits "ij,jk->ik" into input terms and the output term ("" when implicit).
+func parseEinsum(eq string) (ins []string, out string, explicit bool) {
+	eq = strings.ReplaceAll(eq, " ", "")
+	lhs := eq
+	if i := strings.Index(eq, "->"); i >= 0 {
+		lhs, out, explicit = eq[:i], eq[i+2:], true
+	}
+	return strings.Split(lhs, ","), out, explicit
+}
+
+func einsum(c *nctx) error {
+	ins, outTerm, explicit := parseEinsum(c.n.AttrString("equation", ""))
+	if len(ins) != c.nin() {
+		return c.errorf("equation has %d operands for %d inputs", len(ins), c.nin())
+	}
+	size := map[byte]graph.Dim{}
+	count := map[byte]int{}
+	var ell graph.Shape
+	var dt graph.DType
+	for i, term := range ins {
+		x := c.in(i)
+		if x == nil {
+			return nil
+		}
+		dt = x.dt
+		if x.shape == nil {
+			c.set(0, dt, nil)
+			return nil
+		}
+		letters := strings.Replace(term, "...", "", 1)
+		nEll := len(x.shape) - len(letters)
+		pos := 0
+		for j := 0; j < len(term); j++ {
+			if strings.HasPrefix(term[j:], "...") {
+				e := x.shape[pos : pos+nEll]
+				if b, err := broadcast(ell, e); err == nil && ell != nil {
+					ell = b
+				} else {
+					ell = e
+				}
+				pos += nEll
+				j += 2
+				continue
+			}
+			l := term[j]
+			if pos >= len(x.shape) {
+				return c.errorf("equation term %q does not match rank %d", term, len(x.shape))
+			}
+			if d, ok := size[l]; !ok || !d.Known() || (d.Known() && d.Value == 1) {
+				size[l] = x.shape[pos]
+			}
+			count[l]++
+			pos++
+		}
+	}
+	if !explicit {
+		var ls []byte
+		for l, n := range count {
+			if n == 1 {
+				ls = append(ls, l)
+			}
+		}
+		sort.Slice(ls, func(i, j int) bool { return ls[i] < ls[j] })
+		outTerm = "..." + string(ls)
+	}
+	out := graph.Shape{}
+	for j := 0; j < len(outTerm); j++ {
+		if strings.HasPrefix(outTerm[j:], "...") {
+			out = append(out, ell...)
+			j += 2
+			continue
+		}
+		out = append(out, size[outTerm[j]])
+	}
+	c.set(0, dt, out)
+	return nil
+}
+
+func rnn(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	hidden := graph.Static(c.n.AttrInt("hidden_size", -1))
+	dirs := graph.Static(1)
+	if c.n.AttrString("direction", "forward") == "bidirectional" {
+		dirs = graph.Static(2)
+	}
+	if x.shape == nil || len(x.shape) != 3 {
+		for i := 0; i < c.nout(); i++ {
+			c.set(i, x.dt, nil)
+		}
+		return nil
+	}
+	seq, batch := x.shape[0], x.shape[1]
+	if c.n.AttrInt("layout", 0) != 0 {
+		seq, batch = batch, seq
+		c.set(0, x.dt, graph.Shape{batch, seq, dirs, hidden})
+		c.set(1, x.dt, graph.Shape{batch, dirs, hidden})
+		c.set(2, x.dt, graph.Shape{batch, dirs, hidden})
+		return nil
+	}
+	c.set(0, x.dt, graph.Shape{seq, dirs, batch, hidden})
+	c.set(1, x.dt, graph.Shape{dirs, batch, hidden})
+	c.set(2, x.dt, graph.Shape{dirs, batch, hidden}) // LSTM Y_c
+	return nil
+}
+
+// subgraphOutputType returns the declared type of output i of a subgraph attribute.
+func (c *nctx) subgraphOutput(attr string, i int) (graph.DType, graph.Shape, bool) {
+	a := c.attrProto(attr)
+	if a == nil || a.GetG() == nil || i >= len(a.GetG().Output) {
+		return graph.Undefined, nil, false
+	}
+	dt, s, _ := c.m.typeInfo(a.GetG().Output[i].GetType())
+	return dt, s, true
+}
+
+func ifOp(c *nctx) error {
+	for i := 0; i < c.nout(); i++ {
+		dt1, s1, ok1 := c.subgraphOutput("then_branch", i)
+		dt2, s2, ok2 := c.subgraphOutput("else_branch", i)
+		if !ok1 || !ok2 {
+			continue
+		}
+		dt := dt1
+		if dt == graph.Undefined {
+			dt = dt2
+		}
+		var s graph.Shape
+		if s1 != nil && s2 != nil && len(s1) == len(s2) {
+			s = make(graph.Shape, len(s1))
+			for k := range s1 {
+				if s1[k] == s2[k] {
+					s[k] = s1[k]
+				} else {
+					s[k] = unknownDim
+				}
+			}
+		}
+		c.set(i, dt, s)
+	}
+	return nil
+}
+
+func loopOp(c *nctx) error {
+	// Loop inputs: M, cond, v_initial...; outputs: v_final... then scan outputs.
+	nCarried := c.nin() - 2
+	for i := 0; i < c.nout(); i++ {
+		if i < nCarried {
+			if x := c.in(2 + i); x != nil {
+				c.set(i, x.dt, x.shape.Clone())
+			}
+			continue
+		}
+		dt, s, ok := c.subgraphOutput("body", 1+i) // body outputs: cond, carried..., scans...
+		if !ok {
+			continue
+		}
+		var out graph.Shape
+		if s != nil {
+			out = append(graph.Shape{unknownDim}, s...)
+			if m, ok := c.in(0).ints(); ok && len(m) == 1 && c.in(1) == nil {
+				out[0] = graph.Static(m[0])
+			}
+		}
+		c.set(i, dt, out)
+	}
+	return nil
+}
+
+func quantize(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	dt := graph.Uint8
+	if zp := c.in(2); zp != nil {
+		dt = zp.dt
+	} else if od := c.n.AttrInt("output_dtype", 0); od != 0 {
+		dt = graph.DType(od)
+	}
+	c.set(0, dt, x.shape.Clone())
+	return nil
+}
+
+func dequantize(c *nctx) error {
+	x, scale := c.in(0), c.in(1)
+	if x == nil {
+		return nil
+	}
+	dt := graph.Float
+	if scale != nil && scale.dt != graph.Undefined {
+		dt = scale.dt
+	}
+	c.set(0, dt, x.shape.Clone())
+	return nil
+}
+
+func dynQuantize(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	c.set(0, graph.Uint8, x.shape.Clone())
+	c.set(1, graph.Float, graph.Shape{})
+	c.set(2, graph.Uint8, graph.Shape{})
+	return nil
+}
+
+func compress(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	a := c.n.Attr("axis")
+	if x.shape == nil || a == nil {
+		c.set(0, x.dt, graph.Shape{unknownDim})
+		return nil
+	}
+	axis, err := normAxis(a.Int, len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	out := x.shape.Clone()
+	out[axis] = unknownDim
+	c.set(0, x.dt, out)
+	return nil
+}
+
+func nms(c *nctx) error {
+	c.set(0, graph.Int64, graph.Shape{unknownDim, graph.Static(3)})
+	return nil
+}
+
+func eyeLike(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	dt := x.dt
+	if d := c.n.AttrInt("dtype", 0); d != 0 {
+		dt = graph.DType(d)
+	}
+	c.set(0, dt, x.shape.Clone())
+	return nil
+}
+
+func randomLike(c *nctx) error { return eyeLike(c) }
+
+func randomShape(c *nctx) error {
+	dt := graph.DType(c.n.AttrInt("dtype", int64(graph.Float)))
+	c.set(0, dt, graph.ShapeOf(c.n.AttrInts("shape")...))
+	return nil
+}

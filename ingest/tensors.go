@@ -1,0 +1,389 @@
+package ingest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// ExternalRef is a resolved external-data reference of an initializer.
+type ExternalRef struct {
+	Path   string // absolute path of the data file, inside the model's directory
+	Rel    string // the location as written in the model
+	Offset int64
+	Length int64
+}
+
+// tensorShape returns the declared dims of a TensorProto as a shape, rejecting negatives.
+func tensorShape(t *onnxpb.TensorProto) (graph.Shape, error) {
+	s := make(graph.Shape, len(t.Dims))
+	for i, d := range t.Dims {
+		if d < 0 {
+			return nil, fmt.Errorf("tensor %q has a negative dimension %d", t.GetName(), d)
+		}
+		s[i] = graph.Static(d)
+	}
+	return s, nil
+}
+
+// checkInitializer validates an initializer's declared size against the data it carries:
+// inline raw_data or typed fields must hold exactly the declared elements, and external data
+// must lie inside the model's directory and inside its file.
+func (m *Model) checkInitializer(t *onnxpb.TensorProto) error {
+	name := t.GetName()
+	dt := graph.DType(t.GetDataType())
+	if !dt.Valid() {
+		return &Error{Msg: fmt.Sprintf("initializer %q has an unknown data type %d", name, t.GetDataType())}
+	}
+	shape, err := tensorShape(t)
+	if err != nil {
+		return &Error{Msg: err.Error()}
+	}
+	n, err := shape.NumElements()
+	if err != nil {
+		return &Error{Msg: fmt.Sprintf("initializer %q has dimensions %v whose element count overflows int64", name, t.Dims)}
+	}
+	nbytes, err := graph.ByteSize(dt, shape)
+	if err != nil {
+		return &Error{Msg: fmt.Sprintf("initializer %q of shape %v has a byte size that overflows int64", name, t.Dims)}
+	}
+	if t.Segment != nil {
+		return &Error{Msg: fmt.Sprintf("initializer %q is a segment of a larger tensor, which onnxpart does not support", name)}
+	}
+	if t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+		ref, err := m.externalRef(t)
+		if err != nil {
+			return err
+		}
+		if dt != graph.String && ref.Length != nbytes {
+			return &Error{Msg: fmt.Sprintf("initializer %q: external data holds %d bytes but shape %v of %s needs %d", name, ref.Length, t.Dims, dt, nbytes)}
+		}
+		return nil
+	}
+	if dt == graph.String {
+		if int64(len(t.StringData)) != n {
+			return &Error{Msg: fmt.Sprintf("initializer %q declares %d strings but holds %d", name, n, len(t.StringData))}
+		}
+		return nil
+	}
+	if t.RawData != nil {
+		if int64(len(t.RawData)) != nbytes {
+			return &Error{Msg: fmt.Sprintf("initializer %q: raw_data holds %d bytes but shape %v of %s needs %d", name, len(t.RawData), t.Dims, dt, nbytes)}
+		}
+		return nil
+	}
+	have := int64(typedCount(t, dt))
+	want := n
+	switch dt {
+	case graph.Complex64, graph.Complex128:
+		want = 2 * n
+	case graph.Int4, graph.Uint4, graph.Float4E2M1:
+		want = (n + 1) / 2
+	case graph.Int2, graph.Uint2:
+		want = (n + 3) / 4
+	}
+	if have != want {
+		return &Error{Msg: fmt.Sprintf("initializer %q declares %d elements but holds %d values", name, n, have)}
+	}
+	return nil
+}
+
+// typedCount is the number of values in the typed field that holds dt.
+func typedCount(t *onnxpb.TensorProto, dt graph.DType) int {
+	switch dt {
+	case graph.Float, graph.Complex64:
+		return len(t.FloatData)
+	case graph.Double, graph.Complex128:
+		return len(t.DoubleData)
+	case graph.Int64:
+		return len(t.Int64Data)
+	case graph.Uint32, graph.Uint64:
+		return len(t.Uint64Data)
+	default: // int8/16/32, uint8/16, bool, float16, bfloat16, fp8, int4, …: int32_data
+		return len(t.Int32Data)
+	}
+}
+
+// externalRef resolves and checks an external-data reference: the location is relative to
+// the model's directory and must stay inside it (no absolute paths, no .. escapes, no
+// symlinks leading out), and offset+length must lie within the file.
+func (m *Model) externalRef(t *onnxpb.TensorProto) (*ExternalRef, error) {
+	name := t.GetName()
+	ref := &ExternalRef{Offset: 0, Length: -1}
+	for _, kv := range t.ExternalData {
+		switch kv.GetKey() {
+		case "location":
+			ref.Rel = kv.GetValue()
+		case "offset", "length":
+			v, err := strconv.ParseInt(kv.GetValue(), 10, 64)
+			if err != nil || v < 0 {
+				return nil, &Error{Msg: fmt.Sprintf("initializer %q: bad external-data %s %q", name, kv.GetKey(), kv.GetValue())}
+			}
+			if kv.GetKey() == "offset" {
+				ref.Offset = v
+			} else {
+				ref.Length = v
+			}
+		}
+	}
+	if ref.Rel == "" {
+		return nil, &Error{Msg: fmt.Sprintf("initializer %q is stored externally but has no location", name)}
+	}
+	p, err := resolveInside(m.Dir, ref.Rel)
+	if err != nil {
+		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data location %q: %v", name, ref.Rel, err)}
+	}
+	ref.Path = p
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data file %q is missing", name, ref.Rel)}
+		}
+		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data file %q: %v", name, ref.Rel, err)}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data %q is not a regular file", name, ref.Rel)}
+	}
+	if ref.Offset > fi.Size() {
+		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data offset %d is beyond the end of %q (%d bytes)", name, ref.Offset, ref.Rel, fi.Size())}
+	}
+	if ref.Length < 0 {
+		ref.Length = fi.Size() - ref.Offset
+	}
+	if ref.Offset+ref.Length > fi.Size() || ref.Offset+ref.Length < ref.Offset {
+		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data file %q is too short (%d bytes; the tensor needs bytes %d..%d)", name, ref.Rel, fi.Size(), ref.Offset, ref.Offset+ref.Length)}
+	}
+	return ref, nil
+}
+
+// resolveInside joins rel to dir and refuses results outside dir: absolute paths, ".."
+// escapes and symbolic links whose target lies outside dir.
+func resolveInside(dir, rel string) (string, error) {
+	if rel == "" {
+		return "", errors.New("empty path")
+	}
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" {
+		return "", errors.New("absolute paths are not allowed; it must be relative to the model's directory")
+	}
+	if strings.ContainsRune(rel, 0) {
+		return "", errors.New("the path contains a NUL byte")
+	}
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", errors.New("the path leaves the model's directory")
+	}
+	base, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	full := filepath.Join(base, clean)
+	realBase, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return "", err
+	}
+	realFull, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return full, nil // reported as missing by the caller
+		}
+		return "", err
+	}
+	if r, err := filepath.Rel(realBase, realFull); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return "", errors.New("the path resolves (through a symbolic link) outside the model's directory")
+	}
+	return full, nil
+}
+
+// ExternalRef returns the resolved external-data reference of an initializer, or nil when
+// it is stored inline.
+func (m *Model) ExternalRef(name string) (*ExternalRef, error) {
+	t := m.inits[name]
+	if t == nil || t.GetDataLocation() != onnxpb.TensorProto_EXTERNAL {
+		return nil, nil
+	}
+	return m.externalRef(t)
+}
+
+// Initializer returns the initializer proto called name, or nil.
+func (m *Model) Initializer(name string) *onnxpb.TensorProto { return m.inits[name] }
+
+// maxFoldElements bounds the size of tensors whose values are decoded for constant folding.
+const maxFoldElements = 1 << 14
+
+// rawBytes returns the little-endian bytes of a (small) numeric tensor, reading external
+// data when needed. ok is false for strings or tensors over maxFoldElements elements.
+func (m *Model) rawBytes(t *onnxpb.TensorProto) ([]byte, bool) {
+	dt := graph.DType(t.GetDataType())
+	shape, err := tensorShape(t)
+	if err != nil || dt.Bits() == 0 {
+		return nil, false
+	}
+	n, err := shape.NumElements()
+	if err != nil || n > maxFoldElements {
+		return nil, false
+	}
+	nbytes, _ := graph.ByteSize(dt, shape)
+	if t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+		ref, err := m.externalRef(t)
+		if err != nil || ref.Length != nbytes {
+			return nil, false
+		}
+		f, err := os.Open(ref.Path)
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		buf := make([]byte, nbytes)
+		if _, err := f.ReadAt(buf, ref.Offset); err != nil && !(errors.Is(err, io.EOF) && nbytes == 0) {
+			return nil, false
+		}
+		return buf, true
+	}
+	if t.RawData != nil {
+		if int64(len(t.RawData)) != nbytes {
+			return nil, false
+		}
+		return t.RawData, true
+	}
+	// Typed fields → little-endian bytes.
+	buf := make([]byte, 0, nbytes)
+	switch dt {
+	case graph.Float:
+		for _, f := range t.FloatData {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+		}
+	case graph.Double:
+		for _, f := range t.DoubleData {
+			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(f))
+		}
+	case graph.Int64:
+		for _, v := range t.Int64Data {
+			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
+		}
+	case graph.Uint64:
+		for _, v := range t.Uint64Data {
+			buf = binary.LittleEndian.AppendUint64(buf, v)
+		}
+	case graph.Uint32:
+		for _, v := range t.Uint64Data {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
+		}
+	case graph.Int32:
+		for _, v := range t.Int32Data {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
+		}
+	case graph.Int16, graph.Uint16, graph.Float16, graph.BFloat16:
+		for _, v := range t.Int32Data {
+			buf = binary.LittleEndian.AppendUint16(buf, uint16(v))
+		}
+	case graph.Int8, graph.Uint8, graph.Bool, graph.Float8E4M3FN, graph.Float8E4M3FNUZ,
+		graph.Float8E5M2, graph.Float8E5M2FNUZ, graph.Float8E8M0:
+		for _, v := range t.Int32Data {
+			buf = append(buf, byte(v))
+		}
+	default:
+		return nil, false
+	}
+	if int64(len(buf)) != nbytes {
+		return nil, false
+	}
+	return buf, true
+}
+
+// decodeNumbers decodes a small numeric tensor into float64s (ints exactly up to 2^53) and,
+// for integer and bool types, int64s.
+func decodeNumbers(dt graph.DType, raw []byte) (ints []int64, floats []float64, ok bool) {
+	switch dt {
+	case graph.Int64:
+		for i := 0; i+8 <= len(raw); i += 8 {
+			ints = append(ints, int64(binary.LittleEndian.Uint64(raw[i:])))
+		}
+	case graph.Uint64:
+		for i := 0; i+8 <= len(raw); i += 8 {
+			ints = append(ints, int64(binary.LittleEndian.Uint64(raw[i:])))
+		}
+	case graph.Int32:
+		for i := 0; i+4 <= len(raw); i += 4 {
+			ints = append(ints, int64(int32(binary.LittleEndian.Uint32(raw[i:]))))
+		}
+	case graph.Uint32:
+		for i := 0; i+4 <= len(raw); i += 4 {
+			ints = append(ints, int64(binary.LittleEndian.Uint32(raw[i:])))
+		}
+	case graph.Int16:
+		for i := 0; i+2 <= len(raw); i += 2 {
+			ints = append(ints, int64(int16(binary.LittleEndian.Uint16(raw[i:]))))
+		}
+	case graph.Uint16:
+		for i := 0; i+2 <= len(raw); i += 2 {
+			ints = append(ints, int64(binary.LittleEndian.Uint16(raw[i:])))
+		}
+	case graph.Int8:
+		for _, b := range raw {
+			ints = append(ints, int64(int8(b)))
+		}
+	case graph.Uint8, graph.Bool:
+		for _, b := range raw {
+			ints = append(ints, int64(b))
+		}
+	case graph.Float:
+		for i := 0; i+4 <= len(raw); i += 4 {
+			floats = append(floats, float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[i:]))))
+		}
+		return nil, floats, true
+	case graph.Double:
+		for i := 0; i+8 <= len(raw); i += 8 {
+			floats = append(floats, math.Float64frombits(binary.LittleEndian.Uint64(raw[i:])))
+		}
+		return nil, floats, true
+	case graph.Float16:
+		for i := 0; i+2 <= len(raw); i += 2 {
+			floats = append(floats, float64(halfToFloat(binary.LittleEndian.Uint16(raw[i:]))))
+		}
+		return nil, floats, true
+	case graph.BFloat16:
+		for i := 0; i+2 <= len(raw); i += 2 {
+			floats = append(floats, float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[i:]))<<16)))
+		}
+		return nil, floats, true
+	default:
+		return nil, nil, false
+	}
+	floats = make([]float64, len(ints))
+	for i, v := range ints {
+		floats[i] = float64(v)
+	}
+	return ints, floats, true
+}
+
+// halfToFloat converts IEEE 754 binary16 bits to float32.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal
+		e := uint32(127 - 15 + 1)
+		for frac&0x400 == 0 {
+			frac <<= 1
+			e--
+		}
+		frac &= 0x3ff
+		return math.Float32frombits(sign | e<<23 | frac<<13)
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	default:
+		return math.Float32frombits(sign | (exp-15+127)<<23 | frac<<13)
+	}
+}

@@ -1,0 +1,380 @@
+// Package ort runs ONNX models in ONNX Runtime (the CPU build of ORT 1.30.0 that the
+// Makefile installs from the npm registry) through github.com/yalue/onnxruntime_go.
+//
+// What goes in: a model path, input and output names, and tensors as raw little-endian bytes
+// with an ONNX dtype and shape. What comes out: the outputs in the same raw form, so callers
+// can compare results bit for bit whatever the element type (fp16 and bf16 included).
+//
+// The shared library is found through $ONNXPART_ORT_LIB, else in the onnxpart cache
+// (${XDG_CACHE_HOME:-$HOME/.cache}/onnxpart/onnxruntime-1.30.0/libonnxruntime.so.1).
+package ort
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	ortgo "github.com/yalue/onnxruntime_go"
+
+	"onnxpart/graph"
+)
+
+// Version is the ONNX Runtime release onnxpart is built and tested against.
+const Version = "1.30.0"
+
+// LibraryPath locates libonnxruntime.so.1.
+func LibraryPath() (string, error) {
+	if p := os.Getenv("ONNXPART_ORT_LIB"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("ONNXPART_ORT_LIB=%s: %w", p, err)
+		}
+		return p, nil
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", errors.New("cannot locate ONNX Runtime: set ONNXPART_ORT_LIB")
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	p := filepath.Join(cache, "onnxpart", "onnxruntime-"+Version, "libonnxruntime.so.1")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("ONNX Runtime not found at %s (run `make deps` or set ONNXPART_ORT_LIB)", p)
+	}
+	return p, nil
+}
+
+var (
+	initOnce sync.Once
+	initErr  error
+)
+
+// Init loads the ONNX Runtime library once per process.
+func Init() error {
+	initOnce.Do(func() {
+		p, err := LibraryPath()
+		if err != nil {
+			initErr = err
+			return
+		}
+		ortgo.SetSharedLibraryPath(p)
+		if err := ortgo.InitializeEnvironment(ortgo.WithLogLevelError()); err != nil {
+			initErr = fmt.Errorf("loading ONNX Runtime from %s: %w", p, err)
+		}
+	})
+	return initErr
+}
+
+// Tensor is a dense tensor in raw little-endian form.
+type Tensor struct {
+	DType graph.DType
+	Shape []int64
+	Data  []byte
+}
+
+// Elements is the number of elements of the tensor's shape.
+func (t *Tensor) Elements() int64 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Options for a session.
+type Options struct {
+	// Optimize enables all graph optimizations; false disables them (ORT_DISABLE_ALL), the
+	// mode in which chained stages must match the whole model bit for bit.
+	Optimize bool
+	// Threads is the intra-op thread count (0 means 1, for reproducible timings and results).
+	Threads int
+	// ProfilePrefix, when set, enables ORT's profiler; the JSON trace is written when the
+	// session is closed, to a file starting with this prefix (see Session.ProfileFile).
+	ProfilePrefix string
+}
+
+// Session is a loaded model ready to run.
+type Session struct {
+	s       *ortgo.DynamicAdvancedSession
+	inputs  []string
+	outputs []string
+	// outSpec gives preallocation hints for outputs: scalars and non-native element types
+	// must be preallocated (the Go binding cannot return them otherwise).
+	outSpec map[string]*Tensor
+}
+
+// OutputHint describes an expected output so that it can be preallocated.
+type OutputHint struct {
+	DType graph.DType
+	Shape []int64 // nil when unknown
+}
+
+// NewSession loads modelPath (by path, so external data resolves relative to it).
+func NewSession(modelPath string, inputs, outputs []string, opt Options) (*Session, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	so, err := ortgo.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	level := ortgo.GraphOptimizationLevel(ortgo.GraphOptimizationLevelDisableAll)
+	if opt.Optimize {
+		level = ortgo.GraphOptimizationLevel(ortgo.GraphOptimizationLevelEnableAll)
+	}
+	if err := so.SetGraphOptimizationLevel(level); err != nil {
+		return nil, err
+	}
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = 1
+	}
+	if err := so.SetIntraOpNumThreads(threads); err != nil {
+		return nil, err
+	}
+	if err := so.SetInterOpNumThreads(1); err != nil {
+		return nil, err
+	}
+	if opt.ProfilePrefix != "" {
+		if err := so.EnableProfiling(opt.ProfilePrefix); err != nil {
+			return nil, err
+		}
+	}
+	s, err := ortgo.NewDynamicAdvancedSession(modelPath, inputs, outputs, so)
+	if err != nil {
+		return nil, fmt.Errorf("ONNX Runtime cannot load %s: %w", modelPath, err)
+	}
+	return &Session{s: s, inputs: inputs, outputs: outputs}, nil
+}
+
+// Close releases the session (and writes the profile when profiling).
+func (s *Session) Close() error {
+	if s.s == nil {
+		return nil
+	}
+	err := s.s.Destroy()
+	s.s = nil
+	return err
+}
+
+// Run feeds inputs by name and returns every output by name. hints (optional, by output
+// name) let outputs that are scalars or have non-native element types (fp16, bf16, fp8) be
+// preallocated, which they must be.
+func (s *Session) Run(feeds map[string]*Tensor, hints map[string]OutputHint) (map[string]*Tensor, error) {
+	ins := make([]ortgo.Value, len(s.inputs))
+	defer func() {
+		for _, v := range ins {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	for i, name := range s.inputs {
+		t, ok := feeds[name]
+		if !ok {
+			return nil, fmt.Errorf("no value for input %q", name)
+		}
+		v, err := toValue(t)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", name, err)
+		}
+		ins[i] = v
+	}
+	outs := make([]ortgo.Value, len(s.outputs))
+	defer func() {
+		for _, v := range outs {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	for i, name := range s.outputs {
+		h, ok := hints[name]
+		if !ok {
+			continue
+		}
+		if h.Shape == nil {
+			if !native(h.DType) {
+				return nil, fmt.Errorf("output %q of type %s needs a known shape to be read", name, h.DType)
+			}
+			continue
+		}
+		if len(h.Shape) == 0 || !native(h.DType) {
+			v, err := toValue(zeroTensor(h))
+			if err != nil {
+				return nil, fmt.Errorf("output %q: %w", name, err)
+			}
+			outs[i] = v
+		}
+	}
+	if err := s.s.Run(ins, outs); err != nil {
+		return nil, err
+	}
+	res := make(map[string]*Tensor, len(outs))
+	for i, name := range s.outputs {
+		t, err := fromValue(outs[i])
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		res[name] = t
+	}
+	return res, nil
+}
+
+func zeroTensor(h OutputHint) *Tensor {
+	t := &Tensor{DType: h.DType, Shape: h.Shape}
+	b, _ := graph.ByteSize(h.DType, graph.ShapeOf(h.Shape...))
+	t.Data = make([]byte, max(b, 0))
+	return t
+}
+
+// native reports whether the Go binding has a typed tensor for dt.
+func native(dt graph.DType) bool {
+	switch dt {
+	case graph.Float, graph.Double, graph.Int8, graph.Uint8, graph.Int16, graph.Uint16,
+		graph.Int32, graph.Uint32, graph.Int64, graph.Uint64, graph.Bool:
+		return true
+	}
+	return false
+}
+
+func toValue(t *Tensor) (ortgo.Value, error) {
+	want, err := graph.ByteSize(t.DType, graph.ShapeOf(t.Shape...))
+	if err != nil || want < 0 {
+		return nil, fmt.Errorf("unsupported tensor type %s", t.DType)
+	}
+	if int64(len(t.Data)) != want {
+		return nil, fmt.Errorf("%d bytes for shape %v of %s (need %d)", len(t.Data), t.Shape, t.DType, want)
+	}
+	if len(t.Shape) == 0 {
+		return scalarValue(t)
+	}
+	if want == 0 {
+		return nil, fmt.Errorf("empty tensors (shape %v) are not supported", t.Shape)
+	}
+	data := append([]byte(nil), t.Data...)
+	return ortgo.NewCustomDataTensor(ortgo.NewShape(t.Shape...), data, ortgo.TensorElementDataType(t.DType))
+}
+
+func scalarValue(t *Tensor) (ortgo.Value, error) {
+	switch t.DType {
+	case graph.Float:
+		return ortgo.NewScalar(*(*float32)(unsafe.Pointer(&t.Data[0])))
+	case graph.Double:
+		return ortgo.NewScalar(*(*float64)(unsafe.Pointer(&t.Data[0])))
+	case graph.Int64:
+		return ortgo.NewScalar(*(*int64)(unsafe.Pointer(&t.Data[0])))
+	case graph.Uint64:
+		return ortgo.NewScalar(*(*uint64)(unsafe.Pointer(&t.Data[0])))
+	case graph.Int32:
+		return ortgo.NewScalar(*(*int32)(unsafe.Pointer(&t.Data[0])))
+	case graph.Uint32:
+		return ortgo.NewScalar(*(*uint32)(unsafe.Pointer(&t.Data[0])))
+	case graph.Int16:
+		return ortgo.NewScalar(*(*int16)(unsafe.Pointer(&t.Data[0])))
+	case graph.Uint16:
+		return ortgo.NewScalar(*(*uint16)(unsafe.Pointer(&t.Data[0])))
+	case graph.Int8:
+		return ortgo.NewScalar(int8(t.Data[0]))
+	case graph.Uint8:
+		return ortgo.NewScalar(t.Data[0])
+	case graph.Bool:
+		return ortgo.NewScalar(t.Data[0] != 0)
+	}
+	return nil, fmt.Errorf("scalars of type %s are not supported", t.DType)
+}
+
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))...)
+}
+
+func fromValue(v ortgo.Value) (*Tensor, error) {
+	shape := []int64(v.GetShape())
+	t := &Tensor{Shape: append([]int64{}, shape...)}
+	switch x := v.(type) {
+	case *ortgo.CustomDataTensor:
+		t.DType = graph.DType(x.DataType())
+		t.Data = append([]byte(nil), x.GetData()...)
+	case *ortgo.Tensor[float32]:
+		t.DType, t.Data = graph.Float, bytesOf(x.GetData())
+	case *ortgo.Tensor[float64]:
+		t.DType, t.Data = graph.Double, bytesOf(x.GetData())
+	case *ortgo.Tensor[int64]:
+		t.DType, t.Data = graph.Int64, bytesOf(x.GetData())
+	case *ortgo.Tensor[uint64]:
+		t.DType, t.Data = graph.Uint64, bytesOf(x.GetData())
+	case *ortgo.Tensor[int32]:
+		t.DType, t.Data = graph.Int32, bytesOf(x.GetData())
+	case *ortgo.Tensor[uint32]:
+		t.DType, t.Data = graph.Uint32, bytesOf(x.GetData())
+	case *ortgo.Tensor[int16]:
+		t.DType, t.Data = graph.Int16, bytesOf(x.GetData())
+	case *ortgo.Tensor[uint16]:
+		t.DType, t.Data = graph.Uint16, bytesOf(x.GetData())
+	case *ortgo.Tensor[int8]:
+		t.DType, t.Data = graph.Int8, bytesOf(x.GetData())
+	case *ortgo.Tensor[uint8]:
+		t.DType, t.Data = graph.Uint8, bytesOf(x.GetData())
+	case *ortgo.Tensor[bool]:
+		t.DType, t.Data = graph.Bool, bytesOf(x.GetData())
+	case *ortgo.Scalar[float32]:
+		t.DType, t.Data = graph.Float, bytesOf([]float32{x.GetData()})
+	case *ortgo.Scalar[float64]:
+		t.DType, t.Data = graph.Double, bytesOf([]float64{x.GetData()})
+	case *ortgo.Scalar[int64]:
+		t.DType, t.Data = graph.Int64, bytesOf([]int64{x.GetData()})
+	case *ortgo.Scalar[uint64]:
+		t.DType, t.Data = graph.Uint64, bytesOf([]uint64{x.GetData()})
+	case *ortgo.Scalar[int32]:
+		t.DType, t.Data = graph.Int32, bytesOf([]int32{x.GetData()})
+	case *ortgo.Scalar[uint32]:
+		t.DType, t.Data = graph.Uint32, bytesOf([]uint32{x.GetData()})
+	case *ortgo.Scalar[int16]:
+		t.DType, t.Data = graph.Int16, bytesOf([]int16{x.GetData()})
+	case *ortgo.Scalar[uint16]:
+		t.DType, t.Data = graph.Uint16, bytesOf([]uint16{x.GetData()})
+	case *ortgo.Scalar[int8]:
+		t.DType, t.Data = graph.Int8, bytesOf([]int8{x.GetData()})
+	case *ortgo.Scalar[uint8]:
+		t.DType, t.Data = graph.Uint8, []byte{x.GetData()}
+	case *ortgo.Scalar[bool]:
+		t.DType, t.Data = graph.Bool, bytesOf([]bool{x.GetData()})
+	default:
+		return nil, fmt.Errorf("unsupported output value %T", v)
+	}
+	return t, nil
+}
+
+// IOInfo describes a model input or output as ONNX Runtime sees it.
+type IOInfo struct {
+	Name  string
+	DType graph.DType
+	Shape []int64 // -1 for dynamic dimensions
+}
+
+// ModelIO returns the inputs and outputs of a model.
+func ModelIO(modelPath string) (inputs, outputs []IOInfo, err error) {
+	if err := Init(); err != nil {
+		return nil, nil, err
+	}
+	ins, outs, err := ortgo.GetInputOutputInfo(modelPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	conv := func(l []ortgo.InputOutputInfo) []IOInfo {
+		r := make([]IOInfo, len(l))
+		for i, x := range l {
+			r[i] = IOInfo{Name: x.Name, DType: graph.DType(x.DataType), Shape: append([]int64{}, x.Dimensions...)}
+		}
+		return r
+	}
+	return conv(ins), conv(outs), nil
+}
