@@ -108,9 +108,9 @@ type Node struct {
 	Captures []int
 	Attrs    []Attr
 	// Cost figures, filled by ingest. FLOPs counts multiply and add separately (2 per MAC).
-	FLOPs      int64
-	InputBytes int64 // bytes of activations and graph inputs read
-	ParamBytes int64 // bytes of initializers read
+	FLOPs       int64
+	InputBytes  int64 // bytes of activations and graph inputs read
+	ParamBytes  int64 // bytes of initializers read
 	OutputBytes int64
 	// Static marks a node whose outputs depend only on initializers and constants (Constant
 	// nodes, weight-only subgraphs, shape arithmetic on constants): its value is known before

@@ -32,7 +32,7 @@ func (h *readyHeap) Less(i, j int) bool {
 	return a < b
 }
 func (h *readyHeap) Swap(i, j int) { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
-func (h *readyHeap) Push(x any)   { h.ids = append(h.ids, x.(int)) }
+func (h *readyHeap) Push(x any)    { h.ids = append(h.ids, x.(int)) }
 func (h *readyHeap) Pop() any {
 	x := h.ids[len(h.ids)-1]
 	h.ids = h.ids[:len(h.ids)-1]

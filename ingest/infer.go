@@ -112,7 +112,7 @@ type inferer struct {
 	g    *graph.Graph
 	info []tinfo
 	// declared types from value_info and graph outputs, by tensor name.
-	declared map[string]*onnxpb.TypeProto
+	declared    map[string]*onnxpb.TypeProto
 	unsupported map[string]bool
 }
 
