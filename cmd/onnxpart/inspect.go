@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"onnxpart/ingest"
+)
+
+func init() {
+	register(&command{
+		name:    "inspect",
+		summary: "summarise a model: ops, parameters, FLOPs, shapes",
+		usage: `Usage: onnxpart inspect MODEL.onnx [--dim NAME=SIZE]... [--json] [--tensors]
+
+Reads the model, infers the shape of every tensor and prints the op histogram, parameter
+count and bytes, total FLOPs, activation bytes, inputs and outputs, unsupported ops and
+tensors whose shape stays unknown.
+
+Examples:
+  onnxpart inspect resnet50.onnx
+  onnxpart inspect mobilenet_dynbatch.onnx --dim batch=8 --json
+  onnxpart inspect bert.onnx --json --tensors | jq '.tensors[] | select(.bytes > 1e6)'
+`,
+		run: runInspect,
+	})
+}
+
+func runInspect(ctx context.Context, e *env, args []string) error {
+	c := commands["inspect"]
+	fs := newFlags(e, c)
+	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	tensors := fs.Bool("tensors", false, "list every tensor (with --json: the `tensors` array)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("inspect takes one model file, got %d arguments", fs.NArg())
+	}
+	dims, err := parseDims(*dimFlags)
+	if err != nil {
+		return err
+	}
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
+	if err != nil {
+		return err
+	}
+	s := m.Summarize(*tensors)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	printSummary(e.stdout, s, *tensors)
+	return nil
+}
+
+func printSummary(w io.Writer, s *ingest.Summary, tensors bool) {
+	fmt.Fprintf(w, "model      %s\n", s.Path)
+	fmt.Fprintf(w, "producer   %s, IR %d, opsets %s\n", orDash(s.Producer), s.IRVersion, opsetList(s.Opsets))
+	fmt.Fprintf(w, "nodes      %d (%d edges)\n", s.Nodes, s.Edges)
+	fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), bytesStr(s.ParamsBytes))
+	fmt.Fprintf(w, "flops      %s\n", flopsStr(s.FLOPs))
+	fmt.Fprintf(w, "activations %s\n", bytesStr(s.ActivationBytes))
+	for _, t := range s.Inputs {
+		fmt.Fprintf(w, "input      %s %s %s\n", t.Name, t.DType, shapeStr(t.Shape))
+	}
+	for _, t := range s.Outputs {
+		fmt.Fprintf(w, "output     %s %s %s\n", t.Name, t.DType, shapeStr(t.Shape))
+	}
+	if len(s.SymbolicDims) > 0 {
+		fmt.Fprintf(w, "symbolic   %s (bind with --dim NAME=SIZE)\n", strings.Join(s.SymbolicDims, ", "))
+	}
+	if len(s.UnsupportedOps) > 0 {
+		fmt.Fprintf(w, "unsupported ops (no shape inference) %s\n", strings.Join(s.UnsupportedOps, ", "))
+	}
+	fmt.Fprintf(w, "unknown shapes %d tensors\n", s.UnknownShapeTensors)
+	for _, n := range firstN(s.UnknownShapeNames, 10) {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	for _, wn := range s.Warnings {
+		fmt.Fprintf(w, "warning    %s\n", wn)
+	}
+	fmt.Fprintln(w, "\nops:")
+	type kv struct {
+		op string
+		n  int
+	}
+	var ops []kv
+	for k, v := range s.Ops {
+		ops = append(ops, kv{k, v})
+	}
+	sort.Slice(ops, func(i, j int) bool {
+		if ops[i].n != ops[j].n {
+			return ops[i].n > ops[j].n
+		}
+		return ops[i].op < ops[j].op
+	})
+	for _, o := range ops {
+		fmt.Fprintf(w, "  %6d  %s\n", o.n, o.op)
+	}
+	if tensors {
+		fmt.Fprintln(w, "\ntensors:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  name\tdtype\tshape\tbytes\tproducer\tconsumers")
+		for _, t := range s.Tensors {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%d\n", t.Name, t.DType, shapeStr(t.Shape), t.Bytes, orDash(t.Producer), len(t.Consumers))
+		}
+		tw.Flush()
+	}
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… and %d more", len(s)-n))
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func opsetList(m map[string]int64) string {
+	var parts []string
+	for d, v := range m {
+		parts = append(parts, fmt.Sprintf("%s:%d", d, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func shapeStr(s ingest.ShapeJSON) string {
+	b, _ := json.Marshal(s)
+	return strings.ReplaceAll(string(b), `"`, "")
+}
+
+func count(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f G", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2f M", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f k", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func bytesStr(n int64) string {
+	f := float64(n)
+	switch {
+	case f >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", f/(1<<30))
+	case f >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", f/(1<<20))
+	case f >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", f/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func flopsStr(n int64) string {
+	f := float64(n)
+	switch {
+	case f >= 1e12:
+		return fmt.Sprintf("%.2f TFLOP", f/1e12)
+	case f >= 1e9:
+		return fmt.Sprintf("%.3f GFLOP", f/1e9)
+	case f >= 1e6:
+		return fmt.Sprintf("%.2f MFLOP", f/1e6)
+	}
+	return fmt.Sprintf("%d FLOP", n)
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the scripts in testdata/script run `onnxpart` as a command in-process.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"onnxpart": func() {
+			fi, _ := os.Stderr.Stat()
+			e := &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin,
+				isTTY: fi != nil && fi.Mode()&os.ModeCharDevice != 0}
+			os.Exit(run(context.Background(), e, os.Args[1:]))
+		},
+	})
+}
+
+// TestScripts runs the CLI scripts: each is a command line with its expected stdout, stderr,
+// exit status and files ($MODELS is the shared model corpus).
+func TestScripts(t *testing.T) {
+	models, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdata, _ := filepath.Abs(filepath.Join("..", "..", "testdata"))
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("MODELS", models)
+			env.Setenv("TESTDATA", testdata)
+			for _, k := range []string{"ONNXPART_ORT_LIB", "HOME", "XDG_CACHE_HOME", "ONNXPART_CACHE"} {
+				if v := os.Getenv(k); v != "" {
+					env.Setenv(k, v)
+				}
+			}
+			return nil
+		},
+	})
+}

@@ -1,0 +1,136 @@
+package ingest
+
+import (
+	"encoding/json"
+	"sort"
+
+	"onnxpart/graph"
+)
+
+// Summary is what `onnxpart inspect` reports about a model; its JSON form is a contract
+// (field names are stable across onnxpart's --json outputs).
+type Summary struct {
+	Path                string           `json:"path"`
+	SHA256              string           `json:"sha256"`
+	IRVersion           int64            `json:"ir_version"`
+	Producer            string           `json:"producer,omitempty"`
+	Opsets              map[string]int64 `json:"opsets"`
+	Nodes               int              `json:"nodes"`
+	Edges               int              `json:"edges"`
+	Ops                 map[string]int   `json:"ops"`
+	Params              int64            `json:"params"`
+	ParamsBytes         int64            `json:"params_bytes"`
+	FLOPs               int64            `json:"flops"`
+	ActivationBytes     int64            `json:"activation_bytes"`
+	Inputs              []TensorInfo     `json:"inputs"`
+	Outputs             []TensorInfo     `json:"outputs"`
+	UnsupportedOps      []string         `json:"unsupported_ops"`
+	UnknownShapeTensors int              `json:"unknown_shape_tensors"`
+	UnknownShapeNames   []string         `json:"unknown_shape_names,omitempty"`
+	SymbolicDims        []string         `json:"symbolic_dims"`
+	ExternalData        bool             `json:"external_data"`
+	Warnings            []string         `json:"warnings,omitempty"`
+	Tensors             []TensorInfo     `json:"tensors,omitempty"`
+}
+
+// TensorInfo describes one tensor in JSON outputs.
+type TensorInfo struct {
+	Name      string    `json:"name"`
+	DType     string    `json:"dtype"`
+	Shape     ShapeJSON `json:"shape"`
+	Bytes     int64     `json:"bytes"`
+	Kind      string    `json:"kind,omitempty"`
+	Producer  string    `json:"producer,omitempty"`
+	Consumers []string  `json:"consumers,omitempty"`
+}
+
+// ShapeJSON marshals a shape as a JSON array of sizes, with symbolic dimensions as their
+// names ("?" when anonymous), or null when the rank is unknown.
+type ShapeJSON graph.Shape
+
+// MarshalJSON implements json.Marshaler.
+func (s ShapeJSON) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	out := make([]any, len(s))
+	for i, d := range s {
+		if d.Known() {
+			out[i] = d.Value
+		} else {
+			out[i] = d.String()
+		}
+	}
+	return json.Marshal(out)
+}
+
+// Info describes tensor id of g for JSON outputs.
+func Info(g *graph.Graph, id int, withEdges bool) TensorInfo {
+	t := &g.Tensors[id]
+	ti := TensorInfo{Name: t.Name, DType: t.DType.String(), Shape: ShapeJSON(t.Shape), Bytes: t.Bytes, Kind: t.Kind.String()}
+	if t.NonTensor != "" {
+		ti.DType = t.NonTensor
+	}
+	if withEdges {
+		if t.Producer >= 0 {
+			ti.Producer = g.Nodes[t.Producer].Label()
+		}
+		for _, c := range t.Consumers {
+			ti.Consumers = append(ti.Consumers, g.Nodes[c].Label())
+		}
+	}
+	return ti
+}
+
+// Summarize computes the model summary; withTensors adds every tensor.
+func (m *Model) Summarize(withTensors bool) *Summary {
+	g := m.Graph
+	s := &Summary{
+		Path: m.Path, SHA256: m.SHA256, IRVersion: m.Proto.GetIrVersion(),
+		Producer: m.Proto.GetProducerName(), Opsets: map[string]int64{},
+		Nodes: len(g.Nodes), Edges: g.NumEdges(), Ops: map[string]int{},
+		FLOPs: g.TotalFLOPs(), ParamsBytes: g.ParamBytes(),
+		UnsupportedOps: append([]string{}, m.Unsupported...),
+		SymbolicDims:   append([]string{}, m.SymbolicDims...),
+		ExternalData:   m.ExternalData, Warnings: m.Warnings,
+	}
+	if m.Proto.GetProducerVersion() != "" {
+		s.Producer += " " + m.Proto.GetProducerVersion()
+	}
+	for d, v := range g.Opsets {
+		if d == "" {
+			d = "ai.onnx"
+		}
+		s.Opsets[d] = v
+	}
+	for i := range g.Nodes {
+		s.Ops[qualifiedOp(g.Nodes[i].Domain, g.Nodes[i].OpType)]++
+	}
+	for i := range g.Tensors {
+		t := &g.Tensors[i]
+		if t.Kind == graph.Initializer && len(t.Consumers) > 0 && t.Shape.Known() {
+			n, _ := t.Shape.NumElements()
+			s.Params += n
+		}
+		if t.Kind == graph.Activation && t.Bytes > 0 {
+			s.ActivationBytes += t.Bytes
+		}
+		if (!t.Shape.Known() || t.Bytes < 0) && t.NonTensor == "" && (len(t.Consumers) > 0 || t.Producer >= 0 || t.IsOutput) {
+			s.UnknownShapeTensors++
+			s.UnknownShapeNames = append(s.UnknownShapeNames, t.Name)
+		}
+	}
+	sort.Strings(s.UnknownShapeNames)
+	for _, id := range g.Inputs {
+		s.Inputs = append(s.Inputs, Info(g, id, false))
+	}
+	for _, id := range g.Outputs {
+		s.Outputs = append(s.Outputs, Info(g, id, false))
+	}
+	if withTensors {
+		for i := range g.Tensors {
+			s.Tensors = append(s.Tensors, Info(g, i, true))
+		}
+	}
+	return s
+}
