@@ -2,13 +2,18 @@
 // v1.0.0 with a static HiGHS 1.10.0).
 //
 // What goes in: a Model of columns (bounds, objective cost, integrality) and rows (bounds and
-// sparse coefficients), and Options (time limit, relative gap, seed, a MIP start). What comes
-// out: a Result that always carries the status, the incumbent when one exists, its objective,
-// the dual bound and the gap — also when the time limit or a context cancellation ends the
-// solve, which the bare lanl/highs v1.0.0 API loses (see deps-go.md §1d).
+// sparse coefficients), and Options (time limit, gaps, seed, presolve, cutoff, a MIP start).
+// What comes out: a Result that always carries the status, the incumbent when one exists, its
+// objective, the dual bound and the gap — also when the time limit or a context cancellation
+// ends the solve, which the bare lanl/highs v1.0.0 API loses (see deps-go.md §1d). A small cgo
+// shim (shim.go) reads those straight from the HiGHS object, and adds the MIP start and the
+// interrupt callback that lanl/highs lacks.
 //
-// HiGHS uses one global thread scheduler per process, so the thread count is fixed once per
-// process (SetThreads); solves may run concurrently from several goroutines.
+// HiGHS's thread count must be one value per process, so it is fixed once (SetThreads,
+// default 1); solves may run concurrently from several goroutines.
+//
+// Building needs cgo and the environment from `eval "$(make -s env)"` (PKG_CONFIG_PATH to the
+// HiGHS build, static libstdc++/zlib in CGO_LDFLAGS).
 package milp
 
 import (
@@ -70,20 +75,31 @@ func (m *Model) NumRows() int { return len(m.RowLo) }
 // Options control one solve. The zero value means: no time limit, HiGHS's default gap,
 // seed 0, presolve on with the rules known to be unsafe on MTPP models switched off.
 type Options struct {
-	TimeLimit time.Duration // 0: none (a context deadline also limits the solve)
-	RelGap    float64       // stop when (primal − dual)/|primal| ≤ RelGap; 0: HiGHS default 1e-4
-	AbsGap    float64       // 0: HiGHS default
-	Seed      int
+	TimeLimit time.Duration // 0: none (a context deadline also limits the solve; the sooner wins)
+	RelGap    float64       // stop when (primal − dual)/|primal| ≤ RelGap; 0: HiGHS default 1e-4 (use e.g. 1e-9 for an exhaustive search)
+	AbsGap    float64       // stop when primal − dual ≤ AbsGap; 0: HiGHS default 1e-6
+	Seed      int           // HiGHS random_seed
+	// MaxNodes stops a MIP after this many branch-and-bound nodes (Status SolutionLimit);
+	// 0: no limit.
+	MaxNodes int
 	// Start is a MIP start: a full assignment of the columns (len == NumVars) tried as the
-	// first incumbent. Ignored when infeasible.
+	// first incumbent. When it violates a row or bound, HiGHS fixes its integer values and
+	// tries to complete it with an LP (or, if some are fractional, a small MIP); when that
+	// fails too it is ignored. Ignored for LPs (and with LP set).
 	Start []float64
 	// Presolve: "" (default: on, with PresolveRuleOff applied), "on", "off".
 	Presolve string
-	// PresolveRuleOff is HiGHS's presolve_rule_off bit mask. Default (0 here) means 128:
-	// the aggregator rule, which highs-mtpp.md found to return wrong "optimal" bounds on
-	// MTPP models with tiny coefficients. Set -1 to turn no rule off.
+	// PresolveRuleOff is HiGHS's presolve_rule_off bit mask. Default (0 here) means 128
+	// (bit 7, the ForcingCol rule): highs-mtpp.md found the ForcingCol and Aggregator (4096)
+	// rules returning wrong "optimal" bounds on MTPP models with tiny coefficients, and either
+	// mask fixed it. Set -1 to turn no rule off.
 	PresolveRuleOff int
-	// Cutoff, when not NaN/0 with HasCutoff, is an objective bound: solutions must be better.
+	// With HasCutoff, Cutoff is an objective bound (HiGHS's objective_bound, in either
+	// sense): a MIP prunes everything no better than Cutoff (up to tolerances: a solution
+	// equal to it may come back). When nothing better exists the Status is Infeasible and
+	// DualBound is Cutoff (the optimum is no better than it). HiGHS applies it to an LP only
+	// to stop the dual simplex early when minimising (again Infeasible with DualBound Cutoff);
+	// otherwise an LP's optimum comes back even if it is not better than Cutoff.
 	Cutoff    float64
 	HasCutoff bool
 	// LP relaxes integrality (solves the LP relaxation).
@@ -97,14 +113,14 @@ type Status int
 
 // Solve outcomes.
 const (
-	StatusUnknown    Status = iota
-	Optimal                 // proved optimal (or within the requested gap: check Gap)
-	Infeasible              // proved infeasible
-	Unbounded               // unbounded or infeasible-or-unbounded
-	TimeLimit               // stopped by the time limit; incumbent and bound may be present
-	Interrupted             // stopped by context cancellation
-	SolutionLimit           // stopped by another limit (nodes, solutions, objective bound)
-	Error                   // the solver failed
+	StatusUnknown Status = iota
+	Optimal              // proved optimal (or within the requested gap: check Gap)
+	Infeasible           // proved infeasible (with a cutoff: nothing better than Cutoff)
+	Unbounded            // unbounded or infeasible-or-unbounded
+	TimeLimit            // stopped by the time limit; incumbent and bound may be present
+	Interrupted          // stopped by context cancellation
+	SolutionLimit        // stopped by another limit (MaxNodes, iterations); incumbent and bound may be present
+	Error                // the solver failed
 )
 
 func (s Status) String() string {
@@ -134,13 +150,18 @@ type Result struct {
 	// HasSolution is true when X holds a feasible incumbent.
 	HasSolution bool
 	X           []float64
-	// Objective of the incumbent (valid when HasSolution).
+	// Objective of the incumbent (valid when HasSolution; otherwise +Inf when minimising,
+	// −Inf when maximising).
 	Objective float64
 	// DualBound is a proved bound on the optimum: a lower bound when minimising, an upper
-	// bound when maximising. ±Inf when nothing was proved.
+	// bound when maximising, never beyond the incumbent's Objective. −Inf when minimising
+	// (+Inf when maximising) if nothing was proved; the opposite infinity when the model is
+	// proved infeasible (Cutoff when a cutoff was set). A MIP stopped on its gap is reported
+	// Optimal by HiGHS: DualBound (and Gap) stay honest, so check them.
 	DualBound float64
-	// Gap is HiGHS's relative gap |primal − dual| / max(|primal|, ε); +Inf without incumbent.
+	// Gap is HiGHS's relative gap |Objective − DualBound| / |Objective| (0 when both are 0);
+	// +Inf without an incumbent or without a finite bound.
 	Gap     float64
-	Nodes   int64
-	Elapsed time.Duration
+	Nodes   int64         // branch-and-bound nodes (MIP only)
+	Elapsed time.Duration // wall time of Solve
 }
