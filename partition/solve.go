@@ -1,0 +1,880 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+)
+
+// BoundEffort selects which lower bounds Solve computes.
+type BoundEffort int
+
+// Bound efforts, cheapest first. The zero value is BoundsFast.
+const (
+	BoundsFast   BoundEffort = iota // combinatorial bounds, then the exact MIP (warm-started)
+	BoundsNone                      // no lower bound (LowerBound 0, Gap 1)
+	BoundsSimple                    // Lemma 3.3 and the communication-aware bounds (microseconds)
+	BoundsFull                      // everything: also the bottleneck and bottleneck-guess MIPs
+)
+
+// ParseBounds maps the CLI names none|simple|fast|full to a BoundEffort.
+func ParseBounds(s string) (BoundEffort, error) {
+	switch s {
+	case "none":
+		return BoundsNone, nil
+	case "simple":
+		return BoundsSimple, nil
+	case "fast", "":
+		return BoundsFast, nil
+	case "full":
+		return BoundsFull, nil
+	}
+	return 0, fmt.Errorf("partition: unknown bound effort %q (want none, simple, fast or full)", s)
+}
+
+func (b BoundEffort) String() string {
+	switch b {
+	case BoundsNone:
+		return "none"
+	case BoundsSimple:
+		return "simple"
+	case BoundsFull:
+		return "full"
+	}
+	return "fast"
+}
+
+// Search names the order-search heuristics (seed 000 §4.2).
+const (
+	SearchBRKGA       = "brkga"        // BRKGA over node priorities (default)
+	SearchRandom      = "random"       // random-T: T = population × generations random priorities
+	SearchMLAWeighted = "mla-weighted" // BRKGA minimising the tensor-weighted linear arrangement
+	SearchMLA         = "mla"          // the same with unit weights
+)
+
+// Options control Solve. The zero value is usable: seed 0, no overall time limit, BRKGA
+// with the seed-000 budget (10^4 evaluations), refinement on, combinatorial bounds plus the
+// exact MIP with a 60 s limit.
+type Options struct {
+	Seed int64
+	// TimeLimit bounds the whole solve (heuristics and MIPs); 0: none. When it expires, the
+	// best plan so far is returned with the bounds proved so far.
+	TimeLimit time.Duration
+	// Gap stops everything as soon as 1 − lower/upper ≤ Gap (0: never early).
+	Gap float64
+	// Bounds picks the lower-bound effort.
+	Bounds BoundEffort
+	// Workers is the number of goroutines decoding chromosomes; 0: GOMAXPROCS. Results do not
+	// depend on it.
+	Workers int
+	// Search is the order search: SearchBRKGA (default), SearchRandom, SearchMLAWeighted, SearchMLA.
+	Search string
+	BRKGA  BRKGAOptions
+	// Restarts runs that many extra BRKGA populations (seeds derived from Seed) after the
+	// first, while no gap target is met.
+	Restarts int
+	// NoRefine turns off the refinement beyond slicing (node moves and re-slicing).
+	NoRefine bool
+	// MIPTimeLimit caps each MIP method (exact; bottleneck; all of bottleneck-guess); 0: 60 s,
+	// or what is left of TimeLimit.
+	MIPTimeLimit time.Duration
+	// Progress, when set, is called (serialised) each time the plan or the bound improves.
+	Progress func(Progress)
+}
+
+// Progress is a snapshot reported to Options.Progress.
+type Progress struct {
+	Phase       string  // "heuristic", "brkga", "refine", a bound name
+	Objective   float64 // best plan so far
+	LowerBound  float64
+	BoundMethod string
+	Gap         float64
+	Elapsed     time.Duration
+	Evaluations int64
+}
+
+// BoundInfo is one computed lower bound.
+type BoundInfo struct {
+	Method  string  `json:"method"`
+	Value   float64 `json:"value"`
+	Status  string  `json:"status"` // "proved", or the MIP status (optimal, time-limit, …)
+	Seconds float64 `json:"seconds"`
+}
+
+// Plan is Solve's result, ready for JSON.
+type Plan struct {
+	Objective   float64 `json:"objective"`    // max stage cost, recomputed by Problem.Evaluate
+	LowerBound  float64 `json:"lower_bound"`  // best proved lower bound on the optimum
+	BoundMethod string  `json:"bound_method"` // the method that proved it
+	Gap         float64 `json:"gap"`          // 1 − LowerBound/Objective (0 when both are 0)
+	// Stages lists the node indices of each pipeline stage, in pipeline order.
+	Stages [][]int `json:"stages"`
+	// StageNodeNames gives the same with Problem.NodeNames (when names are set).
+	StageNodeNames [][]string `json:"stage_node_names,omitempty"`
+	// StageDevice is the device index (into Problem.Devices, 0 when homogeneous) of each stage.
+	StageDevice []int `json:"stage_device"`
+	// StageDeviceNames gives the device names.
+	StageDeviceNames []string    `json:"stage_device_names"`
+	StageCosts       []StageCost `json:"stage_costs"`
+	// Assignment is the stage of each node.
+	Assignment  []int       `json:"assignment"`
+	Bounds      []BoundInfo `json:"bounds"`
+	Seconds     float64     `json:"seconds"`
+	Algorithm   string      `json:"algorithm"`
+	Seed        int64       `json:"seed"`
+	Evaluations int64       `json:"evaluations"`
+	// Notes record solver faults that were caught and everything else a reader should know.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// gapOf is 1 − lower/upper, clamped to [0, 1].
+func gapOf(lower, upper float64) float64 {
+	if upper <= 0 {
+		if lower >= upper {
+			return 0
+		}
+		return 1
+	}
+	g := 1 - lower/upper
+	if g < 0 {
+		return 0
+	}
+	if g > 1 {
+		return 1
+	}
+	return g
+}
+
+// solveState is the incumbent and the bounds, shared by the goroutines of one Solve.
+type solveState struct {
+	mu       sync.Mutex
+	p        *Problem
+	c        *core
+	t0       time.Time
+	opts     Options
+	cancel   context.CancelFunc
+	best     float64
+	stage    []int // core stage of the incumbent
+	device   []int
+	order    []int32 // an order whose slicing gives the incumbent (when known)
+	source   string
+	lb       float64
+	lbMethod string
+	bounds   []BoundInfo
+	notes    []string
+	evals    int64
+}
+
+func (s *solveState) gap() float64 { return gapOf(s.lb, s.best) }
+
+func (s *solveState) report(phase string) {
+	if s.opts.Progress == nil {
+		return
+	}
+	s.opts.Progress(Progress{Phase: phase, Objective: s.best, LowerBound: s.lb, BoundMethod: s.lbMethod,
+		Gap: s.gap(), Elapsed: time.Since(s.t0), Evaluations: s.evals})
+}
+
+func (s *solveState) checkGap() {
+	if s.opts.Gap > 0 && s.gap() <= s.opts.Gap && s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// offerPlan judges a core plan with Problem.Evaluate and keeps it if it is strictly better.
+func (s *solveState) offerPlan(stage, device []int, order []int32, source string) bool {
+	_, val, err := s.p.Evaluate(s.c.expand(stage), device)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.notes = append(s.notes, fmt.Sprintf("internal: %s produced an invalid plan (%v); discarded", source, err))
+		return false
+	}
+	if !(val < s.best) {
+		return false
+	}
+	s.best = val
+	s.stage = append([]int(nil), stage...)
+	s.device = append([]int(nil), device...)
+	s.order = append([]int32(nil), order...)
+	s.source = source
+	s.report(source)
+	s.checkGap()
+	return true
+}
+
+// offerBound records a lower bound; one above the incumbent is a solver fault and is dropped.
+func (s *solveState) offerBound(b BoundInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.Value > s.best*(1+1e-7)+1e-12 {
+		s.notes = append(s.notes, fmt.Sprintf("solver fault: %s bound %.10g exceeds the plan value %.10g; bound discarded", b.Method, b.Value, s.best))
+		b.Status = "fault"
+		b.Value = math.NaN()
+		s.bounds = append(s.bounds, b)
+		return
+	}
+	s.bounds = append(s.bounds, b)
+	if b.Value > s.lb {
+		s.lb = b.Value
+		s.lbMethod = b.Method
+		if s.lb > s.best {
+			s.lb = s.best
+		}
+		s.report(b.Method)
+		s.checkGap()
+	}
+}
+
+func (s *solveState) note(format string, a ...any) {
+	s.mu.Lock()
+	s.notes = append(s.notes, fmt.Sprintf(format, a...))
+	s.mu.Unlock()
+}
+
+func (s *solveState) snapshot() (best float64, stage, device []int, order []int32, lb float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.best, append([]int(nil), s.stage...), append([]int(nil), s.device...), append([]int32(nil), s.order...), s.lb
+}
+
+// Solve partitions p into pipeline stages: SliceGraph over orders found by the chosen search,
+// refinement beyond slicing, and lower bounds up to opts.Bounds. It returns the best plan
+// found (also when ctx is cancelled or the time limit expires, as long as one plan exists)
+// with its certified lower bound and gap.
+func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if opts.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.TimeLimit)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := compile(p)
+	st := &solveState{p: p, c: c, t0: t0, opts: opts, cancel: cancel, best: math.Inf(1)}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	rng := rand.New(rand.NewSource(opts.Seed))
+	e := newEngine(c, workers)
+
+	// Combinatorial bounds first: they cost microseconds and may already close the gap.
+	if opts.Bounds != BoundsNone {
+		for _, b := range c.combinatorialBounds() {
+			st.bounds = append(st.bounds, b)
+			if b.Value > st.lb {
+				st.lb, st.lbMethod = b.Value, b.Method
+			}
+		}
+	}
+	// Deterministic starting orders, sliced and refined.
+	for _, h := range c.startOrders() {
+		if ctx.Err() != nil && !math.IsInf(st.best, 1) {
+			break
+		}
+		stage, dev, val := e.sliceFull(0, h.order)
+		if math.IsInf(val, 1) {
+			continue
+		}
+		st.offerPlan(stage, dev, h.order, h.name)
+	}
+	if math.IsInf(st.best, 1) {
+		return nil, &InfeasibleError{"no plan satisfies the memory caps"}
+	}
+	if !opts.NoRefine {
+		e.refineIncumbent(ctx, st, "refine")
+	}
+	// Order search.
+	if ctx.Err() == nil && !(opts.Gap > 0 && st.gap() <= opts.Gap) {
+		e.search(ctx, st, rng)
+	}
+	// MIP bounds.
+	if ctx.Err() == nil && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) && !(opts.Gap > 0 && st.gap() <= opts.Gap) {
+		e.mipBounds(ctx, st)
+	}
+	return st.plan(time.Since(t0)), nil
+}
+
+// plan assembles the result.
+func (s *solveState) plan(elapsed time.Duration) *Plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.p
+	assign := s.c.expand(s.stage)
+	costs, obj, _ := p.Evaluate(assign, s.device)
+	K := len(s.device)
+	pl := &Plan{Objective: obj, LowerBound: s.lb, BoundMethod: s.lbMethod, Assignment: assign,
+		StageDevice: append([]int(nil), s.device...), StageCosts: costs, Bounds: append([]BoundInfo(nil), s.bounds...),
+		Seconds: elapsed.Seconds(), Algorithm: s.algorithm(), Seed: s.opts.Seed, Evaluations: s.evals,
+		Notes: append([]string(nil), s.notes...)}
+	if s.opts.Bounds == BoundsNone {
+		pl.BoundMethod = "none"
+	}
+	if pl.LowerBound > obj {
+		pl.LowerBound = obj
+	}
+	pl.Gap = gapOf(pl.LowerBound, obj)
+	pl.Stages = make([][]int, K)
+	for v, sidx := range assign {
+		pl.Stages[sidx] = append(pl.Stages[sidx], v)
+	}
+	for i := range pl.Stages {
+		if pl.Stages[i] == nil {
+			pl.Stages[i] = []int{}
+		}
+	}
+	devs := p.devices()
+	for _, d := range s.device {
+		pl.StageDeviceNames = append(pl.StageDeviceNames, devs[d].Name)
+	}
+	if len(p.NodeNames) > 0 {
+		pl.StageNodeNames = make([][]string, K)
+		for i, nodes := range pl.Stages {
+			pl.StageNodeNames[i] = []string{}
+			for _, v := range nodes {
+				pl.StageNodeNames[i] = append(pl.StageNodeNames[i], p.NodeNames[v])
+			}
+		}
+	}
+	return pl
+}
+
+func (s *solveState) algorithm() string {
+	search := s.opts.Search
+	if search == "" {
+		search = SearchBRKGA
+	}
+	a := "slicegraph+" + search
+	if !s.opts.NoRefine {
+		a += "+refine"
+	}
+	return a + " (best from " + s.source + ")"
+}
+
+// combinatorialBounds computes Lemma 3.3 and the communication-aware bounds.
+func (c *core) combinatorialBounds() []BoundInfo {
+	t := time.Now()
+	simple := c.simpleBound()
+	out := []BoundInfo{{Method: BoundSimple, Value: simple, Status: "proved", Seconds: time.Since(t).Seconds()}}
+	t = time.Now()
+	node := c.nodeBound()
+	out = append(out, BoundInfo{Method: BoundNode, Value: node, Status: "proved", Seconds: time.Since(t).Seconds()})
+	t = time.Now()
+	cut := c.cutBound(math.Max(simple, node))
+	out = append(out, BoundInfo{Method: BoundCut, Value: cut, Status: "proved", Seconds: time.Since(t).Seconds()})
+	return out
+}
+
+// namedOrder is a starting order for the search.
+type namedOrder struct {
+	name  string
+	order []int32
+}
+
+// startOrders returns deterministic topological orders: the model order (Kahn, ties by node
+// id), a depth-first order (finish a branch before starting the next, which keeps producers
+// near their consumers) and a breadth-first (level) order.
+func (c *core) startOrders() []namedOrder {
+	var ks kahnScratch
+	model := c.kahn(make([]float64, c.n), &ks, make([]int32, 0, c.n))
+	// Depth-first: a stack of ready nodes, most recently readied first.
+	indeg := make([]int32, c.n)
+	var stack []int32
+	for v := c.n - 1; v >= 0; v-- {
+		indeg[v] = c.predS[v+1] - c.predS[v]
+		if indeg[v] == 0 {
+			stack = append(stack, int32(v))
+		}
+	}
+	dfs := make([]int32, 0, c.n)
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		dfs = append(dfs, v)
+		succ := c.succOf(int(v))
+		for i := len(succ) - 1; i >= 0; i-- {
+			w := succ[i]
+			indeg[w]--
+			if indeg[w] == 0 {
+				stack = append(stack, w)
+			}
+		}
+	}
+	// Level order: priority −(longest path from a source).
+	level := make([]float64, c.n)
+	for _, v := range model {
+		for _, w := range c.succOf(int(v)) {
+			if level[w] < level[v]+1 {
+				level[w] = level[v] + 1
+			}
+		}
+	}
+	for v := range level {
+		level[v] = -level[v]
+	}
+	bfs := c.kahn(level, &ks, make([]int32, 0, c.n))
+	return []namedOrder{{"model-order", model}, {"dfs-order", dfs}, {"level-order", bfs}}
+}
+
+// engine owns the per-worker scratch of the slicing DP.
+type engine struct {
+	c       *core
+	a       *automaton
+	slicers []*slicer
+	kahns   []kahnScratch
+	orders  [][]int32
+	workers int
+	lower   float64 // start of the bound deepening
+}
+
+func newEngine(c *core, workers int) *engine {
+	a := countAutomaton(c.counts)
+	if a == nil {
+		// Too many device kinds for the count lattice: fix the device order (stages of each
+		// device kept together, in the order given).
+		var order []int
+		for d, k := range c.counts {
+			for i := 0; i < k; i++ {
+				order = append(order, d)
+			}
+		}
+		a = chainAutomaton(order)
+	}
+	e := &engine{c: c, a: a, workers: workers, lower: c.simpleBound()}
+	// One slicer per worker plus one for the search goroutine's own reconstructions.
+	for i := 0; i <= workers; i++ {
+		e.slicers = append(e.slicers, newSlicer(c, a))
+		e.kahns = append(e.kahns, kahnScratch{})
+		e.orders = append(e.orders, make([]int32, 0, c.n))
+	}
+	return e
+}
+
+// slice returns the optimal slicing value of order below bound (+Inf if none); with an
+// infinite bound it deepens a finite one from the simple lower bound, which keeps the
+// pruned sweep fast while staying exact.
+func (e *engine) slice(w int, order []int32, bound float64) float64 {
+	s := e.slicers[w]
+	if !math.IsInf(bound, 1) {
+		return s.run(order, bound)
+	}
+	b := e.lower * 1.05
+	if b <= 0 {
+		b = 1e-300
+	}
+	for i := 0; i < 64; i++ {
+		if v := s.run(order, b); !math.IsInf(v, 1) {
+			return v
+		}
+		b *= 1.6
+		if b > 1e300 {
+			break
+		}
+	}
+	return s.run(order, math.Inf(1))
+}
+
+// sliceFull slices order with worker w's slicer and reconstructs the plan.
+func (e *engine) sliceFull(w int, order []int32) (stage, device []int, val float64) {
+	val = e.slice(w, order, math.Inf(1))
+	if math.IsInf(val, 1) {
+		return nil, nil, val
+	}
+	stage, device = e.slicers[w].segments(order)
+	return stage, device, val
+}
+
+// refine improves (stage, device) by node moves and re-slicing the induced order, until
+// neither helps. It returns the refined plan, an order whose slicing gives it, and its value
+// as computed by the refiner.
+func (e *engine) refine(ctx context.Context, w int, stage, device []int, order []int32) ([]int, []int, []int32, float64) {
+	c := e.c
+	var ks kahnScratch
+	val := math.Inf(1)
+	for iter := 0; iter < 50 && ctx.Err() == nil; iter++ {
+		r := newRefiner(c, stage, device)
+		r.run(ctx, 20*c.n+100)
+		val = r.objective()
+		next := c.stageOrder(r.stage, order, &ks)
+		// Re-slice the order induced by the refined plan; accept only strict improvement.
+		if v := e.slicers[w].run(next, val*(1-1e-12)); !math.IsInf(v, 1) {
+			stage, device = e.slicers[w].segments(next)
+			order = next
+			val = v
+			continue
+		}
+		moved := false
+		for i := range stage {
+			if stage[i] != r.stage[i] {
+				moved = true
+				break
+			}
+		}
+		stage = r.stage
+		order = next
+		if !moved {
+			break
+		}
+		// Moves helped but re-slicing did not: one more round of moves from here is useless
+		// (the refiner already converged), so stop.
+		break
+	}
+	return stage, device, order, val
+}
+
+// refineIncumbent refines the current best plan and offers the result.
+func (e *engine) refineIncumbent(ctx context.Context, st *solveState, phase string) {
+	_, stage, device, order, _ := st.snapshot()
+	if len(order) != e.c.n {
+		var ks kahnScratch
+		order = e.c.stageOrder(stage, e.c.kahn(make([]float64, e.c.n), &ks, nil), &ks)
+	}
+	s2, d2, o2, _ := e.refine(ctx, e.workers, stage, device, order)
+	st.offerPlan(s2, d2, o2, phase)
+}
+
+// search runs the order search chosen in the options.
+func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
+	opts := st.opts
+	bo := opts.BRKGA.withDefaults()
+	n := e.c.n
+	var seeds [][]float64
+	for _, h := range e.c.startOrders() {
+		seeds = append(seeds, priorityOf(h.order))
+	}
+	if _, _, _, order, _ := st.snapshot(); len(order) == n {
+		seeds = append([][]float64{priorityOf(order)}, seeds...)
+	}
+	stop := func() bool { return opts.Gap > 0 && func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.gap() <= opts.Gap }() }
+	best, _, _, _, _ := st.snapshot()
+	sliceDec := &decoder{workers: e.workers, fitness: func(w int, keys []float64, bound float64) float64 {
+		order := e.c.kahn(keys, &e.kahns[w], e.orders[w][:0])
+		if math.IsInf(bound, 1) {
+			// First generation: anything beyond 1.5× the incumbent cannot matter.
+			if v := e.slicers[w].run(order, 1.5*best); !math.IsInf(v, 1) {
+				return v
+			}
+			return math.Inf(1)
+		}
+		return e.slicers[w].run(order, bound)
+	}}
+	own := e.workers // the search goroutine's own slicer
+	onBest := func(keys []float64, value float64) ([]float64, float64) {
+		order := e.c.kahn(keys, &e.kahns[own], make([]int32, 0, n))
+		stage, dev, val := e.sliceFull(own, order)
+		if math.IsInf(val, 1) {
+			return nil, 0
+		}
+		st.offerPlan(stage, dev, order, "brkga")
+		if opts.NoRefine {
+			return nil, 0
+		}
+		s2, d2, o2, v2 := e.refine(ctx, own, stage, dev, order)
+		if v2 < val*(1-1e-12) {
+			st.offerPlan(s2, d2, o2, "brkga+refine")
+			return priorityOf(o2), e.slicers[own].run(o2, math.Inf(1))
+		}
+		return nil, 0
+	}
+	count := func(r brkgaResult) {
+		st.mu.Lock()
+		st.evals += int64(r.evals)
+		st.mu.Unlock()
+	}
+	switch opts.Search {
+	case SearchRandom:
+		// random-T: T i.i.d. priority vectors, decoded in batches with the incumbent as bound.
+		T := bo.Population * bo.Generations
+		batch := 4 * e.workers
+		keys := make([][]float64, batch)
+		fit := make([]float64, batch)
+		idx := make([]int, batch)
+		for i := range idx {
+			idx[i] = i
+		}
+		for done := 0; done < T && ctx.Err() == nil && !stop(); done += batch {
+			m := batch
+			if T-done < m {
+				m = T - done
+			}
+			for i := 0; i < m; i++ {
+				keys[i] = randomKeys(rng, n)
+			}
+			b, _, _, _, _ := st.snapshot()
+			dec := &decoder{workers: e.workers, fitness: func(w int, k []float64, _ float64) float64 {
+				order := e.c.kahn(k, &e.kahns[w], e.orders[w][:0])
+				return e.slicers[w].run(order, b*(1-1e-12))
+			}}
+			dec.evalAll(ctx, keys, idx[:m], fit, b)
+			st.mu.Lock()
+			st.evals += int64(m)
+			st.mu.Unlock()
+			for i := 0; i < m; i++ {
+				if fit[i] < b {
+					onBest(keys[i], fit[i])
+					b, _, _, _, _ = st.snapshot()
+				}
+			}
+		}
+	case SearchMLA, SearchMLAWeighted:
+		weighted := opts.Search == SearchMLAWeighted
+		pos := make([][]int32, e.workers)
+		for i := range pos {
+			pos[i] = make([]int32, n)
+		}
+		mla := &decoder{workers: e.workers, fitness: func(w int, keys []float64, _ float64) float64 {
+			order := e.c.kahn(keys, &e.kahns[w], e.orders[w][:0])
+			return e.c.mlaCost(order, pos[w], weighted)
+		}}
+		r := brkga(ctx, n, bo, rng, mla, seeds, nil, stop)
+		count(r)
+		if r.keys != nil {
+			onBest(r.keys, 0)
+		}
+	default:
+		for run := 0; run <= opts.Restarts && ctx.Err() == nil && !stop(); run++ {
+			best, _, _, _, _ = st.snapshot()
+			r := brkga(ctx, n, bo, rng, sliceDec, seeds, onBest, stop)
+			count(r)
+			if _, _, _, order, _ := st.snapshot(); len(order) == n {
+				seeds = [][]float64{priorityOf(order)}
+			}
+		}
+	}
+}
+
+// deviceOrders lists the distinct orders of the device slots (multiset permutations), up to
+// limit; nil when there are more.
+func deviceOrders(counts []int, limit int) [][]int {
+	var out [][]int
+	K := 0
+	for _, k := range counts {
+		K += k
+	}
+	left := append([]int(nil), counts...)
+	cur := make([]int, 0, K)
+	var rec func() bool
+	rec = func() bool {
+		if len(cur) == K {
+			out = append(out, append([]int(nil), cur...))
+			return len(out) <= limit
+		}
+		for d := range left {
+			if left[d] == 0 {
+				continue
+			}
+			left[d]--
+			cur = append(cur, d)
+			ok := rec()
+			cur = cur[:len(cur)-1]
+			left[d]++
+			if !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if !rec() {
+		return nil
+	}
+	return out
+}
+
+// mipBounds runs the MIP part of the bound hierarchy.
+func (e *engine) mipBounds(ctx context.Context, st *solveState) {
+	opts := st.opts
+	limit := opts.MIPTimeLimit
+	if limit <= 0 {
+		limit = 60 * time.Second
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
+		limit = time.Until(d)
+	}
+	c := e.c
+	if c.n*c.stages() > 400000 {
+		st.note("MIP bounds skipped: %d nodes × %d stages is too large", c.n, c.stages())
+		return
+	}
+	anc, desc := c.reachWork()
+	if opts.Bounds == BoundsFull && !c.hetero {
+		b := e.boundBottleneck(ctx, st, limit/4)
+		st.offerBound(b)
+		if opts.Gap > 0 && st.gap() <= opts.Gap {
+			return
+		}
+		g := e.boundGuess(ctx, st, anc, desc, limit/2, 1)
+		st.offerBound(g)
+		if opts.Gap > 0 && st.gap() <= opts.Gap {
+			return
+		}
+	}
+	b := e.boundExact(ctx, st, anc, desc, limit)
+	st.offerBound(b)
+}
+
+// exactSpec is the exact MIP over a device order.
+func (c *core) exactSpec(devOrder []int, target, zLo, scale float64) mipSpec {
+	K := len(devOrder)
+	sp := mipSpec{name: BoundExact, K: K, dev: devOrder, span: make([]int, K), mult: make([]float64, K),
+		objBlock: -1, heavy: -1, target: target, zLo: zLo, scale: scale}
+	for b := range sp.span {
+		sp.span[b] = 1
+		sp.mult[b] = 1
+	}
+	return sp
+}
+
+// boundExact solves the exact MIP (seed 000 §3.1), for a heterogeneous pipeline once per
+// device order, warm-started with the incumbent and with variables fixed by its value.
+func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
+	c := e.c
+	t0 := time.Now()
+	U, stage, device, order, lb := st.snapshot()
+	var orders [][]int
+	if c.hetero {
+		orders = deviceOrders(c.counts, 64)
+		if orders == nil {
+			st.note("exact MIP skipped: too many device orders")
+			return BoundInfo{Method: BoundExact, Value: lb, Status: "skipped"}
+		}
+		// The incumbent's device order first.
+		sort.SliceStable(orders, func(i, j int) bool { return equalInts(orders[i], device) && !equalInts(orders[j], device) })
+	} else {
+		orders = [][]int{device}
+	}
+	deadline := t0.Add(limit)
+	bound := math.Inf(1)
+	status := "optimal"
+	for i, devOrder := range orders {
+		left := time.Until(deadline) / time.Duration(len(orders)-i)
+		if left <= 0 || ctx.Err() != nil {
+			bound = math.Min(bound, lb)
+			status = "time-limit"
+			break
+		}
+		var start []int
+		if equalInts(devOrder, device) {
+			start = make([]int, c.n)
+			for v := range start {
+				start[v] = stage[v] + 1
+			}
+		}
+		sp := c.exactSpec(devOrder, U, lb, U)
+		out := c.solveMIP(ctx, sp, anc, desc, start, left, st.opts.Gap)
+		if out.plan != nil {
+			pstage := make([]int, c.n)
+			for v, b := range out.plan {
+				pstage[v] = b - 1
+			}
+			_, val, err := st.p.Evaluate(c.expand(pstage), devOrder)
+			if err != nil || math.Abs(val-out.value) > 1e-6*math.Max(1, math.Abs(val)) {
+				st.note("solver fault: the exact MIP's plan (objective %.10g) recomputes to %.10g (%v); its bound is discarded", out.value, val, err)
+				return BoundInfo{Method: BoundExact, Value: lb, Status: "fault", Seconds: time.Since(t0).Seconds()}
+			}
+			st.offerPlan(pstage, devOrder, nil, "exact-mip")
+		}
+		bound = math.Min(bound, out.bound)
+		if out.status != "optimal" && out.status != "fixings-infeasible" && out.status != "infeasible" {
+			status = out.status
+		}
+	}
+	_ = order
+	return BoundInfo{Method: BoundExact, Value: bound, Status: status, Seconds: time.Since(t0).Seconds()}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// boundBottleneck is the three-superblock MIP (seed 000 §3.2): minimise the cost of the
+// middle superblock subject to its work being ≥ L (Eq. (14)). Its size does not depend on k.
+func (e *engine) boundBottleneck(ctx context.Context, st *solveState, limit time.Duration) BoundInfo {
+	c := e.c
+	U, _, _, _, _ := st.snapshot()
+	L := c.simpleBound()
+	sp := mipSpec{name: BoundBottleneck, K: 3, dev: []int{0, 0, 0}, span: []int{1, 1, 1}, mult: []float64{0, 0, 0},
+		objBlock: 1, heavy: 1, heavyL: L, target: math.Inf(1), zLo: 0, scale: U}
+	out := c.solveMIP(ctx, sp, nil, nil, nil, limit, 0)
+	return BoundInfo{Method: BoundBottleneck, Value: out.bound, Status: out.status, Seconds: out.seconds}
+}
+
+// boundGuess is bottleneck-guess (seed 000 §3.3): for each position j of a block with work
+// ≥ L, a three-superblock MIP whose outer superblocks are charged their average cost; the
+// bound is min_j LB_j. The k MIPs run `parallel` at a time.
+func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration, parallel int) BoundInfo {
+	c := e.c
+	t0 := time.Now()
+	U, stage, _, _, lb := st.snapshot()
+	K := c.stages()
+	L := c.simpleBound()
+	// The incumbent's heavy block (work ≥ L) gives a warm start for its j.
+	work := make([]float64, K)
+	for v, s := range stage {
+		work[s] += c.work[0][v]
+	}
+	heavyJ := -1
+	for s := range work {
+		if work[s] >= L*(1-1e-12) {
+			heavyJ = s + 1
+			break
+		}
+	}
+	results := make([]mipOutcome, K+1)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(parallel, 1))
+	for j := 1; j <= K; j++ {
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sp := mipSpec{name: BoundBottleneckGuess, K: 3, dev: []int{0, 0, 0}, span: []int{j - 1, 1, K - j},
+				mult: []float64{float64(j - 1), 1, float64(K - j)}, objBlock: -1, heavy: 1, heavyL: L,
+				target: U, zLo: lb, scale: U}
+			var start []int
+			if j == heavyJ {
+				start = make([]int, c.n)
+				for v, s := range stage {
+					switch {
+					case s+1 < j:
+						start[v] = 1
+					case s+1 == j:
+						start[v] = 2
+					default:
+						start[v] = 3
+					}
+				}
+			}
+			left := time.Until(t0.Add(limit))
+			results[j] = c.solveMIP(ctx, sp, anc, desc, start, left, 0)
+		}(j)
+	}
+	wg.Wait()
+	bound := math.Inf(1)
+	status := "optimal"
+	for j := 1; j <= K; j++ {
+		bound = math.Min(bound, results[j].bound)
+		if s := results[j].status; s != "optimal" && s != "fixings-infeasible" && s != "infeasible" {
+			status = s
+		}
+	}
+	return BoundInfo{Method: BoundBottleneckGuess, Value: bound, Status: status, Seconds: time.Since(t0).Seconds()}
+}
