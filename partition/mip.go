@@ -118,7 +118,7 @@ type blockMIP struct {
 	ycol   [][]int  // ycol[v][b], b = 0..K; −1 when constant
 	yval   [][]int8 // constant value when ycol = −1
 	ccol   map[[2]int]int
-	blocks []lin   // block cost expressions (scaled)
+	blocks []lin    // block cost expressions (scaled)
 	ovf    [][2]int // overflow column and its defining row
 	z      int
 	// infeasible is set when the fixings alone prove that no plan has value ≤ target.

@@ -555,7 +555,9 @@ func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
 	if _, _, _, order, _ := st.snapshot(); len(order) == n {
 		seeds = append([][]float64{priorityOf(order)}, seeds...)
 	}
-	stop := func() bool { return opts.Gap > 0 && func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.gap() <= opts.Gap }() }
+	stop := func() bool {
+		return opts.Gap > 0 && func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.gap() <= opts.Gap }()
+	}
 	best, _, _, _, _ := st.snapshot()
 	sliceDec := &decoder{workers: e.workers, fitness: func(w int, keys []float64, bound float64) float64 {
 		order := e.c.kahn(keys, &e.kahns[w], e.orders[w][:0])
