@@ -487,10 +487,21 @@ func (g *Graph) findCycle(ordered []int) []string {
 	for {
 		if p, seen := pos[v]; seen {
 			cyc := path[p:]
-			// path follows predecessors; report in dependency order.
-			labels := make([]string, len(cyc))
+			// path follows predecessors; report in dependency order, starting from the
+			// node that comes first in the model, so the message is stable.
+			dep := make([]int, len(cyc))
 			for i := range cyc {
-				labels[len(cyc)-1-i] = g.Nodes[cyc[i]].Label()
+				dep[len(cyc)-1-i] = cyc[i]
+			}
+			first := 0
+			for i := range dep {
+				if dep[i] < dep[first] {
+					first = i
+				}
+			}
+			labels := make([]string, len(dep))
+			for i := range dep {
+				labels[i] = g.Nodes[dep[(first+i)%len(dep)]].Label()
 			}
 			return labels
 		}

@@ -13,6 +13,23 @@ import (
 
 var unknownDim = graph.Symbolic("")
 
+// maxRank bounds the rank of any inferred shape: a larger one comes from a corrupt or
+// hostile model and is left unknown instead of allocated.
+const maxRank = 64
+
+// unknownOfRank returns a shape of n unknown dimensions, or nil (rank unknown) when n is out
+// of range.
+func unknownOfRank(n int64) graph.Shape {
+	if n < 0 || n > maxRank {
+		return nil
+	}
+	s := make(graph.Shape, n)
+	for i := range s {
+		s[i] = unknownDim
+	}
+	return s
+}
+
 func dimMul(a, b graph.Dim) graph.Dim {
 	switch {
 	case a.Known() && b.Known():

@@ -133,7 +133,7 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 	sum := sha256.Sum256(data)
 	var mp onnxpb.ModelProto
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxNesting}).Unmarshal(data, &mp); err != nil {
-		if looksTruncated(err) {
+		if looksTruncated(err) || startsLikeONNX(data) {
 			return nil, &Error{Path: path, Msg: "truncated or corrupt protobuf: " + trimProtoErr(err), Err: err}
 		}
 		return nil, &Error{Path: path, Msg: "not an ONNX model (protobuf decoding failed: " + trimProtoErr(err) + ")", Err: err}
@@ -178,8 +178,23 @@ func looksTruncated(err error) bool {
 	return strings.Contains(s, "unexpected EOF") || strings.Contains(s, "truncated")
 }
 
+// startsLikeONNX reports whether data begins with a ModelProto field: ir_version (field 1,
+// varint), producer_name/version/domain/doc_string/graph (fields 2-4, 6, 7, length-delimited),
+// model_version (5, varint) or opset_import (8, length-delimited). A file that starts like a
+// model but fails to decode is truncated or corrupt rather than "not ONNX".
+func startsLikeONNX(data []byte) bool {
+	if len(data) < 2 {
+		return false
+	}
+	switch data[0] {
+	case 0x08, 0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42:
+		return true
+	}
+	return false
+}
+
 func trimProtoErr(err error) string {
-	s := err.Error()
+	s := strings.ReplaceAll(err.Error(), "\u00a0", " ")
 	s = strings.TrimPrefix(s, "proto: ")
 	s = strings.TrimPrefix(s, "cannot parse invalid wire-format data")
 	if s == "" {

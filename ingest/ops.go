@@ -709,6 +709,11 @@ func spatialParams(c *nctx, nsp int, kernel []int64) (strides, dils, pads []int6
 		pads = make([]int64, 2*nsp)
 	}
 	autoPad = c.n.AttrString("auto_pad", "NOTSET")
+	for i := range strides {
+		if strides[i] <= 0 {
+			strides[i] = 1 // invalid; ORT rejects the model, inference must not divide by zero
+		}
+	}
 	return
 }
 

@@ -61,10 +61,7 @@ func reshape(c *nctx) error {
 	if target == nil {
 		var s graph.Shape
 		if sh != nil && sh.shape.Known() && len(sh.shape) == 1 {
-			s = make(graph.Shape, sh.shape[0].Value)
-			for i := range s {
-				s[i] = unknownDim
-			}
+			s = unknownOfRank(sh.shape[0].Value)
 		}
 		c.set(0, x.dt, s)
 		return nil
@@ -203,7 +200,7 @@ func split(c *nctx) error {
 			known = false
 		} else {
 			parts := int64(nout)
-			if no := c.n.AttrInt("num_outputs", 0); no > 0 {
+			if no := c.n.AttrInt("num_outputs", 0); no > 0 && no < parts {
 				parts = no
 			}
 			chunk := ceilDiv(d.Value, parts)
@@ -507,11 +504,7 @@ func expand(c *nctx) error {
 	if sh.ival == nil {
 		var s graph.Shape
 		if sh.shape.Known() && len(sh.shape) == 1 && x.shape != nil {
-			n := int(sh.shape[0].Value)
-			s = make(graph.Shape, max(n, len(x.shape)))
-			for i := range s {
-				s[i] = unknownDim
-			}
+			s = unknownOfRank(max(sh.shape[0].Value, int64(len(x.shape))))
 		}
 		c.set(0, x.dt, s)
 		return nil
@@ -614,10 +607,7 @@ func constantOfShape(c *nctx) error {
 	if sh.ival == nil {
 		var s graph.Shape
 		if sh.shape.Known() && len(sh.shape) == 1 {
-			s = make(graph.Shape, sh.shape[0].Value)
-			for i := range s {
-				s[i] = unknownDim
-			}
+			s = unknownOfRank(sh.shape[0].Value)
 		}
 		c.set(0, dt, s)
 		return nil
