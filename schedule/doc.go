@@ -1,0 +1,48 @@
+// Package schedule places the operators of one inference graph on a set of heterogeneous
+// devices (a CPU and different GPUs) and schedules them, for the latency of one input or for
+// the batched throughput of a batch of inputs, and certifies how far the plan is from optimal.
+//
+// What goes in: a Problem on plain cost arrays — a DAG of Nodes with per-device times (and
+// per-batch-size times for batched mode), per-node memory, Devices with capacities and
+// supported batch sizes, a Link matrix (bandwidth and latency per ordered device pair,
+// possibly asymmetric, absent links routed through the widest path) or explicit per-edge
+// transfer times (Moirai's pc columns), the number of granules of a batch (Batch) and whether
+// transfers congest (Congestion: one transfer at a time out of and into each device, Moirai
+// eq. (8)). The package knows nothing of ONNX; package instances reads Moirai's CSV files and
+// generates RandWire stacks.
+//
+// What comes out: a Placement (device of each node, or of each granule of each node in batched
+// mode, plus the priorities that order the list schedule) and its Schedule, computed by
+// Simulate — the single judge of every method: per-task start and end times, transfers, the
+// makespan, the throughput, memory and busy time per device. Solve runs one method or several
+// (auto, best-device, met, greedy, heft, ea, sa, milp, split), re-evaluates every candidate with
+// the simulator, and returns a Result with the best placement, its schedule, a proved lower
+// bound on the optimal makespan and the gap 1 − bound/makespan.
+//
+// Methods, with the seeds they come from (seed 003 = Ghannane's thesis, digest-003; seed 004
+// = Moirai, digest-004):
+//
+//   - best-device, MET, Greedy (earliest finish), HEFT (upward rank, insertion) and their
+//     batched variants (bMET, bGreedy, bHEFT), seed 003 §4.2;
+//   - the biased (1+1) EA and simulated annealing with the thesis's encoding: one gene per
+//     node in breadth-first topological order (a device in latency mode, a batch split in
+//     batched mode), fitness = the simulated makespan;
+//   - the latency MILP of seed 004 §III-D, eqs. (4)–(8): communication tasks, link choice,
+//     congestion, memory (5), with disjunctive pairs only for nodes (and transfers) not
+//     ordered by reachability, big-M = the best heuristic's makespan, a MIP start from it,
+//     and optional symmetry breaking between identical devices (seed 003 §5.2);
+//   - the batched-throughput MILP of seed 003 §3.2, eqs. (3.1)–(3.8) as corrected by
+//     digest-003 §3.4 (formulation F: per-input precedence F4a with the duration, SOS-style
+//     batch selection F2 instead of the big-M (3.5)–(3.6), memory (3.7));
+//   - MILP-SPLIT (seed 003 §3.3): module detection (nodes on every source–sink path, i.e.
+//     articulation points turned into bridges; multi-channel cuts from k-edge-connected
+//     components or a topological sweep), the exact DP over single-channel modules ×
+//     (input device, output device), chained solves across multi-channel cuts, and the
+//     thesis's recursive lower bound from dependency and predecessor sets, built from the
+//     sub-solves' dual bounds when they time out.
+//
+// Units: one time unit throughout (the benchmarks use milliseconds); bytes and bandwidth in
+// bytes per time unit. Every method is deterministic for a given seed when it stops on its
+// iteration budget or proves optimality; a time limit or a cancelled context returns the best
+// placement found so far.
+package schedule

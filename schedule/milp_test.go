@@ -1,0 +1,90 @@
+package schedule
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestLatencyMILPOptimal(t *testing.T) {
+	cases := []struct {
+		name       string
+		p          *Problem
+		want       float64
+		congestion bool
+	}{
+		{"T1a", t1a(2), 4, false},
+		{"T1b", t1a(5), 6, false},
+		{"T2", t2(), 10, false},
+		{"T3a", t3(7), 11, false},
+		{"T3b", t3(30), 12, false},
+		{"T4", t4(), 20, false},
+		{"T7 memory", t7(), 6, false},
+		{"T2 congestion", t2(), 10, true},
+		{"T3a congestion", t3(7), 11.3, true}, // A on G2 sends to G1 and CPU one after the other
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.p.Congestion = c.congestion
+			in, err := prepare(c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Start from everything on the device that is feasible and best (a weak start).
+			start := in.bestDevice()
+			if start == nil {
+				start = in.greedy()
+			}
+			run, err := in.solveMILP(context.Background(), start, 0, mipOptions{timeLimit: 20 * time.Second, symmetry: SymmetryTasks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.fault != "" {
+				t.Fatalf("fault: %s", run.fault)
+			}
+			if run.pl == nil || !run.optimal {
+				t.Fatalf("no optimal plan: status %v", run.status)
+			}
+			if !near(run.sc.Makespan, c.want) || !near(run.bound, c.want) {
+				t.Fatalf("makespan %v bound %v, want %v", run.sc.Makespan, run.bound, c.want)
+			}
+			// Without congestion the brute force over placements and orders is exact; with it,
+			// an upper bound (it tries one transfer order).
+			if bf := bruteForce(t, c.p); !near(bf, c.want) {
+				t.Fatalf("brute force %v, want %v", bf, c.want)
+			}
+			checkSchedule(t, c.p, run.sc)
+		})
+	}
+}
+
+func TestBatchedMILPOptimal(t *testing.T) {
+	cases := []struct {
+		name string
+		p    *Problem
+		want float64
+	}{
+		{"T5", t5(), 4},
+		{"T6 per-input", t6(), 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := prepare(c.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := in.bMET(in.splits())
+			run, err := in.solveMILP(context.Background(), start, 0, mipOptions{timeLimit: 20 * time.Second, symmetry: SymmetryTasks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.fault != "" || run.pl == nil || !run.optimal {
+				t.Fatalf("fault %q, status %v, optimal %v", run.fault, run.status, run.optimal)
+			}
+			if !near(run.sc.Makespan, c.want) || !near(run.bound, c.want) {
+				t.Fatalf("makespan %v bound %v, want %v", run.sc.Makespan, run.bound, c.want)
+			}
+			checkSchedule(t, c.p, run.sc)
+		})
+	}
+}

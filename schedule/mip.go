@@ -1,0 +1,289 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"onnxpart/internal/milp"
+)
+
+// mipOptions control one MILP solve.
+type mipOptions struct {
+	timeLimit time.Duration
+	relGap    float64
+	symmetry  string
+	seed      int
+	log       bool
+}
+
+// mipRun is the outcome of one MILP solve, in problem units, after the simulator re-judged
+// the decoded plan.
+type mipRun struct {
+	pl       *Placement // decoded and simulated plan (nil without incumbent or on a fault)
+	sc       *Schedule
+	obj      float64 // the solver's incumbent objective (problem units; +Inf without one)
+	bound    float64 // proved lower bound (problem units; 0 when nothing was proved)
+	status   milp.Status
+	optimal  bool   // the plan is proved optimal (within the gap asked for)
+	fault    string // non-empty when the decoded plan contradicts the model
+	vars     int
+	rows     int
+	nodes    int64
+	elapsed  time.Duration
+	relaxed  bool // the model is a relaxation (batched with congestion): obj is not a plan's value
+	startSet bool
+}
+
+// tolerance is the slack allowed between the simulated makespan and the MILP objective: the
+// solver's feasibility and integrality tolerances times the big-M, relative to the horizon.
+func tolerance(ub float64) float64 { return 1e-4*ub + 1e-9 }
+
+// solveMILP builds the latency or batched model with horizon = start's makespan, warm-starts
+// it from start, solves it and re-judges the decoded plan with the simulator.
+func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o mipOptions) (*mipRun, error) {
+	startSc, err := in.simulate(start)
+	if err != nil {
+		return nil, fmt.Errorf("schedule: MILP start: %w", err)
+	}
+	ub := startSc.Makespan
+	run := &mipRun{obj: math.Inf(1)}
+	if ub <= 0 {
+		// Every task takes no time: the start is optimal.
+		run.pl, run.sc, run.obj, run.optimal, run.status = start, startSc, 0, true, milp.Optimal
+		return run, nil
+	}
+	if lb >= ub*(1-1e-9) {
+		run.pl, run.sc, run.obj, run.bound, run.optimal, run.status = start, startSc, ub, lb, true, milp.Optimal
+		return run, nil
+	}
+	sym := in.symmetryOf(o.symmetry)
+	var model *milp.Model
+	var startVec []float64
+	var decode func(x []float64) *Placement
+	var scale float64
+	if in.latency() {
+		lm, err := in.buildLatency(ub, lb, sym)
+		if err != nil {
+			return nil, err
+		}
+		model, scale = lm.m, lm.scale
+		if startSc.Feasible {
+			canon := sym.canonical(in, start)
+			if csc, err := in.simulate(canon); err == nil && csc.Makespan <= ub*(1+1e-12) {
+				startVec = lm.startVector(canon, csc)
+			}
+		}
+		decode = lm.decode
+	} else {
+		bm, err := in.buildBatched(ub, lb, sym)
+		if err != nil {
+			return nil, err
+		}
+		model, scale = bm.m, bm.scale
+		run.relaxed = in.p.Congestion
+		if startSc.Feasible {
+			canon := granuleCanonical(sym.canonical(in, start), bm.first)
+			if csc, err := in.simulate(canon); err == nil && csc.Makespan <= ub*(1+1e-12) {
+				startVec = bm.startVector(canon, csc)
+			}
+		}
+		decode = bm.decode
+	}
+	run.vars, run.rows = model.NumVars(), model.NumRows()
+	run.startSet = startVec != nil
+	relGap := o.relGap
+	if relGap == 0 {
+		relGap = 1e-4
+	}
+	res, err := model.Solve(ctx, milp.Options{TimeLimit: o.timeLimit, RelGap: relGap, Seed: o.seed, Start: startVec, Log: o.log})
+	if err != nil {
+		return nil, err
+	}
+	run.status, run.nodes, run.elapsed = res.Status, res.Nodes, res.Elapsed
+	if !math.IsInf(res.DualBound, 0) && !math.IsNaN(res.DualBound) {
+		run.bound = math.Max(lb, res.DualBound/scale)
+	} else {
+		run.bound = lb
+	}
+	if res.Status == milp.Infeasible {
+		// Nothing better than the horizon exists: the start is optimal.
+		run.pl, run.sc, run.obj, run.optimal = start, startSc, ub, true
+		run.bound = math.Max(run.bound, ub)
+		return run, nil
+	}
+	if !res.HasSolution {
+		return run, nil
+	}
+	run.obj = res.Objective / scale
+	pl := decode(res.X)
+	sc, err := in.simulate(pl)
+	if err != nil {
+		run.fault = fmt.Sprintf("decoded plan is invalid: %v", err)
+		return run, nil
+	}
+	if !sc.Feasible {
+		run.fault = fmt.Sprintf("decoded plan overflows memory by %.4g bytes", sc.Overflow)
+		return run, nil
+	}
+	if !run.relaxed && sc.Makespan > run.obj+tolerance(ub) {
+		run.fault = fmt.Sprintf("simulated makespan %.6g exceeds the MILP objective %.6g", sc.Makespan, run.obj)
+		return run, nil
+	}
+	if sc.Makespan < run.bound-tolerance(ub) {
+		run.fault = fmt.Sprintf("simulated makespan %.6g is below the MILP dual bound %.6g", sc.Makespan, run.bound)
+		run.bound = lb
+		return run, nil
+	}
+	run.pl, run.sc = pl, sc
+	run.optimal = res.Status == milp.Optimal && !run.relaxed && res.Gap <= relGap*(1+1e-9)
+	if run.relaxed && sc.Makespan <= run.bound+tolerance(ub) {
+		run.optimal = true
+	}
+	return run, nil
+}
+
+// startVector turns a simulated latency plan into a full assignment of the model's columns.
+func (lm *latModel) startVector(pl *Placement, sc *Schedule) []float64 {
+	in, sc0 := lm.in, lm.scale
+	x := make([]float64, lm.m.NumVars())
+	clamp := func(col int, v float64) {
+		x[col] = math.Min(math.Max(v, lm.m.ColLo[col]), lm.m.ColHi[col])
+	}
+	start := make([]float64, in.n)
+	end := make([]float64, in.n)
+	for _, t := range sc.Tasks {
+		start[t.Node], end[t.Node] = t.Start, t.End
+	}
+	for i := range in.n {
+		x[lm.x[i][pl.Device[i]]] = 1
+		clamp(lm.s[i], start[i]*sc0)
+	}
+	clamp(lm.t, sc.Makespan*sc0)
+	trS := make([]float64, len(in.p.Edges))
+	trE := make([]float64, len(in.p.Edges))
+	for e := range trS {
+		trS[e] = math.NaN()
+	}
+	for _, tr := range sc.Transfers {
+		trS[tr.Edge], trE[tr.Edge] = tr.Start, tr.End
+	}
+	for qi, e := range lm.qe {
+		ed := in.p.Edges[e]
+		a, b := pl.Device[ed.From], pl.Device[ed.To]
+		if math.IsNaN(trS[e]) {
+			clamp(lm.qs[qi], end[ed.From]*sc0)
+			trS[e], trE[e] = end[ed.From], end[ed.From]
+		} else {
+			clamp(lm.qs[qi], trS[e]*sc0)
+		}
+		for _, lk := range lm.qu[qi] {
+			if lk.a == a && lk.b == b {
+				x[lk.col] = 1
+			}
+		}
+	}
+	for _, pr := range lm.opPr {
+		if pl.Device[pr.i] == pl.Device[pr.j] && end[pr.i] <= start[pr.j]+1e-12 {
+			x[pr.col] = 1
+		}
+	}
+	for _, pr := range lm.comPr {
+		e1, e2 := lm.qe[pr.i], lm.qe[pr.j]
+		if trE[e1] <= trS[e2]+1e-12 {
+			x[pr.col] = 1
+		}
+	}
+	return x
+}
+
+func (lm *latModel) decode(x []float64) *Placement {
+	in := lm.in
+	pl := &Placement{Device: make([]int, in.n), Order: make([]float64, in.n), EdgeOrder: make([]float64, len(in.p.Edges))}
+	for i := range in.n {
+		best, bv := -1, -1.0
+		for u, c := range lm.x[i] {
+			if c >= 0 && x[c] > bv {
+				best, bv = u, x[c]
+			}
+		}
+		pl.Device[i] = best
+		pl.Order[i] = x[lm.s[i]] / lm.scale
+	}
+	for e := range in.p.Edges {
+		if qi := lm.q[e]; qi >= 0 {
+			pl.EdgeOrder[e] = x[lm.qs[qi]] / lm.scale
+		} else {
+			pl.EdgeOrder[e] = pl.Order[in.p.Edges[e].To]
+		}
+	}
+	return pl
+}
+
+func (bm *batchModel) startVector(pl *Placement, sc *Schedule) []float64 {
+	in, sc0 := bm.in, bm.scale
+	x := make([]float64, bm.m.NumVars())
+	clamp := func(col int, v float64) {
+		x[col] = math.Min(math.Max(v, bm.m.ColLo[col]), bm.m.ColHi[col])
+	}
+	st := make([][]float64, in.n)
+	en := make([][]float64, in.n)
+	cnt := make([][]int, in.n)
+	for i := range in.n {
+		st[i] = make([]float64, in.k)
+		en[i] = make([]float64, in.k)
+		cnt[i] = make([]int, in.k)
+		for l, u := range pl.Granules[i] {
+			x[bm.x[i][u][l]] = 1
+			cnt[i][u]++
+		}
+	}
+	for _, t := range sc.Tasks {
+		st[t.Node][t.Device], en[t.Node][t.Device] = t.Start, t.End
+	}
+	for i := range in.n {
+		for u := range in.k {
+			if bm.s[i][u] < 0 {
+				continue
+			}
+			if c := cnt[i][u]; c > 0 {
+				x[bm.b[i][u][c]] = 1
+				clamp(bm.s[i][u], st[i][u]*sc0)
+			} else {
+				clamp(bm.s[i][u], 0)
+			}
+		}
+	}
+	clamp(bm.c, sc.Makespan*sc0)
+	for _, pr := range bm.pairs {
+		if cnt[pr.i][pr.u] > 0 && cnt[pr.j][pr.u] > 0 && en[pr.i][pr.u] <= st[pr.j][pr.u]+1e-12 {
+			x[pr.col] = 1
+		}
+	}
+	return x
+}
+
+func (bm *batchModel) decode(x []float64) *Placement {
+	in := bm.in
+	pl := &Placement{Granules: make([][]int, in.n), BatchOrder: make([][]float64, in.n)}
+	for i := range in.n {
+		pl.Granules[i] = make([]int, in.l)
+		pl.BatchOrder[i] = make([]float64, in.k)
+		for l := range in.l {
+			best, bv := -1, -1.0
+			for u := range in.k {
+				if c := bm.x[i][u][l]; c >= 0 && x[c] > bv {
+					best, bv = u, x[c]
+				}
+			}
+			pl.Granules[i][l] = best
+		}
+		for u := range in.k {
+			if c := bm.s[i][u]; c >= 0 {
+				pl.BatchOrder[i][u] = x[c] / bm.scale
+			}
+		}
+	}
+	return pl
+}
