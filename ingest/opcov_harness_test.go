@@ -156,7 +156,9 @@ func (m *ocModel) ints(v ...int64) string {
 }
 
 // scalarI adds a 0-D int64 initializer.
-func (m *ocModel) scalarI(v int64) string { return m.init(graph.Int64, []int64{}, []float64{float64(v)}) }
+func (m *ocModel) scalarI(v int64) string {
+	return m.init(graph.Int64, []int64{}, []float64{float64(v)})
+}
 
 // scalarF adds a 0-D float initializer.
 func (m *ocModel) scalarF(v float64) string {
