@@ -188,8 +188,6 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocLinear() []ocCase     { return nil }
-func ocConvPool() []ocCase   { return nil }
 func ocNorm() []ocCase       { return nil }
 func ocMovement() []ocCase   { return nil }
 func ocIndexing() []ocCase   { return nil }
@@ -203,3 +201,180 @@ func ocFolding() []ocCase    { return nil }
 func ocExtra() []ocCase      { return nil }
 
 var _ = math.MaxInt64
+
+func ocLinear() []ocCase {
+	return []ocCase{
+		{name: "Gemm", opset: 13, run: map[string]int64{"M": 3}, build: func(m *ocModel) {
+			a, at := m.in(f32, 3, 4), m.in(f32, 4, 3)
+			b, bt := m.weight(f32, 4, 5), m.weight(f32, 5, 4)
+			m.op("Gemm", ins(a, b, m.weight(f32, 5)))
+			m.op("Gemm", ins(at, b, m.weight(f32, 1)), aI("transA", 1))
+			m.op("Gemm", ins(a, bt, m.weight(f32, 3, 1)), aI("transB", 1))
+			m.op("Gemm", ins(at, bt, m.scalarF(2)), aI("transA", 1), aI("transB", 1), aF("alpha", 0.5), aF("beta", 2))
+			m.op("Gemm", ins(a, b, m.weight(f32, 3, 5)))
+			m.op("Gemm", ins(a, b))
+			m.op("Gemm", ins(m.in(f32, "M", 4), b, m.weight(f32, 1, 5)))
+		}},
+		{name: "Gemm9", opset: 9, build: func(m *ocModel) {
+			m.op("Gemm", ins(m.in(f32, 2, 4), m.weight(f32, 4, 5), m.weight(f32, 5)))
+		}},
+		{name: "MatMul", opset: 13, run: map[string]int64{"N": 2, "S": 3}, build: func(m *ocModel) {
+			v3 := m.in(f32, 3)
+			m.op("MatMul", ins(v3, m.in(f32, 3)))
+			m.op("MatMul", ins(v3, m.in(f32, 2, 3, 4)))
+			m.op("MatMul", ins(m.in(f32, 2, 5, 3), v3))
+			m.op("MatMul", ins(m.in(f32, 2, 1, 3, 4), m.in(f32, 5, 4, 6)))
+			m.op("MatMul", ins(m.in(f32, "N", "S", 4), m.weight(f32, 4, 5)))
+			m.op("MatMul", ins(m.in(f32, "N", 1, 3), m.in(f32, 1, 2, 3, 4)))
+			m.op("MatMul", ins(m.in(f32, 3, 4), m.in(f32, 4, 2)))
+			m.op("MatMul", ins(m.in(i32, 3, 4), m.in(i32, 4)))
+			m.op("MatMul", ins(m.in(i64, 2, 3, 4), m.in(i64, 4, 2)))
+		}},
+		{name: "MatMulInteger", opset: 10, build: func(m *ocModel) {
+			a, b := m.in(u8, 2, 3), m.in(u8, 3, 4)
+			m.op("MatMulInteger", ins(a, b))
+			m.op("MatMulInteger", ins(a, b, m.init(u8, []int64{}, []float64{3}), m.init(u8, []int64{4}, []float64{1, 2, 3, 4})))
+			m.op("MatMulInteger", ins(m.in(u8, 5, 2, 3), m.in(i8, 3, 4)))
+			m.op("MatMulInteger", ins(m.in(u8, 3), m.in(u8, 2, 3, 4)))
+		}},
+	}
+}
+
+func ocConvPool() []ocCase {
+	return []ocCase{
+		{name: "Conv2D", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 1, 4, 7, 7)
+			w := m.weight(f32, 6, 4, 3, 3)
+			m.op("Conv", ins(x, w))
+			m.op("Conv", ins(x, w, m.weight(f32, 6)), aIs("pads", 1, 1, 1, 1), aIs("strides", 2, 2))
+			m.op("Conv", ins(x, w), aIs("dilations", 2, 2), aIs("pads", 0, 1, 2, 0))
+			m.op("Conv", ins(x, w), aIs("dilations", 2, 1), aIs("strides", 3, 2), aIs("kernel_shape", 3, 3))
+			m.op("Conv", ins(x, m.weight(f32, 6, 2, 3, 3)), aI("group", 2), aIs("pads", 1, 1, 1, 1))
+			m.op("Conv", ins(x, m.weight(f32, 4, 1, 3, 3)), aI("group", 4), aIs("strides", 2, 2))
+			m.op("Conv", ins(x, m.weight(f32, 2, 4, 1, 1)))
+			m.op("Conv", ins(x, m.weight(f32, 2, 4, 2, 4)), aIs("strides", 1, 3))
+		}},
+		{name: "ConvAutoPad", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 7, 8)
+			for _, ap := range []string{"SAME_UPPER", "SAME_LOWER", "VALID"} {
+				for _, st := range []int64{1, 2, 3} {
+					m.op("Conv", ins(x, m.weight(f32, 4, 3, 3, 2)), aS("auto_pad", ap), aIs("strides", st, st))
+				}
+			}
+			m.op("Conv", ins(x, m.weight(f32, 4, 3, 3, 3)), aS("auto_pad", "VALID"), aIs("strides", 2, 1), aIs("dilations", 2, 2))
+		}},
+		{name: "ConvSameDilated", opset: 11, ortRejects: "Dilation not supported for AutoPadType::SAME_UPPER", build: func(m *ocModel) {
+			m.op("Conv", ins(m.in(f32, 2, 3, 7, 8), m.weight(f32, 4, 3, 3, 3)), aS("auto_pad", "SAME_UPPER"), aIs("dilations", 2, 2))
+		}},
+		{name: "Conv1D3D", opset: 11, build: func(m *ocModel) {
+			m.op("Conv", ins(m.in(f32, 2, 3, 10), m.weight(f32, 4, 3, 3)), aIs("strides", 2), aIs("pads", 1, 2))
+			m.op("Conv", ins(m.in(f32, 2, 3, 10), m.weight(f32, 4, 3, 3)), aS("auto_pad", "SAME_UPPER"), aIs("strides", 3))
+			m.op("Conv", ins(m.in(f32, 1, 2, 5, 6, 7), m.weight(f32, 3, 2, 2, 3, 3)), aIs("strides", 1, 2, 2), aIs("pads", 0, 1, 1, 1, 0, 1))
+		}},
+		{name: "ConvSymbolic", opset: 11, run: map[string]int64{"N": 2, "H": 9, "W": 6},
+			build: func(m *ocModel) {
+				x := m.in(f32, "N", 3, "H", "W")
+				m.op("Conv", ins(x, m.weight(f32, 8, 3, 1, 1)))
+				m.op("Conv", ins(x, m.weight(f32, 8, 3, 3, 3)), aIs("pads", 1, 1, 1, 1))
+				m.op("Conv", ins(x, m.weight(f32, 8, 3, 3, 5)), aIs("pads", 0, 1, 2, 3), aIs("dilations", 1, 1))
+				m.op("Conv", ins(x, m.weight(f32, 8, 3, 3, 3)), aS("auto_pad", "SAME_UPPER"))
+				m.loose(m.op("Conv", ins(x, m.weight(f32, 8, 3, 3, 3)), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1)))
+				m.loose(m.op("Conv", ins(x, m.weight(f32, 8, 3, 3, 3))))
+			}},
+		{name: "ConvBound", opset: 11, bind: map[string]int64{"N": 2, "H": 9, "W": 6}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 3, "H", "W")
+			m.op("Conv", ins(x, m.weight(f32, 8, 3, 3, 3)), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
+		}},
+		{name: "ConvInteger", opset: 10, build: func(m *ocModel) {
+			x := m.in(u8, 1, 2, 5, 5)
+			m.op("ConvInteger", ins(x, m.weight(u8, 3, 2, 3, 3)))
+			m.op("ConvInteger", ins(x, m.weight(u8, 3, 2, 3, 3), m.init(u8, []int64{}, []float64{1})), aIs("pads", 1, 1, 1, 1), aIs("strides", 2, 2))
+		}},
+		{name: "ConvTranspose", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 1, 2, 3, 4)
+			w := m.weight(f32, 2, 3, 3, 3)
+			m.op("ConvTranspose", ins(x, w))
+			m.op("ConvTranspose", ins(x, w, m.weight(f32, 3)), aIs("strides", 2, 2))
+			m.op("ConvTranspose", ins(x, w), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
+			m.op("ConvTranspose", ins(x, w), aIs("strides", 2, 3), aIs("pads", 1, 0, 1, 2), aIs("output_padding", 1, 2))
+			m.op("ConvTranspose", ins(x, w), aIs("strides", 2, 2), aIs("output_shape", 6, 9))
+			m.op("ConvTranspose", ins(x, w), aIs("strides", 2, 2), aIs("output_shape", 7, 8), aIs("output_padding", 0, 0))
+			m.op("ConvTranspose", ins(x, w), aIs("dilations", 2, 2))
+			m.op("ConvTranspose", ins(x, m.weight(f32, 2, 2, 3, 3)), aI("group", 2), aIs("strides", 2, 1))
+			for _, ap := range []string{"SAME_UPPER", "SAME_LOWER", "VALID"} {
+				m.op("ConvTranspose", ins(x, w), aS("auto_pad", ap), aIs("strides", 2, 2))
+				m.op("ConvTranspose", ins(x, m.weight(f32, 2, 3, 2, 5)), aS("auto_pad", ap), aIs("strides", 3, 1))
+			}
+		}},
+		{name: "ConvTranspose1D3D", opset: 11, build: func(m *ocModel) {
+			m.op("ConvTranspose", ins(m.in(f32, 2, 3, 5), m.weight(f32, 3, 2, 4)), aIs("strides", 3), aIs("output_padding", 1))
+			m.op("ConvTranspose", ins(m.in(f32, 1, 2, 2, 3, 2), m.weight(f32, 2, 1, 2, 2, 2)), aIs("strides", 2, 1, 2), aIs("pads", 0, 1, 0, 0, 0, 1))
+		}},
+		{name: "ConvTransposeSymbolic", opset: 11, run: map[string]int64{"N": 2, "H": 3}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 2, "H", 4)
+			m.op("ConvTranspose", ins(x, m.weight(f32, 2, 3, 1, 1)))
+			m.op("ConvTranspose", ins(x, m.weight(f32, 2, 3, 3, 3)), aIs("pads", 1, 1, 1, 1))
+			m.loose(m.op("ConvTranspose", ins(x, m.weight(f32, 2, 3, 3, 3)), aIs("strides", 2, 2)))
+		}},
+		{name: "MaxPool", opset: 12, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 7, 6)
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 2, 2), aI("ceil_mode", 1), aIs("strides", 2, 2))
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 3, 2), aI("ceil_mode", 1), aIs("strides", 2, 3), aIs("pads", 1, 0, 1, 1))
+			m.opN("MaxPool", ins(m.in(f32, 1, 2, 6, 4)), 2, aIs("kernel_shape", 2, 2), aI("ceil_mode", 1), aIs("strides", 2, 2), aIs("pads", 0, 0, 1, 1))
+			m.opN("MaxPool", ins(m.in(f32, 1, 2, 5, 4)), 2, aIs("kernel_shape", 2, 2), aI("ceil_mode", 1), aIs("strides", 3, 3), aIs("pads", 1, 1, 1, 1))
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 2, 2), aIs("dilations", 2, 2), aIs("strides", 1, 1))
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 2, 2), aIs("dilations", 2, 2), aI("ceil_mode", 1), aIs("strides", 2, 2))
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 3, 3), aI("storage_order", 1))
+			m.op("MaxPool", ins(x), aIs("kernel_shape", 3, 3))
+			for _, ap := range []string{"SAME_UPPER", "SAME_LOWER", "VALID"} {
+				m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 3, 2), aS("auto_pad", ap), aIs("strides", 2, 2))
+			}
+		}},
+		{name: "MaxPool1D3D", opset: 12, build: func(m *ocModel) {
+			m.opN("MaxPool", ins(m.in(f32, 2, 3, 9)), 2, aIs("kernel_shape", 3), aIs("strides", 2))
+			m.opN("MaxPool", ins(m.in(f32, 1, 2, 4, 5, 6)), 2, aIs("kernel_shape", 2, 2, 3), aIs("strides", 2, 1, 2), aI("ceil_mode", 1))
+			m.op("MaxPool", ins(m.in(u8, 1, 2, 5, 5)), aIs("kernel_shape", 2, 2))
+		}},
+		{name: "MaxPool8", opset: 8, build: func(m *ocModel) {
+			m.opN("MaxPool", ins(m.in(f32, 1, 3, 7, 6)), 2, aIs("kernel_shape", 3, 3), aIs("strides", 2, 2))
+		}},
+		{name: "AveragePool", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 7, 6)
+			m.op("AveragePool", ins(x), aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
+			m.op("AveragePool", ins(x), aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1), aI("count_include_pad", 1))
+			m.op("AveragePool", ins(x), aIs("kernel_shape", 2, 2), aI("ceil_mode", 1), aIs("strides", 2, 2))
+			m.op("AveragePool", ins(m.in(f32, 1, 2, 6, 4)), aIs("kernel_shape", 2, 2), aI("ceil_mode", 1), aIs("strides", 2, 2), aIs("pads", 0, 0, 1, 1))
+			m.op("AveragePool", ins(m.in(f32, 1, 2, 5, 4)), aIs("kernel_shape", 2, 2), aI("ceil_mode", 1), aIs("strides", 3, 3), aIs("pads", 1, 1, 1, 1), aI("count_include_pad", 1))
+			for _, ap := range []string{"SAME_UPPER", "SAME_LOWER", "VALID"} {
+				m.op("AveragePool", ins(x), aIs("kernel_shape", 3, 2), aS("auto_pad", ap), aIs("strides", 2, 2))
+			}
+			m.op("AveragePool", ins(m.in(f32, 1, 2, 8)), aIs("kernel_shape", 3), aIs("strides", 2))
+			m.op("AveragePool", ins(m.in(f32, 1, 2, 4, 5, 6)), aIs("kernel_shape", 2, 2, 2))
+		}},
+		{name: "AveragePool19", opset: 19, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 9, 8)
+			m.op("AveragePool", ins(x), aIs("kernel_shape", 2, 2), aIs("dilations", 2, 2))
+			m.op("AveragePool", ins(x), aIs("kernel_shape", 3, 2), aIs("dilations", 2, 3), aI("ceil_mode", 1), aIs("strides", 2, 2))
+		}},
+		{name: "LpPool", opset: 18, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 7, 6)
+			m.op("LpPool", ins(x), aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
+			m.op("LpPool", ins(x), aIs("kernel_shape", 2, 2), aI("p", 3), aI("ceil_mode", 1), aIs("strides", 2, 2))
+			m.op("LpPool", ins(x), aIs("kernel_shape", 2, 2), aIs("dilations", 2, 2))
+		}},
+		{name: "PoolSymbolic", opset: 12, run: map[string]int64{"N": 2, "H": 9}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 3, "H", 8)
+			m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 3, 3), aIs("pads", 1, 1, 1, 1))
+			m.loose(m.opN("MaxPool", ins(x), 2, aIs("kernel_shape", 3, 3), aIs("strides", 2, 2))...)
+			m.op("AveragePool", ins(x), aIs("kernel_shape", 3, 3), aS("auto_pad", "SAME_UPPER"))
+		}},
+		{name: "GlobalPool", opset: 13, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			for _, x := range []string{m.in(f32, 2, 3, 5), m.in(f32, "N", 3, 4, 5), m.in(f32, 1, 2, 3, 4, 5)} {
+				m.op("GlobalAveragePool", ins(x))
+				m.op("GlobalMaxPool", ins(x))
+				m.op("GlobalLpPool", ins(x))
+			}
+		}},
+	}
+}

@@ -663,13 +663,20 @@ func gemm(c *nctx) error {
 // ceil_mode); auto_pad SAME_* gives ceil(in / stride), VALID ceil((in − dil·(k−1)) / stride).
 func windowOut(in graph.Dim, k, stride, dil, padB, padE int64, autoPad string, ceilMode bool) graph.Dim {
 	if !in.Known() {
-		if autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
+		// A symbolic size survives only where the output size equals the input size.
+		switch autoPad {
+		case "SAME_UPPER", "SAME_LOWER":
 			if stride == 1 {
 				return in
 			}
-		}
-		if k == 1 && stride == 1 && padB == 0 && padE == 0 {
-			return in
+		case "VALID":
+			if stride == 1 && dil*(k-1) == 0 {
+				return in
+			}
+		default:
+			if stride == 1 && padB+padE == dil*(k-1) {
+				return in
+			}
 		}
 		return unknownDim
 	}
@@ -798,16 +805,27 @@ func convTranspose(c *nctx) error {
 		return nil
 	}
 	for i := 0; i < nsp; i++ {
+		// out = stride·(in−1) + output_padding + dilation·(k−1) + 1 − pads. With auto_pad
+		// SAME_* the pads make out = in·stride, but ORT never pads negatively, so a kernel
+		// smaller than the stride gives min(in·stride, the unpadded size).
 		in := x.shape[2+i]
+		same := autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"
+		padSum := pads[i] + pads[nsp+i]
+		if same || autoPad == "VALID" {
+			padSum = 0
+		}
+		grow := outPad[i] + (kernel[i]-1)*dils[i] - padSum // out − in when stride is 1
 		if !in.Known() {
-			out = append(out, unknownDim)
+			if strides[i] == 1 && (grow == 0 || same) {
+				out = append(out, in)
+			} else {
+				out = append(out, unknownDim)
+			}
 			continue
 		}
-		var o int64
-		if autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER" {
-			o = in.Value * strides[i]
-		} else {
-			o = strides[i]*(in.Value-1) + outPad[i] + ((kernel[i]-1)*dils[i] + 1) - pads[i] - pads[nsp+i]
+		o := strides[i]*(in.Value-1) + 1 + grow
+		if same {
+			o = min(o, in.Value*strides[i])
 		}
 		out = append(out, graph.Static(o))
 	}
