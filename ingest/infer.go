@@ -45,7 +45,19 @@ func (t *tinfo) valueKnown() bool {
 // Value == unknownValue and carries the symbolic dimension name it equals, if any.
 const unknownValue = math.MinInt64
 
-func vKnown(d graph.Dim) bool { return d.Value != unknownValue }
+// knownMinParam marks a known element equal to math.MinInt64, the one number whose Value
+// collides with unknownValue (exporters write INT64_MIN as the end of reversing Slices).
+const knownMinParam = "\x00min"
+
+func vKnown(d graph.Dim) bool { return d.Value != unknownValue || d.Param == knownMinParam }
+
+// vInt makes a known value element.
+func vInt(v int64) graph.Dim {
+	if v == unknownValue {
+		return graph.Dim{Value: v, Param: knownMinParam}
+	}
+	return graph.Static(v)
+}
 
 func vUnknown(param string) graph.Dim { return graph.Dim{Value: unknownValue, Param: param} }
 
@@ -188,16 +200,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 		ti := &inf.info[id]
 		ti.dt = graph.DType(t.GetDataType())
 		ti.shape, _ = tensorShape(t)
-		if raw, ok := m.rawBytes(t); ok {
-			ints, floats, _ := decodeNumbers(ti.dt, raw)
-			if ints != nil && !ti.dt.IsFloat() {
-				ti.ival = dimsOf(ints)
-			}
-			ti.fval = floats
-			if ti.dt.IsInteger() || ti.dt == graph.Bool {
-				ti.fval = nil
-			}
-		}
+		ti.ival, ti.fval = m.initializerValue(t)
 	}
 	for name, st := range sparse {
 		id, _ := g.TensorByName(name)
@@ -392,7 +395,7 @@ func describeType(tp *onnxpb.TypeProto) string {
 func dimsOf(v []int64) []graph.Dim {
 	out := make([]graph.Dim, len(v))
 	for i, x := range v {
-		out[i] = graph.Static(x)
+		out[i] = vInt(x)
 	}
 	return out
 }

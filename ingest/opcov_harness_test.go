@@ -152,9 +152,15 @@ func (m *ocModel) init(dt graph.DType, dims []int64, values []float64) string {
 	return n
 }
 
-// ints adds a 1-D int64 initializer.
+// ints adds a 1-D int64 initializer (encoded exactly, INT64_MIN and MAX included).
 func (m *ocModel) ints(v ...int64) string {
-	return m.init(graph.Int64, []int64{int64(len(v))}, ocFloats(v))
+	n := m.name("w")
+	t := &onnxpb.TensorProto{Name: proto.String(n), Dims: []int64{int64(len(v))}, DataType: proto.Int32(int32(graph.Int64)), RawData: []byte{}}
+	for _, x := range v {
+		t.RawData = binary.LittleEndian.AppendUint64(t.RawData, uint64(x))
+	}
+	m.g.Initializer = append(m.g.Initializer, t)
+	return n
 }
 
 // scalarI adds a 0-D int64 initializer.

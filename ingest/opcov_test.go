@@ -188,9 +188,6 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocNorm() []ocCase       { return nil }
-func ocMovement() []ocCase   { return nil }
-func ocIndexing() []ocCase   { return nil }
 func ocGenerators() []ocCase { return nil }
 func ocReduce() []ocCase     { return nil }
 func ocMisc() []ocCase       { return nil }
@@ -375,6 +372,361 @@ func ocConvPool() []ocCase {
 				m.op("GlobalMaxPool", ins(x))
 				m.op("GlobalLpPool", ins(x))
 			}
+		}},
+	}
+}
+
+func ocNorm() []ocCase {
+	return []ocCase{
+		{name: "BatchNorm", opset: 15, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 3, 4, 4)
+			p := func() []string {
+				return ins(m.weight(f32, 3), m.weight(f32, 3), m.weight(f32, 3), m.init(f32, []int64{3}, []float64{1, 2, 3}))
+			}
+			m.op("BatchNormalization", append(ins(x), p()...))
+			m.op("BatchNormalization", append(ins(m.in(f32, 2, 3)), p()...))
+			m.op("BatchNormalization", append(ins(m.in(f32, 2, 3, 5)), p()...), aF("epsilon", 1e-3))
+		}},
+		{name: "BatchNormTraining", opset: 15, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4, 4)
+			m.opN("BatchNormalization", ins(x, m.weight(f32, 3), m.weight(f32, 3), m.weight(f32, 3), m.init(f32, []int64{3}, []float64{1, 2, 3})), 3,
+				aI("training_mode", 1))
+		}},
+		{name: "BatchNorm9", opset: 9, build: func(m *ocModel) {
+			m.op("BatchNormalization", ins(m.in(f32, 2, 3, 4), m.weight(f32, 3), m.weight(f32, 3), m.weight(f32, 3), m.init(f32, []int64{3}, []float64{1, 2, 3})))
+		}},
+		{name: "LayerNorm", opset: 17, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 3, 4)
+			m.opN("LayerNormalization", ins(x, m.weight(f32, 4), m.weight(f32, 4)), 3)
+			m.opN("LayerNormalization", ins(x, m.weight(f32, 3, 4)), 3, aI("axis", -2))
+			m.opN("LayerNormalization", ins(x, m.weight(f32, 3, 4)), 3, aI("axis", 1))
+			m.opN("LayerNormalization", ins(x, m.weight(f32, 4)), 3, aI("axis", 2), aF("epsilon", 1e-3))
+			m.opN("LayerNormalization", ins(x, m.weight(f32, 4)), 2)
+			m.op("LayerNormalization", ins(x, m.weight(f32, 4)))
+			m.opN("LayerNormalization", ins(x, m.weight(f32, 4)), 3, aI("axis", 0))
+			y := m.opN("LayerNormalization", ins(x, m.weight(f32, 4)), 3)
+			m.skipOut(1)
+			_ = y
+		}},
+		{name: "LayerNormFP16", opset: 17, build: func(m *ocModel) {
+			x := m.in(f16, 2, 3, 4)
+			m.opN("LayerNormalization", ins(x, m.weight(f16, 4), m.weight(f16, 4)), 3)
+		}},
+		{name: "LayerNormDouble", opset: 17, build: func(m *ocModel) {
+			m.opN("LayerNormalization", ins(m.in(f64, 2, 4), m.weight(f64, 4)), 3)
+		}},
+		{name: "InstanceNorm", opset: 6, build: func(m *ocModel) {
+			m.op("InstanceNormalization", ins(m.in(f32, 2, 3, 4, 5), m.weight(f32, 3), m.weight(f32, 3)))
+			m.op("InstanceNormalization", ins(m.in(f32, 2, 3, 4), m.weight(f32, 3), m.weight(f32, 3)))
+		}},
+		{name: "GroupNorm21", opset: 21, build: func(m *ocModel) {
+			m.op("GroupNormalization", ins(m.in(f32, 2, 4, 3, 3), m.weight(f32, 4), m.weight(f32, 4)), aI("num_groups", 2))
+		}},
+		{name: "LpMVN", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4, 5)
+			m.op("LpNormalization", ins(x), aI("axis", 1), aI("p", 1))
+			m.op("LpNormalization", ins(x))
+			m.op("MeanVarianceNormalization", ins(x))
+			m.op("MeanVarianceNormalization", ins(x), aIs("axes", 1))
+		}},
+		{name: "RMSNorm23", opset: 23, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("RMSNormalization", ins(x, m.weight(f32, 4)))
+			m.op("RMSNormalization", ins(x, m.weight(f32, 3, 4)), aI("axis", 1))
+		}},
+	}
+}
+
+func ocMovement() []ocCase {
+	return []ocCase{
+		{name: "Reshape", opset: 14, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("Reshape", ins(x, m.ints(0, -1)))
+			m.op("Reshape", ins(x, m.ints(-1)))
+			m.op("Reshape", ins(x, m.ints(4, 0, 2)))
+			m.op("Reshape", ins(x, m.ints(1, -1, 1, 4)))
+			m.op("Reshape", ins(x, m.ints(2, 12)), aI("allowzero", 1))
+			m.op("Reshape", ins(x, m.ints(4, 0, -1)), aI("allowzero", 0))
+			s := m.in(f32, "N", 3, 4)
+			m.op("Reshape", ins(s, m.ints(0, -1)))
+			m.op("Reshape", ins(s, m.ints(0, 2, -1, 2)))
+			m.op("Reshape", ins(s, m.ints(-1, 12)))
+			m.loose(m.op("Reshape", ins(s, m.ints(-1, 4))))
+			m.loose(m.op("Reshape", ins(s, m.ints(6, -1))))
+			m.loose(m.op("Reshape", ins(x, m.inData(i64, []float64{0, 4, -1}, 3))))
+			z := m.op("Slice", ins(x, m.ints(0), m.ints(0), m.ints(1)))
+			m.op("Reshape", ins(z, m.ints(0, 4, 3)), aI("allowzero", 1))
+			m.op("Reshape", ins(z, m.ints(2, 0, 6)))
+		}},
+		{name: "ReshapeZeroAndInfer", opset: 14, ortRejects: "Product cannot be 0 in combination with -1", build: func(m *ocModel) {
+			z := m.op("Slice", ins(m.in(f32, 2, 3, 4), m.ints(0), m.ints(0), m.ints(1)))
+			m.op("Reshape", ins(z, m.ints(0, -1)), aI("allowzero", 1))
+		}},
+		{name: "Reshape5", opset: 5, build: func(m *ocModel) {
+			m.op("Reshape", ins(m.in(f32, 2, 3, 4), m.ints(0, -1)))
+		}},
+		{name: "Flatten", opset: 13, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			for _, a := range []int64{0, 1, 2, 3, -1, -3} {
+				m.op("Flatten", ins(x), aI("axis", a))
+			}
+			m.op("Flatten", ins(x))
+			s := m.in(f32, "N", 3, 4)
+			m.op("Flatten", ins(s))
+			m.loose(m.op("Flatten", ins(s), aI("axis", 0)))
+			m.loose(m.op("Flatten", ins(s), aI("axis", 2)))
+			m.op("Flatten", ins(s), aI("axis", 1))
+			m.op("Flatten", ins(m.in(f32, 2, 3, "N")), aI("axis", 2))
+			m.op("Flatten", ins(m.in(f32, 5)), aI("axis", 0))
+		}},
+		{name: "Flatten9", opset: 9, build: func(m *ocModel) {
+			m.op("Flatten", ins(m.in(f32, 2, 3, 4)), aI("axis", 0))
+		}},
+		{name: "Transpose", opset: 13, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4, "N")
+			m.op("Transpose", ins(x))
+			m.op("Transpose", ins(x), aIs("perm", 0, 2, 3, 1))
+			m.op("Transpose", ins(m.in(f32, 5)))
+			m.op("Transpose", ins(m.in(f32)))
+		}},
+		{name: "Concat", opset: 13, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			a, b := m.in(f32, 2, 3, 4), m.in(f32, 2, 5, 4)
+			m.op("Concat", ins(a, b, a), aI("axis", 1))
+			m.op("Concat", ins(a, b), aI("axis", -2))
+			m.op("Concat", ins(a, a), aI("axis", 0))
+			m.op("Concat", ins(a), aI("axis", 2))
+			m.op("Concat", ins(m.in(f32, "N", 3), m.in(f32, "N", 2)), aI("axis", 1))
+			m.loose(m.op("Concat", ins(m.in(f32, "N", 3), m.in(f32, 2, 3)), aI("axis", 0)))
+			m.loose(m.op("Concat", ins(m.in(f32, "N", 3), m.in(f32, "N", 3)), aI("axis", 0)))
+		}},
+		{name: "Split11", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 6, 4)
+			m.opN("Split", ins(x), 2)
+			m.opN("Split", ins(x), 3, aIs("split", 1, 2, 3))
+			m.opN("Split", ins(x), 2, aI("axis", -1), aIs("split", 3, 1))
+			m.opN("Split", ins(x), 1)
+		}},
+		{name: "Split13", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 6, 4)
+			m.opN("Split", ins(x), 3)
+			m.opN("Split", ins(x, m.ints(1, 5)), 2)
+			m.opN("Split", ins(x, m.ints(1, 1, 2)), 3, aI("axis", 1))
+			m.opN("Split", ins(x, m.ints(0, 6)), 2)
+		}},
+		{name: "Split18", opset: 18, run: map[string]int64{"N": 4}, build: func(m *ocModel) {
+			x := m.in(f32, 7, 4)
+			m.opN("Split", ins(x), 3, aI("num_outputs", 3))
+			m.opN("Split", ins(x), 4, aI("num_outputs", 4))
+			m.opN("Split", ins(x), 2, aI("num_outputs", 2), aI("axis", 1))
+			m.opN("Split", ins(m.in(f32, 5, 2)), 3, aI("num_outputs", 3))
+			m.opN("Split", ins(x, m.ints(2, 5)), 2)
+		}},
+		{name: "SplitSymbolic", opset: 18, run: map[string]int64{"N": 4}, build: func(m *ocModel) {
+			m.loose(m.opN("Split", ins(m.in(f32, 2, "N")), 2, aI("num_outputs", 2), aI("axis", 1))...)
+			m.opN("Split", ins(m.in(f32, "N", 4)), 2, aI("num_outputs", 2), aI("axis", 1))
+		}},
+		{name: "Squeeze11", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 1, 4)
+			m.op("Squeeze", ins(x))
+			m.op("Squeeze", ins(x), aIs("axes", 0))
+			m.op("Squeeze", ins(x), aIs("axes", -2, 0))
+			m.op("Unsqueeze", ins(x), aIs("axes", 0))
+			m.op("Unsqueeze", ins(x), aIs("axes", -1, 1))
+			m.op("Unsqueeze", ins(m.in(f32)), aIs("axes", 0, 1))
+		}},
+		{name: "Squeeze13", opset: 13, run: map[string]int64{"N": 3}, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 1, 4)
+			m.op("Squeeze", ins(x))
+			m.op("Squeeze", ins(x, m.ints(0)))
+			m.op("Squeeze", ins(x, m.ints(-2, 0)))
+			m.op("Unsqueeze", ins(x, m.ints(0)))
+			m.op("Unsqueeze", ins(x, m.ints(-1, 1)))
+			m.op("Unsqueeze", ins(x, m.ints(5, 0)))
+			m.op("Unsqueeze", ins(m.in(f32), m.ints(0)))
+			m.op("Unsqueeze", ins(m.in(i64, 2), m.ints(-1)))
+			m.op("Unsqueeze", ins(m.in(i64, 2), m.scalarI(0)))
+			s := m.in(f32, "N", 1, 4)
+			m.op("Squeeze", ins(s, m.ints(1)))
+			m.op("Unsqueeze", ins(s, m.ints(1)))
+		}},
+		{name: "SqueezeSymbolic", opset: 13, run: map[string]int64{"N": 3}, anon: []string{"squeeze"}, build: func(m *ocModel) {
+			m.op("Squeeze", ins(m.in(f32, "N", 1, 4)))
+		}},
+		{name: "Expand", opset: 13, run: map[string]int64{"N": 3}, build: func(m *ocModel) {
+			x := m.in(f32, 3, 1)
+			m.op("Expand", ins(x, m.ints(2, 1, 4)))
+			m.op("Expand", ins(x, m.ints(3, 4)))
+			m.op("Expand", ins(x, m.ints(1, 4)))
+			m.op("Expand", ins(x, m.ints(4)))
+			m.op("Expand", ins(x, m.ints(1)))
+			m.op("Expand", ins(m.in(f32, 2, 3), m.ints(3)))
+			m.op("Expand", ins(m.in(f32), m.ints(2, 2)))
+			m.op("Expand", ins(m.in(f32, "N", 1), m.ints(1, 5)))
+			m.op("Expand", ins(m.in(f32, 1, 1), m.ints(3, 1, 1)))
+			m.loose(m.op("Expand", ins(x, m.inData(i64, []float64{3, 2}, 2))))
+		}},
+		{name: "Tile", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			m.op("Tile", ins(x, m.ints(2, 3)))
+			m.op("Tile", ins(x, m.ints(1, 1)))
+			m.op("Tile", ins(x, m.ints(0, 2)))
+			m.op("Tile", ins(m.in(i64, 3), m.ints(4)))
+		}},
+		{name: "Pad2", opset: 10, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("Pad", ins(x), aIs("pads", 0, 1, 2, 1, 0, 3))
+			m.op("Pad", ins(x), aIs("pads", 0, 0, 1, 0, 0, 1), aS("mode", "reflect"))
+			m.op("Pad", ins(x), aIs("pads", 0, -1, 0, 0, -1, 1), aF("value", 2))
+		}},
+		{name: "Pad11", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("Pad", ins(x, m.ints(0, 1, 2, 1, 0, 3)))
+			m.op("Pad", ins(x, m.ints(0, 1, 2, 1, 0, 3), m.scalarF(1)))
+			m.op("Pad", ins(x, m.ints(0, 0, 1, 0, 0, 1)), aS("mode", "edge"))
+			m.op("Pad", ins(x, m.ints(0, -1, 0, 0, -1, 1)))
+			m.op("Pad", ins(x, m.ints(0, 0, 2, 0, 0, 1)), aS("mode", "reflect"))
+			m.loose(m.op("Pad", ins(x, m.in(i64, 6))))
+		}},
+		{name: "Pad18", opset: 18, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("Pad", ins(x, m.ints(1, 2, 3, 4), "", m.ints(0, 2)))
+			m.op("Pad", ins(x, m.ints(1, 2), m.scalarF(0), m.ints(-2)))
+			m.op("Pad", ins(x, m.ints(1, 2, 3, 4, 5, 6)))
+		}},
+		{name: "Pad19Wrap", opset: 19, build: func(m *ocModel) {
+			m.op("Pad", ins(m.in(f32, 2, 3, 4), m.ints(0, 1, 2, 0, 2, 1)), aS("mode", "wrap"))
+		}},
+		{name: "DepthToSpace", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 1, 8, 2, 3)
+			m.op("DepthToSpace", ins(x), aI("blocksize", 2))
+			m.op("DepthToSpace", ins(x), aI("blocksize", 2), aS("mode", "CRD"))
+			m.op("SpaceToDepth", ins(m.in(f32, 2, 3, 4, 6)), aI("blocksize", 2))
+		}},
+	}
+}
+
+func ocIndexing() []ocCase {
+	maxI := int64(math.MaxInt64)
+	minI := int64(math.MinInt64)
+	return []ocCase{
+		{name: "Slice9", opset: 9, build: func(m *ocModel) {
+			x := m.in(f32, 5, 6, 7)
+			m.op("Slice", ins(x), aIs("starts", 1, 0), aIs("ends", 3, 100))
+			m.op("Slice", ins(x), aIs("starts", -3), aIs("ends", -1), aIs("axes", 2))
+			m.op("Slice", ins(x), aIs("starts", 2), aIs("ends", maxI), aIs("axes", 1))
+			m.op("Slice", ins(x), aIs("starts", 4, 1), aIs("ends", 2, 5), aIs("axes", 0, 2))
+		}},
+		{name: "Slice13", opset: 13, run: map[string]int64{"N": 5}, build: func(m *ocModel) {
+			x := m.in(f32, 5, 6, 7)
+			m.op("Slice", ins(x, m.ints(1, 0), m.ints(3, 100)))
+			m.op("Slice", ins(x, m.ints(-3), m.ints(-1), m.ints(2)))
+			m.op("Slice", ins(x, m.ints(2), m.ints(maxI), m.ints(1)))
+			m.op("Slice", ins(x, m.ints(-1), m.ints(minI), m.ints(0), m.ints(-1)))
+			m.op("Slice", ins(x, m.ints(-1), m.ints(-100), m.ints(1), m.ints(-2)))
+			m.op("Slice", ins(x, m.ints(10), m.ints(0), m.ints(2), m.ints(-3)))
+			m.op("Slice", ins(x, m.ints(0, 1), m.ints(maxI, 5), m.ints(-1, 0), m.ints(3, 2)))
+			m.op("Slice", ins(x, m.ints(4), m.ints(2), m.ints(1)))
+			m.op("Slice", ins(x, m.ints(-100), m.ints(100), m.ints(0), m.ints(2)))
+			m.op("Slice", ins(x, m.ints(1), m.ints(1), m.ints(0)))
+			m.op("Slice", ins(x, m.init(i32, []int64{1}, []float64{1}), m.init(i32, []int64{1}, []float64{-1})))
+			s := m.in(f32, "N", 6)
+			m.op("Slice", ins(s, m.ints(0), m.ints(maxI), m.ints(0)))
+			m.op("Slice", ins(s, m.ints(1), m.ints(3), m.ints(1)))
+			m.op("Slice", ins(s, m.ints(0), m.ints(int64(math.MaxInt32)), m.ints(0)))
+			m.loose(m.op("Slice", ins(s, m.ints(1), m.ints(maxI), m.ints(0))))
+			m.loose(m.op("Slice", ins(s, m.ints(0), m.ints(-1), m.ints(0))))
+			m.loose(m.op("Slice", ins(x, m.in(i64, 1), m.ints(3), m.ints(1))))
+			m.loose(m.op("Slice", ins(x, m.in(i64, 1), m.in(i64, 1), m.ints(1), m.ints(1))))
+		}},
+		{name: "Gather", opset: 13, run: map[string]int64{"N": 3}, build: func(m *ocModel) {
+			x := m.in(f32, 5, 6, 7)
+			m.op("Gather", ins(x, m.ints(0, 4, -1)))
+			m.op("Gather", ins(x, m.scalarI(-2)), aI("axis", 1))
+			m.op("Gather", ins(x, m.init(i32, []int64{2, 2}, []float64{0, 1, -1, 2})), aI("axis", -1))
+			m.op("Gather", ins(x, m.in(i64, "N", 2)), aI("axis", 2))
+			m.op("Gather", ins(m.in(f32, 4), m.scalarI(3)))
+			m.op("Gather", ins(m.in(i64, 4), m.ints(-1, 0)))
+		}},
+		{name: "GatherElements", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 3, 4)
+			m.op("GatherElements", ins(x, m.init(i64, []int64{2, 4}, []float64{0, 1, 2, -1, 1, 0, 0, 2})))
+			m.op("GatherElements", ins(x, m.init(i64, []int64{3, 2}, []float64{0, 1, 2, -1, 1, 0})), aI("axis", 1))
+		}},
+		{name: "GatherND", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("GatherND", ins(x, m.init(i64, []int64{2, 1}, []float64{0, 1})))
+			m.op("GatherND", ins(x, m.init(i64, []int64{2, 3}, []float64{0, 1, 2, 1, 2, 3})))
+			m.op("GatherND", ins(x, m.init(i64, []int64{2, 1, 2}, []float64{0, 1, 1, 2})))
+			m.op("GatherND", ins(x, m.init(i64, []int64{2, 1}, []float64{1, 2})), aI("batch_dims", 1))
+			m.op("GatherND", ins(x, m.init(i64, []int64{2, 2}, []float64{1, 2, 0, 3})), aI("batch_dims", 1))
+			m.op("GatherND", ins(x, m.init(i64, []int64{2, 3, 1}, []float64{1, 2, 0, 3, 1, 0})), aI("batch_dims", 2))
+		}},
+		{name: "Scatter", opset: 18, build: func(m *ocModel) {
+			x := m.in(f32, 3, 4)
+			m.op("ScatterElements", ins(x, m.init(i64, []int64{1, 2}, []float64{1, 2}), m.weight(f32, 1, 2)), aI("axis", 1))
+			m.op("ScatterElements", ins(x, m.init(i64, []int64{1, 2}, []float64{1, 2}), m.weight(f32, 1, 2)), aS("reduction", "add"))
+			m.op("ScatterND", ins(x, m.init(i64, []int64{2, 1}, []float64{0, 2}), m.weight(f32, 2, 4)))
+			m.op("ScatterND", ins(x, m.init(i64, []int64{1, 2}, []float64{0, 2}), m.weight(f32, 1)), aS("reduction", "mul"))
+		}},
+		{name: "Scatter9", opset: 9, build: func(m *ocModel) {
+			m.op("Scatter", ins(m.in(f32, 3, 4), m.init(i64, []int64{1, 2}, []float64{1, 2}), m.weight(f32, 1, 2)), aI("axis", 1))
+		}},
+		{name: "OneHot", opset: 11, build: func(m *ocModel) {
+			idx := m.inData(i64, []float64{0, 2, -1, 1, 0, 3}, 2, 3)
+			vals := m.init(f32, []int64{2}, []float64{0, 1})
+			m.op("OneHot", ins(idx, m.scalarI(5), vals))
+			m.op("OneHot", ins(idx, m.ints(4), vals), aI("axis", 0))
+			m.op("OneHot", ins(idx, m.ints(4), m.init(i64, []int64{2}, []float64{0, 1})), aI("axis", 1))
+			m.op("OneHot", ins(m.inData(i32, []float64{1, 2}, 2), m.init(f32, []int64{}, []float64{3}), m.init(f32, []int64{2}, []float64{0, 1})))
+			m.op("OneHot", ins(m.inData(f32, []float64{1, 2}, 2), m.init(f32, []int64{}, []float64{3}), m.init(f32, []int64{2}, []float64{0, 1})))
+			m.loose(m.op("OneHot", ins(idx, m.inData(i64, []float64{6}, 1), vals)))
+		}},
+		{name: "TriluCumSum", opset: 14, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("Trilu", ins(x))
+			m.op("Trilu", ins(x, m.scalarI(-1)), aI("upper", 0))
+			m.op("CumSum", ins(x, m.scalarI(1)))
+			m.op("CumSum", ins(m.in(i64, 5), m.init(i32, []int64{}, []float64{0})), aI("exclusive", 1), aI("reverse", 1))
+		}},
+		{name: "ReverseSequence", opset: 10, build: func(m *ocModel) {
+			m.op("ReverseSequence", ins(m.in(f32, 4, 2, 3), m.init(i64, []int64{2}, []float64{1, 3})))
+			m.op("ReverseSequence", ins(m.in(f32, 2, 4, 3), m.init(i64, []int64{2}, []float64{1, 3})), aI("batch_axis", 0), aI("time_axis", 1))
+		}},
+		{name: "Compress", opset: 11, anon: []string{"compress"}, build: func(m *ocModel) {
+			x := m.in(f32, 3, 4)
+			m.op("Compress", ins(x, m.inData(bool_, []float64{1, 0, 1}, 3)), aI("axis", 0))
+			m.op("Compress", ins(x, m.inData(bool_, []float64{1, 0, 1, 1, 0}, 5)))
+			m.op("Compress", ins(x, m.inData(bool_, []float64{0, 1}, 2)), aI("axis", -1))
+		}},
+		{name: "NonZero", opset: 13, anon: []string{"nonzero"}, build: func(m *ocModel) {
+			m.op("NonZero", ins(m.inData(f32, []float64{1, 0, 2, 0, 0, 3}, 2, 3)))
+			m.op("NonZero", ins(m.inData(i64, []float64{1, 0, 2}, 3)))
+			m.op("NonZero", ins(m.inData(bool_, []float64{1}, 1, 1, 1)))
+			m.op("NonZero", ins(m.inData(i32, []float64{0, 0}, 2)))
+			nz := m.op("NonZero", ins(m.inData(f32, []float64{1, 0, 2, 0, 0, 3}, 2, 3)))
+			m.loose(m.op("Transpose", ins(nz)))
+			m.loose(m.op("Shape", ins(nz)))
+			m.op("Size", ins(nz))
+		}},
+		{name: "TopK", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 3, 5)
+			m.opN("TopK", ins(x, m.ints(2)), 2)
+			m.opN("TopK", ins(x, m.ints(3)), 2, aI("axis", 0), aI("largest", 0))
+			m.opN("TopK", ins(x, m.ints(5)), 2, aI("axis", -1), aI("sorted", 0))
+			m.loose(m.opN("TopK", ins(x, m.inData(i64, []float64{1}, 1)), 2)...)
+		}},
+		{name: "TopK1", opset: 9, build: func(m *ocModel) {
+			m.opN("TopK", ins(m.in(f32, 3, 5)), 2, aI("k", 2))
+		}},
+		{name: "TopK10", opset: 10, build: func(m *ocModel) {
+			m.opN("TopK", ins(m.in(f32, 3, 5), m.ints(2)), 2, aI("axis", 0))
+		}},
+		{name: "ArgMax", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 3, 4, 5)
+			m.op("ArgMax", ins(x))
+			m.op("ArgMax", ins(x), aI("axis", -1), aI("keepdims", 0))
+			m.op("ArgMin", ins(x), aI("axis", 1), aI("select_last_index", 1))
+			m.op("ArgMin", ins(m.in(i32, 4)), aI("keepdims", 0))
 		}},
 	}
 }

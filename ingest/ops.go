@@ -41,7 +41,8 @@ func init() {
 		"Celu", "HardSigmoid", "HardSwish", "Gelu", "Mish", "ThresholdedRelu", "Clip",
 		"Softmax", "LogSoftmax", "Hardmax", "LRN", "InstanceNormalization", "LpNormalization",
 		"MeanVarianceNormalization", "Shrink", "BitwiseNot", "PRelu", "CumSum", "Trilu",
-		"ReverseSequence", "ScatterND", "ScatterElements", "Scatter", "Swish", "Binarizer")
+		"ReverseSequence", "ScatterND", "ScatterElements", "Scatter", "Swish", "Binarizer",
+		"RMSNormalization")
 	reg(identity, "Identity")
 	reg(boolSame, "IsNaN", "IsInf")
 	reg(not, "Not")
@@ -287,7 +288,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 	"Add": func(a, b graph.Dim) graph.Dim {
 		switch {
 		case vKnown(a) && vKnown(b):
-			return graph.Static(a.Value + b.Value)
+			return vInt(a.Value + b.Value)
 		case vKnown(a) && a.Value == 0:
 			return b
 		case vKnown(b) && b.Value == 0:
@@ -298,7 +299,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 	"Sub": func(a, b graph.Dim) graph.Dim {
 		switch {
 		case vKnown(a) && vKnown(b):
-			return graph.Static(a.Value - b.Value)
+			return vInt(a.Value - b.Value)
 		case vKnown(b) && b.Value == 0:
 			return a
 		case !vKnown(a) && a == b && a.Param != "":
@@ -309,7 +310,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 	"Mul": func(a, b graph.Dim) graph.Dim {
 		switch {
 		case vKnown(a) && vKnown(b):
-			return graph.Static(a.Value * b.Value)
+			return vInt(a.Value * b.Value)
 		case vKnown(a) && a.Value == 1:
 			return b
 		case vKnown(b) && b.Value == 1:
@@ -322,7 +323,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 	"Div": func(a, b graph.Dim) graph.Dim { // ONNX integer Div truncates toward zero
 		switch {
 		case vKnown(a) && vKnown(b) && b.Value != 0:
-			return graph.Static(a.Value / b.Value)
+			return vInt(a.Value / b.Value)
 		case vKnown(b) && b.Value == 1:
 			return a
 		case !vKnown(a) && a == b && a.Param != "":
@@ -336,7 +337,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 			if r != 0 && (r < 0) != (b.Value < 0) {
 				r += b.Value // fmod=0: sign of the divisor
 			}
-			return graph.Static(r)
+			return vInt(r)
 		}
 		return vUnknown("")
 	},

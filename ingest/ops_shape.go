@@ -764,7 +764,16 @@ func pad(c *nctx) error {
 		if err != nil {
 			return c.errorf("%v", err)
 		}
-		out[a] = dimAdd(out[a], graph.Static(pads[i]+pads[na+i]))
+		// Negative pads crop.
+		switch p := pads[i] + pads[na+i]; {
+		case out[a].Known():
+			if out[a].Value+p < 0 {
+				return c.errorf("pads %v crop axis %d of size %d below zero", pads, a, out[a].Value)
+			}
+			out[a] = graph.Static(out[a].Value + p)
+		case p != 0:
+			out[a] = unknownDim
+		}
 	}
 	c.set(0, x.dt, out)
 	return nil
