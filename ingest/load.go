@@ -130,14 +130,18 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 	fail := func(format string, a ...any) error {
 		return &Error{Path: path, Msg: fmt.Sprintf(format, a...)}
 	}
-	sum := sha256.Sum256(data)
+	// The checksum (for the manifest) is computed beside the protobuf decode.
+	sumc := make(chan [sha256.Size]byte, 1)
+	go func() { sumc <- sha256.Sum256(data) }()
 	var mp onnxpb.ModelProto
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxNesting}).Unmarshal(data, &mp); err != nil {
+		<-sumc
 		if looksTruncated(err) || startsLikeONNX(data) {
 			return nil, &Error{Path: path, Msg: "truncated or corrupt protobuf: " + trimProtoErr(err), Err: err}
 		}
 		return nil, &Error{Path: path, Msg: "not an ONNX model (protobuf decoding failed: " + trimProtoErr(err) + ")", Err: err}
 	}
+	sum := <-sumc
 	if err := checkModelShape(&mp); err != nil {
 		return nil, &Error{Path: path, Msg: err.Error()}
 	}

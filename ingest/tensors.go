@@ -219,6 +219,38 @@ func (m *Model) Initializer(name string) *onnxpb.TensorProto { return m.inits[na
 // maxFoldElements bounds the size of tensors whose values are decoded for constant folding.
 const maxFoldElements = 1 << 14
 
+// maxFoldFloats bounds the float initializers decoded for inference: only small ones matter
+// (Resize scales, Clip bounds, Range limits); decoding every weight would dominate load time.
+const maxFoldFloats = 64
+
+// initializerValue decodes an initializer for shape inference: integer and bool tensors up to
+// maxFoldElements elements (in value encoding), float tensors up to maxFoldFloats.
+func (m *Model) initializerValue(t *onnxpb.TensorProto) ([]graph.Dim, []float64) {
+	dt := graph.DType(t.GetDataType())
+	n := int64(1)
+	for _, d := range t.Dims {
+		if d < 0 || (d > 0 && n > maxFoldElements/d) {
+			return nil, nil
+		}
+		n *= d
+	}
+	if dt.IsFloat() && n > maxFoldFloats {
+		return nil, nil
+	}
+	raw, ok := m.rawBytes(t)
+	if !ok {
+		return nil, nil
+	}
+	ints, floats, _ := decodeNumbers(dt, raw)
+	if dt.IsFloat() {
+		return nil, floats
+	}
+	if ints == nil {
+		return nil, nil
+	}
+	return dimsOf(ints), nil
+}
+
 // rawBytes returns the little-endian bytes of a (small) numeric tensor, reading external
 // data when needed. ok is false for strings or tensors over maxFoldElements elements.
 func (m *Model) rawBytes(t *onnxpb.TensorProto) ([]byte, bool) {
