@@ -64,3 +64,66 @@ func TestCorpusEveryTensorShaped(t *testing.T) {
 		})
 	}
 }
+
+// TestSqueezeNetFLOPs checks the FLOP count of the full-size SqueezeNet 1.1 against its
+// published ≈0.35 GMAC (0.70 GFLOP at 2 FLOPs per MAC), within 5%.
+func TestSqueezeNetFLOPs(t *testing.T) {
+	p := filepath.Join(corpusDir, "squeezenet1_1.onnx")
+	m, err := Load(p, Options{})
+	if err != nil {
+		t.Skip(err)
+	}
+	got := float64(m.Graph.TotalFLOPs())
+	const published = 2 * 0.35e9
+	if r := got / published; r < 0.95 || r > 1.05 {
+		t.Fatalf("SqueezeNet 1.1: %.4g FLOPs, %.1f%% off the published %.3g", got, 100*(r-1), published)
+	}
+	// The convolutions carry almost all of it; check one by hand: the first Conv is
+	// 3→64 channels, 3×3 kernel, stride 2, 224→111: 2·64·111·111·3·9 MACs·2 + bias.
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "Conv" {
+			want := int64(2*64*111*111*3*9 + 64*111*111)
+			if n.FLOPs != want {
+				t.Fatalf("first Conv: %d FLOPs, want %d", n.FLOPs, want)
+			}
+			break
+		}
+	}
+}
+
+// TestExternalDataNotLoaded checks that a model with external weights is read without
+// bringing the weights into the protobuf: initializers stay references.
+func TestExternalDataNotLoaded(t *testing.T) {
+	p := filepath.Join(corpusDir, "external", "resnet50_small_ext.onnx")
+	m, err := Load(p, Options{})
+	if err != nil {
+		t.Skip(err)
+	}
+	if !m.ExternalData {
+		t.Fatal("ExternalData is false")
+	}
+	var external, inline int
+	for _, init := range m.Proto.Graph.Initializer {
+		if init.GetDataLocation() == 1 {
+			external++
+			if len(init.RawData) != 0 {
+				t.Fatalf("%s: external initializer has raw_data in memory", init.GetName())
+			}
+			ref, err := m.ExternalRef(init.GetName())
+			if err != nil || ref == nil || ref.Length <= 0 {
+				t.Fatalf("%s: bad reference %+v %v", init.GetName(), ref, err)
+			}
+		} else {
+			inline++
+		}
+	}
+	if external == 0 {
+		t.Fatal("no external initializers")
+	}
+	if m.Graph.ParamBytes() < 1_000_000 {
+		t.Fatalf("parameter bytes %d: sizes of external weights not counted", m.Graph.ParamBytes())
+	}
+	if m.FileSize > 100_000 {
+		t.Fatalf("model file is %d bytes; expected only the graph", m.FileSize)
+	}
+}
