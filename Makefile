@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/onnxpart
-DEMO_MODEL ?= testdata/models/squeezenet1_1_small.onnx
+DEMO_MODEL ?= testdata/models/resnet50_small.onnx
 
 # Dependency locations (evaluated lazily, once; deps.sh installs on first use).
 HIGHS_PREFIX = $(eval HIGHS_PREFIX := $(shell scripts/deps.sh highs))$(HIGHS_PREFIX)
