@@ -201,6 +201,9 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 		ti.dt = graph.DType(t.GetDataType())
 		ti.shape, _ = tensorShape(t)
 		ti.ival, ti.fval = m.initializerValue(t)
+		if n, err := ti.shape.NumElements(); err == nil && n == 0 && ti.ival == nil && ti.fval == nil {
+			ti.ival, ti.fval = emptyValue(ti.dt) // e.g. empty Reduce axes or Resize roi
+		}
 	}
 	for name, st := range sparse {
 		id, _ := g.TensorByName(name)
@@ -390,6 +393,14 @@ func describeType(tp *onnxpb.TypeProto) string {
 		return "opaque(" + v.OpaqueType.GetDomain() + "." + v.OpaqueType.GetName() + ")"
 	}
 	return "unknown"
+}
+
+// emptyValue is the known value of a tensor with no elements.
+func emptyValue(dt graph.DType) ([]graph.Dim, []float64) {
+	if dt.IsFloat() {
+		return nil, []float64{}
+	}
+	return []graph.Dim{}, nil
 }
 
 func dimsOf(v []int64) []graph.Dim {

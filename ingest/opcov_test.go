@@ -4,7 +4,10 @@ import (
 	"math"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
 	"onnxpart/internal/ort"
 )
 
@@ -188,14 +191,12 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocGenerators() []ocCase { return nil }
-func ocReduce() []ocCase     { return nil }
-func ocMisc() []ocCase       { return nil }
-func ocRecurrent() []ocCase  { return nil }
-func ocQuant() []ocCase      { return nil }
-func ocControl() []ocCase    { return nil }
-func ocFolding() []ocCase    { return nil }
-func ocExtra() []ocCase      { return nil }
+func ocMisc() []ocCase      { return nil }
+func ocRecurrent() []ocCase { return nil }
+func ocQuant() []ocCase     { return nil }
+func ocControl() []ocCase   { return nil }
+func ocFolding() []ocCase   { return nil }
+func ocExtra() []ocCase     { return nil }
 
 var _ = math.MaxInt64
 
@@ -729,4 +730,121 @@ func ocIndexing() []ocCase {
 			m.op("ArgMin", ins(m.in(i32, 4)), aI("keepdims", 0))
 		}},
 	}
+}
+
+func ocGenerators() []ocCase {
+	return []ocCase{
+		{name: "Shape15", opset: 15, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 3, 4, 5)
+			m.op("Shape", ins(x))
+			m.op("Shape", ins(x), aI("start", 1))
+			m.op("Shape", ins(x), aI("start", -2))
+			m.op("Shape", ins(x), aI("end", -1))
+			m.op("Shape", ins(x), aI("start", 1), aI("end", 3))
+			m.op("Shape", ins(x), aI("start", -10), aI("end", 10))
+			m.op("Shape", ins(x), aI("start", 3), aI("end", 1))
+			m.op("Shape", ins(m.in(f32)))
+			m.op("Size", ins(x))
+			m.op("Size", ins(m.in(f32, 2, 3)))
+			m.op("Size", ins(m.in(f32)))
+		}},
+		{name: "ConstantOfShape", opset: 20, build: func(m *ocModel) {
+			m.op("ConstantOfShape", ins(m.ints(2, 3)))
+			m.op("ConstantOfShape", ins(m.ints(4)), aT("value", ocTensor(i64, []int64{1}, []float64{7})))
+			m.op("ConstantOfShape", ins(m.ints(2, 0)), aT("value", ocTensor(i32, []int64{1}, []float64{7})))
+			m.op("ConstantOfShape", ins(m.init(i64, []int64{0}, nil)), aT("value", ocTensor(f16, []int64{1}, []float64{1})))
+			m.op("ConstantOfShape", ins(m.op("Shape", ins(m.in(f32, 3, 2)))), aT("value", ocTensor(bool_, []int64{1}, []float64{1})))
+			m.loose(m.op("ConstantOfShape", ins(m.inData(i64, []float64{2, 5}, 2))))
+		}},
+		{name: "Constant", opset: 13, build: func(m *ocModel) {
+			m.op("Constant", nil, aT("value", ocTensor(f32, []int64{2, 3}, make([]float64, 6))))
+			m.op("Constant", nil, aT("value", ocTensor(i64, []int64{}, []float64{5})))
+			m.op("Constant", nil, aF("value_float", 1.5))
+			m.op("Constant", nil, aFs("value_floats", 1, 2, 3))
+			m.op("Constant", nil, aI("value_int", 4))
+			m.op("Constant", nil, aIs("value_ints", 4, -5))
+			m.op("Constant", nil, aS("value_string", "x"))
+			m.op("Constant", nil, aSs("value_strings", "x", "y", "z"))
+			st := &onnxpb.SparseTensorProto{Dims: []int64{3, 4},
+				Values:  ocTensor(f32, []int64{2}, []float64{1, 2}),
+				Indices: ocTensor(i64, []int64{2}, []float64{1, 7})}
+			m.op("Constant", nil, &onnxpb.AttributeProto{Name: proto.String("sparse_value"), Type: onnxpb.AttributeProto_SPARSE_TENSOR.Enum(), SparseTensor: st})
+		}},
+		{name: "Constant9", opset: 9, build: func(m *ocModel) {
+			m.op("Constant", nil, aT("value", ocTensor(f32, []int64{2, 3}, make([]float64, 6))))
+			m.op("Constant", nil, aT("value", ocTensor(i32, []int64{3}, []float64{1, 2, 3})))
+		}},
+		{name: "Range", opset: 11, build: func(m *ocModel) {
+			m.op("Range", ins(m.scalarI(0), m.scalarI(10), m.scalarI(3)))
+			m.op("Range", ins(m.scalarI(10), m.scalarI(-2), m.scalarI(-4)))
+			m.op("Range", ins(m.scalarI(5), m.scalarI(5), m.scalarI(1)))
+			m.op("Range", ins(m.scalarI(5), m.scalarI(1), m.scalarI(1)))
+			m.op("Range", ins(m.init(i32, []int64{}, []float64{1}), m.init(i32, []int64{}, []float64{8}), m.init(i32, []int64{}, []float64{2})))
+			m.op("Range", ins(m.scalarF(0), m.scalarF(1), m.scalarF(0.3)))
+			m.op("Range", ins(m.scalarF(1), m.scalarF(-1.5), m.scalarF(-0.5)))
+			m.op("Range", ins(m.init(f64, []int64{}, []float64{0.5}), m.init(f64, []int64{}, []float64{2.6}), m.init(f64, []int64{}, []float64{0.7})))
+			m.loose(m.op("Range", ins(m.scalarI(0), m.inData(i64, []float64{4}), m.scalarI(1))))
+		}},
+		{name: "EyeLikeRandom", opset: 15, build: func(m *ocModel) {
+			x := m.in(f32, 3, 4)
+			m.op("EyeLike", ins(x))
+			m.op("EyeLike", ins(x), aI("k", 1), aI("dtype", int64(i64)))
+			m.op("RandomNormalLike", ins(x))
+			m.op("RandomUniformLike", ins(x), aI("dtype", int64(f64)))
+			m.op("RandomNormal", nil, aIs("shape", 2, 5))
+			m.op("RandomUniform", nil, aIs("shape", 3), aI("dtype", int64(f64)))
+			m.op("Bernoulli", ins(m.op("RandomUniformLike", ins(x))))
+			m.op("Multinomial", ins(m.in(f32, 2, 4)), aI("sample_size", 3))
+		}},
+	}
+}
+
+func ocReduce() []ocCase {
+	reduces := []string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}
+	var cases []ocCase
+	for _, opset := range []int64{11, 13, 18} {
+		cases = append(cases, ocCase{name: "Reduce" + string(rune('0'+opset/10)) + string(rune('0'+opset%10)), opset: opset, run: map[string]int64{"N": 2},
+			build: func(m *ocModel) {
+				x := m.in(f32, "N", 3, 4)
+				for _, op := range reduces {
+					axesInput := opset >= 18 || (op == "ReduceSum" && opset >= 13)
+					axes := func(a ...int64) []string {
+						if axesInput {
+							return ins(x, m.ints(a...))
+						}
+						return ins(x)
+					}
+					attr := func(a ...int64) []*onnxpb.AttributeProto {
+						if axesInput {
+							return nil
+						}
+						return []*onnxpb.AttributeProto{aIs("axes", a...)}
+					}
+					m.op(op, ins(x))
+					m.op(op, ins(x), aI("keepdims", 0))
+					m.op(op, axes(1), attr(1)...)
+					m.op(op, axes(-1, 0), append(attr(-1, 0), aI("keepdims", 0))...)
+					m.op(op, axes(2), append(attr(2), aI("keepdims", 0))...)
+					if axesInput {
+						m.op(op, ins(x, m.init(i64, []int64{0}, nil)))
+						m.op(op, ins(x, m.init(i64, []int64{0}, nil)), aI("noop_with_empty_axes", 1))
+						m.op(op, ins(x, ""), aI("noop_with_empty_axes", 1), aI("keepdims", 0))
+						m.op(op, ins(x), aI("noop_with_empty_axes", 0), aI("keepdims", 0))
+						m.loose(m.op(op, ins(x, m.inData(i64, []float64{1}, 1))))
+					}
+				}
+				m.op("ReduceSum", ins(m.in(i64, 3)), aI("keepdims", 0))
+				m.op("ReduceMax", ins(m.in(i32, 2, 3)), aI("keepdims", 1))
+			}})
+	}
+	cases = append(cases, ocCase{name: "ReduceFold", opset: 13, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+		s := m.op("Shape", ins(m.in(f32, 2, 3, 4)))
+		m.op("ReduceProd", ins(s), aI("keepdims", 0))
+		m.op("ReduceSum", ins(s))
+		m.op("ReduceMax", ins(s), aIs("axes", 0))
+		m.op("ReduceMin", ins(s), aIs("axes", 0), aI("keepdims", 0))
+		m.op("ReduceProd", ins(m.op("Shape", ins(m.in(f32, "N", 3)))), aI("keepdims", 0))
+	}})
+	return cases
 }

@@ -107,7 +107,8 @@ func init() {
 	reg(compress, "Compress")
 	reg(nms, "NonMaxSuppression")
 	reg(eyeLike, "EyeLike")
-	reg(randomLike, "RandomNormalLike", "RandomUniformLike")
+	reg(randomLike, "RandomNormalLike", "RandomUniformLike", "Bernoulli")
+	reg(multinomial, "Multinomial")
 	reg(randomShape, "RandomNormal", "RandomUniform")
 	reg(minMax, "Min", "Max")
 

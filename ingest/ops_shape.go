@@ -576,6 +576,10 @@ func (c *nctx) attrTensorValue(t *onnxpb.TensorProto) (graph.DType, graph.Shape,
 	if !ok {
 		return dt, shape, nil, nil
 	}
+	if len(raw) == 0 {
+		v, f := emptyValue(dt)
+		return dt, shape, v, f
+	}
 	ints, floats, _ := decodeNumbers(dt, raw)
 	if dt.IsFloat() {
 		return dt, shape, nil, floats
@@ -1287,6 +1291,21 @@ func eyeLike(c *nctx) error {
 }
 
 func randomLike(c *nctx) error { return eyeLike(c) }
+
+// multinomial draws sample_size class indices per batch row: [batch, sample_size].
+func multinomial(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	dt := graph.DType(c.n.AttrInt("dtype", int64(graph.Int32)))
+	if x.shape == nil || len(x.shape) != 2 {
+		c.set(0, dt, graph.Shape{unknownDim, unknownDim})
+		return nil
+	}
+	c.set(0, dt, graph.Shape{x.shape[0], graph.Static(c.n.AttrInt("sample_size", 1))})
+	return nil
+}
 
 func randomShape(c *nctx) error {
 	dt := graph.DType(c.n.AttrInt("dtype", int64(graph.Float)))
