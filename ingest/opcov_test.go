@@ -191,12 +191,10 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocMisc() []ocCase      { return nil }
-func ocRecurrent() []ocCase { return nil }
-func ocQuant() []ocCase     { return nil }
-func ocControl() []ocCase   { return nil }
-func ocFolding() []ocCase   { return nil }
-func ocExtra() []ocCase     { return nil }
+func ocQuant() []ocCase   { return nil }
+func ocControl() []ocCase { return nil }
+func ocFolding() []ocCase { return nil }
+func ocExtra() []ocCase   { return nil }
 
 var _ = math.MaxInt64
 
@@ -845,6 +843,151 @@ func ocReduce() []ocCase {
 		m.op("ReduceMax", ins(s), aIs("axes", 0))
 		m.op("ReduceMin", ins(s), aIs("axes", 0), aI("keepdims", 0))
 		m.op("ReduceProd", ins(m.op("Shape", ins(m.in(f32, "N", 3)))), aI("keepdims", 0))
+	}})
+	return cases
+}
+
+func ocMisc() []ocCase {
+	fl := func(m *ocModel, v ...float64) string { return m.init(f32, []int64{int64(len(v))}, v) }
+	empty := func(m *ocModel) string { return m.init(f32, []int64{0}, nil) }
+	return []ocCase{
+		{name: "Resize10", opset: 10, build: func(m *ocModel) {
+			x := m.in(f32, 1, 2, 3, 5)
+			m.op("Resize", ins(x, fl(m, 1, 1, 2, 2.5)))
+			m.op("Resize", ins(x, fl(m, 1, 1, 0.7, 0.5)), aS("mode", "linear"))
+		}},
+		{name: "Resize11", opset: 11, build: func(m *ocModel) {
+			x := m.in(f32, 1, 2, 3, 5)
+			m.op("Resize", ins(x, empty(m), fl(m, 1, 1, 1.5, 0.5)))
+			m.op("Resize", ins(x, empty(m), fl(m, 1, 1, 2.6, 1.7)), aS("mode", "linear"))
+			m.op("Resize", ins(x, empty(m), empty(m), m.ints(1, 2, 7, 4)))
+			m.op("Resize", ins(x, fl(m, 0, 0, 0, 0, 1, 1, 1, 1), fl(m, 1, 1, 2, 2)), aS("coordinate_transformation_mode", "tf_crop_and_resize"))
+		}},
+		{name: "Resize13", opset: 13, run: map[string]int64{"N": 2}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 2, 3, 5)
+			m.op("Resize", ins(x, "", fl(m, 1, 1, 2, 3)))
+			m.op("Resize", ins(x, "", fl(m, 1, 1, 0.7, 0.3)), aS("mode", "cubic"))
+			m.op("Resize", ins(m.in(f32, 1, 2, 3, 5), "", "", m.ints(1, 2, 4, 4)))
+			m.op("Resize", ins(m.in(f32, 2, 4), "", fl(m, 1.5, 2)))
+			m.loose(m.op("Resize", ins(x, "", "", m.inData(i64, []float64{2, 2, 4, 4}, 4))))
+		}},
+		{name: "Resize18", opset: 18, build: func(m *ocModel) {
+			x := m.in(f32, 1, 2, 3, 5)
+			m.op("Resize", ins(x, "", fl(m, 2, 0.6)), aIs("axes", 2, 3))
+			m.op("Resize", ins(x, "", fl(m, 2)), aIs("axes", -1))
+			m.op("Resize", ins(x, "", "", m.ints(6, 4)), aIs("axes", 2, 3))
+			m.op("Resize", ins(x, "", "", m.ints(5, 5)), aIs("axes", 2, 3), aS("keep_aspect_ratio_policy", "not_larger"))
+			m.op("Resize", ins(x, "", "", m.ints(5, 5)), aIs("axes", 2, 3), aS("keep_aspect_ratio_policy", "not_smaller"))
+			m.op("Resize", ins(x, "", "", m.ints(1, 2, 4, 4)), aS("keep_aspect_ratio_policy", "not_larger"))
+			m.op("Resize", ins(x, "", "", m.ints(1, 2, 4, 4)), aS("keep_aspect_ratio_policy", "not_smaller"))
+			m.op("Resize", ins(x, "", "", m.ints(7)), aIs("axes", 3), aS("keep_aspect_ratio_policy", "not_larger"))
+		}},
+		{name: "Resize19", opset: 19, build: func(m *ocModel) {
+			x := m.in(f32, 1, 2, 6, 5)
+			m.op("Resize", ins(x, "", fl(m, 1, 1, 0.5, 0.5)), aS("mode", "linear"), aI("antialias", 1))
+			m.op("Resize", ins(x, "", fl(m, 1, 1, 2, 2)), aS("coordinate_transformation_mode", "half_pixel_symmetric"))
+		}},
+		{name: "Upsample7", opset: 7, build: func(m *ocModel) {
+			m.op("Upsample", ins(m.in(f32, 1, 2, 3, 5)), aFs("scales", 1, 1, 2, 3))
+			m.op("Upsample", ins(m.in(f32, 1, 2, 3, 5)), aFs("scales", 1, 1, 2, 2), aS("mode", "linear"))
+		}},
+		{name: "Upsample9", opset: 9, build: func(m *ocModel) {
+			m.op("Upsample", ins(m.in(f32, 1, 2, 3, 5), fl(m, 1, 1, 2, 1.5)))
+		}},
+		{name: "Einsum", opset: 12, build: func(m *ocModel) {
+			a, b := m.in(f32, 3, 4), m.in(f32, 4, 5)
+			m.op("Einsum", ins(a, b), aS("equation", "ij,jk->ik"))
+			m.op("Einsum", ins(a, b), aS("equation", "ij,jk"))
+			m.op("Einsum", ins(m.in(f32, 2, 3, 4), m.in(f32, 2, 4, 5)), aS("equation", "bij,bjk->bik"))
+			m.op("Einsum", ins(m.in(f32, 2, 1, 3, 4), m.in(f32, 1, 5, 4, 6)), aS("equation", "...ij,...jk->...ik"))
+			m.op("Einsum", ins(m.in(f32, 2, 1, 3, 4), m.in(f32, 2, 5, 4, 6)), aS("equation", "...ij,...jk"))
+			m.op("Einsum", ins(m.in(f32, 3, 3)), aS("equation", "ii->i"))
+			m.op("Einsum", ins(m.in(f32, 2, 3, 3)), aS("equation", "...ii->...i"))
+			m.op("Einsum", ins(a), aS("equation", "ij->"))
+			m.op("Einsum", ins(a), aS("equation", "ji"))
+			m.op("Einsum", ins(a), aS("equation", "ij->ji"))
+			m.op("Einsum", ins(m.in(f32, 3), m.in(f32, 5)), aS("equation", "i,j->ij"))
+			m.op("Einsum", ins(a, m.in(f32, 3, 4)), aS("equation", "ij,ij"))
+			m.op("Einsum", ins(a, m.in(f32, 3, 4)), aS("equation", "ij,ij->i"))
+			m.op("Einsum", ins(m.in(f32, 2, 4, 3, 8), m.in(f32, 2, 4, 5, 8)), aS("equation", "bhid,bhjd->bhij"))
+			m.op("Einsum", ins(m.in(f32, 2, 3, 4)), aS("equation", "b i j -> b j i"))
+			m.op("Einsum", ins(m.in(f32, 2, 3, 4), m.in(f32, 4)), aS("equation", "...j,j->..."))
+			m.op("Einsum", ins(m.in(f32, 2, 3), m.in(f32, 3, 4), m.in(f32, 4, 5)), aS("equation", "ab,bc,cd->ad"))
+			m.op("Einsum", ins(m.in(f32, 4, 2, 3), m.in(f32, 3)), aS("equation", "k...j,j"))
+		}},
+		{name: "EinsumEllipsisRanks", opset: 12, ortRejects: "Ellipsis represents incompatible dimensions", build: func(m *ocModel) {
+			m.op("Einsum", ins(m.in(f32, 2, 1, 3, 4), m.in(f32, 5, 4, 6)), aS("equation", "...ij,...jk->...ik"))
+		}},
+		{name: "Dropout7", opset: 7, build: func(m *ocModel) {
+			m.opN("Dropout", ins(m.in(f32, 2, 3)), 2)
+		}},
+		{name: "Dropout10", opset: 10, build: func(m *ocModel) {
+			m.opN("Dropout", ins(m.in(f32, 2, 3)), 2, aF("ratio", 0.3))
+		}},
+		{name: "Dropout13", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			m.opN("Dropout", ins(x), 2)
+			m.opN("Dropout", ins(x, m.scalarF(0.2)), 2)
+			m.opN("Dropout", ins(x, m.scalarF(0.2), m.init(bool_, []int64{}, []float64{1})), 2)
+			m.op("Dropout", ins(m.in(f16, 4)))
+		}},
+		{name: "DepthSpaceSymbolic", opset: 13, run: map[string]int64{"N": 2, "H": 3}, build: func(m *ocModel) {
+			x := m.in(f32, "N", 8, "H", 2)
+			m.loose(m.op("DepthToSpace", ins(x), aI("blocksize", 2)))
+			m.loose(m.op("SpaceToDepth", ins(m.in(f32, "N", 2, 4, 6)), aI("blocksize", 2)))
+		}},
+	}
+}
+
+func ocRecurrent() []ocCase {
+	type rc struct {
+		op    string
+		gates int64
+	}
+	var cases []ocCase
+	for _, r := range []rc{{"RNN", 1}, {"GRU", 3}, {"LSTM", 4}} {
+		nout := 2
+		if r.op == "LSTM" {
+			nout = 3
+		}
+		const seq, batch, in, hid = 5, 2, 3, 4
+		cases = append(cases,
+			ocCase{name: r.op, opset: 14, build: func(m *ocModel) {
+				x := m.in(f32, seq, batch, in)
+				for _, dir := range []string{"forward", "reverse", "bidirectional"} {
+					d := int64(1)
+					if dir == "bidirectional" {
+						d = 2
+					}
+					w, rr := m.weight(f32, d, r.gates*hid, in), m.weight(f32, d, r.gates*hid, hid)
+					m.opN(r.op, ins(x, w, rr), nout, aI("hidden_size", hid), aS("direction", dir))
+					bias := m.weight(f32, d, 2*r.gates*hid)
+					lens := m.init(i32, []int64{batch}, []float64{5, 3})
+					h0 := m.weight(f32, d, batch, hid)
+					inputs := ins(x, w, rr, bias, lens, h0)
+					if r.op == "LSTM" {
+						inputs = append(inputs, m.weight(f32, d, batch, hid), m.weight(f32, d, 3*hid))
+					}
+					m.opN(r.op, inputs, nout, aI("hidden_size", hid), aS("direction", dir))
+				}
+				// Only some outputs.
+				m.opN(r.op, ins(x, m.weight(f32, 1, r.gates*hid, in), m.weight(f32, 1, r.gates*hid, hid)), 2, aI("hidden_size", hid))
+				m.skipOut(0)
+				m.opN(r.op, ins(x, m.weight(f32, 1, r.gates*hid, in), m.weight(f32, 1, r.gates*hid, hid)), 1, aI("hidden_size", hid))
+			}},
+			ocCase{name: r.op + "Layout1", opset: 14, ortRejects: "Batchwise recurrent operations (layout == 1) are not supported", build: func(m *ocModel) {
+				xb := m.in(f32, batch, seq, in)
+				m.opN(r.op, ins(xb, m.weight(f32, 2, r.gates*hid, in), m.weight(f32, 2, r.gates*hid, hid)), nout,
+					aI("hidden_size", hid), aS("direction", "bidirectional"), aI("layout", 1))
+			}},
+			ocCase{name: r.op + "7", opset: 7, run: map[string]int64{"S": 4, "B": 3}, build: func(m *ocModel) {
+				x := m.in(f32, "S", "B", in)
+				m.opN(r.op, ins(x, m.weight(f32, 1, r.gates*hid, in), m.weight(f32, 1, r.gates*hid, hid)), nout, aI("hidden_size", hid))
+			}},
+		)
+	}
+	cases = append(cases, ocCase{name: "GRULinearBeforeReset", opset: 14, build: func(m *ocModel) {
+		m.opN("GRU", ins(m.in(f32, 5, 2, 3), m.weight(f32, 1, 12, 3), m.weight(f32, 1, 12, 4)), 2, aI("hidden_size", 4), aI("linear_before_reset", 1))
 	}})
 	return cases
 }

@@ -173,7 +173,11 @@ func dropout(c *nctx) error {
 		return nil
 	}
 	c.set(0, x.dt, x.shape.Clone())
-	c.set(1, graph.Bool, x.shape.Clone())
+	mask := graph.Bool
+	if c.opset < 10 {
+		mask = x.dt // Dropout-7 masks have the input's type
+	}
+	c.set(1, mask, x.shape.Clone())
 	return nil
 }
 

@@ -820,23 +820,49 @@ func resize(c *nctx) error {
 	if a := c.n.AttrInts("axes"); a != nil {
 		axes = a
 	}
+	norm := make([]int, len(axes))
+	for i, ax := range axes {
+		a, err := normAxis(ax, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		norm[i] = a
+	}
 	switch {
 	case len(sizes) == len(axes) && len(sizes) > 0:
-		for i, ax := range axes {
-			a, err := normAxis(ax, r)
-			if err != nil {
-				return c.errorf("%v", err)
+		policy := c.n.AttrString("keep_aspect_ratio_policy", "stretch")
+		if c.opset < 18 || policy == "stretch" {
+			for i, a := range norm {
+				out[a] = graph.Static(sizes[i])
 			}
-			out[a] = graph.Static(sizes[i])
+			break
+		}
+		// not_larger / not_smaller: one scale for all axes, the smallest (largest) of
+		// sizes/in, and out = round(scale·in); ORT computes in float32.
+		var scale float32
+		for i, a := range norm {
+			if !x.shape[a].Known() || x.shape[a].Value == 0 {
+				for _, a := range norm {
+					out[a] = unknownDim
+				}
+				scale = -1
+				break
+			}
+			s := float32(sizes[i]) / float32(x.shape[a].Value)
+			if i == 0 || (policy == "not_larger") == (s < scale) {
+				scale = s
+			}
+		}
+		if scale >= 0 {
+			for _, a := range norm {
+				out[a] = graph.Static(int64(math.Round(float64(scale * float32(x.shape[a].Value)))))
+			}
 		}
 	case len(scales) == len(axes) && len(scales) > 0:
-		for i, ax := range axes {
-			a, err := normAxis(ax, r)
-			if err != nil {
-				return c.errorf("%v", err)
-			}
+		for i, a := range norm {
 			if out[a].Known() {
-				out[a] = graph.Static(int64(math.Floor(float64(out[a].Value) * scales[i])))
+				// ORT: int64(scale · in) in float32 arithmetic (ONNX: floor).
+				out[a] = graph.Static(int64(float32(scales[i]) * float32(out[a].Value)))
 			} else if scales[i] != 1 {
 				out[a] = unknownDim
 			}
