@@ -1,0 +1,385 @@
+package emit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"onnxpart/graph"
+)
+
+// Assignment gives every node of a model a stage.
+type Assignment struct {
+	// Stage[v] is the stage label of node v (v indexes the model graph's nodes). Labels are
+	// names, not positions: they need not be dense nor in pipeline order (Prepare orders and
+	// renumbers the stages). Weight-only nodes go with their consumers whatever their label.
+	Stage []int
+	// Devices optionally gives the device of each label (index = label); labels without an
+	// entry, or with empty fields, run on DefaultDevice with DefaultProvider.
+	Devices []Device
+	// Split records how the assignment was made, for the manifest.
+	Split SplitInfo
+	// Notes are carried into the manifest (e.g. how FLOPs were counted for --stages).
+	Notes []string
+}
+
+// Device names where a stage runs.
+type Device struct {
+	Name string
+	// Provider is an ONNX Runtime execution provider name, e.g. CUDAExecutionProvider.
+	Provider string
+}
+
+// Defaults for stages whose device is not given.
+const (
+	DefaultDevice   = "cpu"
+	DefaultProvider = "CPUExecutionProvider"
+)
+
+// CutError reports a --cut that cannot be applied: an unknown tensor, a tensor no node
+// produces, two cuts at the same place, or a cut after the last node.
+type CutError struct {
+	Tensor string
+	Reason string
+}
+
+func (e *CutError) Error() string { return fmt.Sprintf("cut %q: %s", e.Tensor, e.Reason) }
+
+// StageCountError reports a stage count the graph cannot be cut into.
+type StageCountError struct {
+	Stages int
+	Max    int // nodes that can start a stage
+}
+
+func (e *StageCountError) Error() string {
+	if e.Stages < 1 {
+		return fmt.Sprintf("cannot cut into %d stages: need at least 1", e.Stages)
+	}
+	return fmt.Sprintf("cannot cut into %d stages: the model has only %d nodes that are not computed from weights alone", e.Stages, e.Max)
+}
+
+// AssignmentError reports a bad assignment file.
+type AssignmentError struct {
+	Msg string
+}
+
+func (e *AssignmentError) Error() string { return e.Msg }
+
+// CutAfter splits the graph's topological order (g.TopoOrder: model order where the model
+// is sorted) into stages: a new stage starts right after the node producing each named
+// tensor. The result gives each node its stage, 0..len(tensors).
+func CutAfter(g *graph.Graph, tensors []string) ([]int, error) {
+	order := g.TopoOrder()
+	pos := make([]int, len(g.Nodes))
+	for i, v := range order {
+		pos[v] = i
+	}
+	type cut struct {
+		at     int // stage boundary: the nodes order[at:] come after
+		tensor string
+	}
+	var cuts []cut
+	seen := map[string]bool{}
+	for _, name := range tensors {
+		if seen[name] {
+			return nil, &CutError{Tensor: name, Reason: "given twice"}
+		}
+		seen[name] = true
+		id, ok := g.TensorByName(name)
+		if !ok {
+			reason := "no tensor of that name in the model"
+			if s := closest(name, tensorNames(g)); s != "" {
+				reason += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, &CutError{Tensor: name, Reason: reason}
+		}
+		t := &g.Tensors[id]
+		if t.Producer < 0 {
+			return nil, &CutError{Tensor: name, Reason: fmt.Sprintf("is a model %s, not produced by a node; cut after a node's output", t.Kind)}
+		}
+		at := pos[t.Producer] + 1
+		if at == len(order) {
+			return nil, &CutError{Tensor: name, Reason: fmt.Sprintf("its producer %s is the last node: no stage would follow", g.Nodes[t.Producer].Label())}
+		}
+		cuts = append(cuts, cut{at, name})
+	}
+	sort.SliceStable(cuts, func(i, j int) bool { return cuts[i].at < cuts[j].at })
+	for i := 1; i < len(cuts); i++ {
+		if cuts[i].at == cuts[i-1].at {
+			return nil, &CutError{Tensor: cuts[i].tensor, Reason: fmt.Sprintf("falls at the same place as the cut %q (both are outputs of node %s)",
+				cuts[i-1].tensor, g.Nodes[order[cuts[i].at-1]].Label())}
+		}
+	}
+	bounds := make([]int, len(cuts))
+	for i, c := range cuts {
+		bounds[i] = c.at
+	}
+	return stagesFromBounds(g, order, bounds), nil
+}
+
+// stagesFromBounds gives order[bounds[i-1]:bounds[i]] stage i.
+func stagesFromBounds(g *graph.Graph, order, bounds []int) []int {
+	stage := make([]int, len(g.Nodes))
+	s := 0
+	for i, v := range order {
+		for s < len(bounds) && i >= bounds[s] {
+			s++
+		}
+		stage[v] = s
+	}
+	return stage
+}
+
+// EqualFLOPs cuts the topological order g.TopoOrder() into n consecutive parts of about
+// equal FLOPs: part j ends where the running FLOP count comes closest to (j+1)/n of the
+// total, subject to every part holding at least one node that is not computed from weights
+// alone (those go with their consumers and would leave a part empty). When the graph's
+// FLOPs are unknown (all zero, e.g. symbolic shapes) the parts hold equal node counts.
+func EqualFLOPs(g *graph.Graph, n int) ([]int, error) {
+	order := g.TopoOrder()
+	var movable []int // positions in order of nodes that can anchor a stage
+	for i, v := range order {
+		if !g.Nodes[v].Static {
+			movable = append(movable, i)
+		}
+	}
+	if n < 1 || n > len(movable) {
+		return nil, &StageCountError{Stages: n, Max: len(movable)}
+	}
+	w := make([]float64, len(order))
+	var total float64
+	for i, v := range order {
+		w[i] = float64(max(g.Nodes[v].FLOPs, 0))
+		total += w[i]
+	}
+	if total == 0 {
+		for _, i := range movable {
+			w[i] = 1
+		}
+		total = float64(len(movable))
+	}
+	prefix := make([]float64, len(order)+1) // prefix[i] = FLOPs of order[:i]
+	for i := range order {
+		prefix[i+1] = prefix[i] + w[i]
+	}
+	// A boundary b means the next stage starts at order[b]. Stage j (from bounds[j-1] to
+	// bounds[j]) must contain a movable node: with m(b) = number of movable positions < b,
+	// that is m(bounds[j]) > m(bounds[j-1]), and the last stage needs m(len) > m(bounds[n-2]).
+	movBefore := make([]int, len(order)+1)
+	for i := range order {
+		movBefore[i+1] = movBefore[i]
+		if !g.Nodes[order[i]].Static {
+			movBefore[i+1]++
+		}
+	}
+	bounds := make([]int, 0, n-1)
+	prev := 0
+	for j := 1; j < n; j++ {
+		target := total * float64(j) / float64(n)
+		// Feasible boundaries b: at least j movable nodes before b (one per earlier stage, and
+		// more than before prev) and at least n-j movable nodes from b on.
+		lo, hi := -1, -1
+		for b := prev + 1; b < len(order); b++ {
+			if movBefore[b] <= movBefore[prev] || movBefore[b] < j {
+				continue
+			}
+			if len(movable)-movBefore[b] < n-j {
+				break
+			}
+			if lo < 0 {
+				lo = b
+			}
+			hi = b
+		}
+		if lo < 0 { // cannot happen when n ≤ len(movable)
+			return nil, &StageCountError{Stages: n, Max: len(movable)}
+		}
+		best := lo
+		for b := lo; b <= hi; b++ {
+			if abs(prefix[b]-target) < abs(prefix[best]-target) {
+				best = b
+			}
+		}
+		bounds = append(bounds, best)
+		prev = best
+	}
+	return stagesFromBounds(g, order, bounds), nil
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// ReadAssignment reads a JSON object mapping node names to stage labels, e.g.
+// {"conv1": 0, "fc": 1}. Unnamed nodes are addressed as op#index (graph.Node.Label). Every
+// node must be listed except nodes computed from weights alone, which go with their
+// consumers anyway. Unknown names, names several nodes share, keys given twice, negative or
+// non-integer stages are errors (*AssignmentError).
+func ReadAssignment(r io.Reader, g *graph.Graph) ([]int, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 1<<30))
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, &AssignmentError{Msg: "assignment: not JSON: " + err.Error()}
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, &AssignmentError{Msg: `assignment: want a JSON object {"node name": stage, …}`}
+	}
+	byLabel := map[string]int{}
+	dup := map[string]bool{}
+	for i := range g.Nodes {
+		l := g.Nodes[i].Label()
+		if _, ok := byLabel[l]; ok {
+			dup[l] = true
+		}
+		byLabel[l] = i
+	}
+	stage := make([]int, len(g.Nodes))
+	for i := range stage {
+		stage[i] = -1
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, &AssignmentError{Msg: "assignment: " + err.Error()}
+		}
+		key := kt.(string)
+		var num json.Number
+		if err := dec.Decode(&num); err != nil {
+			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: node %q: the stage must be a number", key)}
+		}
+		s, err := strconv.ParseInt(string(num), 10, 32)
+		if err != nil || s < 0 {
+			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: node %q: stage %s is not a non-negative integer", key, num)}
+		}
+		if seen[key] {
+			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: node %q is listed twice", key)}
+		}
+		seen[key] = true
+		v, ok := byLabel[key]
+		if !ok {
+			msg := fmt.Sprintf("assignment: no node named %q in the model", key)
+			if s := closest(key, nodeLabels(g)); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, &AssignmentError{Msg: msg}
+		}
+		if dup[key] {
+			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: several nodes are named %q; the assignment cannot tell them apart", key)}
+		}
+		stage[v] = int(s)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, &AssignmentError{Msg: "assignment: " + err.Error()}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &AssignmentError{Msg: "assignment: trailing data after the JSON object"}
+	}
+	var missing []string
+	nMissing := 0
+	for v := range g.Nodes {
+		if stage[v] < 0 && !g.Nodes[v].Static {
+			nMissing++
+			if len(missing) < 5 {
+				missing = append(missing, strconv.Quote(g.Nodes[v].Label()))
+			}
+		}
+	}
+	if nMissing > 0 {
+		more := ""
+		if nMissing > len(missing) {
+			more = fmt.Sprintf(" and %d more", nMissing-len(missing))
+		}
+		return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: %d nodes have no stage: %s%s", nMissing, strings.Join(missing, ", "), more)}
+	}
+	// Unlisted weight-only nodes take the stage of their first consumer (they are emitted
+	// with every consumer anyway; the label only matters for one that feeds nothing).
+	order := g.TopoOrder()
+	for i := len(order) - 1; i >= 0; i-- {
+		v := order[i]
+		if stage[v] >= 0 {
+			continue
+		}
+		stage[v] = 0
+		for _, c := range g.Succs(v) {
+			if stage[c] >= 0 {
+				stage[v] = stage[c]
+				break
+			}
+		}
+	}
+	return stage, nil
+}
+
+func tensorNames(g *graph.Graph) []string {
+	out := make([]string, len(g.Tensors))
+	for i := range g.Tensors {
+		out[i] = g.Tensors[i].Name
+	}
+	return out
+}
+
+func nodeLabels(g *graph.Graph) []string {
+	out := make([]string, len(g.Nodes))
+	for i := range g.Nodes {
+		out[i] = g.Nodes[i].Label()
+	}
+	return out
+}
+
+// closest returns the candidate nearest to s by edit distance when it is close enough to
+// be a likely typo, else "".
+func closest(s string, candidates []string) string {
+	best, bestD := "", len(s)/3+1
+	for _, c := range candidates {
+		if d := abs(float64(len(c) - len(s))); int(d) >= bestD {
+			continue
+		}
+		if d := editDistance(s, c, bestD); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance, or limit when it is at least limit.
+func editDistance(a, b string, limit int) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			c = min(c, prev[j]+1, cur[j-1]+1)
+			cur[j] = c
+			rowMin = min(rowMin, c)
+		}
+		if rowMin >= limit {
+			return limit
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit)
+}
+
+var errNoStages = errors.New("the assignment has no nodes")

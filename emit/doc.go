@@ -1,0 +1,42 @@
+// Package emit turns a stage assignment of an ONNX model into runnable stage models, writes
+// them with a manifest, and verifies in ONNX Runtime that the chain of stages computes
+// exactly what the model computed.
+//
+// What goes in: an *ingest.Model (decoded protobuf plus graph.Graph; never modified) and an
+// Assignment giving a stage label to every node (from a planner, or from the manual split
+// helpers CutAfter, EqualFLOPs and ReadAssignment). What comes out: a directory holding
+// stage<i>.onnx (+ stage<i>.onnx.data when weights are stored externally) for every stage
+// and manifest.json (format onnxpart.manifest/v1, see Manifest), written atomically.
+//
+// Rules the stage models follow:
+//
+//   - Inputs are every tensor a stage reads and does not produce: graph inputs, outputs of
+//     earlier stages, and outer-scope names captured by If/Loop/Scan bodies. Outputs are the
+//     tensors a later stage or the model's outputs need; a tensor read by several later
+//     stages is produced once and sent to each (one Transfer per receiving stage).
+//   - Weights a stage reads are copied into it; a weight read by several stages is copied into
+//     each and listed under duplicated_weights.
+//   - Nodes computed only from weights and constants (graph.Node.Static: Constant nodes,
+//     Sigmoid(weight), shape arithmetic on constants) go with their consumers: they are
+//     emitted in every stage that reads them, whatever stage the assignment gave them.
+//     Shape-only nodes (Shape/Size of an activation and arithmetic on the result) are
+//     recomputed in a consuming stage when that stage holds the activation anyway, and
+//     transferred otherwise.
+//   - Stage labels need not be dense or in pipeline order: the stage graph is ordered
+//     topologically (ties: smaller label first) and renumbered 0..k-1. An assignment whose
+//     stage graph has a cycle is refused with a *graph.StageCycleError naming the tensors
+//     that close it. A label left with no node of its own (all its nodes were weight-only
+//     and went with their consumers) is dropped, with a note in the manifest.
+//   - Boundary tensors carry their element type and onnxpart's inferred shape (symbolic
+//     dimensions as dim_param; an unknown rank leaves the shape out, with a note). Nodes
+//     keep the source's order; ir_version, opset_import, the model-local functions used and
+//     metadata are carried over, and metadata names the source model and the stage.
+//   - Weights are written as external data (stage<i>.onnx.data, relative location) where
+//     the source stored them externally, or when a stage would not fit protobuf's 2 GiB limit.
+//
+// Verify runs the original model and the chain of stages in ONNX Runtime on the same
+// seeded (or user-supplied .npy) inputs and compares every model output: bit for bit with
+// graph optimizations disabled, within a relative tolerance (default 1e-4) with them enabled.
+// Check performs the structural checks (every input produced earlier or a graph input, no
+// dangling names, topological order, typed boundaries) without running anything.
+package emit

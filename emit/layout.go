@@ -1,0 +1,729 @@
+package emit
+
+import (
+	"container/heap"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"onnxpart/graph"
+	"onnxpart/ingest"
+	"onnxpart/internal/onnxpb"
+)
+
+// Options control how stages are written.
+type Options struct {
+	// ExternalData chooses where weights go (default ExternalAuto).
+	ExternalData ExternalDataMode
+	// MaxInlineBytes is the largest stage model kept in a single protobuf (default
+	// DefaultMaxInlineBytes, just under protobuf's 2 GiB limit); a larger stage moves its
+	// weights of at least ExternalMinBytes to external data.
+	MaxInlineBytes int64
+	// Force replaces an existing output directory.
+	Force bool
+	// ModelPath is the model path recorded in the manifest (default: the path it was loaded
+	// from).
+	ModelPath string
+	// Producer is recorded as the stage models' producer_version (default "dev").
+	Producer string
+}
+
+// ExternalDataMode says which weights are written to stage<i>.onnx.data.
+type ExternalDataMode int
+
+// External-data modes.
+const (
+	// ExternalAuto keeps weights where the source had them (inline or external) and moves
+	// weights of at least ExternalMinBytes out of a stage that would exceed MaxInlineBytes.
+	ExternalAuto ExternalDataMode = iota
+	// ExternalAlways writes every weight of at least ExternalMinBytes externally.
+	ExternalAlways
+	// ExternalNever keeps every weight inline; a stage over MaxInlineBytes is an error.
+	ExternalNever
+)
+
+// DefaultMaxInlineBytes keeps a stage model safely under protobuf's 2 GiB message limit.
+const DefaultMaxInlineBytes = 2<<30 - 64<<20
+
+// ExternalMinBytes is the smallest weight moved to external data (as onnx's own
+// convert_model_to_external_data does by default).
+const ExternalMinBytes = 1024
+
+// Layout is a model split into ordered stages, ready to be written. Its Manifest may be
+// completed (Predicted, Bounds, Solver, per-stage Predicted, Devices' details, Objective)
+// before WriteDir.
+type Layout struct {
+	Manifest *Manifest
+
+	m      *ingest.Model
+	opt    Options
+	stages []*stagePlan
+	// graphOut maps each model output to the stage producing it.
+	graphOut map[int]int
+	// failAfterFiles, when positive, makes WriteDir fail after writing that many files
+	// (tests of the clean-up path).
+	failAfterFiles int
+}
+
+// stagePlan is one stage: the nodes it computes and its boundary.
+type stagePlan struct {
+	label   int
+	nodes   []int         // node IDs in topological (model) order
+	inits   []int         // initializer tensor IDs read, ascending
+	inputs  []int         // tensor IDs, ascending
+	outputs []int         // tensor IDs: model outputs in model order, then others ascending
+	from    map[int]int   // input tensor → producing stage index (-1 model input)
+	to      map[int][]int // output tensor → consuming later stage indices
+	// passthrough marks model outputs that are model inputs or weights, routed through the
+	// last stage.
+	passthrough []int
+}
+
+// node roles in a layout
+const (
+	roleNormal    = iota
+	roleStatic    // computed from weights only: emitted with every consumer
+	roleShapeOnly // computed from activations' shapes only: recomputed where the activation is
+)
+
+// Prepare lays the model out in stages following the assignment: it decides where every
+// node is computed, orders the stages (refusing a cyclic stage graph with a
+// *graph.StageCycleError), computes each stage's inputs, outputs and weights, and fills
+// the manifest. Nothing is written.
+func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
+	g := m.Graph
+	if len(a.Stage) != len(g.Nodes) {
+		return nil, fmt.Errorf("assignment has %d entries for %d nodes", len(a.Stage), len(g.Nodes))
+	}
+	if len(g.Nodes) == 0 {
+		return nil, errNoStages
+	}
+	for v, s := range a.Stage {
+		if s < 0 {
+			return nil, fmt.Errorf("node %s has no stage", g.Nodes[v].Label())
+		}
+	}
+	if opt.MaxInlineBytes <= 0 {
+		opt.MaxInlineBytes = DefaultMaxInlineBytes
+	}
+	if opt.ModelPath == "" {
+		opt.ModelPath = m.Path
+	}
+	if opt.Producer == "" {
+		opt.Producer = "dev"
+	}
+	order := g.TopoOrder()
+	pos := make([]int, len(g.Nodes))
+	for i, v := range order {
+		pos[v] = i
+	}
+	role, sources := classify(g, order)
+	label := a.Stage
+
+	// readers[t] lists the labels whose normal nodes read tensor t; a shape-only node can be
+	// recomputed in a stage where the activations whose shapes it reads are present anyway.
+	readers := map[int][]int{}
+	for v := range g.Nodes {
+		if role[v] != roleNormal {
+			continue
+		}
+		for _, t := range g.Nodes[v].Deps() {
+			readers[t] = appendUnique(readers[t], label[v])
+		}
+	}
+	present := func(x, s int) bool {
+		if p := g.Tensors[x].Producer; p >= 0 && role[p] == roleNormal && label[p] == s {
+			return true
+		}
+		for _, l := range readers[x] {
+			if l == s {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Where each node is computed, deciding consumers before producers.
+	emitted := make([][]int, len(g.Nodes))
+	for i := len(order) - 1; i >= 0; i-- {
+		v := order[i]
+		n := &g.Nodes[v]
+		if role[v] == roleNormal {
+			emitted[v] = []int{label[v]}
+			continue
+		}
+		var need []int
+		isOut := false
+		for _, t := range n.Outputs {
+			if t < 0 {
+				continue
+			}
+			isOut = isOut || g.Tensors[t].IsOutput
+			for _, c := range g.Tensors[t].Consumers {
+				for _, s := range emitted[c] {
+					need = appendUnique(need, s)
+				}
+			}
+		}
+		var at []int
+		home := isOut || len(need) == 0
+		for _, s := range need {
+			if role[v] == roleStatic || allPresent(sources[v], s, present) {
+				at = appendUnique(at, s)
+			} else {
+				home = true // sent from the stage it was assigned to
+			}
+		}
+		if home {
+			at = appendUnique(at, label[v])
+		}
+		sort.Ints(at)
+		emitted[v] = at
+	}
+
+	// Stages by label, each with its nodes in topological order.
+	byLabel := map[int]*stagePlan{}
+	var labels []int
+	for _, v := range order {
+		for _, s := range emitted[v] {
+			sp := byLabel[s]
+			if sp == nil {
+				sp = &stagePlan{label: s, from: map[int]int{}, to: map[int][]int{}}
+				byLabel[s] = sp
+				labels = append(labels, s)
+			}
+			sp.nodes = append(sp.nodes, v)
+		}
+	}
+	sort.Ints(labels)
+	var notes []string
+	assigned := map[int]bool{}
+	for _, s := range label {
+		assigned[s] = true
+	}
+	var dropped []int
+	for s := range assigned {
+		if byLabel[s] == nil {
+			dropped = append(dropped, s)
+		}
+	}
+	sort.Ints(dropped)
+	for _, s := range dropped {
+		notes = append(notes, fmt.Sprintf("stage %d of the assignment was dropped: all its nodes are computed from weights alone and went with their consumers", s))
+	}
+
+	// The stage providing tensor t to other stages (labels): its producer's label.
+	provider := func(t int) int {
+		p := g.Tensors[t].Producer
+		return label[p]
+	}
+	// Inputs and weights of each stage.
+	for _, s := range labels {
+		sp := byLabel[s]
+		produced := map[int]bool{}
+		for _, v := range sp.nodes {
+			for _, t := range g.Nodes[v].Outputs {
+				if t >= 0 {
+					produced[t] = true
+				}
+			}
+		}
+		ins, inits := map[int]bool{}, map[int]bool{}
+		for _, v := range sp.nodes {
+			for _, t := range g.Nodes[v].Deps() {
+				switch {
+				case g.Tensors[t].Kind == graph.Initializer:
+					inits[t] = true
+				case produced[t]:
+				default:
+					ins[t] = true
+				}
+			}
+		}
+		sp.inputs = sortedKeys(ins)
+		sp.inits = sortedKeys(inits)
+		for _, t := range sp.inputs {
+			if g.Tensors[t].Kind == graph.Input {
+				sp.from[t] = -1
+				continue
+			}
+			p := g.Tensors[t].Producer
+			if p < 0 {
+				return nil, fmt.Errorf("internal error: stage %d reads %q, which nothing produces", s, g.Tensors[t].Name)
+			}
+			if !contains(emitted[p], provider(t)) {
+				return nil, fmt.Errorf("internal error: stage %d reads %q from stage %d, which does not compute it", s, g.Tensors[t].Name, provider(t))
+			}
+			sp.from[t] = provider(t) // a label for now
+		}
+	}
+
+	// Order the stage graph; refuse cycles.
+	stageOrder, err := orderStages(g, labels, byLabel)
+	if err != nil {
+		return nil, err
+	}
+	index := map[int]int{}
+	for i, s := range stageOrder {
+		index[s] = i
+	}
+	renumbered := false
+	for i, s := range stageOrder {
+		if s != i {
+			renumbered = true
+		}
+	}
+	if renumbered {
+		var parts []string
+		for i, s := range stageOrder {
+			parts = append(parts, fmt.Sprintf("%d→%d", s, i))
+		}
+		notes = append(notes, "stages renumbered in pipeline order (assignment label→index): "+strings.Join(parts, ", "))
+	}
+	l := &Layout{m: m, opt: opt, graphOut: map[int]int{}}
+	for _, s := range stageOrder {
+		l.stages = append(l.stages, byLabel[s])
+	}
+	// Labels → indices in from; consumers in to.
+	for i, sp := range l.stages {
+		for _, t := range sp.inputs {
+			if f := sp.from[t]; f >= 0 {
+				fi := index[f]
+				sp.from[t] = fi
+				src := l.stages[fi]
+				src.to[t] = append(src.to[t], i)
+			}
+		}
+	}
+	// Model outputs: produced by their producer's stage; a model output that is a model
+	// input or a weight is routed through the last stage.
+	last := len(l.stages) - 1
+	for _, t := range g.Outputs {
+		if _, done := l.graphOut[t]; done {
+			continue
+		}
+		tt := &g.Tensors[t]
+		if tt.Producer >= 0 {
+			l.graphOut[t] = index[label[tt.Producer]]
+			continue
+		}
+		sp := l.stages[last]
+		l.graphOut[t] = last
+		sp.passthrough = append(sp.passthrough, t)
+		if tt.Kind == graph.Initializer {
+			if !contains(sp.inits, t) {
+				sp.inits = append(sp.inits, t)
+				sort.Ints(sp.inits)
+			}
+		} else if !contains(sp.inputs, t) {
+			sp.inputs = append(sp.inputs, t)
+			sort.Ints(sp.inputs)
+			sp.from[t] = -1
+		}
+	}
+	for i, sp := range l.stages {
+		var outs []int
+		for _, t := range g.Outputs {
+			if l.graphOut[t] == i && !contains(outs, t) {
+				outs = append(outs, t)
+			}
+		}
+		var others []int
+		for t := range sp.to {
+			sort.Ints(sp.to[t])
+			if !contains(outs, t) {
+				others = append(others, t)
+			}
+		}
+		sort.Ints(others)
+		sp.outputs = append(outs, others...)
+	}
+	for i, sp := range l.stages {
+		if len(sp.outputs) == 0 {
+			notes = append(notes, fmt.Sprintf("stage %d produces nothing any later stage or the model's outputs need", i))
+		}
+	}
+	notes = append(notes, a.Notes...)
+	l.Manifest = l.buildManifest(a, emitted, notes)
+	return l, nil
+}
+
+// classify finds weight-only (static) and shape-only nodes. sources[v] of a shape-only
+// node are the activations (or model inputs) whose shapes it reads.
+func classify(g *graph.Graph, order []int) (role []int, sources [][]int) {
+	role = make([]int, len(g.Nodes))
+	sources = make([][]int, len(g.Nodes))
+	for _, v := range order {
+		n := &g.Nodes[v]
+		if n.Static {
+			role[v] = roleStatic
+			continue
+		}
+		if n.Domain != "" || n.Subgraphs > 0 {
+			continue
+		}
+		if (n.OpType == "Shape" || n.OpType == "Size") && len(n.Inputs) > 0 && n.Inputs[0] >= 0 {
+			x := n.Inputs[0]
+			if p := g.Tensors[x].Producer; p >= 0 && role[p] == roleShapeOnly {
+				sources[v] = sources[p]
+			} else {
+				sources[v] = []int{x}
+			}
+			role[v] = roleShapeOnly
+			continue
+		}
+		ok, any := true, false
+		var src []int
+		for _, t := range n.Deps() {
+			tt := &g.Tensors[t]
+			switch {
+			case tt.Kind == graph.Initializer:
+			case tt.Producer >= 0 && role[tt.Producer] == roleStatic:
+			case tt.Producer >= 0 && role[tt.Producer] == roleShapeOnly:
+				any = true
+				for _, x := range sources[tt.Producer] {
+					src = appendUnique(src, x)
+				}
+			default:
+				ok = false
+			}
+		}
+		if ok && any && !nondeterministicOp[n.OpType] {
+			role[v] = roleShapeOnly
+			sort.Ints(src)
+			sources[v] = src
+		}
+	}
+	return role, sources
+}
+
+var nondeterministicOp = map[string]bool{
+	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
+	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true, "Dropout": true,
+}
+
+func allPresent(xs []int, s int, present func(x, s int) bool) bool {
+	for _, x := range xs {
+		if !present(x, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// orderStages orders the stage graph topologically (ties: smaller label first), or returns a
+// *graph.StageCycleError naming the tensors carried by the edges of one cycle.
+func orderStages(g *graph.Graph, labels []int, byLabel map[int]*stagePlan) ([]int, error) {
+	type edge struct{ a, b int }
+	carrier := map[edge]int{}
+	succ := map[int][]int{}
+	indeg := map[int]int{}
+	for _, s := range labels {
+		sp := byLabel[s]
+		for _, t := range sp.inputs {
+			f := sp.from[t]
+			if f < 0 || f == s {
+				continue
+			}
+			e := edge{f, s}
+			if _, ok := carrier[e]; !ok {
+				carrier[e] = t
+				succ[f] = append(succ[f], s)
+				indeg[s]++
+			}
+		}
+	}
+	h := &intHeap{}
+	for _, s := range labels {
+		if indeg[s] == 0 {
+			heap.Push(h, s)
+		}
+	}
+	var order []int
+	for h.Len() > 0 {
+		s := heap.Pop(h).(int)
+		order = append(order, s)
+		for _, b := range succ[s] {
+			indeg[b]--
+			if indeg[b] == 0 {
+				heap.Push(h, b)
+			}
+		}
+	}
+	if len(order) == len(labels) {
+		return order, nil
+	}
+	// Walk back along predecessors among the stages left over until one repeats.
+	done := map[int]bool{}
+	for _, s := range order {
+		done[s] = true
+	}
+	pred := map[int][]int{}
+	for e := range carrier {
+		pred[e.b] = append(pred[e.b], e.a)
+	}
+	start := -1
+	for _, s := range labels {
+		if !done[s] {
+			start = s
+			break
+		}
+	}
+	seenAt := map[int]int{}
+	var path []int
+	for s := start; ; {
+		if p, ok := seenAt[s]; ok {
+			walked := path[p:] // each element's predecessor follows it
+			cyc := make([]int, len(walked))
+			for i := range walked {
+				cyc[len(walked)-1-i] = walked[i]
+			}
+			err := &graph.StageCycleError{Stages: cyc}
+			for i := range cyc {
+				a, b := cyc[i], cyc[(i+1)%len(cyc)]
+				err.Tensors = append(err.Tensors, g.Tensors[carrier[edge{a, b}]].Name)
+			}
+			return nil, err
+		}
+		seenAt[s] = len(path)
+		path = append(path, s)
+		ps := pred[s]
+		sort.Ints(ps)
+		next := -1
+		for _, p := range ps {
+			if !done[p] {
+				next = p
+				break
+			}
+		}
+		if next < 0 {
+			return nil, fmt.Errorf("internal error: stage %d is on no cycle", s)
+		}
+		s = next
+	}
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func appendUnique(s []int, x int) []int {
+	if contains(s, x) {
+		return s
+	}
+	return append(s, x)
+}
+
+func contains(s []int, x int) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// NumStages is the number of stages after dropping empty ones.
+func (l *Layout) NumStages() int { return len(l.stages) }
+
+// StageNodes returns the node IDs computed by stage i, in model order.
+func (l *Layout) StageNodes(i int) []int { return append([]int(nil), l.stages[i].nodes...) }
+
+// buildManifest fills everything but the files' hashes.
+func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *Manifest {
+	m, g := l.m, l.m.Graph
+	index := map[int]int{}
+	for i, sp := range l.stages {
+		index[sp.label] = i
+	}
+	man := &Manifest{Format: Format, Split: a.Split, Notes: notes}
+	if man.Notes == nil {
+		man.Notes = []string{}
+	}
+	dims, symbolic := boundDims(m)
+	man.Model = ModelInfo{
+		Path: l.opt.ModelPath, File: filepath.Base(m.Path), SHA256: m.SHA256, FileBytes: m.FileSize,
+		IRVersion: m.Proto.GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
+		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: symbolic,
+		ExternalData: m.ExternalData,
+	}
+	for d, v := range g.Opsets {
+		if d == "" {
+			d = "ai.onnx"
+		}
+		man.Model.Opsets[d] = v
+	}
+	for _, t := range g.Inputs {
+		r := tensorRef(g, t, -1)
+		r.ModelInput = true
+		man.Model.Inputs = append(man.Model.Inputs, r)
+	}
+	for _, t := range g.Outputs {
+		r := tensorRef(g, t, l.graphOut[t])
+		r.ModelOutput = true
+		man.Model.Outputs = append(man.Model.Outputs, r)
+	}
+	// Weights and nodes held by several stages.
+	holders := map[int][]int{}
+	for i, sp := range l.stages {
+		for _, t := range sp.inits {
+			holders[t] = append(holders[t], i)
+		}
+	}
+	devIndex := map[string]bool{}
+	for i, sp := range l.stages {
+		dev := Device{Name: DefaultDevice, Provider: DefaultProvider}
+		if sp.label < len(a.Devices) {
+			if d := a.Devices[sp.label]; d.Name != "" {
+				dev.Name = d.Name
+			}
+			if d := a.Devices[sp.label]; d.Provider != "" {
+				dev.Provider = d.Provider
+			}
+		}
+		if !devIndex[dev.Name] {
+			devIndex[dev.Name] = true
+			man.Devices = append(man.Devices, DeviceInfo{Name: dev.Name, Provider: dev.Provider})
+		}
+		st := Stage{Index: i, Label: sp.label, Device: dev.Name, Provider: dev.Provider,
+			File: stageFile(i), Nodes: []string{}, DuplicatedNodes: []string{}, DuplicatedWeights: []SharedWeight{},
+			Inputs: []TensorRef{}, Outputs: []TensorRef{}}
+		for _, v := range sp.nodes {
+			st.Nodes = append(st.Nodes, g.Nodes[v].Label())
+			st.FLOPs += g.Nodes[v].FLOPs
+			if len(emitted[v]) > 1 {
+				st.DuplicatedNodes = append(st.DuplicatedNodes, g.Nodes[v].Label())
+			}
+		}
+		st.Weights = len(sp.inits)
+		for _, t := range sp.inits {
+			b := max(g.Tensors[t].Bytes, 0)
+			st.ParamsBytes += b
+			if hs := holders[t]; len(hs) > 1 {
+				st.DuplicatedWeights = append(st.DuplicatedWeights, SharedWeight{Name: g.Tensors[t].Name, Bytes: b, Stages: hs})
+			}
+		}
+		for _, t := range sp.inputs {
+			r := tensorRef(g, t, sp.from[t])
+			r.ModelInput = g.Tensors[t].Kind == graph.Input
+			st.Inputs = append(st.Inputs, r)
+		}
+		for _, t := range sp.outputs {
+			r := tensorRef(g, t, i)
+			r.Consumers = sp.to[t]
+			r.ModelOutput = g.Tensors[t].IsOutput && l.graphOut[t] == i
+			st.Outputs = append(st.Outputs, r)
+			for _, c := range sp.to[t] {
+				man.Transfers = append(man.Transfers, Transfer{Tensor: g.Tensors[t].Name, From: i, To: c, Bytes: g.Tensors[t].Bytes})
+			}
+		}
+		st.Pipeline = map[string]GenAIStage{fmt.Sprintf("stage%d", i): genaiStage(st)}
+		for _, t := range append(append([]int{}, sp.inputs...), sp.outputs...) {
+			if g.Tensors[t].Shape == nil && g.Tensors[t].NonTensor == "" {
+				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q has no inferred shape; its type carries only the element type (ONNX Runtime accepts this, onnx.checker does not)", i, g.Tensors[t].Name))
+			}
+		}
+		man.Stages = append(man.Stages, st)
+	}
+	if man.Transfers == nil {
+		man.Transfers = []Transfer{}
+	}
+	sort.SliceStable(man.Transfers, func(i, j int) bool {
+		a, b := man.Transfers[i], man.Transfers[j]
+		if a.From != b.From {
+			return a.From < b.From
+		}
+		return a.To < b.To
+	})
+	return man
+}
+
+func stageFile(i int) string { return fmt.Sprintf("stage%d.onnx", i) }
+
+func tensorRef(g *graph.Graph, t, stage int) TensorRef {
+	tt := &g.Tensors[t]
+	dt := tt.DType.String()
+	if tt.NonTensor != "" {
+		dt = tt.NonTensor
+	}
+	return TensorRef{Name: tt.Name, DType: dt, Shape: Shape(tt.Shape), Bytes: tt.Bytes, Stage: stage}
+}
+
+// genaiProviders maps ONNX Runtime execution providers to onnxruntime-genai's names.
+var genaiProviders = map[string]string{
+	"CUDAExecutionProvider": "cuda", "DmlExecutionProvider": "dml", "ROCMExecutionProvider": "rocm",
+	"QNNExecutionProvider": "qnn", "OpenVINOExecutionProvider": "OpenVINO", "WebGpuExecutionProvider": "webgpu",
+	"NvTensorRTRTXExecutionProvider": "NvTensorRtRtx", "TensorrtExecutionProvider": "tensorrt",
+}
+
+func genaiStage(st Stage) GenAIStage {
+	gs := GenAIStage{Filename: st.File, Inputs: []string{}, Outputs: []string{}, RunOnPrompt: true, RunOnTokenGen: true,
+		SessionOptions: GenAISessionOpts{ProviderOptions: []map[string]map[string]string{}}}
+	for _, r := range st.Inputs {
+		gs.Inputs = append(gs.Inputs, r.Name)
+	}
+	for _, r := range st.Outputs {
+		gs.Outputs = append(gs.Outputs, r.Name)
+	}
+	if st.Provider != DefaultProvider {
+		name, ok := genaiProviders[st.Provider]
+		if !ok {
+			name = strings.TrimSuffix(st.Provider, "ExecutionProvider")
+		}
+		gs.SessionOptions.ProviderOptions = append(gs.SessionOptions.ProviderOptions, map[string]map[string]string{name: {}})
+	}
+	return gs
+}
+
+// boundDims recovers the --dim bindings of a loaded model: dim_params of its inputs,
+// outputs and value_info that are no longer symbolic, with the size the graph gives them.
+func boundDims(m *ingest.Model) (map[string]int64, []string) {
+	unbound := map[string]bool{}
+	for _, d := range m.SymbolicDims {
+		unbound[d] = true
+	}
+	dims := map[string]int64{}
+	pg := m.Proto.Graph
+	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input, pg.Output, pg.ValueInfo} {
+		for _, vi := range l {
+			id, ok := m.Graph.TensorByName(vi.GetName())
+			if !ok {
+				continue
+			}
+			shape := m.Graph.Tensors[id].Shape
+			ds := vi.GetType().GetTensorType().GetShape().GetDim()
+			if len(ds) != len(shape) {
+				continue
+			}
+			for i, d := range ds {
+				p, ok := d.GetValue().(*onnxpb.TensorShapeProto_Dimension_DimParam)
+				if !ok || unbound[p.DimParam] || !shape[i].Known() {
+					continue
+				}
+				if _, have := dims[p.DimParam]; !have {
+					dims[p.DimParam] = shape[i].Value
+				}
+			}
+		}
+	}
+	return dims, append([]string{}, m.SymbolicDims...)
+}

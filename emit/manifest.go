@@ -1,0 +1,317 @@
+package emit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"onnxpart/graph"
+)
+
+// Format identifies the manifest schema written by this package.
+const Format = "onnxpart.manifest/v1"
+
+// ManifestFile is the manifest's file name inside an output directory.
+const ManifestFile = "manifest.json"
+
+// Manifest describes a split model: what the model was, which stage computes what on which
+// device, what crosses between stages, and (filled by planners before writing) predicted
+// costs, lower bounds and solver details. Its JSON form is a contract: field names are
+// stable, slices are ordered deterministically and nothing in it depends on the time or on
+// the output directory's location.
+type Manifest struct {
+	Format string    `json:"format"`
+	Model  ModelInfo `json:"model"`
+	// Objective is what a planner optimised ("throughput", "latency"); null for manual splits.
+	Objective Objective `json:"objective"`
+	// Devices are the distinct devices the stages run on, in order of first use.
+	Devices []DeviceInfo `json:"devices"`
+	// Split records how the assignment was made.
+	Split     SplitInfo  `json:"split"`
+	Stages    []Stage    `json:"stages"`
+	Transfers []Transfer `json:"transfers"`
+	// Predicted, Bounds and Solver are filled by planners; null for manual splits.
+	Predicted *Predicted `json:"predicted"`
+	Bounds    *Bounds    `json:"bounds"`
+	Solver    *Solver    `json:"solver"`
+	// Notes are facts a user should know (dropped or renumbered stages, unknown shapes, …).
+	Notes []string `json:"notes"`
+}
+
+// Objective is a planner's objective; the empty objective is written as JSON null.
+type Objective string
+
+// MarshalJSON implements json.Marshaler.
+func (o Objective) MarshalJSON() ([]byte, error) {
+	if o == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(o))
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (o *Objective) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*o = ""
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*o = Objective(s)
+	return nil
+}
+
+// ModelInfo identifies the source model.
+type ModelInfo struct {
+	// Path is the model path as given (Options.ModelPath overrides it); File its base name.
+	Path      string           `json:"path"`
+	File      string           `json:"file"`
+	SHA256    string           `json:"sha256"`
+	FileBytes int64            `json:"file_bytes"`
+	IRVersion int64            `json:"ir_version"`
+	Opsets    map[string]int64 `json:"opsets"`
+	Nodes     int              `json:"nodes"`
+	// ParamsBytes sums the initializers some node reads; FLOPs the nodes' FLOPs (tensors of
+	// unknown shape count 0, see SymbolicDims).
+	ParamsBytes int64 `json:"params_bytes"`
+	FLOPs       int64 `json:"flops"`
+	// Dims are the symbolic dimensions bound when the model was loaded (--dim); SymbolicDims
+	// those left symbolic, which the stage files keep as dim_param.
+	Dims         map[string]int64 `json:"dims"`
+	SymbolicDims []string         `json:"symbolic_dims"`
+	ExternalData bool             `json:"external_data"`
+	Inputs       []TensorRef      `json:"inputs"`
+	// Outputs are the model outputs; Stage says which stage produces each.
+	Outputs []TensorRef `json:"outputs"`
+}
+
+// TensorRef describes a tensor at a stage boundary or at the model's edge.
+type TensorRef struct {
+	Name  string `json:"name"`
+	DType string `json:"dtype"`
+	Shape Shape  `json:"shape"`
+	// Bytes is the tensor's size, -1 when its shape is not fully known.
+	Bytes int64 `json:"bytes"`
+	// Stage is the producing stage: -1 for a model input. Consumers lists, for a stage
+	// output, the later stages that read it.
+	Stage     int   `json:"producer_stage"`
+	Consumers []int `json:"consumer_stages,omitempty"`
+	// ModelInput and ModelOutput mark tensors at the model's edge.
+	ModelInput  bool `json:"model_input,omitempty"`
+	ModelOutput bool `json:"model_output,omitempty"`
+}
+
+// DeviceInfo names a device stages run on.
+type DeviceInfo struct {
+	Name string `json:"name"`
+	// Provider is the ONNX Runtime execution provider, e.g. CPUExecutionProvider.
+	Provider string `json:"provider"`
+	// Kind and MemoryBytes are filled by planners that know the device.
+	Kind        string `json:"kind,omitempty"`
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+}
+
+// SplitInfo records how the assignment was made.
+type SplitInfo struct {
+	// Method: "cut" (--cut), "stages" (--stages, equal FLOPs), "assignment" (a JSON file),
+	// or a planner's name.
+	Method string `json:"method"`
+	// Cuts are the tensors given to --cut; RequestedStages the k asked for.
+	Cuts            []string `json:"cuts,omitempty"`
+	RequestedStages int      `json:"requested_stages,omitempty"`
+}
+
+// Stage is one stage model.
+type Stage struct {
+	Index int `json:"index"`
+	// Label is the stage's number in the assignment before renumbering.
+	Label    int    `json:"label"`
+	Device   string `json:"device"`
+	Provider string `json:"provider"`
+	File     string `json:"file"`
+	SHA256   string `json:"sha256"`
+	// DataFile holds the stage's external weights (relative to the directory), if any.
+	DataFile   string `json:"data_file,omitempty"`
+	DataSHA256 string `json:"data_sha256,omitempty"`
+	// Nodes are the node names (op#index when unnamed) computed in the stage, in model order;
+	// DuplicatedNodes those of them also computed in another stage (weight-only and
+	// shape-only nodes).
+	Nodes           []string `json:"nodes"`
+	DuplicatedNodes []string `json:"duplicated_nodes"`
+	FLOPs           int64    `json:"flops"`
+	// Weights counts the initializers copied into the stage, ParamsBytes their bytes;
+	// DuplicatedWeights lists those also copied into other stages.
+	Weights           int            `json:"weights"`
+	ParamsBytes       int64          `json:"params_bytes"`
+	DuplicatedWeights []SharedWeight `json:"duplicated_weights"`
+	Inputs            []TensorRef    `json:"inputs"`
+	Outputs           []TensorRef    `json:"outputs"`
+	// Predicted is filled by planners.
+	Predicted *StagePrediction `json:"predicted"`
+	// Pipeline is this stage's element of onnxruntime-genai's decoder "pipeline" array:
+	// {"stage<i>": {filename, inputs, outputs, session_options}}; `jq '[.stages[].pipeline]'`
+	// gives the whole array.
+	Pipeline map[string]GenAIStage `json:"pipeline"`
+}
+
+// SharedWeight is a weight copied into several stages.
+type SharedWeight struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Stages []int  `json:"stages"`
+}
+
+// GenAIStage is the per-model entry of onnxruntime-genai's pipeline configuration.
+type GenAIStage struct {
+	Filename       string           `json:"filename"`
+	Inputs         []string         `json:"inputs"`
+	Outputs        []string         `json:"outputs"`
+	SessionOptions GenAISessionOpts `json:"session_options"`
+	RunOnPrompt    bool             `json:"run_on_prompt"`
+	RunOnTokenGen  bool             `json:"run_on_token_gen"`
+}
+
+// GenAISessionOpts is the session_options object of a genai pipeline entry.
+type GenAISessionOpts struct {
+	// ProviderOptions lists execution providers by genai's short names, e.g. [{"cuda": {}}];
+	// empty for CPU.
+	ProviderOptions []map[string]map[string]string `json:"provider_options"`
+}
+
+// Transfer is one tensor sent from a stage to a later one.
+type Transfer struct {
+	Tensor string `json:"tensor"`
+	From   int    `json:"from"`
+	To     int    `json:"to"`
+	// Bytes is -1 when the tensor's shape is not fully known.
+	Bytes int64 `json:"bytes"`
+}
+
+// StagePrediction is a planner's predicted time for one stage (seconds per sample).
+type StagePrediction struct {
+	ComputeS  float64 `json:"compute_s"`
+	CommS     float64 `json:"comm_s"`
+	OverflowS float64 `json:"overflow_s"`
+	TotalS    float64 `json:"total_s"`
+}
+
+// Predicted is a planner's prediction for the whole pipeline.
+type Predicted struct {
+	BottleneckS    float64 `json:"bottleneck_s"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	LatencyS       float64 `json:"latency_s"`
+}
+
+// Bounds is the certificate: the best lower bound on the bottleneck and how it was found.
+type Bounds struct {
+	LowerBoundS float64 `json:"lower_bound_s"`
+	Method      string  `json:"method"`
+	// Gap is 1 − lower/upper.
+	Gap      float64      `json:"gap"`
+	Computed []BoundValue `json:"computed"`
+}
+
+// BoundValue is one lower bound a planner computed.
+type BoundValue struct {
+	Method      string  `json:"method"`
+	LowerBoundS float64 `json:"lower_bound_s"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// Solver describes the search that produced a plan.
+type Solver struct {
+	Algorithm string  `json:"algorithm"`
+	Seed      int64   `json:"seed"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// MarshalIndent renders the manifest as indented JSON with a final newline; the same
+// manifest always gives the same bytes.
+func (m *Manifest) MarshalIndent() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ReadManifest reads DIR/manifest.json and checks its format.
+func ReadManifest(dir string) (*Manifest, error) {
+	f, err := os.Open(joinDir(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return DecodeManifest(f)
+}
+
+// DecodeManifest reads a manifest and checks its format.
+func DecodeManifest(r io.Reader) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if m.Format != Format {
+		return nil, fmt.Errorf("manifest: format %q, want %q", m.Format, Format)
+	}
+	return &m, nil
+}
+
+// Shape is a tensor shape in JSON: an array of sizes with symbolic dimensions as their names
+// ("?" when anonymous), or null when the rank is unknown (the form ingest.ShapeJSON writes).
+type Shape graph.Shape
+
+// MarshalJSON implements json.Marshaler.
+func (s Shape) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	out := make([]any, len(s))
+	for i, d := range s {
+		if d.Known() {
+			out[i] = d.Value
+		} else {
+			out[i] = d.String()
+		}
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *Shape) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = nil
+		return nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(Shape, len(raw))
+	for i, r := range raw {
+		var name string
+		if err := json.Unmarshal(r, &name); err == nil {
+			if name == "?" {
+				name = ""
+			}
+			out[i] = graph.Symbolic(name)
+			continue
+		}
+		v, err := strconv.ParseInt(string(r), 10, 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("bad dimension %s", r)
+		}
+		out[i] = graph.Static(v)
+	}
+	*s = out
+	return nil
+}

@@ -1,0 +1,715 @@
+package emit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"onnxpart/emit/npy"
+	"onnxpart/graph"
+	"onnxpart/ingest"
+	"onnxpart/internal/onnxpb"
+	"onnxpart/internal/ort"
+)
+
+// VerifyOptions control Verify.
+type VerifyOptions struct {
+	// ModelPath is the original model (default: the manifest's model path).
+	ModelPath string
+	// Optimize runs ONNX Runtime with all graph optimizations; then outputs must agree within
+	// Tolerance. Without it (ORT_DISABLE_ALL) they must be bit-identical.
+	Optimize bool
+	// Runs is the number of input sets (default 1); run r uses seed Seed+r.
+	Runs int
+	Seed int64
+	// Inputs gives real data for model inputs: name → .npy file. Their shapes bind symbolic
+	// dimensions; the other inputs are random.
+	Inputs map[string]string
+	// Dims binds symbolic dimensions the stages left symbolic; those not bound here or by
+	// an input file are set to DefaultDim.
+	Dims map[string]int64
+	// Threads is ONNX Runtime's intra-op thread count for both runs (default 1).
+	Threads int
+	// Tolerance is the largest relative error accepted with Optimize (default 1e-4), where
+	// relative error = max |chain − original| / max |original| over the output's elements.
+	Tolerance float64
+	// Reference optionally caches the original model's sessions and outputs across calls
+	// (e.g. when verifying many splits of one model).
+	Reference *ReferenceCache
+	// PlainReference compares float16 models against the unmodified original even where
+	// ONNX Runtime skips float16 rounding (see VerifyReport.Reference); such chains then
+	// differ by float16 rounding and fail.
+	PlainReference bool
+}
+
+// DefaultDim is the size Verify gives a symbolic dimension nothing binds.
+const DefaultDim = 1
+
+// DefaultTolerance is the relative error accepted when optimizations are enabled.
+const DefaultTolerance = 1e-4
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	Model    string           `json:"model"`
+	Stages   int              `json:"stages"`
+	Optimize bool             `json:"optimize"`
+	Runs     int              `json:"runs"`
+	Seed     int64            `json:"seed"`
+	Dims     map[string]int64 `json:"dims"`
+	// Inputs says how each model input was made.
+	Inputs []InputReport `json:"inputs"`
+	// Reference says what the chain was compared with: "original model", or, for a model
+	// whose float16 tensors cross stage boundaries, the original model with those tensors
+	// rounded to float16 as its types require. ONNX Runtime's CPU provider computes float16
+	// graphs in float32 between operators that lack float16 kernels and drops the rounding
+	// in between (InsertCastTransformer, RemoveDuplicateCastTransformer; not configurable),
+	// so the unmodified model never rounds where a stage boundary must.
+	Reference string `json:"reference"`
+	// Rounded lists those float16 boundary tensors.
+	Rounded []string `json:"rounded,omitempty"`
+	// Outputs holds, per model output in model order, the worst agreement over the runs.
+	Outputs []OutputReport `json:"outputs"`
+	// Plain, when the reference rounds float16 boundaries, compares the chain with the
+	// unmodified original (for information; it does not decide Pass).
+	Plain     []OutputReport `json:"plain,omitempty"`
+	Tolerance float64        `json:"tolerance"`
+	// Pass is true when every output agreed: bit for bit without Optimize, within Tolerance
+	// with it.
+	Pass bool `json:"pass"`
+}
+
+// InputReport describes one model input of a verification.
+type InputReport struct {
+	Name   string  `json:"name"`
+	DType  string  `json:"dtype"`
+	Shape  []int64 `json:"shape"`
+	Source string  `json:"source"` // "random [lo,hi) (why)" or the .npy file
+}
+
+// OutputReport compares one model output.
+type OutputReport struct {
+	Name  string  `json:"name"`
+	DType string  `json:"dtype"`
+	Shape []int64 `json:"shape"`
+	// MaxAbs and MaxRel are the largest absolute and relative (to max |original|) errors.
+	MaxAbs float64 `json:"max_abs"`
+	MaxRel float64 `json:"max_rel"`
+	// Differing counts elements whose bits differ, of Elements.
+	Differing int64 `json:"differing"`
+	Elements  int64 `json:"elements"`
+	BitExact  bool  `json:"bit_exact"`
+	Pass      bool  `json:"pass"`
+	// Problem is set when the output could not be compared (shape or type mismatch).
+	Problem string `json:"problem,omitempty"`
+}
+
+// ReferenceCache keeps the original model's ONNX Runtime sessions and outputs so that
+// verifying several splits of one model loads and runs it once per input set.
+type ReferenceCache struct {
+	sessions map[string]*ort.Session
+	outputs  map[string]map[string]*ort.Tensor
+}
+
+// NewReferenceCache makes an empty cache; Close releases its sessions.
+func NewReferenceCache() *ReferenceCache {
+	return &ReferenceCache{sessions: map[string]*ort.Session{}, outputs: map[string]map[string]*ort.Tensor{}}
+}
+
+// Close releases the cached sessions.
+func (c *ReferenceCache) Close() {
+	for _, s := range c.sessions {
+		s.Close()
+	}
+	c.sessions = map[string]*ort.Session{}
+	c.outputs = map[string]map[string]*ort.Tensor{}
+}
+
+// MismatchError is returned (with the report) by callers that treat a failed comparison as
+// an error; Verify itself reports it through VerifyReport.Pass.
+type MismatchError struct{ Report *VerifyReport }
+
+func (e *MismatchError) Error() string {
+	var bad []string
+	for _, o := range e.Report.Outputs {
+		if !o.Pass {
+			if o.Problem != "" {
+				bad = append(bad, fmt.Sprintf("%s (%s)", o.Name, o.Problem))
+			} else {
+				bad = append(bad, fmt.Sprintf("%s (max abs %.3g, max rel %.3g)", o.Name, o.MaxAbs, o.MaxRel))
+			}
+		}
+	}
+	return "the stages do not reproduce the model: " + strings.Join(bad, ", ")
+}
+
+// Verify checks dir structurally (Check), then runs the original model and the chain of
+// stages in ONNX Runtime on the same inputs, feeding each stage by tensor name from a pool
+// holding the model inputs and every earlier stage's outputs, and compares every model
+// output. It returns an error when something cannot be run; a disagreement is reported in
+// the report (Pass false).
+func Verify(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, error) {
+	man, err := Check(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Runs <= 0 {
+		opt.Runs = 1
+	}
+	if opt.Tolerance <= 0 {
+		opt.Tolerance = DefaultTolerance
+	}
+	modelPath := opt.ModelPath
+	if modelPath == "" {
+		modelPath = man.Model.Path
+	}
+	if err := checkModelFile(modelPath, man); err != nil {
+		return nil, err
+	}
+	// Real inputs bind symbolic dimensions by their shapes.
+	given := map[string]*npy.Array{}
+	names := make([]string, 0, len(opt.Inputs))
+	for name := range opt.Inputs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	modelIn := map[string]TensorRef{}
+	for _, r := range man.Model.Inputs {
+		modelIn[r.Name] = r
+	}
+	dims := map[string]int64{}
+	for k, v := range man.Model.Dims {
+		dims[k] = v
+	}
+	free := map[string]bool{}
+	for _, d := range man.Model.SymbolicDims {
+		free[d] = true
+	}
+	for _, name := range names {
+		ref, ok := modelIn[name]
+		if !ok {
+			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the model has no input %q", name, name)}
+		}
+		a, err := npy.ReadFile(opt.Inputs[name])
+		if err != nil {
+			return nil, &InputError{Msg: fmt.Sprintf("--input %s: %v", name, err)}
+		}
+		if a.DType.String() != ref.DType {
+			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file holds %s, the model wants %s", name, a.DType, ref.DType)}
+		}
+		if len(a.Shape) != len(ref.Shape) {
+			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape))}
+		}
+		for i, d := range ref.Shape {
+			switch {
+			case d.Known() && d.Value != a.Shape[i]:
+				return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v does not fit the model's %s", name, a.Shape, graph.Shape(ref.Shape))}
+			case !d.Known() && d.Param != "" && free[d.Param]:
+				if v, ok := dims[d.Param]; ok && v != a.Shape[i] {
+					return nil, &InputError{Msg: fmt.Sprintf("--input %s: dimension %s is %d here but %d elsewhere", name, d.Param, a.Shape[i], v)}
+				}
+				dims[d.Param] = a.Shape[i]
+			}
+		}
+		given[name] = a
+	}
+	for _, d := range man.Model.SymbolicDims {
+		if v, ok := opt.Dims[d]; ok {
+			if w, bound := dims[d]; bound && w != v {
+				return nil, &InputError{Msg: fmt.Sprintf("--dim %s=%d contradicts the input files (%d)", d, v, w)}
+			}
+			dims[d] = v
+		} else if _, ok := dims[d]; !ok {
+			dims[d] = DefaultDim
+		}
+	}
+	for d := range opt.Dims {
+		if !free[d] {
+			return nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
+		}
+	}
+	// The model with every dimension bound gives every boundary tensor's concrete shape.
+	m, err := ingest.Load(modelPath, ingest.Options{Dims: dims})
+	if err != nil {
+		return nil, err
+	}
+	g := m.Graph
+	rep := &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
+		Seed: opt.Seed, Dims: dims, Tolerance: opt.Tolerance}
+	if !opt.Optimize {
+		rep.Tolerance = 0
+	}
+	ranges := InputRanges(g)
+	for _, id := range g.Inputs {
+		t := &g.Tensors[id]
+		ir := InputReport{Name: t.Name, DType: t.DType.String(), Shape: t.Shape.Dims()}
+		if a := given[t.Name]; a != nil {
+			ir.Source = opt.Inputs[t.Name]
+		} else if r, ok := ranges[t.Name]; ok {
+			if t.DType.IsFloat() {
+				ir.Source = fmt.Sprintf("random [%g,%g) (%s)", r.Lo, r.Hi, r.Why)
+			} else {
+				ir.Source = fmt.Sprintf("random integers [%g,%g) (%s)", r.Lo, r.Hi, r.Why)
+			}
+		}
+		rep.Inputs = append(rep.Inputs, ir)
+	}
+	hints := func(names []string) map[string]ort.OutputHint {
+		h := map[string]ort.OutputHint{}
+		for _, n := range names {
+			if id, ok := g.TensorByName(n); ok && g.Tensors[id].Shape.Known() {
+				h[n] = ort.OutputHint{DType: g.Tensors[id].DType, Shape: g.Tensors[id].Shape.Dims()}
+			}
+		}
+		return h
+	}
+	sopt := ort.Options{Optimize: opt.Optimize, Threads: opt.Threads}
+
+	// Sessions: the original (possibly cached) and one per stage.
+	ref := opt.Reference
+	if ref == nil {
+		ref = NewReferenceCache()
+		defer ref.Close()
+	}
+	var inNames, outNames []string
+	for _, r := range man.Model.Inputs {
+		inNames = append(inNames, r.Name)
+	}
+	for _, r := range man.Model.Outputs {
+		outNames = append(outNames, r.Name)
+	}
+	refKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, sortedDims(dims))
+	refSession := ref.sessions[refKey]
+	if refSession == nil {
+		if refSession, err = ort.NewSession(modelPath, inNames, outNames, sopt); err != nil {
+			return nil, err
+		}
+		ref.sessions[refKey] = refSession
+	}
+	rep.Reference = "original model"
+	plainKey, plainSession := refKey, refSession
+	if rounded := halfBoundaries(g, man); len(rounded) > 0 && !opt.PlainReference {
+		rep.Reference = fmt.Sprintf("original model with its %d float16 stage-boundary tensors rounded to float16", len(rounded))
+		rep.Rounded = rounded
+		refKey += "\x00rounded\x00" + strings.Join(rounded, "\x00")
+		if refSession = ref.sessions[refKey]; refSession == nil {
+			if refSession, err = roundedReference(m, man, rounded, inNames, outNames, sopt); err != nil {
+				return nil, fmt.Errorf("building the float16 reference: %w", err)
+			}
+			ref.sessions[refKey] = refSession
+		}
+	}
+	stages := make([]*ort.Session, len(man.Stages))
+	defer func() {
+		for _, s := range stages {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	for i, st := range man.Stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var ins, outs []string
+		for _, r := range st.Inputs {
+			ins = append(ins, r.Name)
+		}
+		for _, r := range st.Outputs {
+			outs = append(outs, r.Name)
+		}
+		s, err := ort.NewSession(filepath.Join(dir, st.File), ins, outs, sopt)
+		if err != nil {
+			return nil, fmt.Errorf("stage %d: %w", i, err)
+		}
+		stages[i] = s
+	}
+
+	worst := make([]OutputReport, len(outNames))
+	plain := make([]OutputReport, len(outNames))
+	for i, r := range man.Model.Outputs {
+		worst[i] = OutputReport{Name: r.Name, DType: r.DType, BitExact: true, Pass: true}
+		plain[i] = worst[i]
+	}
+	for run := 0; run < opt.Runs; run++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		feeds, err := RandomFeeds(g, opt.Seed+int64(run))
+		if err != nil {
+			return nil, err
+		}
+		for name, a := range given {
+			feeds[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
+		}
+		want, err := ref.run(refKey, refSession, feeds, inNames, hints(outNames))
+		if err != nil {
+			return nil, fmt.Errorf("original model: %w", err)
+		}
+		pool := map[string]*ort.Tensor{}
+		for k, v := range feeds {
+			pool[k] = v
+		}
+		for i, st := range man.Stages {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			var outs []string
+			for _, r := range st.Outputs {
+				outs = append(outs, r.Name)
+			}
+			res, err := stages[i].Run(pool, hints(outs))
+			if err != nil {
+				return nil, fmt.Errorf("stage %d: %w", i, err)
+			}
+			for k, v := range res {
+				pool[k] = v
+			}
+		}
+		for i, name := range outNames {
+			o := compareOutput(name, want[name], pool[name], opt.Optimize, opt.Tolerance)
+			worst[i] = worse(worst[i], o)
+		}
+		if plainSession != refSession {
+			orig, err := ref.run(plainKey, plainSession, feeds, inNames, hints(outNames))
+			if err != nil {
+				return nil, fmt.Errorf("original model: %w", err)
+			}
+			for i, name := range outNames {
+				plain[i] = worse(plain[i], compareOutput(name, orig[name], pool[name], opt.Optimize, opt.Tolerance))
+			}
+		}
+	}
+	rep.Outputs = worst
+	if plainSession != refSession {
+		rep.Plain = plain
+	}
+	rep.Pass = true
+	for _, o := range worst {
+		rep.Pass = rep.Pass && o.Pass
+	}
+	return rep, nil
+}
+
+// InputError reports unusable verification inputs (a bad --input file or --dim).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// ModelMismatchError reports that the model given to Verify is not the one the stages
+// were made from.
+type ModelMismatchError struct {
+	Path         string
+	Got, Want    string
+	ManifestPath string
+}
+
+func (e *ModelMismatchError) Error() string {
+	return fmt.Sprintf("%s has sha256 %s, but the stages were made from a model with sha256 %s (%s)", e.Path, short(e.Got), short(e.Want), e.ManifestPath)
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12] + "…"
+	}
+	return s
+}
+
+func checkModelFile(path string, man *Manifest) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return &InputError{Msg: fmt.Sprintf("original model %s not found (give it with --model)", path)}
+		}
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != man.Model.SHA256 {
+		return &ModelMismatchError{Path: path, Got: got, Want: man.Model.SHA256, ManifestPath: man.Model.Path}
+	}
+	return nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func sortedDims(d map[string]int64) string {
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d,", k, d[k])
+	}
+	return b.String()
+}
+
+// run runs the original model, reusing an earlier result for identical inputs.
+func (c *ReferenceCache) run(key string, s *ort.Session, feeds map[string]*ort.Tensor, inNames []string, hints map[string]ort.OutputHint) (map[string]*ort.Tensor, error) {
+	h := sha256.New()
+	io.WriteString(h, key)
+	for _, n := range inNames {
+		t := feeds[n]
+		if t == nil {
+			continue
+		}
+		fmt.Fprintf(h, "\x00%s\x00%d\x00%v\x00", n, t.DType, t.Shape)
+		h.Write(t.Data)
+	}
+	k := hex.EncodeToString(h.Sum(nil))
+	if out, ok := c.outputs[k]; ok {
+		return out, nil
+	}
+	out, err := s.Run(feeds, hints)
+	if err != nil {
+		return nil, err
+	}
+	c.outputs[k] = out
+	return out, nil
+}
+
+// compareOutput compares the chain's value of an output with the original's.
+func compareOutput(name string, want, got *ort.Tensor, optimize bool, tol float64) OutputReport {
+	o := OutputReport{Name: name, BitExact: true, Pass: true}
+	switch {
+	case want == nil:
+		o.Problem, o.Pass, o.BitExact = "the original model did not return it", false, false
+		return o
+	case got == nil:
+		o.Problem, o.Pass, o.BitExact = "no stage returned it", false, false
+		return o
+	}
+	o.DType, o.Shape = want.DType.String(), want.Shape
+	o.Elements = want.Elements()
+	if got.DType != want.DType || !equalShape(got.Shape, want.Shape) {
+		o.Problem = fmt.Sprintf("the chain gives %s %v, the model %s %v", got.DType, got.Shape, want.DType, want.Shape)
+		o.Pass, o.BitExact = false, false
+		return o
+	}
+	if bytes.Equal(got.Data, want.Data) {
+		return o
+	}
+	o.BitExact = false
+	size := int64(want.DType.Bits() / 8)
+	if size > 0 {
+		for i := int64(0); i+size <= int64(len(want.Data)); i += size {
+			if !bytes.Equal(want.Data[i:i+size], got.Data[i:i+size]) {
+				o.Differing++
+			}
+		}
+	}
+	wv, err1 := decodeFloats(want.DType, want.Data)
+	gv, err2 := decodeFloats(got.DType, got.Data)
+	if err1 != nil || err2 != nil {
+		o.Problem, o.Pass = "values differ and cannot be compared numerically", false
+		return o
+	}
+	var maxRef float64
+	for _, v := range wv {
+		if a := math.Abs(v); a > maxRef && !math.IsInf(a, 0) && !math.IsNaN(a) {
+			maxRef = a
+		}
+	}
+	for i := range wv {
+		a, b := wv[i], gv[i]
+		var d float64
+		switch {
+		case math.IsNaN(a) && math.IsNaN(b):
+		case math.IsNaN(a) || math.IsNaN(b):
+			d = math.Inf(1)
+		case a == b: // equal infinities, or +0/-0
+		default:
+			d = math.Abs(a - b)
+		}
+		o.MaxAbs = math.Max(o.MaxAbs, d)
+	}
+	if maxRef > 0 {
+		o.MaxRel = o.MaxAbs / maxRef
+	} else if o.MaxAbs > 0 {
+		o.MaxRel = math.Inf(1)
+	}
+	o.Pass = optimize && want.DType.IsFloat() && o.MaxRel <= tol
+	return o
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// worse keeps the worse of two comparisons of the same output.
+func worse(a, b OutputReport) OutputReport {
+	out := a
+	if b.DType != "" {
+		out.DType, out.Shape, out.Elements = b.DType, b.Shape, b.Elements
+	}
+	out.MaxAbs = math.Max(a.MaxAbs, b.MaxAbs)
+	out.MaxRel = math.Max(a.MaxRel, b.MaxRel)
+	out.Differing = max(a.Differing, b.Differing)
+	out.BitExact = a.BitExact && b.BitExact
+	out.Pass = a.Pass && b.Pass
+	if out.Problem == "" {
+		out.Problem = b.Problem
+	}
+	return out
+}
+
+// halfBoundaries lists the float16 tensors sent between stages, sorted.
+func halfBoundaries(g *graph.Graph, man *Manifest) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, tr := range man.Transfers {
+		id, ok := g.TensorByName(tr.Tensor)
+		if ok && g.Tensors[id].DType == graph.Float16 && !seen[tr.Tensor] {
+			seen[tr.Tensor] = true
+			out = append(out, tr.Tensor)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// roundedReference loads the original model changed only so that ONNX Runtime rounds each
+// given float16 tensor to float16 where it crosses a stage boundary, as the chain must: an
+// Identity node copies the tensor to a new graph output (ONNX Runtime keeps graph outputs
+// in float16), and the nodes of later stages read the copy. ONNX semantics are unchanged.
+func roundedReference(m *ingest.Model, man *Manifest, rounded []string, inNames, outNames []string, sopt ort.Options) (*ort.Session, error) {
+	g := m.Graph
+	mp := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+	pg := mp.Graph
+	stageOf := map[string]int{} // node label → its only stage (absent when duplicated)
+	for i, st := range man.Stages {
+		dup := map[string]bool{}
+		for _, n := range st.DuplicatedNodes {
+			dup[n] = true
+		}
+		for _, n := range st.Nodes {
+			if !dup[n] {
+				stageOf[n] = i
+			}
+		}
+	}
+	from := map[string]int{}
+	for _, tr := range man.Transfers {
+		from[tr.Tensor] = tr.From
+	}
+	after := map[int][]*onnxpb.NodeProto{} // producer node → Identity nodes to insert after it
+	for _, name := range rounded {
+		id, _ := g.TensorByName(name)
+		copyName := uniqueName(g, name+"_onnxpart_rounded")
+		for v := range g.Nodes {
+			if s, ok := stageOf[g.Nodes[v].Label()]; !ok || s <= from[name] {
+				continue
+			}
+			n := pg.Node[v]
+			for j, in := range n.Input {
+				if in == name {
+					n.Input[j] = copyName
+				}
+			}
+		}
+		p := g.Tensors[id].Producer
+		after[p] = append(after[p], &onnxpb.NodeProto{Name: proto.String(copyName), OpType: proto.String("Identity"),
+			Input: []string{name}, Output: []string{copyName}})
+		pg.Output = append(pg.Output, &onnxpb.ValueInfoProto{Name: proto.String(copyName),
+			Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float16))}}}})
+	}
+	nodes := make([]*onnxpb.NodeProto, 0, len(pg.Node)+len(rounded))
+	for v, n := range pg.Node {
+		nodes = append(nodes, n)
+		nodes = append(nodes, after[v]...)
+	}
+	pg.Node = nodes
+	dir, err := os.MkdirTemp("", "onnxpart-reference-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir) // a loaded session no longer needs its files
+	// External data must sit beside the model for ONNX Runtime: link (or copy) it.
+	for _, tp := range pg.Initializer {
+		ref, err := m.ExternalRef(tp.GetName())
+		if err != nil {
+			return nil, err
+		}
+		if ref == nil {
+			continue
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(ref.Rel))
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Link(ref.Path, dst); err != nil {
+			if err := copyFile(ref.Path, dst); err != nil {
+				return nil, err
+			}
+		}
+	}
+	data, err := proto.Marshal(mp)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "reference.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return nil, err
+	}
+	return ort.NewSession(path, inNames, outNames, sopt)
+}
+
+func uniqueName(g *graph.Graph, name string) string {
+	for i := 0; ; i++ {
+		n := name
+		if i > 0 {
+			n = fmt.Sprintf("%s_%d", name, i)
+		}
+		if _, taken := g.TensorByName(n); !taken {
+			return n
+		}
+	}
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

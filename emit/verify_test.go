@@ -1,0 +1,202 @@
+package emit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"onnxpart/emit/npy"
+	"onnxpart/internal/onnxpb"
+	"onnxpart/internal/ort"
+)
+
+func writeSplit(t *testing.T, c modelConfig, k int) (string, *Manifest) {
+	t.Helper()
+	m := loadConfig(t, c)
+	stage, err := EqualFLOPs(m.Graph, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	man, err := Write(m, &Assignment{Stage: stage, Split: SplitInfo{Method: "stages", RequestedStages: k}}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, man
+}
+
+func corpusModel(t *testing.T, name string) modelConfig {
+	for _, c := range corpusConfigs(t) {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no corpus model %s", name)
+	return modelConfig{}
+}
+
+// rewriteStage applies edit to a stage model and refreshes the manifest's hash, so that the
+// structural checks pass and only running the stages can tell.
+func rewriteStage(t *testing.T, dir string, i int, edit func(*onnxpb.ModelProto)) {
+	t.Helper()
+	man, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, man.Stages[i].File)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp onnxpb.ModelProto
+	if err := proto.Unmarshal(data, &mp); err != nil {
+		t.Fatal(err)
+	}
+	edit(&mp)
+	if data, err = proto.Marshal(&mp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	man.Stages[i].SHA256 = hex.EncodeToString(sum[:])
+	js, _ := man.MarshalIndent()
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyDetectsChangedWeight: one bit flipped in one weight of the middle stage makes
+// the bit-exact verification fail and names the output.
+func TestVerifyDetectsChangedWeight(t *testing.T) {
+	needORT(t)
+	dir, man := writeSplit(t, corpusModel(t, "resnet50_small.onnx"), 3)
+	rewriteStage(t, dir, 1, func(mp *onnxpb.ModelProto) {
+		for _, w := range mp.Graph.Initializer {
+			if len(w.RawData) >= 4 && len(w.Dims) == 4 {
+				w.RawData[1] ^= 0x01 // low mantissa bit of the first element
+				return
+			}
+		}
+		t.Fatal("no conv weight in stage 1")
+	})
+	for _, optimize := range []bool{false, true} {
+		rep, err := Verify(context.Background(), dir, VerifyOptions{Optimize: optimize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := rep.Outputs[0]
+		if o.BitExact || o.Differing == 0 || o.MaxAbs == 0 {
+			t.Errorf("optimize=%v: a changed weight went unnoticed: %+v", optimize, o)
+		}
+		if !optimize && rep.Pass {
+			t.Errorf("bit-exact mode passed a changed weight")
+		}
+		t.Logf("optimize=%v: %s max abs %.3g, max rel %.3g, %d of %d differ", optimize, o.Name, o.MaxAbs, o.MaxRel, o.Differing, o.Elements)
+	}
+	// A larger change fails the tolerance too.
+	rewriteStage(t, dir, len(man.Stages)-1, func(mp *onnxpb.ModelProto) {
+		for _, w := range mp.Graph.Initializer {
+			if len(w.RawData) >= 4 && len(w.Dims) == 1 { // a bias
+				w.RawData[3] ^= 0x40
+				return
+			}
+		}
+		t.Fatal("no bias in the last stage")
+	})
+	rep, err := Verify(context.Background(), dir, VerifyOptions{Optimize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pass {
+		t.Errorf("a changed bias passed with optimizations: %+v", rep.Outputs[0])
+	}
+	if msg := (&MismatchError{Report: rep}).Error(); !strings.Contains(msg, "output") {
+		t.Errorf("mismatch message %q does not name the output", msg)
+	}
+}
+
+// TestVerifyRejects: tampered files, a different model, bad inputs.
+func TestVerifyRejects(t *testing.T) {
+	needORT(t)
+	c := corpusModel(t, "squeezenet1_1_small.onnx")
+	dir, man := writeSplit(t, c, 3)
+	ctx := context.Background()
+
+	// A stage file changed behind the manifest's back.
+	p := filepath.Join(dir, man.Stages[1].File)
+	orig, _ := os.ReadFile(p)
+	os.WriteFile(p, append(append([]byte{}, orig...), 0), 0o644)
+	_, err := Verify(ctx, dir, VerifyOptions{})
+	var ce *CheckError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("tampered stage: got %v", err)
+	}
+	os.WriteFile(p, orig, 0o644)
+
+	// Another model.
+	other := corpusModel(t, "resnet50_small.onnx").path
+	_, err = Verify(ctx, dir, VerifyOptions{ModelPath: other})
+	var me *ModelMismatchError
+	if !errors.As(err, &me) {
+		t.Errorf("other model: got %v", err)
+	}
+	// An input file of the wrong type, an unknown input, a --dim the stages do not have.
+	f := filepath.Join(t.TempDir(), "x.npy")
+	w, _ := os.Create(f)
+	npy.Write(w, &npy.Array{DType: 7, Shape: []int64{1}, Data: make([]byte, 8)})
+	w.Close()
+	for _, tc := range []struct {
+		opt  VerifyOptions
+		want string
+	}{
+		{VerifyOptions{Inputs: map[string]string{"input": f}}, "holds int64, the model wants float32"},
+		{VerifyOptions{Inputs: map[string]string{"nope": f}}, `no input "nope"`},
+		{VerifyOptions{Dims: map[string]int64{"batch": 2}}, "not a symbolic dimension"},
+	} {
+		_, err := Verify(ctx, dir, tc.opt)
+		var ie *InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want an InputError with %q", err, tc.want)
+		}
+	}
+}
+
+// TestVerifyWithInputFile feeds real data from .npy files: the report names the file and
+// the run is bit-exact; on the dynamic-batch model the file's batch binds the dimension.
+func TestVerifyWithInputFile(t *testing.T) {
+	needORT(t)
+	c := corpusModel(t, "mobilenet_v2_small_dynbatch.onnx")
+	dir, _ := writeSplit(t, c, 3)
+	feeds, err := RandomFeeds(loadConfig(t, modelConfig{name: "dyn-b2", path: c.path, dims: map[string]int64{"batch": 2}}).Graph, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := feeds["input"]
+	f := filepath.Join(t.TempDir(), "input.npy")
+	w, _ := os.Create(f)
+	if err := npy.Write(w, &npy.Array{DType: in.DType, Shape: in.Shape, Data: in.Data}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	rep, err := Verify(context.Background(), dir, VerifyOptions{Inputs: map[string]string{"input": f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass || rep.Dims["batch"] != 2 || rep.Inputs[0].Source != f {
+		t.Errorf("report %+v", rep)
+	}
+	if got := rep.Outputs[0].Shape; len(got) != 2 || got[0] != 2 {
+		t.Errorf("output shape %v, want batch 2", got)
+	}
+}
+
+var _ = ort.Version
