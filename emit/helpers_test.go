@@ -58,7 +58,7 @@ var modelCache = map[string]*ingest.Model{}
 
 func loadConfig(t testing.TB, c modelConfig) *ingest.Model {
 	t.Helper()
-	key := c.name
+	key := c.name + "|" + c.path
 	if m := modelCache[key]; m != nil {
 		return m
 	}

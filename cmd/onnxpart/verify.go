@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"onnxpart/emit"
+)
+
+func init() {
+	register(&command{
+		name:    "verify",
+		summary: "run the original model and the chain of stages in ONNX Runtime and compare every output",
+		usage: `Usage: onnxpart verify DIR [--model MODEL.onnx] [--opt disabled|all] [--runs N] [--seed S]
+                       [--input NAME=FILE.npy]... [--dim NAME=SIZE]... [--rtol X] [--json]
+
+Checks DIR (written by 'onnxpart split' or the planner) structurally, then runs the original
+model and the stages in order in ONNX Runtime (CPU), feeding each stage by tensor name, and
+compares every model output. Prints the largest absolute and relative error per output.
+
+  --opt disabled  graph optimizations off: every output must be bit-identical (default)
+  --opt all       all optimizations: relative error ≤ --rtol (default 1e-4), where relative
+                  error = max |chain − original| / max |original|
+
+Inputs are random and seeded (floats in [-1,1); integer ids that index a table in range;
+masks 0/1), or real data from .npy files with --input. Symbolic dimensions the stages left
+unbound take their size from the input files, --dim, or 1.
+
+For float16 models, ONNX Runtime's CPU provider computes in float32 between operators that
+lack float16 kernels, skipping the rounding a stage boundary must do; the reference then
+rounds those boundary tensors to float16 too, and the plain difference is printed as well.
+
+Exit status: 0 if every output agrees, 4 if one differs, 1 if something cannot be run.
+
+Examples:
+  onnxpart verify out
+  onnxpart verify out --opt all --runs 5 --seed 7
+  onnxpart verify out --input input_ids=ids.npy --input attention_mask=mask.npy
+`,
+		run: runVerify,
+	})
+}
+
+func runVerify(ctx context.Context, e *env, args []string) error {
+	c := commands["verify"]
+	fs := newFlags(e, c)
+	model := fs.String("model", "", "original model (default: the path in the manifest)")
+	optLevel := fs.String("opt", "disabled", "ONNX Runtime graph optimizations: disabled or all")
+	runs := fs.Int("runs", 3, "number of input sets")
+	seed := fs.Int64("seed", 1, "seed of the random inputs")
+	inputs := fs.StringArray("input", nil, "real data for a model input, NAME=FILE.npy (repeatable)")
+	dimFlags := fs.StringArray("dim", nil, "size of a symbolic dimension the stages kept, NAME=SIZE (repeatable)")
+	rtol := fs.Float64("rtol", emit.DefaultTolerance, "largest relative error accepted with --opt all")
+	threads := fs.Int("threads", 1, "ONNX Runtime intra-op threads")
+	plain := fs.Bool("plain-reference", false, "compare float16 models with the unmodified original (no boundary rounding)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("verify takes one directory, got %d arguments", fs.NArg())
+	}
+	opt := emit.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads, PlainReference: *plain}
+	switch *optLevel {
+	case "disabled":
+	case "all":
+		opt.Optimize = true
+	default:
+		return usageErrorf("--opt %q: want disabled or all", *optLevel)
+	}
+	if *runs < 1 {
+		return usageErrorf("--runs %d: need at least 1", *runs)
+	}
+	if *rtol <= 0 {
+		return usageErrorf("--rtol %g: must be positive", *rtol)
+	}
+	for _, s := range *inputs {
+		name, file, ok := strings.Cut(s, "=")
+		if !ok || name == "" || file == "" {
+			return usageErrorf("--input %q: want NAME=FILE.npy", s)
+		}
+		if opt.Inputs == nil {
+			opt.Inputs = map[string]string{}
+		}
+		if _, dup := opt.Inputs[name]; dup {
+			return usageErrorf("--input %s is given twice", name)
+		}
+		opt.Inputs[name] = file
+	}
+	dims, err := parseDims(*dimFlags)
+	if err != nil {
+		return err
+	}
+	opt.Dims = dims
+	dir := fs.Arg(0)
+	rep, err := emit.Verify(ctx, dir, opt)
+	if err != nil {
+		var ie *emit.InputError
+		if errors.As(err, &ie) {
+			return usageErrorf("%v", err)
+		}
+		return inputErrorf("%v", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printVerify(e.stdout, dir, rep)
+	}
+	if !rep.Pass {
+		return &exitError{code: exitMismatch, err: &emit.MismatchError{Report: rep}}
+	}
+	return nil
+}
+
+func printVerify(w io.Writer, dir string, rep *emit.VerifyReport) {
+	mode := "optimizations disabled (bit-exact)"
+	if rep.Optimize {
+		mode = fmt.Sprintf("all optimizations (relative error ≤ %g)", rep.Tolerance)
+	}
+	fmt.Fprintf(w, "verify %s: %d stages of %s, %s, %d runs, seed %d\n", dir, rep.Stages, rep.Model, mode, rep.Runs, rep.Seed)
+	fmt.Fprintf(w, "reference: %s\n", rep.Reference)
+	for _, in := range rep.Inputs {
+		fmt.Fprintf(w, "input  %s %s %v: %s\n", in.Name, in.DType, in.Shape, in.Source)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "output\tdtype\tshape\tmax abs\tmax rel\tdiffering\tresult")
+	for _, o := range rep.Outputs {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%.3g\t%.3g\t%d/%d\t%s\n", o.Name, o.DType, o.Shape, o.MaxAbs, o.MaxRel, o.Differing, o.Elements, verdict(o))
+	}
+	tw.Flush()
+	for _, o := range rep.Plain {
+		fmt.Fprintf(w, "against the unmodified model: %s max abs %.3g, max rel %.3g (float16 rounding that ONNX Runtime skips)\n", o.Name, o.MaxAbs, o.MaxRel)
+	}
+	switch {
+	case rep.Pass && !rep.Optimize:
+		fmt.Fprintln(w, "PASS: every output is bit-exact")
+	case rep.Pass:
+		fmt.Fprintln(w, "PASS: every output is within tolerance")
+	default:
+		fmt.Fprintln(w, "FAIL: the stages do not reproduce the model")
+	}
+}
+
+func verdict(o emit.OutputReport) string {
+	switch {
+	case o.Problem != "":
+		return "FAIL: " + o.Problem
+	case o.BitExact:
+		return "bit-exact"
+	case o.Pass:
+		return "within tolerance"
+	}
+	return "FAIL"
+}
