@@ -429,8 +429,13 @@ func (w *work) validConn(m *match, seq []int, union map[int]bool) bool {
 	if m.complete {
 		return true
 	}
-	// Extendable: the next step (or another repetition of the last) has a candidate.
+	// Extendable: the next step (or another repetition of the last) has a candidate. A
+	// window that ends at the rule's last step can only grow at the front, which the match
+	// already checked one step deep.
 	b := m.end
+	if b == L-1 {
+		return true
+	}
 	readersOf := func(x int, ops map[string]bool) bool {
 		for _, a := range w.anchored[x] {
 			for _, rd := range w.hRd[a] {

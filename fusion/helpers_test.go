@@ -10,7 +10,7 @@ import (
 // gb builds small graphs for tests: every node has one output named after the node, every
 // tensor 100 bytes unless set, every node 1000 FLOPs; Static is computed as ingest does.
 type gb struct {
-	t     *testing.T
+	t     testing.TB
 	b     *graph.Builder
 	n     int
 	bytes map[string]int64

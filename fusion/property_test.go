@@ -216,7 +216,7 @@ var randomOps = []string{"Relu", "Add", "Mul", "MatMul", "Sigmoid", "Conv", "Con
 // (recent ones more often), constants and weights, motifs, shape arithmetic, multi-output
 // nodes, several graph outputs.
 func randomGraph(t testing.TB, r *rand.Rand, n int) *graph.Graph {
-	x := &gb{b: graph.NewBuilder(fmt.Sprintf("random%d", n)), bytes: map[string]int64{}, vals: map[string][]int64{}}
+	x := &gb{t: t, b: graph.NewBuilder(fmt.Sprintf("random%d", n)), bytes: map[string]int64{}, vals: map[string][]int64{}}
 	var pool []string
 	for i := 0; i <= r.Intn(3); i++ {
 		pool = append(pool, x.input(fmt.Sprintf("in%d", i)))
