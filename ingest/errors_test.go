@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,5 +215,44 @@ func seedModels() []*onnxpb.ModelProto {
 				node("rs", "Reshape", []string{"x", "s"}, []string{"y"}),
 			}
 		}),
+	}
+}
+
+// TestHostileModels checks the defences against models built to exhaust the machine: deeply
+// nested subgraphs are refused by depth, and a tiny file declaring an enormous tensor fails
+// on its size before anything is allocated for it.
+func TestHostileModels(t *testing.T) {
+	dir := t.TempDir()
+	// If inside If inside If …, 150 levels deep.
+	body := &onnxpb.GraphProto{Name: proto.String("leaf")}
+	for i := 0; i < 150; i++ {
+		body = &onnxpb.GraphProto{Name: proto.String("level"), Node: []*onnxpb.NodeProto{{
+			OpType: proto.String("If"), Input: []string{"c"}, Output: []string{"o"},
+			Attribute: []*onnxpb.AttributeProto{
+				{Name: proto.String("then_branch"), Type: onnxpb.AttributeProto_GRAPH.Enum(), G: body},
+				{Name: proto.String("else_branch"), Type: onnxpb.AttributeProto_GRAPH.Enum(), G: &onnxpb.GraphProto{Name: proto.String("leaf")}},
+			}}}}
+	}
+	deep := writeModel(t, dir, "deep.onnx", tiny(func(m *onnxpb.ModelProto) { m.Graph.Node[0].Attribute = body.Node[0].Attribute }))
+	if _, err := Load(deep, Options{}); err == nil || !strings.Contains(err.Error(), "nesting deeper than") {
+		t.Errorf("deep nesting: %v", err)
+	}
+	// A ~100-byte file whose initializer claims 10^12 float elements.
+	bomb := writeModel(t, dir, "bomb.onnx", tiny(func(m *onnxpb.ModelProto) {
+		m.Graph.Initializer = []*onnxpb.TensorProto{{Name: proto.String("w"), DataType: proto.Int32(1), Dims: []int64{1_000_000, 1_000_000}}}
+		m.Graph.Node[0] = node("add", "Add", []string{"x", "w"}, []string{"y"})
+	}))
+	if fi, _ := os.Stat(bomb); fi.Size() > 1024 {
+		t.Fatalf("bomb file is %d bytes", fi.Size())
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Load(bomb, Options{})
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), `"w"`) || !strings.Contains(err.Error(), "1000000000000 elements") {
+		t.Errorf("allocation bomb: %v", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("loading the bomb allocated %d bytes", grew)
 	}
 }

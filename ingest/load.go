@@ -136,6 +136,9 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 	var mp onnxpb.ModelProto
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxNesting}).Unmarshal(data, &mp); err != nil {
 		<-sumc
+		if strings.Contains(err.Error(), "recursion") {
+			return nil, &Error{Path: path, Msg: fmt.Sprintf("protobuf nesting deeper than %d levels (subgraphs inside subgraphs); refusing the model", maxNesting), Err: err}
+		}
 		if looksTruncated(err) || startsLikeONNX(data) {
 			return nil, &Error{Path: path, Msg: "truncated or corrupt protobuf: " + trimProtoErr(err), Err: err}
 		}
