@@ -23,13 +23,14 @@ type Summary struct {
 	Largest    []GroupInfo `json:"largest"`
 }
 
-// RuleCount says how many groups a rule formed and how many original nodes they hold
-// (primary members, absorbed ones included). Rule "" is single nodes, "views" nodes with
-// folded views.
+// RuleCount says how many groups a rule formed, how many kernel (non-absorbed) nodes they
+// hold and how many absorbed nodes they hold as primary members. Rule "" is single nodes,
+// "views" nodes with folded views.
 type RuleCount struct {
-	Rule   string `json:"rule"`
-	Groups int    `json:"groups"`
-	Nodes  int    `json:"nodes"`
+	Rule     string `json:"rule"`
+	Groups   int    `json:"groups"`
+	Nodes    int    `json:"nodes"`
+	Absorbed int    `json:"absorbed"`
 }
 
 // GroupInfo describes one coarse node.
@@ -37,15 +38,16 @@ type GroupInfo struct {
 	Index int    `json:"index"`
 	Name  string `json:"name"`
 	Rule  string `json:"rule"`
-	// Nodes counts primary members; Ops lists the op types of the non-absorbed ones in
-	// node order.
-	Nodes int      `json:"nodes"`
-	Ops   []string `json:"ops"`
-	FLOPs int64    `json:"flops"`
+	// Nodes counts the kernel (non-absorbed) members, Ops lists their op types in node
+	// order; Absorbed counts the absorbed nodes the group holds (primary or duplicate).
+	Nodes    int      `json:"nodes"`
+	Ops      []string `json:"ops"`
+	Absorbed int      `json:"absorbed"`
+	FLOPs    int64    `json:"flops"`
 }
 
-// Summarize counts groups per rule and lists the top largest groups (by primary members,
-// ties by index).
+// Summarize counts groups per rule and lists the top largest groups (by kernel nodes, ties
+// by index).
 func Summarize(c *Coarse, top int) *Summary {
 	s := &Summary{RuleSet: c.RuleSet, NodesBefore: len(c.Orig.Nodes), NodesAfter: len(c.Groups)}
 	if s.NodesBefore > 0 {
@@ -57,6 +59,7 @@ func Summarize(c *Coarse, top int) *Summary {
 			s.Duplicates += len(c.Dup[v])
 		}
 	}
+	kernel := make([]int, len(c.Groups))
 	counts := map[string]*RuleCount{}
 	for i, r := range c.Rule {
 		rc := counts[r]
@@ -65,7 +68,14 @@ func Summarize(c *Coarse, top int) *Summary {
 			counts[r] = rc
 		}
 		rc.Groups++
-		rc.Nodes += len(c.Groups[i])
+		for _, v := range c.Groups[i] {
+			if c.Absorbed[v] {
+				rc.Absorbed++
+			} else {
+				kernel[i]++
+			}
+		}
+		rc.Nodes += kernel[i]
 	}
 	for _, rc := range counts {
 		s.Rules = append(s.Rules, *rc)
@@ -81,15 +91,17 @@ func Summarize(c *Coarse, top int) *Summary {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return len(c.Groups[idx[a]]) > len(c.Groups[idx[b]]) })
+	sort.SliceStable(idx, func(a, b int) bool { return kernel[idx[a]] > kernel[idx[b]] })
 	if top > len(idx) {
 		top = len(idx)
 	}
 	for _, i := range idx[:max(top, 0)] {
-		gi := GroupInfo{Index: i, Name: c.Graph.Nodes[i].Name, Rule: c.Rule[i], Nodes: len(c.Groups[i]),
+		gi := GroupInfo{Index: i, Name: c.Graph.Nodes[i].Name, Rule: c.Rule[i], Nodes: kernel[i],
 			FLOPs: c.Graph.Nodes[i].FLOPs, Ops: []string{}}
-		for _, v := range c.Groups[i] {
-			if !c.Absorbed[v] {
+		for _, v := range c.Members(i) {
+			if c.Absorbed[v] {
+				gi.Absorbed++
+			} else {
 				gi.Ops = append(gi.Ops, c.Orig.Nodes[v].OpType)
 			}
 		}
@@ -112,12 +124,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 		case "views":
 			name = "(node with views)"
 		}
-		fmt.Fprintf(&b, "  %6d  %-28s %6d nodes\n", r.Groups, name, r.Nodes)
+		fmt.Fprintf(&b, "  %6d  %-28s %6d nodes  %6d absorbed\n", r.Groups, name, r.Nodes, r.Absorbed)
 	}
 	if len(s.Largest) > 0 {
 		fmt.Fprintln(&b, "largest groups:")
 		for _, g := range s.Largest {
-			fmt.Fprintf(&b, "  #%-5d %4d nodes  %s: %s\n", g.Index, g.Nodes, g.Name, strings.Join(g.Ops, " "))
+			fmt.Fprintf(&b, "  #%-5d %4d nodes %4d absorbed  %s: %s\n", g.Index, g.Nodes, g.Absorbed, g.Name, strings.Join(g.Ops, " "))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
