@@ -2,7 +2,6 @@ package emit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -83,7 +82,12 @@ func TestMatrix(t *testing.T) {
 								t.Logf("optimize=%v: against the unmodified float16 model (%d rounded boundaries): %s max rel %.3g", optimize, len(rep.Rounded), o.Name, o.MaxRel)
 							}
 						}
-						t.Logf("%d stages, %d transfers", len(man.Stages), len(man.Transfers))
+						dupNodes, dupWeights := 0, 0
+						for _, st := range man.Stages {
+							dupNodes += len(st.DuplicatedNodes)
+							dupWeights += len(st.DuplicatedWeights)
+						}
+						t.Logf("%d stages, %d transfers, %d node copies and %d weight copies shared with other stages", len(man.Stages), len(man.Transfers), dupNodes, dupWeights)
 					})
 				}
 			}
@@ -123,5 +127,3 @@ func isShapeOp(g *graph.Graph, v int) bool {
 	role, _ := classify(g, g.TopoOrder())
 	return role[v] == roleShapeOnly
 }
-
-var _ = errors.New

@@ -316,3 +316,52 @@ func TestRenumberAndDrop(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeOnlyRecomputed: a cut inside BERT's attention, between the shape arithmetic
+// (Shape → Gather → Add → Div) and the Slices it feeds. The Slices' stage holds the
+// activation anyway, so the shape arithmetic is recomputed there and no shape tensor is
+// sent; the attention mask (/Equal_output_0) crosses once per receiving stage.
+func TestShapeOnlyRecomputed(t *testing.T) {
+	m := loadConfig(t, corpusModel(t, "bert_base_like_small.onnx"))
+	g := m.Graph
+	stage, err := CutAfter(g, []string{"/enc/layers.3/self_attn/Div_output_0", "/enc/layers.8/self_attn/Shape_output_0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role, _ := classify(g, g.TopoOrder())
+	for _, tr := range l.Manifest.Transfers {
+		id, _ := g.TensorByName(tr.Tensor)
+		if p := g.Tensors[id].Producer; p >= 0 && role[p] != roleNormal {
+			t.Errorf("transfer of %s, computed by a %s node", tr.Tensor, g.Nodes[p].OpType)
+		}
+	}
+	masks := 0
+	for _, tr := range l.Manifest.Transfers {
+		if tr.Tensor == "/Equal_output_0" {
+			masks++
+		}
+	}
+	if masks != 2 {
+		t.Errorf("the mask is sent %d times, want once to each of the 2 later stages", masks)
+	}
+	in := func(i int, node string) bool {
+		for _, n := range l.Manifest.Stages[i].Nodes {
+			if n == node {
+				return true
+			}
+		}
+		return false
+	}
+	if !in(1, "/enc/layers.3/self_attn/Div") || in(0, "/enc/layers.3/self_attn/Div") {
+		t.Errorf("the shape arithmetic of layer 3 is not with its Slices in stage 1")
+	}
+	// Cut right after Shape in layer 8: Shape's output is consumed by stage 2, which holds
+	// the activation; Shape is recomputed there.
+	if !in(2, "/enc/layers.8/self_attn/Shape") {
+		t.Errorf("layer 8's Shape is not recomputed in stage 2")
+	}
+}

@@ -429,7 +429,7 @@ func checkModelFile(path string, man *Manifest) error {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &InputError{Msg: fmt.Sprintf("original model %s not found (give it with --model)", path)}
+			return fmt.Errorf("original model %s not found (give it with --model)", path)
 		}
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"onnxpart/emit/npy"
 	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
 )
 
 func writeSplit(t *testing.T, c modelConfig, k int) (string, *Manifest) {
@@ -198,5 +197,3 @@ func TestVerifyWithInputFile(t *testing.T) {
 		t.Errorf("output shape %v, want batch 2", got)
 	}
 }
-
-var _ = ort.Version
