@@ -15,7 +15,7 @@ import (
 // it reports the peak live heap during the write (sampled every 200 µs, above the heap
 // in use before it) as a ratio to the model file's size.
 func BenchmarkWriteBERT8(b *testing.B) {
-	c := corpusModel(&testing.T{}, "bert_base_like_small.onnx")
+	c := corpusModel(b, "bert_base_like_small.onnx")
 	m := loadConfig(b, c)
 	stage, err := EqualFLOPs(m.Graph, 8)
 	if err != nil {

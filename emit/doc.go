@@ -37,6 +37,11 @@
 // Verify runs the original model and the chain of stages in ONNX Runtime on the same
 // seeded (or user-supplied .npy) inputs and compares every model output: bit for bit with
 // graph optimizations disabled, within a relative tolerance (default 1e-4) with them enabled.
+// Symbolic dimensions the stages kept are bound by the input files, VerifyOptions.Dims, or
+// DefaultDim (1). For float16 models the reference rounds the float16 tensors that cross
+// stage boundaries, because ONNX Runtime's CPU provider computes float16 graphs in float32
+// between operators without float16 kernels and never rounds there (see
+// VerifyReport.Reference); the difference to the unmodified model is reported as well.
 // Check performs the structural checks (every input produced earlier or a graph input, no
 // dangling names, topological order, typed boundaries) without running anything.
 package emit

@@ -365,3 +365,41 @@ func TestShapeOnlyRecomputed(t *testing.T) {
 		t.Errorf("layer 8's Shape is not recomputed in stage 2")
 	}
 }
+
+// TestOldIRListsWeightsAsInputs: an IR 3 model lists its weights among the graph inputs;
+// its stages do the same for the weights they hold, and still verify.
+func TestOldIRListsWeightsAsInputs(t *testing.T) {
+	needORT(t)
+	w := floatTensor("w", []int64{3}, 1, -2, 3)
+	g := &onnxpb.GraphProto{Name: proto.String("ir3"),
+		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2, 3), vinfo("w", graph.Float, 3)},
+		Output:      []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, 2, 3)},
+		Initializer: []*onnxpb.TensorProto{w},
+		Node: []*onnxpb.NodeProto{
+			node("Relu", "relu", []string{"x"}, []string{"a"}),
+			node("Mul", "mul", []string{"a", "w"}, []string{"b"}),
+			node("Add", "add", []string{"b", "w"}, []string{"y"}),
+		}}
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(3), Graph: g,
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(9)}}}
+	m := loadPath(t, writeModel(t, mp))
+	stage := labels(t, m.Graph, map[string]int{"relu": 0, "mul": 1, "add": 2})
+	dir := filepath.Join(t.TempDir(), "out")
+	man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range man.Stages[1:] {
+		sm := stageModelOf(t, dir, st)
+		if sm.GetIrVersion() != 3 || len(sm.Graph.Input) != 2 || sm.Graph.Input[1].GetName() != "w" || len(st.Inputs) != 1 {
+			t.Errorf("stage %d: ir %d, inputs %v, manifest inputs %v", st.Index, sm.GetIrVersion(), sm.Graph.Input, st.Inputs)
+		}
+	}
+	rep, err := Verify(context.Background(), dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass {
+		t.Error((&MismatchError{Report: rep}).Error())
+	}
+}

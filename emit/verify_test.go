@@ -31,7 +31,7 @@ func writeSplit(t *testing.T, c modelConfig, k int) (string, *Manifest) {
 	return dir, man
 }
 
-func corpusModel(t *testing.T, name string) modelConfig {
+func corpusModel(t testing.TB, name string) modelConfig {
 	for _, c := range corpusConfigs(t) {
 		if c.name == name {
 			return c
