@@ -17,7 +17,7 @@ import (
 func init() {
 	register(&command{
 		name:    "split",
-		summary: "split a model into pipeline stages by hand: at tensors, into N equal-FLOP parts, or by a node→stage file",
+		summary: "split a model into pipeline stages by hand: --cut, --stages N or --assignment",
 		usage: `Usage: onnxpart split MODEL.onnx -o DIR (--cut T1,T2,… | --stages N | --assignment FILE.json) [flags]
 
 Writes one ONNX model per pipeline stage (DIR/stage<i>.onnx, + stage<i>.onnx.data for
