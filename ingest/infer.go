@@ -126,6 +126,12 @@ type inferer struct {
 	// declared types from value_info and graph outputs, by tensor name.
 	declared    map[string]*onnxpb.TypeProto
 	unsupported map[string]bool
+	// parent is the enclosing scope's inferer when this one infers a subgraph.
+	parent *inferer
+	depth  int
+	// subWork counts the subgraph nodes inferred so far, shared by the whole model (nested
+	// loops multiply the passes; see maxSubgraphWork).
+	subWork *int
 }
 
 // nctx is the view of one node that an op's shape function gets.
@@ -187,7 +193,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 	g := m.Graph
 	pg := m.Proto.Graph
 	inf := &inferer{m: m, g: g, info: make([]tinfo, len(g.Tensors)),
-		declared: map[string]*onnxpb.TypeProto{}, unsupported: map[string]bool{}}
+		declared: map[string]*onnxpb.TypeProto{}, unsupported: map[string]bool{}, subWork: new(int)}
 	for _, vi := range pg.ValueInfo {
 		inf.declared[vi.GetName()] = vi.GetType()
 	}
@@ -226,33 +232,8 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 		dt, shape, nt := m.typeInfo(vi.GetType())
 		inf.info[id] = tinfo{dt: dt, shape: shape, nonTensor: nt}
 	}
-	// Nodes, in topological order.
-	for _, v := range g.TopoOrder() {
-		n := &g.Nodes[v]
-		c := &nctx{inferer: inf, n: n, np: pg.Node[v], opset: g.Opset(n.Domain)}
-		fn := opShapeFunc(n.Domain, n.OpType)
-		if fn == nil {
-			inf.unsupported[qualifiedOp(n.Domain, n.OpType)] = true
-		} else if err := fn(c); err != nil {
-			var se *shapeError
-			if errors.As(err, &se) {
-				m.Warnings = append(m.Warnings, err.Error())
-			} else {
-				return err
-			}
-		}
-		// Fill in what inference left unknown from declared value_info.
-		for _, t := range n.Outputs {
-			if t >= 0 {
-				inf.mergeDeclared(t)
-			}
-		}
-	}
-	for id := range g.Tensors {
-		if g.Tensors[id].Kind == graph.Input {
-			continue
-		}
-		inf.mergeDeclared(id)
+	if err := inf.runNodes(pg.Node); err != nil {
+		return err
 	}
 	// Write back.
 	symbolic := map[string]bool{}
@@ -283,6 +264,191 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 	}
 	sort.Strings(m.SymbolicDims)
 	return nil
+}
+
+// runNodes infers every node of inf.g (nodes are its protobufs, in the same order) in
+// topological order, then completes unknowns from declared value_info.
+func (inf *inferer) runNodes(nodes []*onnxpb.NodeProto) error {
+	g := inf.g
+	for _, v := range g.TopoOrder() {
+		n := &g.Nodes[v]
+		c := &nctx{inferer: inf, n: n, np: nodes[v], opset: g.Opset(n.Domain)}
+		fn := opShapeFunc(n.Domain, n.OpType)
+		if fn == nil {
+			inf.unsupported[qualifiedOp(n.Domain, n.OpType)] = true
+		} else if err := fn(c); err != nil {
+			var se *shapeError
+			if errors.As(err, &se) {
+				inf.m.Warnings = append(inf.m.Warnings, err.Error())
+			} else {
+				return err
+			}
+		}
+		// Fill in what inference left unknown from declared value_info.
+		for _, t := range n.Outputs {
+			if t >= 0 {
+				inf.mergeDeclared(t)
+			}
+		}
+	}
+	for id := range g.Tensors {
+		if g.Tensors[id].Kind == graph.Input {
+			continue
+		}
+		inf.mergeDeclared(id)
+	}
+	return nil
+}
+
+// maxSubgraphDepth bounds the nesting of subgraphs that inference enters, and
+// maxSubgraphWork the subgraph nodes it infers per model (Loop bodies are inferred up to
+// maxLoopPasses+1 times each, so nested loops multiply); beyond them subgraph outputs take
+// their declared types.
+const (
+	maxSubgraphDepth = 6
+	maxSubgraphWork  = 20000
+)
+
+// lookup finds what is known of a tensor by name in this scope or an enclosing one.
+func (inf *inferer) lookup(name string) (*tinfo, bool) {
+	for s := inf; s != nil; s = s.parent {
+		if id, ok := s.g.TensorByName(name); ok {
+			return &s.info[id], true
+		}
+	}
+	return nil, false
+}
+
+// inferSubgraph infers a subgraph (an If branch, a Loop or Scan body). inputs are what is
+// known of its formal inputs (missing ones come from their declared types); names it reads
+// from enclosing scopes take what those scopes know. It returns what is known of each of the
+// subgraph's outputs, or nil when the subgraph cannot be analysed.
+func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo {
+	if sg == nil || inf.depth >= maxSubgraphDepth {
+		return nil
+	}
+	// Charge the whole subtree: its nested subgraphs are walked (for their captures) too.
+	if *inf.subWork += subgraphSize(sg, maxSubgraphWork); *inf.subWork > maxSubgraphWork {
+		return nil
+	}
+	b := graph.NewBuilder(sg.GetName())
+	for _, op := range inf.m.Proto.OpsetImport {
+		b.SetOpset(op.GetDomain(), op.GetVersion())
+	}
+	local := map[string]bool{}
+	for _, t := range sg.Initializer {
+		if t.GetName() == "" || local[t.GetName()] {
+			return nil
+		}
+		local[t.GetName()] = true
+		b.AddInitializer(t.GetName())
+	}
+	for _, vi := range sg.Input {
+		if vi.GetName() == "" || local[vi.GetName()] {
+			return nil
+		}
+		local[vi.GetName()] = true
+		b.AddInput(vi.GetName())
+	}
+	captured := dedupSorted(freeNames(sg, nil))
+	for _, name := range captured {
+		if !local[name] {
+			b.AddInput(name)
+		}
+	}
+	for _, n := range sg.Node {
+		var caps []string
+		attrs := make([]graph.Attr, 0, len(n.Attribute))
+		for _, a := range n.Attribute {
+			attrs = append(attrs, convertAttr(a))
+			if g := a.GetG(); g != nil {
+				caps = append(caps, freeNames(g, nil)...)
+			}
+			for _, g := range a.GetGraphs() {
+				caps = append(caps, freeNames(g, nil)...)
+			}
+		}
+		b.AddNode(n.GetName(), n.GetOpType(), n.GetDomain(), n.Input, n.Output, dedupSorted(caps), attrs)
+	}
+	for _, vi := range sg.Output {
+		b.AddOutput(vi.GetName())
+	}
+	g, err := b.Build()
+	if err != nil {
+		return nil
+	}
+	child := &inferer{m: inf.m, g: g, info: make([]tinfo, len(g.Tensors)), parent: inf, depth: inf.depth + 1,
+		declared: map[string]*onnxpb.TypeProto{}, unsupported: inf.unsupported, subWork: inf.subWork}
+	for _, vi := range sg.ValueInfo {
+		child.declared[vi.GetName()] = vi.GetType()
+	}
+	for _, vi := range sg.Output {
+		child.declared[vi.GetName()] = vi.GetType()
+	}
+	for _, t := range sg.Initializer {
+		id, _ := g.TensorByName(t.GetName())
+		ti := &child.info[id]
+		ti.dt = graph.DType(t.GetDataType())
+		ti.shape, _ = tensorShape(t)
+		ti.ival, ti.fval = inf.m.initializerValue(t)
+		if n, err := ti.shape.NumElements(); err == nil && n == 0 && ti.ival == nil && ti.fval == nil {
+			ti.ival, ti.fval = emptyValue(ti.dt)
+		}
+	}
+	for i, vi := range sg.Input {
+		id, _ := g.TensorByName(vi.GetName())
+		ti := &child.info[id]
+		if i < len(inputs) {
+			*ti = inputs[i]
+			ti.shape = ti.shape.Clone()
+		}
+		// Declared types fill what the caller does not know.
+		dt, shape, nt := inf.m.typeInfo(vi.GetType())
+		if ti.dt == graph.Undefined {
+			ti.dt = dt
+		}
+		if ti.shape == nil && ti.nonTensor == "" {
+			ti.shape, ti.nonTensor = shape, nt
+		}
+	}
+	for _, name := range captured {
+		if local[name] {
+			continue
+		}
+		id, _ := g.TensorByName(name)
+		if outer, ok := inf.lookup(name); ok {
+			child.info[id] = *outer
+		}
+	}
+	if err := child.runNodes(sg.Node); err != nil {
+		return nil
+	}
+	out := make([]tinfo, len(sg.Output))
+	for i, vi := range sg.Output {
+		if id, ok := g.TensorByName(vi.GetName()); ok {
+			out[i] = child.info[id]
+		}
+	}
+	return out
+}
+
+// subgraphSize counts the nodes of g and of its nested subgraphs, stopping past limit.
+func subgraphSize(g *onnxpb.GraphProto, limit int) int {
+	n := len(g.Node) + 1
+	for _, nd := range g.Node {
+		for _, a := range nd.Attribute {
+			if n > limit {
+				return n
+			}
+			if sg := a.GetG(); sg != nil {
+				n += subgraphSize(sg, limit-n)
+			}
+			for _, sg := range a.GetGraphs() {
+				n += subgraphSize(sg, limit-n)
+			}
+		}
+	}
+	return n
 }
 
 func qualifiedOp(domain, op string) string {

@@ -276,6 +276,9 @@ func (m *ocModel) sub() *ocSub {
 // subIn declares a subgraph input.
 func (s *ocSub) subIn(dt graph.DType, dims ...any) string {
 	n := s.name("sin")
+	if dims == nil {
+		dims = []any{}
+	}
 	s.g.Input = append(s.g.Input, &onnxpb.ValueInfoProto{Name: proto.String(n), Type: ocTensorType(dt, dims)})
 	return n
 }

@@ -191,8 +191,6 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocQuant() []ocCase   { return nil }
-func ocControl() []ocCase { return nil }
 func ocFolding() []ocCase { return nil }
 func ocExtra() []ocCase   { return nil }
 
@@ -990,4 +988,210 @@ func ocRecurrent() []ocCase {
 		m.opN("GRU", ins(m.in(f32, 5, 2, 3), m.weight(f32, 1, 12, 3), m.weight(f32, 1, 12, 4)), 2, aI("hidden_size", 4), aI("linear_before_reset", 1))
 	}})
 	return cases
+}
+
+func ocQuant() []ocCase {
+	return []ocCase{
+		{name: "Quant10", opset: 10, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			m.op("QuantizeLinear", ins(x, m.scalarF(0.1)))
+			m.op("QuantizeLinear", ins(x, m.scalarF(0.1), m.init(i8, []int64{}, []float64{1})))
+			m.op("DequantizeLinear", ins(m.in(u8, 2, 3), m.scalarF(0.1), m.init(u8, []int64{}, []float64{3})))
+			m.op("DequantizeLinear", ins(m.in(i32, 4), m.scalarF(0.1)))
+		}},
+		{name: "Quant13", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 4)
+			m.op("QuantizeLinear", ins(x, m.weight(f32, 3), m.init(u8, []int64{3}, []float64{1, 2, 3})))
+			m.op("QuantizeLinear", ins(x, m.weight(f32, 4), m.init(i8, []int64{4}, []float64{1, 2, 3, 4})), aI("axis", -1))
+			m.op("DequantizeLinear", ins(m.in(i8, 2, 3, 4), m.weight(f32, 3), m.init(i8, []int64{3}, []float64{1, 2, 3})))
+			m.op("DequantizeLinear", ins(m.in(u8, 2, 3, 4), m.weight(f32, 2)), aI("axis", 0))
+		}},
+		{name: "Quant19", opset: 19, build: func(m *ocModel) {
+			x := m.in(f16, 2, 3)
+			m.op("QuantizeLinear", ins(x, m.init(f16, []int64{}, []float64{0.5})))
+			m.op("QuantizeLinear", ins(m.in(f32, 2, 3), m.scalarF(0.5), m.init(i8, []int64{}, []float64{0})))
+			m.op("DequantizeLinear", ins(m.in(u8, 2, 3), m.init(f16, []int64{}, []float64{0.5})))
+			m.op("DequantizeLinear", ins(m.in(i8, 2, 3), m.scalarF(0.5)))
+		}},
+		{name: "Quant21", opset: 21, build: func(m *ocModel) {
+			x := m.in(f32, 2, 4)
+			m.op("QuantizeLinear", ins(x, m.weight(f32, 2, 2)), aI("block_size", 2), aI("axis", 1))
+			m.op("QuantizeLinear", ins(x, m.scalarF(0.5)), aI("output_dtype", int64(i8)))
+			m.op("QuantizeLinear", ins(x, m.scalarF(0.5), m.init(graph.Uint16, []int64{}, []float64{0})))
+			m.op("QuantizeLinear", ins(x, m.scalarF(0.5), m.init(graph.Int16, []int64{}, []float64{0})))
+			m.op("DequantizeLinear", ins(m.in(i8, 2, 4), m.weight(f32, 2, 2)), aI("block_size", 2), aI("axis", 1))
+			m.op("DequantizeLinear", ins(m.in(graph.Int16, 2, 4), m.scalarF(0.5)))
+		}},
+		{name: "DynamicQuantize", opset: 11, run: map[string]int64{"N": 3}, build: func(m *ocModel) {
+			m.opN("DynamicQuantizeLinear", ins(m.in(f32, "N", 4)), 3)
+			m.opN("DynamicQuantizeLinear", ins(m.in(f32, 5)), 3)
+		}},
+		{name: "QLinear", opset: 10, build: func(m *ocModel) {
+			sa, za := m.scalarF(0.1), m.init(u8, []int64{}, []float64{2})
+			m.op("QLinearMatMul", ins(m.in(u8, 2, 3, 4), sa, za, m.weight(u8, 4, 5), sa, za, sa, za))
+			m.op("QLinearMatMul", ins(m.in(i8, 3, 4), sa, m.init(i8, []int64{}, []float64{0}), m.weight(i8, 4, 5), sa, m.init(i8, []int64{}, []float64{0}), sa, m.init(i8, []int64{}, []float64{0})))
+			m.op("QLinearConv", ins(m.in(u8, 1, 2, 5, 5), sa, za, m.weight(u8, 3, 2, 3, 3), sa, za, sa, za), aIs("pads", 1, 1, 1, 1), aIs("strides", 2, 2))
+			m.op("QLinearConv", ins(m.in(u8, 1, 2, 5, 5), sa, za, m.weight(u8, 3, 2, 3, 3), sa, za, sa, za, m.weight(i32, 3)))
+		}},
+	}
+}
+
+// ocCaptured checks that the first node of op captures the tensors named (by prefix).
+func ocCaptured(op string, prefixes ...string) func(t ocT, m *Model) {
+	return func(t ocT, m *Model) {
+		n := ocNodeOf(t, m, op)
+		deps := map[int]bool{}
+		for _, d := range n.Deps() {
+			deps[d] = true
+		}
+		for _, p := range prefixes {
+			id := ocTensorNamed(t, m, p).ID
+			found := false
+			for _, c := range n.Captures {
+				found = found || c == id
+			}
+			if !found || !deps[id] {
+				t.Errorf("%s does not capture %s (captures %v)", op, p, n.Captures)
+			}
+			cons := m.Graph.Tensors[id].Consumers
+			isCons := false
+			for _, c := range cons {
+				isCons = isCons || c == n.ID
+			}
+			if !isCons {
+				t.Errorf("%s is not a consumer of %s", op, p)
+			}
+		}
+	}
+}
+
+func ocControl() []ocCase {
+	return []ocCase{
+		// If whose branches read outer-scope tensors, with and without declared shapes.
+		{name: "IfCapture", opset: 13, check: ocCaptured("If", "relu", "w_"), build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			r := m.op("Relu", ins(x))
+			w := m.weight(f32, 3)
+			th := m.sub()
+			a := th.op("Add", ins(r, w))
+			th.out(a, f32, []any{2, 3})
+			el := m.sub()
+			b := el.op("Mul", ins(r, w))
+			el.out(b, f32, []any{2, 3})
+			m.op("If", ins(m.inData(bool_, []float64{1})), aG("then_branch", th.g), aG("else_branch", el.g))
+		}},
+		{name: "IfUndeclared", opset: 13, check: ocCaptured("If", "relu"), build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			r := m.op("Relu", ins(x))
+			th := m.sub()
+			th.out(th.op("Sigmoid", ins(r)), f32, nil)
+			th.out(th.op("Shape", ins(r)), i64, nil)
+			el := m.sub()
+			el.out(el.op("Tanh", ins(r)), f32, nil)
+			el.out(el.op("Shape", ins(el.op("Transpose", ins(r)))), i64, nil)
+			m.opN("If", ins(m.inData(bool_, []float64{0})), 2, aG("then_branch", th.g), aG("else_branch", el.g))
+		}},
+		{name: "IfDifferentShapes", opset: 13, anon: []string{"if"}, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("Identity", ins(x)), f32, nil)
+			el := m.sub()
+			el.out(el.op("Transpose", ins(x)), f32, nil)
+			m.op("If", ins(m.inData(bool_, []float64{1})), aG("then_branch", th.g), aG("else_branch", el.g))
+		}},
+		// A for-loop (constant trip count, cond kept true): a carried value, a scan output, and
+		// a capture from the outer graph.
+		{name: "LoopCapture", opset: 13, check: ocCaptured("Loop", "relu"), build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			r := m.op("Relu", ins(x))
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 2, 3)
+			cout := body.op("Identity", ins(cin))
+			vout := body.op("Add", ins(v, r))
+			scan := body.op("ReduceMax", ins(vout), aIs("axes", 1), aI("keepdims", 0))
+			body.out(cout, bool_, []any{})
+			body.out(vout, f32, []any{2, 3})
+			body.out(scan, f32, []any{2})
+			m.opN("Loop", ins(m.scalarI(4), m.init(bool_, []int64{}, []float64{1}), x), 2, aG("body", body.g))
+		}},
+		{name: "LoopNoCond", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 2, 3)
+			body.out(body.op("Identity", ins(cin)), bool_, []any{})
+			vout := body.op("Neg", ins(v))
+			body.out(vout, f32, []any{2, 3})
+			body.out(body.op("Identity", ins(vout)), f32, []any{2, 3})
+			m.opN("Loop", ins(m.scalarI(3), "", x), 2, aG("body", body.g))
+		}},
+		// A while-loop: the trip count depends on run-time data, so the scan output's first dim
+		// is unknown.
+		{name: "LoopWhile", opset: 13, anon: []string{"loop"}, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			body := m.sub()
+			it := body.subIn(i64)
+			body.subIn(bool_)
+			v := body.subIn(f32, 2, 3)
+			body.out(body.op("Less", ins(it, body.scalarI(2))), bool_, []any{})
+			body.out(body.op("Identity", ins(v)), f32, []any{2, 3})
+			body.out(body.op("Identity", ins(it)), i64, []any{})
+			m.opN("Loop", ins("", m.inData(bool_, []float64{1}), x), 2, aG("body", body.g))
+		}},
+		// A loop-carried value that grows each iteration: its final shape is not the initial one.
+		{name: "LoopGrowing", opset: 13, anon: []string{"loop"}, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3)
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 1, 3)
+			body.out(body.op("Identity", ins(cin)), bool_, []any{})
+			body.out(body.op("Concat", ins(v, v), aI("axis", 0)), f32, nil)
+			m.op("Loop", ins(m.scalarI(3), m.init(bool_, []int64{}, []float64{1}), x), aG("body", body.g))
+		}},
+		// A condition known before run time selects the branch, values included.
+		{name: "IfConstCond", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("Shape", ins(x)), i64, nil)
+			el := m.sub()
+			el.out(el.op("Shape", ins(el.op("Flatten", ins(x), aI("axis", 0)))), i64, nil)
+			cond := m.op("Greater", ins(m.op("Size", ins(x)), m.scalarI(3)))
+			r := m.op("If", ins(cond), aG("then_branch", th.g), aG("else_branch", el.g))
+			m.op("Reshape", ins(m.in(f32, 6), r))
+		}},
+		{name: "Scan", opset: 11, run: map[string]int64{"T": 5}, build: func(m *ocModel) {
+			body := m.sub()
+			st := body.subIn(f32, 3)
+			xs := body.subIn(f32, 3)
+			next := body.op("Add", ins(st, xs))
+			body.out(next, f32, []any{3})
+			body.out(body.op("Unsqueeze", ins(next), aIs("axes", 0)), f32, nil)
+			m.opN("Scan", ins(m.in(f32, 3), m.in(f32, 3, "T")), 2, aG("body", body.g), aI("num_scan_inputs", 1),
+				aIs("scan_input_axes", 1), aIs("scan_output_axes", -1))
+			body2 := m.sub()
+			xs2 := body2.subIn(f32, 3)
+			body2.out(body2.op("Neg", ins(xs2)), f32, nil)
+			m.op("Scan", ins(m.in(f32, 4, 3)), aG("body", body2.g), aI("num_scan_inputs", 1), aIs("scan_input_directions", 1))
+		}},
+		// An If nested in a Loop body reads a tensor of the main graph: the Loop captures it.
+		{name: "NestedCapture", opset: 13, check: ocCaptured("Loop", "relu"), build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			r := m.op("Relu", ins(x))
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 2, 3)
+			th := body.sub()
+			th.out(th.op("Add", ins(v, r)), f32, []any{2, 3})
+			el := body.sub()
+			el.out(el.op("Sub", ins(v, r)), f32, []any{2, 3})
+			body.out(body.op("Identity", ins(cin)), bool_, []any{})
+			body.out(body.op("If", ins(cin), aG("then_branch", th.g), aG("else_branch", el.g)), f32, []any{2, 3})
+			m.op("Loop", ins(m.scalarI(2), m.init(bool_, []int64{}, []float64{1}), x), aG("body", body.g))
+		}},
+	}
 }

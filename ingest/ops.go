@@ -101,6 +101,7 @@ func init() {
 	reg(rnn, "RNN", "GRU", "LSTM")
 	reg(ifOp, "If")
 	reg(loopOp, "Loop")
+	reg(scanOp, "Scan")
 	reg(quantize, "QuantizeLinear")
 	reg(dequantize, "DequantizeLinear")
 	reg(dynQuantize, "DynamicQuantizeLinear")

@@ -1186,55 +1186,260 @@ func (c *nctx) subgraphOutput(attr string, i int) (graph.DType, graph.Shape, boo
 	return dt, s, true
 }
 
-func ifOp(c *nctx) error {
-	for i := 0; i < c.nout(); i++ {
-		dt1, s1, ok1 := c.subgraphOutput("then_branch", i)
-		dt2, s2, ok2 := c.subgraphOutput("else_branch", i)
-		if !ok1 || !ok2 {
-			continue
-		}
-		dt := dt1
-		if dt == graph.Undefined {
-			dt = dt2
-		}
-		var s graph.Shape
-		if s1 != nil && s2 != nil && len(s1) == len(s2) {
-			s = make(graph.Shape, len(s1))
-			for k := range s1 {
-				if s1[k] == s2[k] {
-					s[k] = s1[k]
-				} else {
-					s[k] = unknownDim
-				}
+// mergeInfo is what is known of a value that is either a or b: the common dtype, and the
+// dims on which both agree (the rank only when both know it and agree).
+func mergeInfo(a, b tinfo) tinfo {
+	out := tinfo{dt: a.dt, nonTensor: a.nonTensor}
+	if out.dt == graph.Undefined {
+		out.dt = b.dt
+	}
+	if a.shape != nil && b.shape != nil && len(a.shape) == len(b.shape) {
+		out.shape = make(graph.Shape, len(a.shape))
+		for k := range a.shape {
+			if a.shape[k] == b.shape[k] {
+				out.shape[k] = a.shape[k]
+			} else {
+				out.shape[k] = unknownDim
 			}
 		}
-		c.set(i, dt, s)
+	}
+	return out
+}
+
+// declaredOutputs falls back on the declared output types of a subgraph attribute.
+func (c *nctx) declaredOutputs(attr string) []tinfo {
+	a := c.attrProto(attr)
+	if a == nil || a.GetG() == nil {
+		return nil
+	}
+	out := make([]tinfo, len(a.GetG().Output))
+	for i, vi := range a.GetG().Output {
+		out[i].dt, out[i].shape, out[i].nonTensor = c.m.typeInfo(vi.GetType())
+	}
+	return out
+}
+
+// subgraphOutputs infers a subgraph attribute (falling back on its declared output types).
+func (c *nctx) subgraphOutputs(attr string, inputs []tinfo) []tinfo {
+	a := c.attrProto(attr)
+	if a == nil {
+		return nil
+	}
+	if out := c.inferSubgraph(a.GetG(), inputs); out != nil {
+		return out
+	}
+	return c.declaredOutputs(attr)
+}
+
+func ifOp(c *nctx) error {
+	th := c.subgraphOutputs("then_branch", nil)
+	el := c.subgraphOutputs("else_branch", nil)
+	// A condition known before run time selects one branch.
+	var pick []tinfo
+	if v, ok := c.in(0).ints(); ok && len(v) == 1 {
+		pick = el
+		if v[0] != 0 {
+			pick = th
+		}
+	}
+	for i := 0; i < c.nout(); i++ {
+		if pick != nil {
+			if i < len(pick) {
+				o := pick[i]
+				if t := c.set(i, o.dt, o.shape.Clone()); t != nil {
+					t.ival, t.fval, t.nonTensor = o.ival, o.fval, o.nonTensor
+				}
+			}
+			continue
+		}
+		if i >= len(th) || i >= len(el) {
+			continue
+		}
+		o := mergeInfo(th[i], el[i])
+		if t := c.set(i, o.dt, o.shape); t != nil {
+			t.nonTensor = o.nonTensor
+		}
 	}
 	return nil
 }
 
+// maxLoopPasses bounds the passes over a loop body looking for the loop-carried shapes that
+// hold on every iteration.
+const maxLoopPasses = 3
+
+// loopCarried infers a Loop or Scan body whose first inputs are the loop-carried values
+// (after prefix, e.g. Loop's iteration number and condition) until the carried shapes are
+// stable: a dim an iteration changes becomes unknown (after maxLoopPasses passes without
+// convergence, the carried ranks too). rest follow the carried inputs; the carried values are
+// body outputs outOffset.... It returns the carried values and the body outputs of the last
+// pass (nil when the body cannot be inferred).
+func (c *nctx) loopCarried(prefix []tinfo, carried []tinfo, rest []tinfo, outOffset int) ([]tinfo, []tinfo) {
+	body := c.attrProto("body").GetG()
+	for pass := 0; ; pass++ {
+		in := append(append(append([]tinfo{}, prefix...), carried...), rest...)
+		outs := c.inferSubgraph(body, in)
+		if outs == nil || len(outs) < outOffset+len(carried) {
+			// Without the body, a carried value keeps only the dims its declared body output
+			// shares with what is known so far.
+			decl := c.declaredOutputs("body")
+			for i := range carried {
+				if outOffset+i < len(decl) {
+					carried[i].shape = mergeInfo(carried[i], decl[outOffset+i]).shape
+				} else {
+					carried[i].shape = nil
+				}
+			}
+			return carried, nil
+		}
+		changed := false
+		for i := range carried {
+			o := outs[outOffset+i]
+			m := mergeInfo(carried[i], o)
+			if m.shape == nil && carried[i].shape != nil || m.shape != nil && !m.shape.Equal(carried[i].shape) {
+				changed = true
+			}
+			carried[i] = tinfo{dt: carried[i].dt, shape: m.shape, nonTensor: carried[i].nonTensor}
+		}
+		if !changed {
+			return carried, outs
+		}
+		if pass+1 == maxLoopPasses {
+			for i := range carried {
+				carried[i].shape = nil
+			}
+			outs = c.inferSubgraph(body, append(append(append([]tinfo{}, prefix...), carried...), rest...))
+			return carried, outs
+		}
+	}
+}
+
 func loopOp(c *nctx) error {
-	// Loop inputs: M, cond, v_initial...; outputs: v_final... then scan outputs.
-	nCarried := c.nin() - 2
+	// Loop inputs: M, cond, v_initial...; outputs: v_final... then scan outputs. Body inputs:
+	// iteration number, condition, carried...; body outputs: condition, carried..., scans...
+	nCarried := max(c.nin()-2, 0)
+	carried := make([]tinfo, nCarried)
+	for i := range carried {
+		if x := c.in(2 + i); x != nil {
+			// Values change from one iteration to the next: keep only type and shape.
+			carried[i] = tinfo{dt: x.dt, shape: x.shape.Clone(), nonTensor: x.nonTensor}
+		}
+	}
+	cond := c.in(1)
+	condTrue := cond == nil
+	if v, ok := cond.ints(); ok && len(v) == 1 && v[0] != 0 {
+		condTrue = true
+	}
+	condIn := tinfo{dt: graph.Bool, shape: graph.Shape{}}
+	if condTrue {
+		// Inductively: if the body keeps a true condition true, every iteration sees true.
+		condIn.ival = []graph.Dim{graph.Static(1)}
+	}
+	prefix := []tinfo{{dt: graph.Int64, shape: graph.Shape{}}, condIn}
+	carried, outs := c.loopCarried(prefix, carried, nil, 1)
+	if outs == nil {
+		outs = c.declaredOutputs("body")
+	}
+	// The trip count is M when the condition stays true.
+	trip := unknownDim
+	if m, ok := c.in(0).ints(); ok && len(m) == 1 && m[0] >= 0 && condTrue {
+		if cond == nil {
+			trip = graph.Static(m[0])
+		} else if len(outs) > 0 {
+			if v, ok := outs[0].ints(); ok && len(v) == 1 && v[0] != 0 {
+				trip = graph.Static(m[0])
+			}
+		}
+	}
 	for i := 0; i < c.nout(); i++ {
 		if i < nCarried {
-			if x := c.in(2 + i); x != nil {
-				c.set(i, x.dt, x.shape.Clone())
+			if x := carried[i]; x.dt != graph.Undefined || x.shape != nil {
+				if t := c.set(i, x.dt, x.shape); t != nil {
+					t.nonTensor = x.nonTensor
+				}
 			}
 			continue
 		}
-		dt, s, ok := c.subgraphOutput("body", 1+i) // body outputs: cond, carried..., scans...
-		if !ok {
+		if 1+i >= len(outs) {
 			continue
 		}
-		var out graph.Shape
-		if s != nil {
-			out = append(graph.Shape{unknownDim}, s...)
-			if m, ok := c.in(0).ints(); ok && len(m) == 1 && c.in(1) == nil {
-				out[0] = graph.Static(m[0])
-			}
+		o := outs[1+i]
+		var s graph.Shape
+		if o.shape != nil {
+			s = append(graph.Shape{trip}, o.shape...)
 		}
-		c.set(i, dt, out)
+		c.set(i, o.dt, s)
+	}
+	return nil
+}
+
+// scanOp (opset 9+): inputs are the initial states then the scan inputs; the body sees the
+// states and one slice of each scan input (the scan axis removed); outputs are the final
+// states then the scan outputs, stacked along their scan_output_axes.
+func scanOp(c *nctx) error {
+	nScan := int(c.n.AttrInt("num_scan_inputs", 0))
+	nState := c.nin() - nScan
+	if c.opset < 9 || nScan <= 0 || nState < 0 {
+		return nil
+	}
+	inAxes := c.n.AttrInts("scan_input_axes")
+	outAxes := c.n.AttrInts("scan_output_axes")
+	states := make([]tinfo, nState)
+	for i := range states {
+		if x := c.in(i); x != nil {
+			states[i] = tinfo{dt: x.dt, shape: x.shape.Clone(), nonTensor: x.nonTensor}
+		}
+	}
+	slices := make([]tinfo, nScan)
+	seq := unknownDim
+	for j := range slices {
+		x := c.in(nState + j)
+		if x == nil {
+			continue
+		}
+		slices[j].dt = x.dt
+		if x.shape == nil {
+			continue
+		}
+		ax := int64(0)
+		if j < len(inAxes) {
+			ax = inAxes[j]
+		}
+		a, err := normAxis(ax, len(x.shape))
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		if j == 0 || !seq.Known() {
+			seq = x.shape[a]
+		}
+		slices[j].shape = append(x.shape[:a:a], x.shape[a+1:]...)
+	}
+	states, outs := c.loopCarried(nil, states, slices, 0)
+	if outs == nil {
+		outs = c.declaredOutputs("body")
+	}
+	for i := 0; i < c.nout(); i++ {
+		if i < nState {
+			c.set(i, states[i].dt, states[i].shape)
+			continue
+		}
+		if i >= len(outs) {
+			continue
+		}
+		o := outs[i]
+		if o.shape == nil {
+			c.set(i, o.dt, nil)
+			continue
+		}
+		ax := int64(0)
+		if k := i - nState; k < len(outAxes) {
+			ax = outAxes[k]
+		}
+		a, err := normAxis(ax, len(o.shape)+1)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		s := append(append(o.shape[:a:a], seq), o.shape[a:]...)
+		c.set(i, o.dt, s)
 	}
 	return nil
 }
