@@ -1,0 +1,285 @@
+package profile
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"onnxpart/graph"
+)
+
+// Sample is one model's measured per-node times on a device, for calibration.
+type Sample struct {
+	Graph    *graph.Graph
+	Measured *Measurement
+}
+
+// ClassFit is the calibrated roofline of one op class:
+// t = max(compute/Eff, memory/MemEff) + Overhead, compute and memory being the roofline
+// terms at full efficiency.
+type ClassFit struct {
+	Eff, MemEff float64
+	Overhead    float64 // seconds
+	Nodes       int     // nodes the fit used
+}
+
+// Calibration holds fitted efficiencies and overheads for one device.
+type Calibration struct {
+	Classes map[OpClass]ClassFit
+	// RunOverhead is the median per-call overhead of the samples, seconds.
+	RunOverhead float64
+	Models      []string
+}
+
+// minFitNodes is the fewest nodes of a class needed to fit it; smaller classes keep their
+// defaults.
+const minFitNodes = 3
+
+// Efficiencies are kept within [1/maxEff, maxEff]: maxEff stands for "time does not grow
+// with this term".
+const maxEff = 1e3
+
+// fitOrder fits GEMM-like classes first: their compute efficiency is the prior of classes
+// whose nodes never reach the compute roof (a MatMul class seen only as GEMV).
+var fitOrder = []OpClass{ClassConv, ClassMatMul, ClassDepthwise, ClassPool, ClassNorm,
+	ClassElementwise, ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther}
+
+type fitPoint struct{ c, m, t float64 }
+
+// Calibrate fits, for each op class, the compute and memory efficiencies and the per-node
+// overhead that best explain the measured node times on d, pooled over the samples:
+//
+//	t ≈ max(c/Eff, m/MemEff) + Overhead
+//
+// with c and m the node's roofline terms at full efficiency. For each ratio ρ = Eff/MemEff on
+// a logarithmic grid the model is t ≈ a·max(c, ρ·m) + b, a linear least-squares problem
+// with a, b ≥ 0; the ρ with the least squared error wins (Eff = 1/a). When the data cannot
+// tell ratios apart (no node of the class near one of the roofs), the tie goes to the ρ whose
+// efficiencies are closest to the priors: the conv class's compute efficiency and the median
+// memory efficiency of the classes fitted before.
+//
+// Nodes of a fused kernel carry their share of its time and nodes the runtime removed carry
+// 0, so the fit folds fusion in: it predicts the runtime's time per node, not the kernels'.
+// Static nodes are not fitted (they cost nothing).
+func Calibrate(d *Device, samples []Sample) *Calibration {
+	pts := map[OpClass][]fitPoint{}
+	cal := &Calibration{Classes: map[OpClass]ClassFit{}}
+	var runs []float64
+	for _, s := range samples {
+		g, m := s.Graph, s.Measured
+		cal.Models = append(cal.Models, m.Model)
+		runs = append(runs, m.RunOverhead())
+		for v := range g.Nodes {
+			n := &g.Nodes[v]
+			c := ClassOf(g, n)
+			if c == ClassStatic || v >= len(m.Node) || math.IsNaN(m.Node[v]) {
+				continue
+			}
+			var comp, mem float64
+			if c != ClassView {
+				comp, mem = roofline(d, g, n, c, PrecisionOf(g, n))
+			}
+			pts[c] = append(pts[c], fitPoint{comp, mem, m.Node[v]})
+		}
+	}
+	priorC := 1.0
+	var memEffs []float64
+	for _, c := range fitOrder {
+		p := pts[c]
+		if len(p) < minFitNodes {
+			continue
+		}
+		priorM := 1.0
+		if len(memEffs) > 0 {
+			priorM = median(memEffs)
+		}
+		f := fitClass(p, c == ClassView, priorC, priorM)
+		cal.Classes[c] = f
+		if c == ClassConv {
+			priorC = f.Eff
+		}
+		if c != ClassView && f.MemEff < maxEff {
+			memEffs = append(memEffs, f.MemEff)
+		}
+	}
+	if len(runs) > 0 {
+		cal.RunOverhead = median(runs)
+	}
+	return cal
+}
+
+// fitLine fits t ≈ a·z + b with a, b ≥ 0 and returns a, b and the squared error.
+func fitLine(z []float64, p []fitPoint) (a, b, sse float64) {
+	var sz, st, szz, szt float64
+	for i, x := range p {
+		sz += z[i]
+		st += x.t
+		szz += z[i] * z[i]
+		szt += z[i] * x.t
+	}
+	n := float64(len(p))
+	mz, mt := sz/n, st/n
+	vz := szz/n - mz*mz
+	switch {
+	case szz == 0:
+		a, b = 0, mt
+	case vz <= 1e-12*szz/n:
+		a, b = szt/szz, 0
+	default:
+		a = (szt/n - mz*mt) / vz
+		b = mt - a*mz
+		if a < 0 {
+			a, b = 0, mt
+		} else if b < 0 {
+			a, b = szt/szz, 0
+		}
+	}
+	for i, x := range p {
+		r := x.t - a*z[i] - b
+		sse += r * r
+	}
+	return a, b, sse
+}
+
+func fitClass(p []fitPoint, viewOnly bool, priorC, priorM float64) ClassFit {
+	if viewOnly {
+		var s float64
+		for _, x := range p {
+			s += x.t
+		}
+		return ClassFit{Eff: maxEff, MemEff: maxEff, Overhead: s / float64(len(p)), Nodes: len(p)}
+	}
+	if ok, computeBound := sameRatio(p, priorC, priorM); ok {
+		// The compute and memory terms are proportional across the class (matrix-vector
+		// products, elementwise ops): the data cannot say which roof binds. Take the one that
+		// binds at the priors, fit its efficiency, and keep the prior for the other.
+		z := make([]float64, len(p))
+		for i, x := range p {
+			if computeBound {
+				z[i] = x.c
+			} else {
+				z[i] = x.m
+			}
+		}
+		a, b, _ := fitLine(z, p)
+		f := ClassFit{Eff: priorC, MemEff: priorM, Overhead: math.Max(b, 0), Nodes: len(p)}
+		if computeBound {
+			f.Eff = effOf(a)
+		} else {
+			f.MemEff = effOf(a)
+		}
+		return f
+	}
+	type cand struct {
+		rho, a, b, sse float64
+	}
+	var cands []cand
+	z := make([]float64, len(p))
+	best := math.Inf(1)
+	for k := -32; k <= 40; k++ { // ρ from 1e-4 to 1e5
+		rho := math.Pow(10, float64(k)/8)
+		for i, x := range p {
+			z[i] = math.Max(x.c, rho*x.m)
+		}
+		a, b, sse := fitLine(z, p)
+		cands = append(cands, cand{rho, a, b, sse})
+		best = math.Min(best, sse)
+	}
+	var total float64
+	for _, x := range p {
+		total += x.t * x.t
+	}
+	// Score: the squared error relative to the best, plus a small pull towards the priors
+	// (a 5% worse fit buys efficiencies e times closer to them).
+	floor := best + 1e-9*total
+	pick := cand{}
+	bestScore := math.Inf(1)
+	for _, cd := range cands {
+		ec := effOf(cd.a)
+		em := effOf(cd.a * cd.rho)
+		dist := math.Abs(math.Log(ec/priorC)) + math.Abs(math.Log(em/priorM))
+		score := (cd.sse+1e-9*total)/floor + priorWeight*dist
+		if score < bestScore {
+			bestScore, pick = score, cd
+		}
+	}
+	return ClassFit{Eff: effOf(pick.a), MemEff: effOf(pick.a * pick.rho), Overhead: math.Max(pick.b, 0), Nodes: len(p)}
+}
+
+// sameRatio reports whether the class's compute and memory terms keep nearly the same ratio
+// (the standard deviation of log(c/m) below 0.25), and if so whether the compute term binds
+// at the prior efficiencies.
+func sameRatio(p []fitPoint, priorC, priorM float64) (same, computeBound bool) {
+	var logs []float64
+	var sc, sm float64
+	for _, x := range p {
+		if x.c > 0 && x.m > 0 {
+			logs = append(logs, math.Log(x.c/x.m))
+		}
+		sc += x.c / priorC
+		sm += x.m / priorM
+	}
+	if len(logs) < len(p)/2 || len(logs) < minFitNodes {
+		return false, false
+	}
+	var mean, v float64
+	for _, l := range logs {
+		mean += l
+	}
+	mean /= float64(len(logs))
+	for _, l := range logs {
+		v += (l - mean) * (l - mean)
+	}
+	return math.Sqrt(v/float64(len(logs))) < 0.25, sc >= sm
+}
+
+// priorWeight is the relative squared error traded for a factor e of distance from the priors.
+const priorWeight = 0.05
+
+// effOf turns a time-per-roofline-second slope into an efficiency within [1/maxEff, maxEff].
+func effOf(a float64) float64 {
+	if a <= 1/maxEff {
+		return maxEff
+	}
+	return math.Max(1/a, 1/maxEff)
+}
+
+// Apply writes the calibration into d's efficiencies and overheads (source measured). Op-type
+// entries of d (from a spec file) still take precedence over the fitted classes.
+func (c *Calibration) Apply(d *Device) {
+	if d.Efficiency == nil {
+		d.Efficiency = map[string]Figure{}
+	}
+	if d.Overhead == nil {
+		d.Overhead = map[string]Figure{}
+	}
+	models := make([]string, 0, len(c.Models))
+	for _, m := range c.Models {
+		models = append(models, baseName(m))
+	}
+	sort.Strings(models)
+	from := strings.Join(models, ", ")
+	if len(models) > 4 {
+		from = fmt.Sprintf("%d models", len(models))
+	}
+	if d.MemEfficiency == nil {
+		d.MemEfficiency = map[string]Figure{}
+	}
+	for cl, f := range c.Classes {
+		note := fmt.Sprintf("fitted on %d nodes of %s (ONNX Runtime profile)", f.Nodes, from)
+		d.Efficiency[string(cl)] = fig(f.Eff, SourceMeasured, note)
+		d.MemEfficiency[string(cl)] = fig(f.MemEff, SourceMeasured, note)
+		d.Overhead[string(cl)] = fig(f.Overhead, SourceMeasured, note)
+	}
+	if len(c.Models) > 0 {
+		d.RunOverhead = fig(c.RunOverhead, SourceMeasured, "median call time minus kernel time, "+from)
+	}
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}

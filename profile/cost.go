@@ -1,0 +1,341 @@
+package profile
+
+import (
+	"fmt"
+	"math"
+
+	"onnxpart/graph"
+)
+
+// CostOptions configure a cost model.
+type CostOptions struct {
+	// Measured, when set, holds per-node times to use instead of the roofline: Measured[d]
+	// is for device d (nil for devices without measurements), indexed by node, in seconds;
+	// NaN marks a node with no measurement. See MeasureORT and Measurement.NodeTimes.
+	Measured [][]float64
+}
+
+// CostModel predicts node and transfer times on a cluster.
+//
+// Node time on device d (the roofline, Williams et al. 2009):
+//
+//	t = max(FLOPs / (peak_p · eff_c), bytes / (bandwidth · eff_m)) + overhead
+//
+// where p is the node's precision (PrecisionOf) for matrix classes and fp32 otherwise, bytes
+// are the activations read, the parameters read and the outputs written, eff_c and eff_m are
+// the device's efficiencies for the node's op type or class (one figure for both unless
+// calibration or a spec file gives the memory term its own), and overhead is the calibrated
+// per-node overhead of the class or else the device's kernel-launch figure. Static nodes
+// (folded before run time) cost nothing; view ops (reshape, squeeze, …) cost the overhead.
+//
+// Transfer time from device i to j is bytes / bandwidth + latency along the best route:
+// the direct link, or, where the link matrix has no direct link (LinkNone), the path with
+// the widest bottleneck (latencies added), as in Moirai §III-C.
+type CostModel struct {
+	c        *Cluster
+	opts     CostOptions
+	routeBW  [][]float64
+	routeLat [][]float64
+}
+
+// NewCostModel prepares a cost model for the cluster. The cluster must not change
+// afterwards.
+func NewCostModel(c *Cluster, opts CostOptions) *CostModel {
+	m := &CostModel{c: c, opts: opts}
+	m.routeBW, m.routeLat = routes(c.Links)
+	return m
+}
+
+// Cluster returns the cluster the model was built for.
+func (m *CostModel) Cluster() *Cluster { return m.c }
+
+// Breakdown explains one node's predicted time on one device.
+type Breakdown struct {
+	Class     OpClass
+	Precision Precision
+	Compute   float64 // FLOPs / (peak · eff), s
+	Memory    float64 // bytes / (bandwidth · eff), s
+	Overhead  float64 // s
+	Eff       Figure  // efficiency of the compute term
+	MemEff    Figure  // efficiency of the memory term
+	Measured  bool    // Time is a measurement, not the roofline
+	Time      float64 // s
+}
+
+// NodeTime is the predicted time of node on device, in seconds.
+func (m *CostModel) NodeTime(g *graph.Graph, node, device int) float64 {
+	return m.Explain(g, node, device).Time
+}
+
+// Explain gives the terms of NodeTime.
+func (m *CostModel) Explain(g *graph.Graph, node, device int) Breakdown {
+	d := &m.c.Devices[device]
+	n := &g.Nodes[node]
+	b := Breakdown{Class: ClassOf(g, n), Precision: PrecisionOf(g, n)}
+	if device < len(m.opts.Measured) && m.opts.Measured[device] != nil && node < len(m.opts.Measured[device]) {
+		if t := m.opts.Measured[device][node]; !math.IsNaN(t) {
+			b.Time, b.Measured = t, true
+			return b
+		}
+	}
+	b.Eff, b.MemEff = EfficiencyOf(d, n.OpType, b.Class)
+	if b.Class == ClassStatic {
+		return b
+	}
+	b.Overhead = OverheadOf(d, b.Class).Value
+	if b.Class != ClassView {
+		c, m := roofline(d, g, n, b.Class, b.Precision)
+		b.Compute, b.Memory = c/positive(b.Eff.Value), m/positive(b.MemEff.Value)
+	}
+	b.Time = math.Max(b.Compute, b.Memory) + b.Overhead
+	return b
+}
+
+func positive(x float64) float64 { return math.Max(x, 1e-9) }
+
+// roofline returns the compute and memory terms of node n on d at full efficiency:
+// FLOPs / peak (the precision's peak for matrix classes, fp32 otherwise; output channels
+// rounded up to the vector width, see lanePadding) and bytes moved / bandwidth.
+func roofline(d *Device, g *graph.Graph, n *graph.Node, c OpClass, p Precision) (compute, memory float64) {
+	peak := d.Peak[FP32].Value
+	if tensorClass(c) {
+		peak = d.PeakFor(p).Value
+	}
+	if n.FLOPs > 0 && peak > 0 {
+		compute = float64(n.FLOPs) * lanePadding(g, n, c, d.VectorWidth) / peak
+	}
+	if bw := d.Bandwidth.Value; bw > 0 {
+		memory = float64(max(n.InputBytes, 0)+max(n.ParamBytes, 0)+max(n.OutputBytes, 0)) / bw
+	}
+	return compute, memory
+}
+
+// lanePadding is the factor by which vector lanes left idle inflate the work of a
+// convolution or matrix product on a device whose kernels block output channels (or output
+// columns) by width: ceil(C/width)·width / C. A 4-channel convolution on AVX-512 (16 lanes)
+// costs like a 16-channel one. 1 when width ≤ 1 or the shape is unknown.
+func lanePadding(g *graph.Graph, n *graph.Node, c OpClass, width int) float64 {
+	if width <= 1 {
+		return 1
+	}
+	var ch int64
+	switch c {
+	case ClassConv, ClassDepthwise:
+		if n.OpType == "ConvTranspose" {
+			// Weight [Cin, Cout/group, k…]: output channels are dimension 1 × group.
+			if len(n.Inputs) > 1 && n.Inputs[1] >= 0 {
+				if w := g.Tensors[n.Inputs[1]].Shape; len(w) >= 2 && w[1].Known() {
+					ch = w[1].Value * n.AttrInt("group", 1)
+				}
+			}
+			break
+		}
+		if len(n.Inputs) > 1 && n.Inputs[1] >= 0 {
+			if w := g.Tensors[n.Inputs[1]].Shape; len(w) >= 1 && w[0].Known() {
+				ch = w[0].Value
+			}
+		}
+	case ClassMatMul:
+		if len(n.Outputs) > 0 && n.Outputs[0] >= 0 {
+			if s := g.Tensors[n.Outputs[0]].Shape; len(s) >= 1 && s[len(s)-1].Known() {
+				ch = s[len(s)-1].Value
+			}
+		}
+	}
+	if ch <= 0 {
+		return 1
+	}
+	w := int64(width)
+	return float64((ch+w-1)/w*w) / float64(ch)
+}
+
+// EfficiencyOf returns the roofline efficiencies of an op type or class on d for the compute
+// and the memory term: the device's entry for the op type, else for the class, else the
+// default of the device kind (one value for both terms unless MemEfficiency has an entry).
+func EfficiencyOf(d *Device, opType string, c OpClass) (compute, memory Figure) {
+	compute = fig(defaultEff(d.Kind, c), SourceDefault, effNote)
+	memory = Figure{}
+	for _, key := range []string{string(c), opType} { // the op type, looked up last, wins
+		if f, ok := d.Efficiency[key]; ok {
+			compute, memory = f, Figure{}
+		}
+		if f, ok := d.MemEfficiency[key]; ok {
+			memory = f
+		}
+	}
+	if !memory.Known() {
+		memory = compute
+	}
+	return compute, memory
+}
+
+// OverheadOf is the per-node overhead of class c on d: the calibrated overhead of the class
+// when there is one, else the device's launch figure.
+func OverheadOf(d *Device, c OpClass) Figure {
+	if f, ok := d.Overhead[string(c)]; ok {
+		return f
+	}
+	return d.Launch
+}
+
+// TransferTime is the time to move bytes from device from to device to, in seconds (0 on
+// the same device, +Inf when no route exists).
+func (m *CostModel) TransferTime(bytes int64, from, to int) float64 {
+	return transfer(float64(bytes), m.routeBW[from][to], m.routeLat[from][to], from == to)
+}
+
+func transfer(b, bw, lat float64, same bool) float64 {
+	if same || b <= 0 {
+		return 0
+	}
+	if bw <= 0 {
+		return math.Inf(1)
+	}
+	return b/bw + lat
+}
+
+// routes computes, for every ordered pair, the widest path's bottleneck bandwidth and its
+// summed latency (Floyd–Warshall on the max-min semiring, ties broken by lower latency).
+func routes(links [][]Link) (bw, lat [][]float64) {
+	n := len(links)
+	bw = make([][]float64, n)
+	lat = make([][]float64, n)
+	for i := range n {
+		bw[i] = make([]float64, n)
+		lat[i] = make([]float64, n)
+		for j := range n {
+			if i == j {
+				bw[i][j] = math.Inf(1)
+				continue
+			}
+			if j < len(links[i]) && links[i][j].Kind != LinkNone && links[i][j].Bandwidth.Value > 0 {
+				bw[i][j] = links[i][j].Bandwidth.Value
+				lat[i][j] = links[i][j].Latency.Value
+			}
+		}
+	}
+	for k := range n {
+		for i := range n {
+			if i == k || bw[i][k] <= 0 {
+				continue
+			}
+			for j := range n {
+				if j == i || j == k || bw[k][j] <= 0 {
+					continue
+				}
+				b := math.Min(bw[i][k], bw[k][j])
+				l := lat[i][k] + lat[k][j]
+				if b > bw[i][j] || b == bw[i][j] && l < lat[i][j] {
+					bw[i][j], lat[i][j] = b, l
+				}
+			}
+		}
+	}
+	return bw, lat
+}
+
+// CostTable is the cost model in plain arrays, for solvers.
+type CostTable struct {
+	// Devices are the device names, in cluster order.
+	Devices []string
+	// Node[d][v] is the time of node v on device d, seconds.
+	Node [][]float64
+	// Bandwidth[i][j] (bytes/s) and Latency[i][j] (s) describe the route from device i to j;
+	// a transfer of b bytes takes b/Bandwidth + Latency. The diagonal is +Inf and 0: free.
+	// Bandwidth 0 means unreachable.
+	Bandwidth [][]float64
+	Latency   [][]float64
+	// Memory[d] is the capacity of device d in bytes (+Inf when unknown).
+	Memory []float64
+	// RunOverhead[d] is the fixed cost of one inference call on device d, seconds: a stage
+	// placed on d pays it once per input.
+	RunOverhead []float64
+}
+
+// Transfer is the time to move bytes from device i to j.
+func (t *CostTable) Transfer(bytes float64, i, j int) float64 {
+	return transfer(bytes, t.Bandwidth[i][j], t.Latency[i][j], i == j)
+}
+
+// Costs evaluates NodeTime for every node and device of g.
+func (m *CostModel) Costs(g *graph.Graph) *CostTable {
+	k := len(m.c.Devices)
+	t := &CostTable{
+		Devices:     make([]string, k),
+		Node:        make([][]float64, k),
+		Bandwidth:   copyMatrix(m.routeBW),
+		Latency:     copyMatrix(m.routeLat),
+		Memory:      m.c.Capacities(),
+		RunOverhead: make([]float64, k),
+	}
+	for d := range k {
+		t.Devices[d] = m.c.Devices[d].Name
+		t.RunOverhead[d] = m.c.Devices[d].RunOverhead.Value
+		row := make([]float64, len(g.Nodes))
+		for v := range g.Nodes {
+			row[v] = m.NodeTime(g, v, d)
+		}
+		t.Node[d] = row
+	}
+	return t
+}
+
+func copyMatrix(a [][]float64) [][]float64 {
+	out := make([][]float64, len(a))
+	for i := range a {
+		out[i] = append([]float64(nil), a[i]...)
+	}
+	return out
+}
+
+// KernelTime prices a fused kernel on device: kernel carries the group's cost fields (as
+// fusion.Coarse builds them: FLOPs of the members, bytes entering and leaving the group) and
+// members are the original nodes of g it stands for. The roofline uses the op class and
+// precision of the member with the most FLOPs (the first non-view member when none has any)
+// and one overhead for the kernel; a group of static members only is free.
+func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node, device int) float64 {
+	d := &m.c.Devices[device]
+	lead := -1
+	for _, v := range members {
+		n := &g.Nodes[v]
+		c := ClassOf(g, n)
+		if c == ClassStatic {
+			continue
+		}
+		if lead < 0 || n.FLOPs > g.Nodes[lead].FLOPs || ClassOf(g, &g.Nodes[lead]) == ClassView && c != ClassView {
+			lead = v
+		}
+	}
+	if lead < 0 {
+		return 0
+	}
+	ln := &g.Nodes[lead]
+	c, p := ClassOf(g, ln), PrecisionOf(g, ln)
+	eff, memEff := EfficiencyOf(d, ln.OpType, c)
+	t := OverheadOf(d, c).Value
+	if c == ClassView && kernel.FLOPs == 0 {
+		return t
+	}
+	comp, mem := roofline(d, g, kernel, c, p)
+	// The lane padding of the lead node applies to the group's FLOPs.
+	if kernel.FLOPs > 0 && ln.FLOPs > 0 {
+		comp *= lanePadding(g, ln, c, d.VectorWidth) / lanePadding(g, kernel, c, d.VectorWidth)
+	}
+	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + t
+}
+
+// ClassTimes sums the predicted times of g's nodes per op class on device d.
+func (m *CostModel) ClassTimes(g *graph.Graph, d int) map[OpClass]float64 {
+	out := map[OpClass]float64{}
+	for v := range g.Nodes {
+		out[ClassOf(g, &g.Nodes[v])] += m.NodeTime(g, v, d)
+	}
+	return out
+}
+
+// String summarises a breakdown for debugging output.
+func (b Breakdown) String() string {
+	return fmt.Sprintf("%s/%s compute %s memory %s overhead %s eff %.3g/%.3g → %s", b.Class, b.Precision,
+		FormatQuantity(b.Compute, Seconds), FormatQuantity(b.Memory, Seconds),
+		FormatQuantity(b.Overhead, Seconds), b.Eff.Value, b.MemEff.Value, FormatQuantity(b.Time, Seconds))
+}

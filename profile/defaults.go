@@ -1,0 +1,96 @@
+package profile
+
+// Defaults: assumptions used where no data sheet, NVML query, spec file or measurement
+// gives a figure. They are reported with source "default" and a note, and they are what
+// calibration (--costs measured) replaces for the host CPU.
+
+// defaultEfficiency is the fraction of the roofline a node of each op class reaches on a
+// device kind before calibration: GEMM-like classes reach a good share of the tensor peak on
+// GPUs, depthwise convolution and normalisation are far from either roof, and so on.
+var defaultEfficiency = map[Kind]map[OpClass]float64{
+	GPU: {
+		ClassMatMul: 0.6, ClassConv: 0.5, ClassDepthwise: 0.25, ClassPool: 0.5, ClassNorm: 0.4,
+		ClassElementwise: 0.7, ClassEpilogue: 0.7, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
+		ClassStatic: 1,
+	},
+	CPU: {
+		ClassMatMul: 0.7, ClassConv: 0.6, ClassDepthwise: 0.3, ClassPool: 0.5, ClassNorm: 0.4,
+		ClassElementwise: 0.6, ClassEpilogue: 0.6, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
+		ClassStatic: 1,
+	},
+	Accelerator: {
+		ClassMatMul: 0.5, ClassConv: 0.4, ClassDepthwise: 0.2, ClassPool: 0.4, ClassNorm: 0.3,
+		ClassElementwise: 0.5, ClassEpilogue: 0.5, ClassData: 0.4, ClassView: 1, ClassControl: 0.05, ClassOther: 0.2,
+		ClassStatic: 1,
+	},
+}
+
+const effNote = "nominal for the device kind; calibrate with --costs measured or set it in a spec file"
+
+// Per-kernel and per-call overheads by device kind, seconds.
+var (
+	defaultLaunch = map[Kind]float64{GPU: 5e-6, CPU: 2e-6, Accelerator: 10e-6}
+	defaultRun    = map[Kind]float64{GPU: 20e-6, CPU: 10e-6, Accelerator: 50e-6}
+)
+
+const (
+	launchNote = "typical kernel-launch / operator-dispatch cost of the device kind"
+	runNote    = "typical fixed cost of one inference call of the device kind"
+)
+
+// Link latencies by link kind, seconds per transfer (not spec-sheet figures).
+var defaultLatency = map[LinkKind]float64{
+	LinkNVLink:  5e-6,
+	LinkPCIe:    10e-6,
+	LinkStaged:  20e-6,
+	LinkNetwork: 5e-6,
+	LinkMemory:  1e-6,
+	LinkCustom:  10e-6,
+}
+
+// Ethernet has a much higher per-message latency than InfiniBand (kernel TCP stack).
+const ethLatency = 50e-6
+
+const latencyNote = "typical per-transfer latency of the link kind"
+
+func defaultEff(k Kind, c OpClass) float64 {
+	m := defaultEfficiency[k]
+	if m == nil {
+		m = defaultEfficiency[GPU]
+	}
+	if v, ok := m[c]; ok {
+		return v
+	}
+	return m[ClassOther]
+}
+
+// applyKindDefaults fills the overheads a device lacks from its kind.
+func applyKindDefaults(d *Device) {
+	if !d.Launch.Known() {
+		d.Launch = fig(defaultLaunch[d.Kind], SourceDefault, launchNote)
+	}
+	if !d.RunOverhead.Known() {
+		d.RunOverhead = fig(defaultRun[d.Kind], SourceDefault, runNote)
+	}
+	if !d.NVLink.Known() {
+		d.NVLink = fig(0, SourceDefault, "no NVLink")
+	}
+	if !d.Memory.Known() {
+		d.Memory = fig(0, SourceDefault, "unknown: no memory limit")
+	}
+	for p := Precision(1); p < NumPrecisions; p++ {
+		if !d.Peak[p].Known() && d.Peak[FP32].Known() {
+			d.Peak[p] = fig(d.Peak[FP32].Value, SourceDefault, "no figure: the fp32 rate is assumed")
+		}
+	}
+	if d.HostLink.Kind == "" {
+		if d.Kind == CPU {
+			d.HostLink = Link{Kind: LinkMemory, Name: "host memory", Bandwidth: d.Bandwidth,
+				Latency: fig(defaultLatency[LinkMemory], SourceDefault, latencyNote)}
+		} else {
+			d.HostLink = presetLink("pcie4")
+			d.HostLink.Bandwidth.Source = SourceDefault
+			d.HostLink.Bandwidth.Note = "host link unknown: PCIe 4.0 x16 assumed"
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package profile
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Source says where a figure comes from, so that every number onnxpart prints or uses can be
+// traced back to NVML, the built-in catalog, the user's spec file, a measurement, the operating
+// system, or a documented default.
+type Source string
+
+// Sources of figures.
+const (
+	SourceNVML     Source = "nvml"     // queried from the NVIDIA driver (or derived from such queries)
+	SourceCatalog  Source = "catalog"  // published spec-sheet figure from the built-in catalog
+	SourceSpec     Source = "spec"     // the user's device spec file
+	SourceMeasured Source = "measured" // a microbenchmark or an ONNX Runtime profile on this machine
+	SourceHost     Source = "host"     // read from the operating system (/proc, CPUID)
+	SourceDefault  Source = "default"  // a documented assumption, used when nothing better is known
+)
+
+// Figure is one number of the device model together with its source. Note says how it was
+// obtained when that is not obvious (the data sheet, the arithmetic from NVML counts, …).
+type Figure struct {
+	Value  float64
+	Source Source
+	Note   string
+}
+
+// Known reports whether the figure has been set.
+func (f Figure) Known() bool { return f.Source != "" }
+
+func fig(v float64, s Source, note string) Figure { return Figure{Value: v, Source: s, Note: note} }
+
+// Kind is the broad class of a device.
+type Kind string
+
+// Device kinds.
+const (
+	GPU         Kind = "gpu"
+	CPU         Kind = "cpu"
+	Accelerator Kind = "accelerator"
+)
+
+func parseKind(s string) (Kind, bool) {
+	switch Kind(s) {
+	case GPU, CPU, Accelerator:
+		return Kind(s), true
+	}
+	return "", false
+}
+
+// Precision is the arithmetic a node's math runs in; it selects the peak rate.
+type Precision int
+
+// Precisions with a peak figure. FP16 stands for the 16-bit tensor rate (fp16 and bf16),
+// INT8 for 8-bit integer tensor operations per second.
+const (
+	FP32 Precision = iota
+	TF32
+	FP16
+	INT8
+	NumPrecisions
+)
+
+var precisionNames = [NumPrecisions]string{"fp32", "tf32", "fp16", "int8"}
+
+func (p Precision) String() string {
+	if p >= 0 && p < NumPrecisions {
+		return precisionNames[p]
+	}
+	return fmt.Sprintf("precision(%d)", int(p))
+}
+
+func parsePrecision(s string) (Precision, bool) {
+	switch s {
+	case "bf16":
+		return FP16, true
+	}
+	for i, n := range precisionNames {
+		if n == s {
+			return Precision(i), true
+		}
+	}
+	return 0, false
+}
+
+// LinkKind names the physical path of a transfer between two devices.
+type LinkKind string
+
+// Link kinds.
+const (
+	LinkSelf    LinkKind = "self"        // same device: transfers are free
+	LinkNVLink  LinkKind = "nvlink"      // NVLink, directly or through NVSwitch
+	LinkPCIe    LinkKind = "pcie"        // PCIe peer-to-peer, or device↔host over PCIe
+	LinkStaged  LinkKind = "host-staged" // device→host→device copy when there is no P2P path
+	LinkNetwork LinkKind = "network"     // InfiniBand, Ethernet: devices in different hosts
+	LinkMemory  LinkKind = "memory"      // host memory shared by a CPU device and the host
+	LinkCustom  LinkKind = "custom"      // given as numbers in a spec file
+	LinkNone    LinkKind = "none"        // no direct path; a route through other devices is used
+)
+
+// Link is a one-directional connection. Bandwidth is in bytes per second, Latency in
+// seconds per transfer: moving b bytes takes b/Bandwidth + Latency.
+type Link struct {
+	Kind      LinkKind
+	Name      string // e.g. "nvlink3 ×12", "pcie4 x16", "ib100"
+	Bandwidth Figure
+	Latency   Figure
+}
+
+// Time is the transfer time of b bytes over the link (0 for LinkSelf, +Inf without bandwidth).
+func (l Link) Time(b float64) float64 {
+	if l.Kind == LinkSelf || b <= 0 {
+		return 0
+	}
+	if l.Bandwidth.Value <= 0 {
+		return math.Inf(1)
+	}
+	return b/l.Bandwidth.Value + l.Latency.Value
+}
+
+// Fact is an informational detail of a device (SM count, clocks, PCIe generation, ISA flags),
+// printed by `onnxpart profile` but not used by the cost model.
+type Fact struct {
+	Key, Value string
+	Source     Source
+}
+
+// Device is the cost-relevant description of one processor. Every figure carries its source.
+type Device struct {
+	// Name is unique within a cluster ("gpu0", "cpu", or the spec file's name).
+	Name string
+	// Model is the product ("NVIDIA A100-SXM4-40GB"); Catalog the catalog entry it came from
+	// or was matched to ("" if none).
+	Model   string
+	Catalog string
+	Kind    Kind
+	// Memory is the device memory in bytes; MemoryCap, when known, a lower limit on what
+	// onnxpart may use (from a spec file). Use Capacity.
+	Memory    Figure
+	MemoryCap Figure
+	// Peak is the peak arithmetic rate per precision in operations per second (dense, no
+	// sparsity). FP32 is the rate of ordinary (non-tensor) math; the other entries are the
+	// matrix rates used by MatMul and convolution.
+	Peak [NumPrecisions]Figure
+	// Bandwidth is the device memory bandwidth in bytes per second.
+	Bandwidth Figure
+	// Launch is the fixed cost of one kernel (GPU kernel launch, CPU operator dispatch), s.
+	Launch Figure
+	// RunOverhead is the fixed cost of one inference call on the device (session run, input
+	// binding), s; a pipeline stage pays it once per input.
+	RunOverhead Figure
+	// HostLink is the device↔host connection (PCIe for a GPU; memory for a CPU device).
+	HostLink Link
+	// NVLink is the aggregate NVLink bandwidth per direction in bytes per second (Value 0 when
+	// the device has none).
+	NVLink Figure
+	// Efficiency maps an op class ("conv", "matmul", …; see OpClass) or an ONNX op type
+	// ("Conv", "LayerNormalization") to the fraction of the roofline a node reaches. Op types
+	// take precedence over classes; missing entries take the default of the device kind.
+	// MemEfficiency, where it has an entry, applies to the memory term instead (calibration
+	// fits the two separately); otherwise Efficiency applies to both terms.
+	Efficiency    map[string]Figure
+	MemEfficiency map[string]Figure
+	// Overhead maps an op class to a fixed per-node time replacing Launch, as fitted by
+	// calibration (it folds in operator dispatch and the nodes the runtime fuses away).
+	Overhead map[string]Figure
+	// Facts are informational details (SMs, clocks, PCIe, ISA flags).
+	Facts []Fact
+	// Threads is the number of CPU threads the figures of a CPU device assume (0 otherwise).
+	Threads int
+	// VectorWidth is the number of fp32 lanes of a CPU's widest vectors (16 for AVX-512, 8
+	// for AVX2); convolution and matrix kernels work on output channels in blocks of that
+	// many, so the roofline counts FLOPs with output channels rounded up to it. 0 for none.
+	VectorWidth int
+	// Host marks the machine's own CPU (the device that ONNX Runtime measurements describe).
+	Host bool
+}
+
+// Capacity is the memory onnxpart may place on the device, in bytes: MemoryCap when set,
+// else Memory; +Inf when neither is known.
+func (d *Device) Capacity() float64 {
+	c := math.Inf(1)
+	if d.Memory.Known() && d.Memory.Value > 0 {
+		c = d.Memory.Value
+	}
+	if d.MemoryCap.Known() && d.MemoryCap.Value > 0 && d.MemoryCap.Value < c {
+		c = d.MemoryCap.Value
+	}
+	return c
+}
+
+// PeakFor returns the peak rate for precision p, falling back to FP32 when the device has
+// no figure for p.
+func (d *Device) PeakFor(p Precision) Figure {
+	if p >= 0 && p < NumPrecisions && d.Peak[p].Value > 0 {
+		return d.Peak[p]
+	}
+	return d.Peak[FP32]
+}
+
+func (d *Device) fact(key, value string, src Source) {
+	d.Facts = append(d.Facts, Fact{Key: key, Value: value, Source: src})
+}
+
+// Host describes the machine onnxpart runs on, when it was probed (auto or cpu devices).
+type Host struct {
+	Model   string   // CPU model name
+	Cores   int      // logical CPUs available to this process
+	Flags   []string // ISA extensions relevant to inference (avx2, avx512f, amx-tile, …)
+	Memory  Figure   // RAM in bytes
+	Bench   *HostBench
+	Cached  bool   // the microbenchmark results came from the cache
+	CacheAt string // the cache file
+}
+
+// Cluster is a set of devices and the links between them: what the placement solvers plan for.
+type Cluster struct {
+	// Spec is the --devices argument the cluster was resolved from.
+	Spec    string
+	Devices []Device
+	// Links[i][j] is the direct link from device i to device j; Links[i][i] is LinkSelf.
+	Links [][]Link
+	// Host is the machine's CPU when it was probed; nil otherwise.
+	Host *Host
+	// Notes are one-line remarks for the user, e.g. why NVML was not used.
+	Notes []string
+}
+
+// Index returns the index of the device called name, or -1.
+func (c *Cluster) Index(name string) int {
+	for i := range c.Devices {
+		if c.Devices[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Capacities returns Capacity for every device.
+func (c *Cluster) Capacities() []float64 {
+	out := make([]float64, len(c.Devices))
+	for i := range c.Devices {
+		out[i] = c.Devices[i].Capacity()
+	}
+	return out
+}
+
+// Validate checks that the cluster is usable: at least one device, unique names, a square
+// link matrix, positive peaks and bandwidths.
+func (c *Cluster) Validate() error {
+	if len(c.Devices) == 0 {
+		return fmt.Errorf("no devices")
+	}
+	seen := map[string]bool{}
+	for i := range c.Devices {
+		d := &c.Devices[i]
+		if d.Name == "" {
+			return fmt.Errorf("device %d has no name", i)
+		}
+		if seen[d.Name] {
+			return fmt.Errorf("two devices are called %q", d.Name)
+		}
+		seen[d.Name] = true
+		if !(d.Peak[FP32].Value > 0) {
+			return fmt.Errorf("device %s: no fp32 peak", d.Name)
+		}
+		if !(d.Bandwidth.Value > 0) {
+			return fmt.Errorf("device %s: no memory bandwidth", d.Name)
+		}
+	}
+	if len(c.Links) != len(c.Devices) {
+		return fmt.Errorf("link matrix has %d rows for %d devices", len(c.Links), len(c.Devices))
+	}
+	for i, row := range c.Links {
+		if len(row) != len(c.Devices) {
+			return fmt.Errorf("link matrix row %d has %d entries for %d devices", i, len(row), len(c.Devices))
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns a map's keys in order, for deterministic output.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,166 @@
+package profile
+
+import (
+	"onnxpart/graph"
+)
+
+// OpClass groups ONNX op types that behave alike under the roofline: one efficiency (and,
+// after calibration, one per-node overhead) per class and device.
+type OpClass string
+
+// Op classes.
+const (
+	ClassMatMul      OpClass = "matmul"         // MatMul, Gemm, attention and their quantised forms
+	ClassConv        OpClass = "conv"           // dense and grouped convolutions
+	ClassDepthwise   OpClass = "conv-depthwise" // convolutions with one input channel per group
+	ClassPool        OpClass = "pool"           // max/average/global pooling
+	ClassNorm        OpClass = "norm"           // normalisation, softmax, reductions
+	ClassElementwise OpClass = "elementwise"    // arithmetic and activations
+	ClassEpilogue    OpClass = "epilogue"       // elementwise right after a GEMM-like node (fusable)
+	ClassData        OpClass = "data"           // data movement that copies: transpose, concat, gather, …
+	ClassView        OpClass = "view"           // metadata-only ops: reshape, squeeze, identity, …
+	ClassControl     OpClass = "control"        // If, Loop, Scan
+	ClassOther       OpClass = "other"          // anything else
+	ClassStatic      OpClass = "static"         // computable before run time (folded away): free
+)
+
+// Classes lists every class in a fixed order.
+func Classes() []OpClass {
+	return []OpClass{ClassMatMul, ClassConv, ClassDepthwise, ClassPool, ClassNorm, ClassElementwise,
+		ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther, ClassStatic}
+}
+
+func isClass(s string) bool {
+	for _, c := range Classes() {
+		if string(c) == s {
+			return true
+		}
+	}
+	return false
+}
+
+var opClass = map[string]OpClass{}
+
+func init() {
+	set := func(c OpClass, ops ...string) {
+		for _, o := range ops {
+			opClass[o] = c
+		}
+	}
+	set(ClassMatMul, "MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "FusedMatMul", "Einsum",
+		"Attention", "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits", "DynamicQuantizeMatMul",
+		"QGemm", "MatMulIntegerToFloat", "FusedGemm")
+	set(ClassConv, "Conv", "ConvTranspose", "QLinearConv", "ConvInteger", "FusedConv", "NhwcConv")
+	set(ClassPool, "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
+		"GlobalLpPool", "MaxRoiPool", "RoiAlign", "MaxUnpool", "QLinearAveragePool", "QLinearGlobalAveragePool")
+	set(ClassNorm, "BatchNormalization", "LayerNormalization", "InstanceNormalization",
+		"GroupNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "Softmax",
+		"LogSoftmax", "Hardmax", "SkipLayerNormalization", "SimplifiedLayerNormalization",
+		"SkipSimplifiedLayerNormalization", "EmbedLayerNormalization", "RMSNormalization",
+		"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+		"ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK", "CumSum")
+	set(ClassData, "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND",
+		"Scatter", "ScatterElements", "ScatterND", "Expand", "Tile", "Pad", "Resize", "Upsample",
+		"DepthToSpace", "SpaceToDepth", "ReverseSequence", "OneHot", "NonZero", "Compress", "Trilu",
+		"ConcatFromSequence", "SplitToSequence", "Range", "ConstantOfShape", "EyeLike", "Col2Im",
+		"GridSample", "Unique", "NonMaxSuppression", "CenterCropPad")
+	set(ClassView, "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Shape",
+		"Size", "Constant", "Optional", "OptionalGetElement", "OptionalHasElement")
+	set(ClassControl, "If", "Loop", "Scan")
+	set(ClassElementwise, "Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Sum", "Mean", "Relu",
+		"LeakyRelu", "PRelu", "Clip", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign", "Where",
+		"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not",
+		"ThresholdedRelu", "Shrink", "BitShift", "IsNaN", "IsInf", "BiasAdd", "QuantizeLinear",
+		"DequantizeLinear", "DynamicQuantizeLinear", "Cast", "CastLike", "Exp", "Log", "Erf", "Tanh",
+		"Sigmoid", "Sqrt", "Pow", "Gelu", "Softplus", "Softsign", "Elu", "Selu", "Celu", "Mish",
+		"HardSwish", "HardSigmoid", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+		"Asinh", "Acosh", "Atanh", "Reciprocal", "FastGelu", "BiasGelu", "QuickGelu", "Swish",
+		"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot")
+}
+
+// ClassOf classifies node n of g. Static nodes (whose value is known before run time) are
+// ClassStatic; a convolution whose groups equal its input channels is ClassDepthwise; an
+// elementwise node is ClassEpilogue when it reads the only use of a convolution's or matrix
+// product's output, directly or through other epilogue nodes (bias, residual add,
+// activation: what runtimes fuse into the producing kernel).
+func ClassOf(g *graph.Graph, n *graph.Node) OpClass {
+	return classOf(g, n, 0)
+}
+
+func classOf(g *graph.Graph, n *graph.Node, depth int) OpClass {
+	if n.Static {
+		return ClassStatic
+	}
+	c, ok := opClass[n.OpType]
+	if !ok {
+		return ClassOther
+	}
+	if c == ClassElementwise && depth < 4 && isEpilogue(g, n, depth) {
+		return ClassEpilogue
+	}
+	if c == ClassConv {
+		if grp := n.AttrInt("group", 1); grp > 1 && len(n.Inputs) > 1 && n.Inputs[1] >= 0 {
+			// Weight shape [Cout, Cin/group, k…]: one input channel per group is depthwise.
+			if w := g.Tensors[n.Inputs[1]].Shape; len(w) >= 2 && w[1].Known() && w[1].Value == 1 {
+				return ClassDepthwise
+			}
+		}
+	}
+	return c
+}
+
+func isEpilogue(g *graph.Graph, n *graph.Node, depth int) bool {
+	for _, t := range n.Inputs {
+		if t < 0 {
+			continue
+		}
+		tn := &g.Tensors[t]
+		if tn.Producer < 0 || len(tn.Consumers) != 1 || tn.IsOutput {
+			continue
+		}
+		switch classOf(g, &g.Nodes[tn.Producer], depth+1) {
+		case ClassConv, ClassDepthwise, ClassMatMul, ClassEpilogue:
+			return true
+		}
+	}
+	return false
+}
+
+// tensorClasses are the classes whose math runs on matrix units (tensor cores, AMX): their
+// peak is the precision's; other classes run at the fp32 (vector) rate.
+func tensorClass(c OpClass) bool {
+	return c == ClassMatMul || c == ClassConv
+}
+
+// PrecisionOf is the arithmetic a node runs in: int8 for quantised ops and 8-bit operands,
+// fp16 for float16/bfloat16 data, fp32 otherwise (TF32 is never assumed: runtimes leave it
+// off by default).
+func PrecisionOf(g *graph.Graph, n *graph.Node) Precision {
+	switch n.OpType {
+	case "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul",
+		"MatMulIntegerToFloat", "QGemm":
+		return INT8
+	}
+	dt := graph.Undefined
+	for _, t := range n.Inputs {
+		if t >= 0 && g.Tensors[t].DType.IsFloat() || t >= 0 && (g.Tensors[t].DType == graph.Int8 || g.Tensors[t].DType == graph.Uint8) {
+			dt = g.Tensors[t].DType
+			break
+		}
+	}
+	if dt == graph.Undefined {
+		for _, t := range n.Outputs {
+			if t >= 0 {
+				dt = g.Tensors[t].DType
+				break
+			}
+		}
+	}
+	switch dt {
+	case graph.Float16, graph.BFloat16:
+		return FP16
+	case graph.Int8, graph.Uint8, graph.Float8E4M3FN, graph.Float8E4M3FNUZ, graph.Float8E5M2, graph.Float8E5M2FNUZ:
+		return INT8
+	}
+	return FP32
+}

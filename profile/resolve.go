@@ -1,0 +1,265 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Options control Resolve.
+type Options struct {
+	// Link is the --link choice for devices NVML did not connect (see LinkChoices); "" is auto.
+	Link string
+	// NVML is the library to query for `auto`; nil means the system's (nvml.New()). Tests
+	// pass go-nvml's mock servers.
+	NVML nvml.Interface
+	// Host controls the host CPU microbenchmarks and their cache.
+	Host HostOptions
+	// Threads is the number of threads the host CPU device is described for (0: all cores).
+	Threads int
+	// MaxSpecBytes bounds spec files (0: DefaultMaxSpecBytes).
+	MaxSpecBytes int64
+}
+
+// UsageError is a malformed --devices or --link value (as opposed to a bad spec file, which
+// is a *SpecError).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// IsSpecFile reports whether a --devices value names a file rather than a device list:
+// it ends in .yaml, .yml or .json, or it is a path to an existing file.
+func IsSpecFile(spec string) bool {
+	switch strings.ToLower(filepath.Ext(spec)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	if strings.ContainsRune(spec, os.PathSeparator) {
+		if fi, err := os.Stat(spec); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolve turns a --devices value into a cluster. The value is one of:
+//
+//   - "auto" (or ""): the GPUs NVML finds, with their NVLink/PCIe links; when NVML cannot be
+//     loaded or finds no GPU, the host CPU, with the reason as a note;
+//   - a comma list of items "[N x]NAME" where NAME is a catalog id or alias (see Catalog),
+//     "cpu" (or "host") for this machine's measured CPU, or "auto": "4xH100-SXM",
+//     "a100-80g,t4,cpu", "auto,cpu";
+//   - a spec file, .yaml/.yml/.json (see the package documentation of spec files).
+//
+// Devices of a list are named gpu0, gpu1, … (accelerators acc0, …; CPUs cpu, or cpu0, …) in
+// order, and connected according to opts.Link.
+func Resolve(ctx context.Context, spec string, opts Options) (*Cluster, error) {
+	if opts.Link != "" && !validLinkChoice(opts.Link) {
+		return nil, usagef("--link %q: want one of %s", opts.Link, strings.Join(LinkChoices, ", "))
+	}
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		spec = "auto"
+	}
+	var c *Cluster
+	var err error
+	if IsSpecFile(spec) {
+		c, err = readSpecFile(ctx, spec, opts)
+	} else {
+		c, err = resolveList(ctx, spec, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Spec = spec
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", spec, err)
+	}
+	return c, nil
+}
+
+var countRE = regexp.MustCompile(`^(\d+)\s*[x×*]\s*(\S.*)$`)
+
+type listItem struct {
+	count int
+	name  string
+}
+
+func parseList(spec string) ([]listItem, error) {
+	var items []listItem
+	for _, raw := range strings.Split(spec, ",") {
+		s := strings.TrimSpace(raw)
+		if s == "" {
+			return nil, usagef("--devices %q: empty item", spec)
+		}
+		it := listItem{count: 1, name: s}
+		if m := countRE.FindStringSubmatch(s); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n < 1 || n > maxSpecDevices {
+				return nil, usagef("--devices: %q: count must be 1 to %d", s, maxSpecDevices)
+			}
+			it = listItem{count: n, name: strings.TrimSpace(m[2])}
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+func knownNames() string {
+	var ids []string
+	for _, e := range Catalog() {
+		ids = append(ids, e.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, error) {
+	items, err := parseList(spec)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	// fixed[i][j] holds links NVML already described (between its own GPUs).
+	type fixedLink struct{ i, j int }
+	fixed := map[fixedLink]Link{}
+	wantHost := false
+	var host *Host
+	getHost := func() (*Host, error) {
+		if host == nil {
+			h, err := ProbeHost(ctx, opts.Host)
+			if err != nil {
+				return nil, fmt.Errorf("host CPU: %w", err)
+			}
+			host = h
+		}
+		return host, nil
+	}
+	for _, it := range items {
+		key := normID(it.name)
+		switch key {
+		case "auto":
+			if it.count != 1 {
+				return nil, usagef("--devices: %q: auto takes no count", it.name)
+			}
+			lib := opts.NVML
+			if lib == nil {
+				lib = nvml.New()
+			}
+			devs, links, notes, err := discoverNVML(lib)
+			c.Notes = append(c.Notes, notes...)
+			if err != nil {
+				c.Notes = append(c.Notes, err.Error()+"; using the host CPU")
+				wantHost = true
+				continue
+			}
+			base := len(c.Devices)
+			for i := range devs {
+				for j := range devs {
+					fixed[fixedLink{base + i, base + j}] = links[i][j]
+				}
+			}
+			c.Devices = append(c.Devices, devs...)
+		case "cpu", "host":
+			if it.count != 1 {
+				return nil, usagef("--devices: %q: the host CPU cannot be repeated; use a catalog CPU such as 2xcpu-generic", it.name)
+			}
+			wantHost = true
+		default:
+			e, ok := LookupCatalog(it.name)
+			if !ok {
+				return nil, usagef("--devices: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, knownNames())
+			}
+			for range it.count {
+				c.Devices = append(c.Devices, e.Device(""))
+			}
+		}
+		if len(c.Devices) > maxSpecDevices {
+			return nil, usagef("--devices: more than %d devices", maxSpecDevices)
+		}
+	}
+	if wantHost {
+		h, err := getHost()
+		if err != nil {
+			return nil, err
+		}
+		c.Host = h
+		// The host CPU goes where it was named; an `auto` that fell back adds it once.
+		present := false
+		for _, d := range c.Devices {
+			present = present || d.Host
+		}
+		if !present {
+			c.Devices = append(c.Devices, h.Device("", opts.Threads))
+		}
+	}
+	nameDevices(c.Devices)
+	k := len(c.Devices)
+	c.Links = make([][]Link, k)
+	for i := range k {
+		c.Links[i] = make([]Link, k)
+		for j := range k {
+			if i == j {
+				c.Links[i][j] = Link{Kind: LinkSelf}
+				continue
+			}
+			if l, ok := fixed[fixedLink{i, j}]; ok {
+				c.Links[i][j] = l
+				continue
+			}
+			l, err := autoLink(&c.Devices[i], &c.Devices[j], opts.Link)
+			if err != nil {
+				return nil, usagef("%v", err)
+			}
+			c.Links[i][j] = l
+		}
+	}
+	if k == 0 {
+		return nil, errors.New("no devices")
+	}
+	return c, nil
+}
+
+// nameDevices names unnamed devices gpu0…, acc0…, cpu/cpu0… in order; NVML devices keep
+// their index-based names.
+func nameDevices(devs []Device) {
+	count := map[Kind]int{}
+	for _, d := range devs {
+		count[d.Kind]++
+	}
+	next := map[Kind]int{}
+	taken := map[string]bool{}
+	for _, d := range devs {
+		if d.Name != "" {
+			taken[d.Name] = true
+		}
+	}
+	for i := range devs {
+		d := &devs[i]
+		if d.Name != "" {
+			continue
+		}
+		prefix := map[Kind]string{GPU: "gpu", CPU: "cpu", Accelerator: "acc"}[d.Kind]
+		if d.Kind == CPU && count[CPU] == 1 {
+			d.Name = "cpu"
+			continue
+		}
+		for {
+			name := fmt.Sprintf("%s%d", prefix, next[d.Kind])
+			next[d.Kind]++
+			if !taken[name] {
+				d.Name = name
+				taken[name] = true
+				break
+			}
+		}
+	}
+}
