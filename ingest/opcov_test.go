@@ -191,8 +191,7 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocFolding() []ocCase { return nil }
-func ocExtra() []ocCase   { return nil }
+func ocExtra() []ocCase { return nil }
 
 var _ = math.MaxInt64
 
@@ -1192,6 +1191,56 @@ func ocControl() []ocCase {
 			body.out(body.op("Identity", ins(cin)), bool_, []any{})
 			body.out(body.op("If", ins(cin), aG("then_branch", th.g), aG("else_branch", el.g)), f32, []any{2, 3})
 			m.op("Loop", ins(m.scalarI(2), m.init(bool_, []int64{}, []float64{1}), x), aG("body", body.g))
+		}},
+	}
+}
+
+// ocChains builds the shape-computation patterns exporters emit, on x of shape [N, S, 64].
+// loose marks the sizes that are arithmetic on unknown dims (S·64, S/2) when N and S are
+// unbound: they cannot be named.
+func ocChains(m *ocModel, loose func(names ...string) string) {
+	x := m.in(f32, "N", "S", 64)
+	s := m.op("Shape", ins(x))
+	// Shape→Gather→Unsqueeze→Concat→Reshape (split heads).
+	n := m.op("Gather", ins(s, m.scalarI(0)))
+	sq := m.op("Gather", ins(s, m.scalarI(1)))
+	target := m.op("Concat", ins(m.op("Unsqueeze", ins(n, m.ints(0))), m.op("Unsqueeze", ins(sq, m.ints(0))), m.ints(4, -1)), aI("axis", 0))
+	heads := m.op("Transpose", ins(m.op("Reshape", ins(x, target))), aIs("perm", 0, 2, 1, 3))
+	// ... and back: [N, S, 64] from the same values.
+	back := m.op("Concat", ins(m.op("Unsqueeze", ins(n, m.ints(0))), m.op("Unsqueeze", ins(sq, m.ints(0))), m.ints(64)), aI("axis", 0))
+	m.op("Reshape", ins(m.op("Transpose", ins(heads), aIs("perm", 0, 2, 1, 3)), back))
+	// Shape→Slice→Concat→Expand.
+	lead := m.op("Slice", ins(s, m.ints(0), m.ints(2)))
+	m.op("Expand", ins(m.weight(f32, 64), m.op("Concat", ins(lead, m.ints(64)), aI("axis", 0))))
+	m.op("Expand", ins(m.weight(f32, 1, 1), m.op("Concat", ins(lead, m.ints(1)), aI("axis", 0))))
+	// Range over a folded size: positions [S], a causal mask [S, S].
+	pos := m.op("Range", ins(m.scalarI(0), sq, m.scalarI(1)))
+	row := m.op("Unsqueeze", ins(pos, m.ints(0)))
+	col := m.op("Unsqueeze", ins(pos, m.ints(1)))
+	mask := m.op("LessOrEqual", ins(row, col))
+	m.op("Where", ins(mask, m.scalarF(0), m.scalarF(-1e9)))
+	m.op("Gather", ins(m.weight(f32, 128, 8), pos))
+	// ConstantOfShape and Size, arithmetic on dims (S·64, S/2 through floats).
+	m.op("ConstantOfShape", ins(s))
+	m.op("Size", ins(x))
+	flat := m.op("Mul", ins(sq, m.scalarI(64)))
+	loose(m.op("Reshape", ins(x, m.op("Concat", ins(m.op("Unsqueeze", ins(n, m.ints(0))), m.op("Unsqueeze", ins(flat, m.ints(0)))), aI("axis", 0)))))
+	half := m.op("Cast", ins(m.op("Floor", ins(m.op("Div", ins(m.op("Cast", ins(sq), aI("to", int64(f32))), m.scalarF(2)))))), aI("to", int64(i64)))
+	loose(m.op("Slice", ins(x, m.op("Unsqueeze", ins(half, m.ints(0))), m.ints(math.MaxInt64), m.ints(1))))
+	// Shape of a Shape, Equal on shapes, Where choosing dims.
+	m.op("Shape", ins(s))
+	eq := m.op("Equal", ins(s, m.ints(1, 1, 64)))
+	loose(m.op("Reshape", ins(x, m.op("Where", ins(eq, m.ints(1, 1, 64), s)))))
+	m.op("Tile", ins(x, m.op("Concat", ins(m.ints(1), m.op("Div", ins(m.ints(2), m.ints(2))), m.ints(2)), aI("axis", 0))))
+}
+
+func ocFolding() []ocCase {
+	return []ocCase{
+		{name: "ChainsBound", opset: 13, bind: map[string]int64{"N": 2, "S": 6}, build: func(m *ocModel) {
+			ocChains(m, func(names ...string) string { return names[0] })
+		}},
+		{name: "ChainsUnbound", opset: 13, run: map[string]int64{"N": 2, "S": 6}, build: func(m *ocModel) {
+			ocChains(m, m.loose)
 		}},
 	}
 }

@@ -43,6 +43,9 @@ func init() {
 		"MeanVarianceNormalization", "Shrink", "BitwiseNot", "PRelu", "CumSum", "Trilu",
 		"ReverseSequence", "ScatterND", "ScatterElements", "Scatter", "Swish", "Binarizer",
 		"RMSNormalization")
+	for op := range unaryFloat {
+		reg(unaryFold, op)
+	}
 	reg(identity, "Identity")
 	reg(boolSame, "IsNaN", "IsInf")
 	reg(not, "Not")
@@ -130,6 +133,65 @@ func sameAsInput0(c *nctx) error {
 		return nil
 	}
 	c.set(0, x.dt, x.shape.Clone())
+	return nil
+}
+
+// unaryFloat and unaryInt fold elementwise ops on small known values (shape arithmetic
+// such as floor(S/2) computed in floats).
+var unaryFloat = map[string]func(float64) float64{
+	"Floor": math.Floor, "Ceil": math.Ceil, "Round": math.RoundToEven, "Neg": func(x float64) float64 { return -x },
+	"Abs": math.Abs, "Sqrt": math.Sqrt, "Reciprocal": func(x float64) float64 { return 1 / x },
+	"Relu": func(x float64) float64 { return math.Max(x, 0) },
+	"Sign": func(x float64) float64 {
+		switch {
+		case x > 0:
+			return 1
+		case x < 0:
+			return -1
+		}
+		return x
+	},
+}
+
+var unaryInt = map[string]func(int64) int64{
+	"Neg": func(x int64) int64 { return -x },
+	"Abs": func(x int64) int64 {
+		if x < 0 {
+			return -x
+		}
+		return x
+	},
+	"Relu": func(x int64) int64 { return max(x, 0) },
+	"Sign": func(x int64) int64 {
+		switch {
+		case x > 0:
+			return 1
+		case x < 0:
+			return -1
+		}
+		return 0
+	},
+	"Floor": func(x int64) int64 { return x }, "Ceil": func(x int64) int64 { return x },
+	"Round": func(x int64) int64 { return x },
+}
+
+func unaryFold(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	t := c.set(0, x.dt, x.shape.Clone())
+	if t == nil {
+		return nil
+	}
+	if f := unaryInt[c.n.OpType]; f != nil && x.ival != nil && !x.dt.IsFloat() {
+		t.ival = mapKnown(x.ival, f)
+	} else if f := unaryFloat[c.n.OpType]; x.fval != nil && x.dt.IsFloat() {
+		t.fval = make([]float64, len(x.fval))
+		for i, v := range x.fval {
+			t.fval[i] = f(v)
+		}
+	}
 	return nil
 }
 
@@ -527,13 +589,16 @@ func where(c *nctx) error {
 	val := make([]graph.Dim, n)
 	for i := int64(0); i < n; i++ {
 		cv := cond.ival[bcastIndex(i, dims, cond.shape)]
-		if !vKnown(cv) {
-			return nil
-		}
-		if cv.Value != 0 {
-			val[i] = x.ival[bcastIndex(i, dims, x.shape)]
-		} else {
-			val[i] = y.ival[bcastIndex(i, dims, y.shape)]
+		xv, yv := x.ival[bcastIndex(i, dims, x.shape)], y.ival[bcastIndex(i, dims, y.shape)]
+		switch {
+		case vKnown(cv) && cv.Value != 0:
+			val[i] = xv
+		case vKnown(cv):
+			val[i] = yv
+		case xv == yv && (vKnown(xv) || xv.Param != ""):
+			val[i] = xv // either way
+		default:
+			val[i] = vUnknown("")
 		}
 	}
 	t.ival = val

@@ -687,7 +687,12 @@ func rangeOp(c *nctx) error {
 	l, ok2 := limit.numbers()
 	d, ok3 := delta.numbers()
 	if !ok1 || !ok2 || !ok3 || len(s) != 1 || len(l) != 1 || len(d) != 1 || d[0] == 0 {
-		c.set(0, start.dt, graph.Shape{unknownDim})
+		n := unknownDim
+		// Range(0, S, 1) over a symbolic size S has S elements.
+		if ok1 && ok3 && len(s) == 1 && len(d) == 1 && s[0] == 0 && d[0] == 1 && len(limit.ival) == 1 {
+			n = dimOfVal(limit.ival[0])
+		}
+		c.set(0, start.dt, graph.Shape{n})
 		return nil
 	}
 	n := int64(math.Max(math.Ceil((l[0]-s[0])/d[0]), 0))
