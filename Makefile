@@ -20,7 +20,8 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 
 FUZZTIME ?= 3s
 
-.PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install
+.PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
+	test-matrix bench-emit
 
 all: build
 
@@ -53,6 +54,15 @@ unit: deps
 
 fuzz-short: deps
 	$(CGO_ENV) $(GO) test -run='^$$' -fuzz='^FuzzIngest$$' -fuzztime=$(FUZZTIME) ./ingest
+
+# Every corpus model × k ∈ {2,3,5,8} × 6 assignments, each chain verified in ONNX Runtime
+# (bit-exact with optimizations disabled, 1e-4 with them enabled). About 1 minute on 2 cores.
+test-matrix: deps
+	ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrix$$' -v ./emit \
+		| grep -E '^(--- |    --- |ok|FAIL)|splits, '
+
+bench-emit: deps
+	$(CGO_ENV) $(GO) test -run '^$$' -bench BenchmarkWriteBERT8 -benchtime 20x ./emit
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:

@@ -68,6 +68,15 @@ type Model struct {
 	dims  map[string]int64
 }
 
+// Dims returns the symbolic-dimension bindings the model was loaded with (a copy).
+func (m *Model) Dims() map[string]int64 {
+	out := make(map[string]int64, len(m.dims))
+	for k, v := range m.dims {
+		out[k] = v
+	}
+	return out
+}
+
 // Error is a problem with the input model.
 type Error struct {
 	Path string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,6 +32,14 @@ func TestScripts(t *testing.T) {
 	testdata, _ := filepath.Abs(filepath.Join("..", "..", "testdata"))
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
+		// [corpus] holds when the shared model corpus is present next to the repository.
+		Condition: func(cond string) (bool, error) {
+			if cond == "corpus" {
+				_, err := os.Stat(filepath.Join(models, "squeezenet1_1.onnx"))
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("MODELS", models)
 			env.Setenv("TESTDATA", testdata)
