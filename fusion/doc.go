@@ -4,8 +4,9 @@
 //
 // What goes in: a graph.Graph from ingest (costs and shapes filled in) and a RuleSet: one of
 // the built-in sets (BuiltinNames: ort-cpu, ort-cuda, tensorrt, generic, none; each file in
-// rules/ says which backend behaviour it models and where that knowledge comes from) or a
-// user file of the same form (LoadRuleSet, the CLI's --fusion-rules FILE).
+// rules/ says which backend behaviour it models and where that knowledge comes from, and
+// rules/README.md summarises them) or a user file of the same form (LoadRuleSet, the CLI's
+// --fusion-rules FILE).
 //
 // What comes out: a *Coarse, holding a coarse graph.Graph with one node per group, the
 // mapping from groups to original nodes, and Expand, which turns a stage or device per coarse
