@@ -23,6 +23,10 @@ type tinfo struct {
 	fval []float64
 	// nonTensor describes sequences, maps and optionals.
 	nonTensor string
+	// elem describes the elements of a sequence (what they all share) or the content of an
+	// optional; seqLen is a sequence's length.
+	elem   *tinfo
+	seqLen graph.Dim
 }
 
 func (t *tinfo) hasShape() bool { return t != nil && t.shape != nil }

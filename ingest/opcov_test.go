@@ -191,8 +191,6 @@ func ocElementwise() []ocCase {
 	return cases
 }
 
-func ocExtra() []ocCase { return nil }
-
 var _ = math.MaxInt64
 
 func ocLinear() []ocCase {
@@ -1241,6 +1239,153 @@ func ocFolding() []ocCase {
 		}},
 		{name: "ChainsUnbound", opset: 13, run: map[string]int64{"N": 2, "S": 6}, build: func(m *ocModel) {
 			ocChains(m, m.loose)
+		}},
+	}
+}
+
+// ocExtra covers less common operators that ORT implements.
+func ocExtra() []ocCase {
+	return []ocCase{
+		{name: "AffineGrid", opset: 20, build: func(m *ocModel) {
+			m.op("AffineGrid", ins(m.in(f32, 2, 2, 3), m.ints(2, 3, 4, 5)))
+			m.op("AffineGrid", ins(m.in(f32, 2, 3, 4), m.ints(2, 3, 4, 5, 6)), aI("align_corners", 1))
+		}},
+		{name: "CenterCropPad", opset: 18, build: func(m *ocModel) {
+			x := m.in(f32, 4, 5, 3)
+			m.op("CenterCropPad", ins(x, m.ints(6, 2, 3)))
+			m.op("CenterCropPad", ins(x, m.ints(2, 7)), aIs("axes", 0, -2))
+		}},
+		{name: "GridSample", opset: 16, build: func(m *ocModel) {
+			m.op("GridSample", ins(m.in(f32, 2, 3, 5, 6), m.in(f32, 2, 4, 7, 2)))
+		}},
+		{name: "GridSample20", opset: 20, build: func(m *ocModel) {
+			m.op("GridSample", ins(m.in(f32, 2, 3, 5, 6), m.in(f32, 2, 4, 7, 2)), aS("mode", "linear"))
+			m.op("GridSample", ins(m.in(f32, 1, 2, 3, 4, 5), m.in(f32, 1, 6, 7, 8, 3)))
+		}},
+		{name: "Col2Im", opset: 18, build: func(m *ocModel) {
+			m.op("Col2Im", ins(m.in(f32, 1, 2*2*3, 9), m.ints(4, 5), m.ints(2, 3)))
+			m.op("Col2Im", ins(m.in(f32, 2, 3*2*2, 4), m.ints(5, 5), m.ints(2, 2)), aIs("strides", 2, 2), aIs("pads", 0, 0, 0, 0), aIs("dilations", 2, 2))
+		}},
+		{name: "STFT", opset: 17, build: func(m *ocModel) {
+			sig := m.in(f32, 2, 64, 1)
+			m.op("STFT", ins(sig, m.scalarI(8), m.op("HannWindow", ins(m.scalarI(16)))))
+			m.op("STFT", ins(sig, m.scalarI(8), "", m.scalarI(16)), aI("onesided", 0))
+			m.op("STFT", ins(m.in(f32, 1, 50, 2), m.scalarI(10), m.weight(f32, 20)), aI("onesided", 0))
+		}},
+		{name: "DFT17", opset: 17, build: func(m *ocModel) {
+			x := m.in(f32, 2, 10, 1)
+			m.op("DFT", ins(x))
+			m.op("DFT", ins(x), aI("onesided", 1))
+			m.op("DFT", ins(x, m.scalarI(16)))
+			m.op("DFT", ins(m.in(f32, 2, 10, 2)), aI("inverse", 1))
+			m.op("DFT", ins(m.in(f32, 3, 4, 6, 1)), aI("axis", 2), aI("onesided", 1))
+		}},
+		{name: "DFT20", opset: 20, build: func(m *ocModel) {
+			x := m.in(f32, 2, 10, 1)
+			m.op("DFT", ins(x))
+			m.op("DFT", ins(x, m.scalarI(16)))
+			m.op("DFT", ins(m.in(f32, 3, 4, 6, 1), "", m.scalarI(2)), aI("onesided", 1))
+			m.op("DFT", ins(m.in(f32, 3, 4, 6, 2), m.scalarI(5), m.scalarI(-3)))
+		}},
+		{name: "Windows", opset: 17, build: func(m *ocModel) {
+			m.op("HannWindow", ins(m.scalarI(10)))
+			m.op("HammingWindow", ins(m.scalarI(7)), aI("periodic", 0))
+			m.op("BlackmanWindow", ins(m.init(i32, []int64{}, []float64{5})), aI("output_datatype", int64(f64)))
+			m.op("MelWeightMatrix", ins(m.scalarI(8), m.scalarI(64), m.scalarI(16000), m.scalarF(0), m.scalarF(8000)))
+		}},
+		{name: "MaxUnpool", opset: 11, build: func(m *ocModel) {
+			y := m.opN("MaxPool", ins(m.in(f32, 1, 2, 6, 7)), 2, aIs("kernel_shape", 2, 2), aIs("strides", 2, 2))
+			m.op("MaxUnpool", ins(y[0], y[1], m.ints(1, 2, 6, 7)), aIs("kernel_shape", 2, 2), aIs("strides", 2, 2))
+			y = m.opN("MaxPool", ins(m.in(f32, 1, 2, 6, 6)), 2, aIs("kernel_shape", 2, 2), aIs("strides", 2, 2))
+			m.op("MaxUnpool", ins(y[0], y[1]), aIs("kernel_shape", 2, 2), aIs("strides", 2, 2))
+			y = m.opN("MaxPool", ins(m.in(f32, 1, 1, 4, 4)), 2, aIs("kernel_shape", 2, 2), aIs("strides", 2, 2))
+			m.op("MaxUnpool", ins(y[0], y[1]), aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 0, 0, 1))
+		}},
+		{name: "RoiAlign", opset: 16, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3, 8, 8)
+			rois := m.init(f32, []int64{4, 4}, []float64{0, 0, 3, 3, 1, 1, 4, 4, 0, 0, 7, 7, 2, 2, 5, 5})
+			bi := m.init(i64, []int64{4}, []float64{0, 1, 0, 1})
+			m.op("RoiAlign", ins(x, rois, bi))
+			m.op("RoiAlign", ins(x, rois, bi), aI("output_height", 3), aI("output_width", 2))
+			m.op("MaxRoiPool", ins(x, m.init(f32, []int64{2, 5}, []float64{0, 0, 0, 3, 3, 1, 1, 1, 4, 4})), aIs("pooled_shape", 2, 3))
+		}},
+		{name: "Unique", opset: 11, anon: []string{"unique"}, build: func(m *ocModel) {
+			m.opN("Unique", ins(m.inData(f32, []float64{1, 2, 2, 3, 1, 5}, 2, 3)), 4)
+			m.opN("Unique", ins(m.inData(f32, []float64{1, 2, 1, 2, 3, 5}, 3, 2)), 4, aI("axis", 0))
+			m.opN("Unique", ins(m.inData(i64, []float64{4, 4, 1}, 3)), 2, aI("sorted", 0))
+		}},
+		{name: "Det", opset: 11, build: func(m *ocModel) {
+			m.op("Det", ins(m.in(f32, 3, 3)))
+			m.op("Det", ins(m.in(f32, 2, 4, 3, 3)))
+		}},
+		{name: "NonMaxSuppression", opset: 11, anon: []string{"nonmaxsuppression"}, build: func(m *ocModel) {
+			boxes := m.init(f32, []int64{1, 3, 4}, []float64{0, 0, 1, 1, 0, 0.1, 1, 1.1, 0, 5, 1, 6})
+			scores := m.init(f32, []int64{1, 1, 3}, []float64{0.9, 0.8, 0.7})
+			m.op("NonMaxSuppression", ins(boxes, scores, m.ints(3), m.init(f32, []int64{1}, []float64{0.5})))
+			m.op("NonMaxSuppression", ins(m.in(f32, 2, 5, 4), m.in(f32, 2, 3, 5)))
+		}},
+		{name: "Losses", opset: 13, build: func(m *ocModel) {
+			sc := m.in(f32, 3, 5, 2)
+			lab := m.inData(i64, []float64{0, 1, 2, 3, 4, 0}, 3, 2)
+			m.opN("SoftmaxCrossEntropyLoss", ins(sc, lab), 2)
+			m.opN("SoftmaxCrossEntropyLoss", ins(sc, lab, m.weight(f32, 5)), 2, aS("reduction", "none"))
+			m.op("SoftmaxCrossEntropyLoss", ins(sc, lab), aS("reduction", "sum"))
+			m.op("NegativeLogLikelihoodLoss", ins(sc, lab))
+			m.op("NegativeLogLikelihoodLoss", ins(sc, lab), aS("reduction", "none"))
+			m.op("NegativeLogLikelihoodLoss", ins(m.in(f32, 3, 5), m.inData(i64, []float64{0, 1, 2}, 3)), aS("reduction", "none"))
+		}},
+		{name: "DeformConv", opset: 19, build: func(m *ocModel) {
+			x := m.in(f32, 1, 2, 5, 5)
+			m.op("DeformConv", ins(x, m.weight(f32, 3, 2, 3, 3), m.in(f32, 1, 18, 3, 3)))
+			m.op("DeformConv", ins(x, m.weight(f32, 3, 2, 3, 3), m.in(f32, 1, 18, 3, 3), m.weight(f32, 3)), aIs("pads", 1, 1, 1, 1), aIs("strides", 2, 2))
+		}},
+		{name: "Attention23", opset: 23, build: func(m *ocModel) {
+			q, k, v := m.in(f32, 2, 4, 5, 8), m.in(f32, 2, 4, 6, 8), m.in(f32, 2, 4, 6, 7)
+			m.op("Attention", ins(q, k, v))
+			m.opN("Attention", ins(q, k, v, "", m.in(f32, 2, 4, 3, 8), m.in(f32, 2, 4, 3, 7)), 4)
+			m.op("Attention", ins(m.in(f32, 2, 5, 32), m.in(f32, 2, 6, 16), m.in(f32, 2, 6, 12)), aI("q_num_heads", 4), aI("kv_num_heads", 2))
+			m.op("Attention", ins(q, m.in(f32, 2, 2, 6, 8), m.in(f32, 2, 2, 6, 7)), aI("is_causal", 1))
+		}},
+		{name: "RotaryEmbedding23", opset: 23, build: func(m *ocModel) {
+			pos := m.inData(i64, []float64{0, 1, 2, 0, 1, 2}, 2, 3)
+			m.op("RotaryEmbedding", ins(m.in(f32, 2, 4, 3, 8), m.weight(f32, 16, 4), m.weight(f32, 16, 4), pos))
+			m.op("RotaryEmbedding", ins(m.in(f32, 2, 3, 32), m.weight(f32, 16, 4), m.weight(f32, 16, 4), pos), aI("num_heads", 4))
+		}},
+		{name: "TensorScatter24", opset: 24, build: func(m *ocModel) {
+			m.op("TensorScatter", ins(m.in(f32, 2, 3, 8, 4), m.in(f32, 2, 3, 1, 4), m.inData(i64, []float64{0, 2}, 2)))
+			m.op("Swish", ins(m.in(f32, 2, 3)))
+		}},
+		{name: "Sequences", opset: 13, build: func(m *ocModel) {
+			a, b := m.in(f32, 2, 3), m.in(f32, 2, 3)
+			seq := m.op("SequenceConstruct", ins(a, b))
+			m.op("SequenceAt", ins(seq, m.scalarI(1)))
+			m.op("SequenceLength", ins(seq))
+			m.op("ConcatFromSequence", ins(seq), aI("axis", 0))
+			m.op("ConcatFromSequence", ins(seq), aI("axis", -1), aI("new_axis", 1))
+			sp := m.op("SplitToSequence", ins(m.in(f32, 6, 4), m.ints(1, 5)))
+			m.op("SequenceLength", ins(sp))
+			m.loose(m.op("SequenceAt", ins(sp, m.scalarI(-1))))
+			sp2 := m.op("SplitToSequence", ins(m.in(f32, 6, 4)), aI("axis", 1), aI("keepdims", 0))
+			m.op("SequenceAt", ins(sp2, m.scalarI(0)))
+			m.op("SequenceLength", ins(sp2))
+			ins2 := m.op("SequenceInsert", ins(seq, m.in(f32, 2, 3)))
+			m.op("SequenceLength", ins(ins2))
+			m.op("SequenceLength", ins(m.op("SequenceErase", ins(ins2, m.scalarI(0)))))
+			m.op("SequenceLength", ins(m.op("SequenceEmpty", nil)))
+		}},
+		{name: "Optional", opset: 18, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			o := m.op("Optional", ins(x))
+			m.op("OptionalHasElement", ins(o))
+			m.op("OptionalGetElement", ins(o))
+			m.op("OptionalGetElement", ins(x))
+		}},
+		{name: "Strings", opset: 20, build: func(m *ocModel) {
+			s := m.op("Cast", ins(m.in(f32, 2, 3)), aI("to", int64(graph.String)))
+			m.op("StringNormalizer", ins(m.op("Reshape", ins(s, m.ints(-1)))), aS("case_change_action", "UPPER"), aS("locale", "C"))
+			m.op("RegexFullMatch", ins(s), aS("pattern", "1.*"))
+			m.op("StringConcat", ins(s, s))
+			m.loose(m.opN("StringSplit", ins(s), 2, aS("delimiter", "."))...)
 		}},
 	}
 }

@@ -115,6 +115,26 @@ func init() {
 	reg(multinomial, "Multinomial")
 	reg(randomShape, "RandomNormal", "RandomUniform")
 	reg(minMax, "Min", "Max")
+	reg(affineGrid, "AffineGrid")
+	reg(centerCropPad, "CenterCropPad")
+	reg(gridSample, "GridSample")
+	reg(col2Im, "Col2Im")
+	reg(dft, "DFT")
+	reg(stft, "STFT")
+	reg(window, "HannWindow", "HammingWindow", "BlackmanWindow")
+	reg(melWeightMatrix, "MelWeightMatrix")
+	reg(maxUnpool, "MaxUnpool")
+	reg(roiPool, "RoiAlign", "MaxRoiPool")
+	reg(unique, "Unique")
+	reg(det, "Det")
+	reg(lossOp, "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss")
+	reg(conv, "DeformConv")
+	reg(attention, "Attention")
+	reg(sameAsInput0, "RotaryEmbedding", "TensorScatter")
+	reg(sequenceOp, "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
+		"SequenceLength", "ConcatFromSequence", "SplitToSequence")
+	reg(optionalOp, "Optional", "OptionalHasElement", "OptionalGetElement")
+	reg(stringOp, "RegexFullMatch", "StringConcat", "StringSplit", "StringNormalizer")
 
 	for _, op := range []string{"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "FusedConv", "BiasAdd",
 		"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",

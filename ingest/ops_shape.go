@@ -1548,3 +1548,618 @@ func randomShape(c *nctx) error {
 	c.set(0, dt, graph.ShapeOf(c.n.AttrInts("shape")...))
 	return nil
 }
+
+// --- less common operators ---------------------------------------------------------------
+
+// intInput returns the single known integer of input i (a scalar or a 1-element tensor).
+func (c *nctx) intInput(i int) (int64, bool) {
+	v, ok := c.in(i).ints()
+	if !ok || len(v) != 1 {
+		return 0, false
+	}
+	return v[0], true
+}
+
+// affineGrid: theta [N,2,3] or [N,3,4], size [N,C,H,W] or [N,C,D,H,W] → [N,H,W,2] or
+// [N,D,H,W,3].
+func affineGrid(c *nctx) error {
+	theta, size := c.in(0), c.in(1)
+	if theta == nil || size == nil {
+		return nil
+	}
+	if size.ival == nil || len(size.ival) < 4 {
+		c.set(0, theta.dt, nil)
+		return nil
+	}
+	sp := dimsOfVals(size.ival[2:])
+	out := append(graph.Shape{dimOfVal(size.ival[0])}, sp...)
+	out = append(out, graph.Static(int64(len(sp))))
+	c.set(0, theta.dt, out)
+	return nil
+}
+
+// centerCropPad: the axes given take the sizes in shape.
+func centerCropPad(c *nctx) error {
+	x, sh := c.in(0), c.in(1)
+	if x == nil || sh == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	axes := c.n.AttrInts("axes")
+	if axes == nil {
+		axes = make([]int64, r)
+		for i := range axes {
+			axes[i] = int64(i)
+		}
+	}
+	out := x.shape.Clone()
+	for i, ax := range axes {
+		a, err := normAxis(ax, r)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		out[a] = unknownDim
+		if i < len(sh.ival) {
+			out[a] = dimOfVal(sh.ival[i])
+		}
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+// gridSample: X [N,C,D1..Dr], grid [N,O1..Or,r] → [N,C,O1..Or].
+func gridSample(c *nctx) error {
+	x, grid := c.in(0), c.in(1)
+	if x == nil || grid == nil {
+		return nil
+	}
+	if x.shape == nil || grid.shape == nil || len(x.shape) < 2 || len(grid.shape) < 2 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	out := graph.Shape{x.shape[0], x.shape[1]}
+	out = append(out, grid.shape[1:len(grid.shape)-1]...)
+	c.set(0, x.dt, out)
+	return nil
+}
+
+// col2Im: input [N, C·Π(block), L], image_shape → [N, C, image_shape...].
+func col2Im(c *nctx) error {
+	x, img, blk := c.in(0), c.in(1), c.in(2)
+	if x == nil || img == nil || blk == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) != 3 || img.ival == nil {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	ch := unknownDim
+	if b, ok := blk.ints(); ok {
+		p := int64(1)
+		for _, v := range b {
+			p *= v
+		}
+		if p > 0 {
+			ch = dimDiv(x.shape[1], graph.Static(p))
+		}
+	}
+	c.set(0, x.dt, append(graph.Shape{x.shape[0], ch}, dimsOfVals(img.ival)...))
+	return nil
+}
+
+// dft (opset 17: axis attribute, default 1; opset 20: axis input, default -2): the DFT axis
+// becomes dft_length (floor(n/2)+1 one-sided) and the last dim 2 (complex).
+func dft(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) < 2 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	r := len(x.shape)
+	axis := c.n.AttrInt("axis", 1)
+	if c.opset >= 20 {
+		axis = -2
+		if c.in(2) != nil {
+			v, ok := c.intInput(2)
+			if !ok {
+				c.set(0, x.dt, nil)
+				return nil
+			}
+			axis = v
+		}
+	}
+	a, err := normAxis(axis, r)
+	if err != nil || a == r-1 {
+		return c.errorf("DFT axis %d invalid for rank %d", axis, r)
+	}
+	n := x.shape[a]
+	if c.in(1) != nil {
+		n = unknownDim
+		if v, ok := c.intInput(1); ok {
+			n = graph.Static(v)
+		}
+	}
+	out := x.shape.Clone()
+	onesided, inverse := c.n.AttrInt("onesided", 0) != 0, c.n.AttrInt("inverse", 0) != 0
+	switch {
+	case onesided && inverse:
+		c.set(0, x.dt, nil) // inverse real FFT: not in the opsets ORT implements
+		return nil
+	case onesided && n.Known():
+		n = graph.Static(n.Value/2 + 1)
+	case onesided:
+		n = unknownDim
+	}
+	out[a] = n
+	out[r-1] = graph.Static(2)
+	c.set(0, x.dt, out)
+	return nil
+}
+
+// stft: signal [B, L, 1|2] → [B, frames, bins, 2] with frames = (L − frame_length)/step + 1
+// and bins = frame_length/2 + 1 when onesided.
+func stft(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) != 3 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	fl := unknownDim
+	if v, ok := c.intInput(3); ok {
+		fl = graph.Static(v)
+	} else if w := c.in(2); c.in(3) == nil && w != nil && len(w.shape) == 1 {
+		fl = w.shape[0]
+	}
+	frames, bins := unknownDim, unknownDim
+	step, okStep := c.intInput(1)
+	if fl.Known() {
+		bins = fl
+		if c.n.AttrInt("onesided", 1) != 0 {
+			bins = graph.Static(fl.Value/2 + 1)
+		}
+		if okStep && step > 0 && x.shape[1].Known() {
+			frames = graph.Static(floorDiv(x.shape[1].Value-fl.Value, step) + 1)
+		}
+	}
+	c.set(0, x.dt, graph.Shape{x.shape[0], frames, bins, graph.Static(2)})
+	return nil
+}
+
+// window: HannWindow, HammingWindow, BlackmanWindow: [size] of output_datatype.
+func window(c *nctx) error {
+	dt := graph.DType(c.n.AttrInt("output_datatype", int64(graph.Float)))
+	n := unknownDim
+	if v, ok := c.intInput(0); ok {
+		n = graph.Static(v)
+	}
+	c.set(0, dt, graph.Shape{n})
+	return nil
+}
+
+// melWeightMatrix: [dft_length/2 + 1, num_mel_bins].
+func melWeightMatrix(c *nctx) error {
+	dt := graph.DType(c.n.AttrInt("output_datatype", int64(graph.Float)))
+	bins, rows := unknownDim, unknownDim
+	if v, ok := c.intInput(0); ok {
+		bins = graph.Static(v)
+	}
+	if v, ok := c.intInput(1); ok {
+		rows = graph.Static(v/2 + 1)
+	}
+	c.set(0, dt, graph.Shape{rows, bins})
+	return nil
+}
+
+// maxUnpool: out = (in − 1)·stride + kernel − pads, or output_shape.
+func maxUnpool(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if os := c.in(2); os != nil {
+		if os.ival != nil {
+			c.set(0, x.dt, dimsOfVals(os.ival))
+		} else {
+			c.set(0, x.dt, nil)
+		}
+		return nil
+	}
+	if x.shape == nil || len(x.shape) < 3 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	nsp := len(x.shape) - 2
+	kernel := c.n.AttrInts("kernel_shape")
+	if len(kernel) != nsp {
+		return c.errorf("kernel_shape has %d entries for %d spatial axes", len(kernel), nsp)
+	}
+	strides, _, pads, _ := spatialParams(c, nsp, kernel)
+	out := graph.Shape{x.shape[0], x.shape[1]}
+	for i := 0; i < nsp; i++ {
+		d := x.shape[2+i]
+		if d.Known() {
+			d = graph.Static((d.Value-1)*strides[i] + kernel[i] - pads[i] - pads[nsp+i])
+		} else {
+			d = unknownDim
+		}
+		out = append(out, d)
+	}
+	c.set(0, x.dt, out)
+	return nil
+}
+
+// roiAlign: [num_rois, C, output_height, output_width]; MaxRoiPool: pooled_shape.
+func roiPool(c *nctx) error {
+	x, rois := c.in(0), c.in(1)
+	if x == nil || rois == nil {
+		return nil
+	}
+	r, ch := unknownDim, unknownDim
+	if rois.shape != nil && len(rois.shape) == 2 {
+		r = rois.shape[0]
+	}
+	if x.shape != nil && len(x.shape) == 4 {
+		ch = x.shape[1]
+	}
+	h, w := c.n.AttrInt("output_height", 1), c.n.AttrInt("output_width", 1)
+	if c.n.OpType == "MaxRoiPool" {
+		ps := c.n.AttrInts("pooled_shape")
+		if len(ps) != 2 {
+			return c.errorf("pooled_shape needs 2 entries")
+		}
+		h, w = ps[0], ps[1]
+	}
+	c.set(0, x.dt, graph.Shape{r, ch, graph.Static(h), graph.Static(w)})
+	return nil
+}
+
+// unique: the number of unique values U depends on the data.
+func unique(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	u := unknownDim
+	if a := c.n.Attr("axis"); a != nil && x.shape != nil {
+		axis, err := normAxis(a.Int, len(x.shape))
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		y := x.shape.Clone()
+		y[axis] = u
+		c.set(0, x.dt, y)
+		c.set(2, graph.Int64, graph.Shape{x.shape[axis]})
+	} else {
+		c.set(0, x.dt, graph.Shape{u})
+		if x.shape != nil {
+			c.set(2, graph.Int64, graph.Shape{product(x.shape)})
+		} else {
+			c.set(2, graph.Int64, graph.Shape{unknownDim})
+		}
+		if a != nil {
+			c.set(0, x.dt, nil)
+		}
+	}
+	c.set(1, graph.Int64, graph.Shape{u})
+	c.set(3, graph.Int64, graph.Shape{u})
+	return nil
+}
+
+// det: [*, M, M] → [*].
+func det(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) < 2 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	c.set(0, x.dt, x.shape[:len(x.shape)-2].Clone())
+	return nil
+}
+
+// lossOp: SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss. scores [N, C, d...],
+// labels [N, d...]: the loss is a scalar, or the labels' shape with reduction "none";
+// SoftmaxCrossEntropyLoss's log_prob has the scores' shape.
+func lossOp(c *nctx) error {
+	x, lab := c.in(0), c.in(1)
+	if x == nil || lab == nil {
+		return nil
+	}
+	if c.n.AttrString("reduction", "mean") == "none" {
+		c.set(0, x.dt, lab.shape.Clone())
+	} else {
+		c.set(0, x.dt, graph.Shape{})
+	}
+	c.set(1, x.dt, x.shape.Clone())
+	return nil
+}
+
+// attention (opset 23): Q, K, V as [B, heads, S, head] or [B, S, heads·head].
+func attention(c *nctx) error {
+	q, k, v := c.in(0), c.in(1), c.in(2)
+	if q == nil || k == nil || v == nil {
+		return nil
+	}
+	if q.shape == nil || k.shape == nil || v.shape == nil || len(q.shape) != len(k.shape) || len(k.shape) != len(v.shape) ||
+		(len(q.shape) != 3 && len(q.shape) != 4) {
+		for i := 0; i < c.nout(); i++ {
+			c.set(i, q.dt, nil)
+		}
+		return nil
+	}
+	b, sq, skv := q.shape[0], q.shape[len(q.shape)-2], k.shape[len(k.shape)-2]
+	var hq, hkv, dk, dv graph.Dim
+	if len(q.shape) == 4 {
+		hq, hkv, dk, dv = q.shape[1], k.shape[1], k.shape[3], v.shape[3]
+		sq, skv = q.shape[2], k.shape[2]
+	} else {
+		hq, hkv = graph.Static(c.n.AttrInt("q_num_heads", 0)), graph.Static(c.n.AttrInt("kv_num_heads", 0))
+		if hq.Value <= 0 || hkv.Value <= 0 {
+			return c.errorf("3-D Attention needs q_num_heads and kv_num_heads")
+		}
+		dk, dv = dimDiv(k.shape[2], hkv), dimDiv(v.shape[2], hkv)
+	}
+	total := skv
+	if pk := c.in(4); pk != nil {
+		total = unknownDim
+		if pk.shape != nil && len(pk.shape) == 4 {
+			total = dimAdd(pk.shape[2], skv)
+		}
+	}
+	if len(q.shape) == 4 {
+		c.set(0, q.dt, graph.Shape{b, hq, sq, dv})
+	} else {
+		c.set(0, q.dt, graph.Shape{b, sq, dimMul(hq, dv)})
+	}
+	c.set(1, k.dt, graph.Shape{b, hkv, total, dk})
+	c.set(2, v.dt, graph.Shape{b, hkv, total, dv})
+	c.set(3, q.dt, graph.Shape{b, hq, sq, total})
+	return nil
+}
+
+// --- sequences and optionals ----------------------------------------------------------
+
+func seqType(dt graph.DType) string { return "seq(tensor(" + dt.String() + "))" }
+
+// setSeq records output i as a sequence whose elements are described by elem (dtype and
+// the shape they all share) and whose length is n.
+func (c *nctx) setSeq(i int, elem tinfo, n graph.Dim) {
+	t := c.set(i, graph.Undefined, nil)
+	if t == nil {
+		return
+	}
+	e := elem
+	e.ival, e.fval = nil, nil
+	t.nonTensor, t.elem, t.seqLen = seqType(elem.dt), &e, n
+}
+
+// seqOf returns the element info and length of a sequence input.
+func (c *nctx) seqOf(i int) (tinfo, graph.Dim, bool) {
+	s := c.in(i)
+	if s == nil || s.elem == nil {
+		return tinfo{}, unknownDim, false
+	}
+	return *s.elem, s.seqLen, true
+}
+
+func sequenceOp(c *nctx) error {
+	switch c.n.OpType {
+	case "SequenceEmpty":
+		c.setSeq(0, tinfo{dt: graph.DType(c.n.AttrInt("dtype", int64(graph.Float)))}, graph.Static(0))
+	case "SequenceConstruct":
+		var e tinfo
+		for i := 0; i < c.nin(); i++ {
+			x := c.in(i)
+			if x == nil {
+				return nil
+			}
+			if i == 0 {
+				e = tinfo{dt: x.dt, shape: x.shape.Clone()}
+			} else {
+				e = mergeInfo(e, *x)
+			}
+		}
+		c.setSeq(0, e, graph.Static(int64(c.nin())))
+	case "SequenceInsert":
+		e, n, ok := c.seqOf(0)
+		x := c.in(1)
+		if !ok || x == nil {
+			return nil
+		}
+		if n.Known() && n.Value == 0 {
+			e = tinfo{dt: x.dt, shape: x.shape.Clone()}
+		} else {
+			e = mergeInfo(e, *x)
+		}
+		c.setSeq(0, e, dimAdd(n, graph.Static(1)))
+	case "SequenceErase":
+		e, n, ok := c.seqOf(0)
+		if !ok {
+			return nil
+		}
+		if n.Known() && n.Value > 0 {
+			n = graph.Static(n.Value - 1)
+		} else {
+			n = unknownDim
+		}
+		c.setSeq(0, e, n)
+	case "SequenceAt":
+		e, _, ok := c.seqOf(0)
+		if ok {
+			c.set(0, e.dt, e.shape.Clone())
+		}
+	case "SequenceLength":
+		_, n, ok := c.seqOf(0)
+		var val []graph.Dim
+		if ok && n.Known() {
+			val = []graph.Dim{n}
+		}
+		c.setInts(0, graph.Int64, graph.Shape{}, val)
+	case "ConcatFromSequence":
+		e, n, ok := c.seqOf(0)
+		if !ok {
+			return nil
+		}
+		if e.shape == nil {
+			c.set(0, e.dt, nil)
+			return nil
+		}
+		axis := c.n.AttrInt("axis", 0)
+		if c.n.AttrInt("new_axis", 0) != 0 {
+			a, err := normAxis(axis, len(e.shape)+1)
+			if err != nil {
+				return c.errorf("%v", err)
+			}
+			c.set(0, e.dt, append(append(e.shape[:a:a], n), e.shape[a:]...))
+			return nil
+		}
+		a, err := normAxis(axis, len(e.shape))
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		out := e.shape.Clone()
+		out[a] = dimMul(n, e.shape[a])
+		c.set(0, e.dt, out)
+	case "SplitToSequence":
+		return splitToSequence(c)
+	}
+	return nil
+}
+
+func splitToSequence(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil {
+		c.setSeq(0, tinfo{dt: x.dt}, unknownDim)
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	d := x.shape[axis]
+	e := tinfo{dt: x.dt, shape: x.shape.Clone()}
+	n := unknownDim
+	sp := c.in(1)
+	switch {
+	case sp == nil:
+		// Pieces of size 1; keepdims=0 drops the axis.
+		n = d
+		e.shape[axis] = graph.Static(1)
+		if c.n.AttrInt("keepdims", 1) == 0 {
+			e.shape = append(e.shape[:axis:axis], e.shape[axis+1:]...)
+		}
+	case sp.shape != nil && len(sp.shape) == 0:
+		// A scalar: chunks of that size, the last one possibly smaller.
+		e.shape[axis] = unknownDim
+		if v, ok := sp.ints(); ok && len(v) == 1 && v[0] > 0 && d.Known() {
+			n = graph.Static(ceilDiv(d.Value, v[0]))
+			if d.Value%v[0] == 0 {
+				e.shape[axis] = graph.Static(v[0])
+			}
+		}
+	default:
+		e.shape[axis] = unknownDim
+		if v, ok := sp.ints(); ok {
+			n = graph.Static(int64(len(v)))
+			same := len(v) > 0
+			for _, s := range v {
+				same = same && s == v[0]
+			}
+			if same {
+				e.shape[axis] = graph.Static(v[0])
+			}
+		} else if sp.shape != nil && len(sp.shape) == 1 {
+			n = sp.shape[0]
+		}
+	}
+	c.setSeq(0, e, n)
+	return nil
+}
+
+func optionalOp(c *nctx) error {
+	switch c.n.OpType {
+	case "Optional":
+		x := c.in(0)
+		if x == nil {
+			if tp := c.attrProto("type"); tp != nil && tp.GetTp() != nil {
+				dt, s, _ := c.m.typeInfo(tp.GetTp())
+				t := c.set(0, graph.Undefined, nil)
+				if t != nil {
+					t.nonTensor = "optional(" + describeType(tp.GetTp()) + ")"
+					t.elem = &tinfo{dt: dt, shape: s}
+				}
+			}
+			return nil
+		}
+		t := c.set(0, graph.Undefined, nil)
+		if t != nil {
+			e := tinfo{dt: x.dt, shape: x.shape.Clone(), nonTensor: x.nonTensor, elem: x.elem, seqLen: x.seqLen}
+			desc := "tensor(" + x.dt.String() + ")"
+			if x.nonTensor != "" {
+				desc = x.nonTensor
+			}
+			t.nonTensor, t.elem = "optional("+desc+")", &e
+		}
+	case "OptionalHasElement":
+		c.set(0, graph.Bool, graph.Shape{})
+	case "OptionalGetElement":
+		x := c.in(0)
+		if x == nil {
+			return nil
+		}
+		if x.elem == nil || !strings.HasPrefix(x.nonTensor, "optional(") {
+			return identity(c) // a plain tensor passes through (opset 18)
+		}
+		e := *x.elem
+		if t := c.set(0, e.dt, e.shape.Clone()); t != nil {
+			t.nonTensor, t.elem, t.seqLen = e.nonTensor, e.elem, e.seqLen
+		}
+	}
+	return nil
+}
+
+// --- strings -----------------------------------------------------------------------------
+
+func stringOp(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	switch c.n.OpType {
+	case "RegexFullMatch":
+		c.set(0, graph.Bool, x.shape.Clone())
+	case "StringConcat":
+		return elementwise2(c, graph.String, nil, nil)
+	case "StringSplit":
+		// The number of substrings depends on the data.
+		if x.shape != nil {
+			c.set(0, graph.String, append(x.shape.Clone(), unknownDim))
+		} else {
+			c.set(0, graph.String, nil)
+		}
+		c.set(1, graph.Int64, x.shape.Clone())
+	case "StringNormalizer":
+		// Stop words remove elements: the last dim depends on the data then.
+		s := x.shape.Clone()
+		if a := c.n.Attr("stopwords"); a != nil && len(a.Strings) > 0 && len(s) > 0 {
+			s[len(s)-1] = unknownDim
+		}
+		c.set(0, graph.String, s)
+	}
+	return nil
+}
