@@ -171,39 +171,58 @@ func fitClass(p []fitPoint, viewOnly bool, priorC, priorM float64) ClassFit {
 		}
 		return f
 	}
-	type cand struct {
-		rho, a, b, sse float64
-	}
-	var cands []cand
-	z := make([]float64, len(p))
-	best := math.Inf(1)
-	for k := -32; k <= 40; k++ { // ρ from 1e-4 to 1e5
-		rho := math.Pow(10, float64(k)/8)
-		for i, x := range p {
-			z[i] = math.Max(x.c, rho*x.m)
-		}
-		a, b, sse := fitLine(z, p)
-		cands = append(cands, cand{rho, a, b, sse})
-		best = math.Min(best, sse)
-	}
 	var total float64
 	for _, x := range p {
 		total += x.t * x.t
 	}
+	z := make([]float64, len(p))
+	eval := func(rho float64) (a, b, sse float64) {
+		for i, x := range p {
+			z[i] = math.Max(x.c, rho*x.m)
+		}
+		return fitLine(z, p)
+	}
+	// Pass 1: the best squared error on a grid of ρ from 1e-4 to 1e5 (8 steps per decade).
+	best := math.Inf(1)
+	for k := -32; k <= 40; k++ {
+		_, _, sse := eval(math.Pow(10, float64(k)/8))
+		best = math.Min(best, sse)
+	}
 	// Score: the squared error relative to the best, plus a small pull towards the priors
 	// (a 5% worse fit buys efficiencies e times closer to them).
 	floor := best + 1e-9*total
-	pick := cand{}
-	bestScore := math.Inf(1)
-	for _, cd := range cands {
-		ec := effOf(cd.a)
-		em := effOf(cd.a * cd.rho)
-		dist := math.Abs(math.Log(ec/priorC)) + math.Abs(math.Log(em/priorM))
-		score := (cd.sse+1e-9*total)/floor + priorWeight*dist
-		if score < bestScore {
-			bestScore, pick = score, cd
+	score := func(lr float64) (float64, float64, float64) {
+		rho := math.Pow(10, lr)
+		a, b, sse := eval(rho)
+		dist := math.Abs(math.Log(effOf(a)/priorC)) + math.Abs(math.Log(effOf(a*rho)/priorM))
+		return (sse+1e-9*total)/floor + priorWeight*dist, a, b
+	}
+	// Pass 2: the best score on the grid, refined by golden-section search between the
+	// neighbouring grid points.
+	bestK, bestScore := 0, math.Inf(1)
+	for k := -32; k <= 40; k++ {
+		if sc, _, _ := score(float64(k) / 8); sc < bestScore {
+			bestK, bestScore = k, sc
 		}
 	}
+	lo, hi := float64(bestK-1)/8, float64(bestK+1)/8
+	const phi = 0.6180339887498949
+	for range 40 {
+		m1, m2 := hi-phi*(hi-lo), lo+phi*(hi-lo)
+		s1, _, _ := score(m1)
+		s2, _, _ := score(m2)
+		if s1 <= s2 {
+			hi = m2
+		} else {
+			lo = m1
+		}
+	}
+	lr := (lo + hi) / 2
+	if sc, _, _ := score(lr); sc > bestScore {
+		lr = float64(bestK) / 8
+	}
+	_, a, b := score(lr)
+	pick := struct{ a, b, rho float64 }{a, b, math.Pow(10, lr)}
 	return ClassFit{Eff: effOf(pick.a), MemEff: effOf(pick.a * pick.rho), Overhead: math.Max(pick.b, 0), Nodes: len(p)}
 }
 

@@ -1,0 +1,110 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestResolveCatalogList(t *testing.T) {
+	c, err := Resolve(context.Background(), "4xH100-SXM", noBench())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Devices) != 4 || c.Devices[3].Name != "gpu3" || c.Devices[0].Catalog != "h100-sxm" {
+		t.Fatalf("devices %+v", c.Devices)
+	}
+	for i := range 4 {
+		for j := range 4 {
+			l := c.Links[i][j]
+			if i != j && (l.Kind != LinkNVLink || l.Bandwidth.Value != 450e9 || l.Bandwidth.Source != SourceCatalog) {
+				t.Errorf("links[%d][%d] = %+v, want NVLink 450 GB/s from the catalog", i, j, l)
+			}
+		}
+	}
+	if c.Devices[0].Peak[FP16].Value != 989.5e12 || c.Devices[0].Memory.Value != 80<<30 {
+		t.Errorf("H100 figures %+v", c.Devices[0])
+	}
+}
+
+func TestResolveMixedList(t *testing.T) {
+	c, err := Resolve(context.Background(), "a100-80g, t4, cpu", noBench())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{c.Devices[0].Name, c.Devices[1].Name, c.Devices[2].Name}; strings.Join(got, ",") != "gpu0,gpu1,cpu" {
+		t.Fatalf("names %v", got)
+	}
+	if !c.Devices[2].Host || c.Host == nil {
+		t.Error("cpu is not the host")
+	}
+	// A100 (PCIe 4) ↔ T4 (PCIe 3): P2P at the slower link; GPU ↔ CPU over the GPU's own link.
+	if l := c.Links[0][1]; l.Kind != LinkPCIe || l.Bandwidth.Value != 15.75e9 {
+		t.Errorf("a100→t4 %+v", l)
+	}
+	if l := c.Links[0][2]; l.Kind != LinkPCIe || l.Bandwidth.Value != 31.5e9 {
+		t.Errorf("a100→cpu %+v", l)
+	}
+	if l := c.Links[2][1]; l.Bandwidth.Value != 15.75e9 {
+		t.Errorf("cpu→t4 %+v", l)
+	}
+}
+
+func TestResolveLinkChoices(t *testing.T) {
+	for _, c := range []struct {
+		spec, link string
+		kind       LinkKind
+		bw         float64
+	}{
+		{"2xa100", "", LinkNVLink, 300e9},
+		{"2xa100-pcie", "", LinkPCIe, 31.5e9}, // PCIe cards: no NVLink unless asked
+		{"2xa100-pcie", "nvlink", LinkNVLink, 300e9},
+		{"2xh100", "pcie5", LinkPCIe, 63e9},
+		{"2xa100", "pcie5", LinkPCIe, 31.5e9}, // capped by the A100's PCIe 4
+		{"2xa100", "staged", LinkStaged, 31.5e9},
+		{"2xa100", "ib100", LinkNetwork, 12.5e9},
+		{"2xa100", "eth10", LinkNetwork, 1.25e9},
+		{"2xcpu-generic", "", LinkNetwork, 12.5e9},
+		{"v100,p100", "", LinkNVLink, 80e9},
+	} {
+		opts := noBench()
+		opts.Link = c.link
+		cl, err := Resolve(context.Background(), c.spec, opts)
+		if err != nil {
+			t.Errorf("%s --link %q: %v", c.spec, c.link, err)
+			continue
+		}
+		if l := cl.Links[0][1]; l.Kind != c.kind || l.Bandwidth.Value != c.bw {
+			t.Errorf("%s --link %q: %s %g, want %s %g", c.spec, c.link, l.Kind, l.Bandwidth.Value, c.kind, c.bw)
+		}
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	for _, c := range []struct{ spec, link, want string }{
+		{"a200", "", `unknown device "a200" (catalog: a100-40g-sxm,`},
+		{"4xH100,", "", "empty item"},
+		{"0xt4", "", "count must be 1 to 4096"},
+		{"2xcpu", "", "the host CPU cannot be repeated"},
+		{"2xauto", "", "auto takes no count"},
+		{"2xt4", "nvlink", "--link nvlink: gpu0 (NVIDIA T4) has no NVLink"},
+		{"t4", "warp", `--link "warp": want one of auto, nvlink, pcie3`},
+	} {
+		opts := noBench()
+		opts.Link = c.link
+		_, err := Resolve(context.Background(), c.spec, opts)
+		var ue *UsageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q --link %q: error %v, want a UsageError with %q", c.spec, c.link, err, c.want)
+		}
+	}
+}
+
+func TestIsSpecFile(t *testing.T) {
+	for s, want := range map[string]bool{"c.yaml": true, "C.YML": true, "x.json": true, "4xH100": false, "auto": false, "a100,t4": false} {
+		if IsSpecFile(s) != want {
+			t.Errorf("IsSpecFile(%q) = %v", s, !want)
+		}
+	}
+}
