@@ -294,6 +294,38 @@ func TestPatterns(t *testing.T) {
 			cv := x.op("Conv", in, x.weight("w"))
 			return x.op("Mul", cv, x.op("Sigmoid", cv))
 		}},
+		{"conv-bn-clip", "ort-cpu", "conv-bn-act", func(x *gb, in string) string {
+			return x.op("Clip", convBN(x, in), x.constant(), x.constant())
+		}},
+		{"conv-bn-silu", "tensorrt", "conv-bn-silu", func(x *gb, in string) string {
+			bn := convBN(x, in)
+			return x.op("Mul", bn, x.op("Sigmoid", bn))
+		}},
+		{"conv-bn-leakyrelu", "tensorrt", "conv-bn-act", func(x *gb, in string) string {
+			return x.op("LeakyRelu", convBN(x, in))
+		}},
+		{"residual", "ort-cuda", "conv-add-relu", func(x *gb, in string) string {
+			return x.op("Relu", x.op("Add", x.op("Conv", in, x.weight("w")), in))
+		}},
+		{"matmul-bias-relu", "ort-cpu", "matmul-bias-act", func(x *gb, in string) string {
+			return x.op("Relu", x.op("Add", x.op("MatMul", in, x.weight("w")), x.weight("b")))
+		}},
+		{"gemm-relu-cpu", "ort-cpu", "gemm-act", func(x *gb, in string) string {
+			return x.op("Relu", x.op("Gemm", in, x.weight("w"), x.weight("b")))
+		}},
+		{"skip-layernorm-op", "ort-cuda", "skip-layernorm-op", func(x *gb, in string) string {
+			return x.op("LayerNormalization", x.op("Add", in, x.input("res")), x.weight("g"), x.weight("b"))
+		}},
+		{"bias-gelu", "ort-cuda", "bias-gelu", func(x *gb, in string) string {
+			f := x.op("Add", in, x.weight("bias"))
+			e := x.op("Add", x.op("Erf", x.op("Div", f, x.constant())), x.constant())
+			return x.op("Mul", x.op("Mul", f, e), x.constant())
+		}},
+		{"matmul-bias-gelu", "tensorrt", "matmul-bias-gelu", func(x *gb, in string) string {
+			f := x.op("Add", x.op("MatMul", in, x.weight("w")), x.weight("bias"))
+			e := x.op("Add", x.op("Erf", x.op("Div", f, x.constant())), x.constant())
+			return x.op("Mul", x.op("Mul", f, e), x.constant())
+		}},
 		{"pointwise", "tensorrt", "pointwise-chain", func(x *gb, in string) string {
 			return x.op("Exp", x.op("Neg", x.op("Abs", in)))
 		}},
@@ -324,6 +356,50 @@ func TestPatterns(t *testing.T) {
 			}
 			if j := groupOfName(t, c, "Identity0"); j == i {
 				t.Errorf("%s: the pattern's input producer joined the pattern", tc.set)
+			}
+		})
+	}
+}
+
+// TestPatternsNotFused: fusions a backend does not do stay apart.
+func TestPatternsNotFused(t *testing.T) {
+	for _, tc := range []struct {
+		name, set string
+		build     func(x *gb, in string) (a, b string)
+	}{
+		{"cuda conv+clip", "ort-cuda", func(x *gb, in string) (string, string) {
+			cv := x.op("Conv", in, x.weight("w"))
+			return cv, x.op("Clip", cv, x.constant(), x.constant())
+		}},
+		{"cuda gemm+relu", "ort-cuda", func(x *gb, in string) (string, string) {
+			gm := x.op("Gemm", in, x.weight("w"), x.weight("b"))
+			return gm, x.op("Relu", gm)
+		}},
+		{"cuda conv+residual add without relu", "ort-cuda", func(x *gb, in string) (string, string) {
+			cv := x.op("Conv", in, x.weight("w"))
+			return cv, x.op("Add", cv, in)
+		}},
+		{"clip with a computed bound", "ort-cpu", func(x *gb, in string) (string, string) {
+			cv := x.op("Conv", in, x.weight("w"))
+			return cv, x.op("Clip", cv, x.op("Relu", in), x.constant())
+		}},
+		{"layernorm whose centred value is read elsewhere", "ort-cuda", func(x *gb, in string) (string, string) {
+			m := x.op("ReduceMean", in)
+			d := x.op("Sub", in, m)
+			x.b.AddOutput(d)
+			v := x.op("ReduceMean", x.op("Pow", d, x.constant()))
+			s := x.op("Sqrt", x.op("Add", v, x.constant()))
+			return m, x.op("Add", x.op("Mul", x.op("Div", d, s), x.weight("g")), x.weight("b"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newGB(t)
+			in := x.op("Identity", x.input("in"))
+			a, b := tc.build(x, in)
+			g := x.build(b, x.op("Relu", in))
+			c := mustCoarsen(t, g, mustBuiltin(t, tc.set))
+			if ga, gb := groupOfName(t, c, a), groupOfName(t, c, b); ga == gb {
+				t.Errorf("%s: %s and %s fused (%s: %v)", tc.set, a, b, c.Rule[ga], groupNames(c, ga))
 			}
 		})
 	}
