@@ -10,6 +10,7 @@ const (
 	BoundSimple          = "simple"           // Lemma 3.3
 	BoundNode            = "comm-node"        // communication-aware node bound (ours, proved below)
 	BoundCut             = "comm-k"           // its k-aware extension (ours, proved below)
+	BoundMinBlock        = "min-block"        // max_v min_{S∋v} f(S) by minimum cuts (ours, mincut.go)
 	BoundBottleneck      = "bottleneck"       // three-superblock MIP, seed 000 §3.2
 	BoundBottleneckGuess = "bottleneck-guess" // k MIPs, seed 000 §3.3
 	BoundExact           = "exact"            // exact MIP, seed 000 §3.1 / Figure 3

@@ -69,14 +69,19 @@ type Options struct {
 	Gap float64
 	// Bounds picks the lower-bound effort.
 	Bounds BoundEffort
+	// BoundGap is the relative gap at which the MIP bounds stop: they then prove that no plan
+	// is below (1 − BoundGap)·incumbent instead of proving the incumbent optimal, which is much
+	// cheaper. 0: Gap. The search still runs to its own end (or Gap).
+	BoundGap float64
 	// Workers is the number of goroutines decoding chromosomes; 0: GOMAXPROCS. Results do not
 	// depend on it.
 	Workers int
 	// Search is the order search: SearchBRKGA (default), SearchRandom, SearchMLAWeighted, SearchMLA.
 	Search string
 	BRKGA  BRKGAOptions
-	// Restarts runs that many extra BRKGA populations (seeds derived from Seed) after the
-	// first, while no gap target is met.
+	// Restarts runs that many extra searches (seeds derived from Seed, seeded with the
+	// incumbent) after the first, next to the MIP bounds; −1: until TimeLimit (ignored
+	// without one).
 	Restarts int
 	// NoRefine turns off the refinement beyond slicing (node moves and re-slicing).
 	NoRefine bool
@@ -172,6 +177,12 @@ type solveState struct {
 
 func (s *solveState) gap() float64 { return gapOf(s.lb, s.best) }
 
+func (s *solveState) gapLocked() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gap()
+}
+
 func (s *solveState) report(phase string) {
 	if s.opts.Progress == nil {
 		return
@@ -181,7 +192,7 @@ func (s *solveState) report(phase string) {
 }
 
 func (s *solveState) checkGap() {
-	if s.opts.Gap > 0 && s.gap() <= s.opts.Gap && s.cancel != nil {
+	if s.gap() <= s.opts.Gap+1e-9 && s.cancel != nil {
 		s.cancel()
 	}
 }
@@ -294,14 +305,43 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	if !opts.NoRefine {
 		e.refineIncumbent(ctx, st, "refine")
 	}
-	// Order search.
-	if ctx.Err() == nil && !(opts.Gap > 0 && st.gap() <= opts.Gap) {
-		e.search(ctx, st, rng)
+	// Exact DP over ideals, for narrow graphs (gives up quickly on wide ones).
+	if ctx.Err() == nil && st.gapLocked() > opts.Gap+1e-9 {
+		e.exactIdeals(ctx, st)
 	}
-	// MIP bounds.
-	if ctx.Err() == nil && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) && !(opts.Gap > 0 && st.gap() <= opts.Gap) {
-		e.mipBounds(ctx, st)
+	// Order search: the first run gets every worker.
+	done := func() bool { return ctx.Err() != nil || st.gapLocked() <= opts.Gap+1e-9 }
+	if !done() {
+		e.search(ctx, st, rng, workers, opts.BRKGA)
 	}
+	// Then the MIP bounds (HiGHS's branch and bound is serial) next to further searches on the
+	// remaining workers.
+	var wg sync.WaitGroup
+	mipDone := make(chan struct{})
+	if !done() && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(mipDone)
+			e.mipBounds(ctx, st)
+		}()
+	} else {
+		close(mipDone)
+	}
+	restarts := opts.Restarts
+	if restarts < 0 && opts.TimeLimit <= 0 {
+		restarts = 0
+	}
+	for run := 1; (restarts < 0 || run <= restarts) && !done(); run++ {
+		w := workers
+		select {
+		case <-mipDone:
+		default:
+			w = max(1, workers-1)
+		}
+		e.search(ctx, st, rand.New(rand.NewSource(opts.Seed+int64(run)*7919)), w, opts.BRKGA)
+	}
+	wg.Wait()
 	return st.plan(time.Since(t0)), nil
 }
 
@@ -370,7 +410,10 @@ func (c *core) combinatorialBounds() []BoundInfo {
 	node := c.nodeBound()
 	out = append(out, BoundInfo{Method: BoundNode, Value: node, Status: "proved", Seconds: time.Since(t).Seconds()})
 	t = time.Now()
-	cut := c.cutBound(math.Max(simple, node))
+	mb := c.minBlockBound(node, 64) * (1 - 1e-12)
+	out = append(out, BoundInfo{Method: BoundMinBlock, Value: mb, Status: "proved", Seconds: time.Since(t).Seconds()})
+	t = time.Now()
+	cut := c.cutBound(math.Max(simple, math.Max(node, mb)))
 	out = append(out, BoundInfo{Method: BoundCut, Value: cut, Status: "proved", Seconds: time.Since(t).Seconds()})
 	return out
 }
@@ -435,6 +478,8 @@ type engine struct {
 	orders  [][]int32
 	workers int
 	lower   float64 // start of the bound deepening
+	// maxIdeals caps the ideals enumerated by one pair re-split.
+	maxIdeals int
 }
 
 func newEngine(c *core, workers int) *engine {
@@ -450,7 +495,7 @@ func newEngine(c *core, workers int) *engine {
 		}
 		a = chainAutomaton(order)
 	}
-	e := &engine{c: c, a: a, workers: workers, lower: c.simpleBound()}
+	e := &engine{c: c, a: a, workers: workers, lower: c.simpleBound(), maxIdeals: 20000}
 	// One slicer per worker plus one for the search goroutine's own reconstructions.
 	for i := 0; i <= workers; i++ {
 		e.slicers = append(e.slicers, newSlicer(c, a))
@@ -500,12 +545,21 @@ func (e *engine) sliceFull(w int, order []int32) (stage, device []int, val float
 func (e *engine) refine(ctx context.Context, w int, stage, device []int, order []int32) ([]int, []int, []int32, float64) {
 	c := e.c
 	var ks kahnScratch
+	rs := newResplitter(c, e.maxIdeals)
 	val := math.Inf(1)
 	for iter := 0; iter < 50 && ctx.Err() == nil; iter++ {
 		r := newRefiner(c, stage, device)
-		r.run(ctx, 20*c.n+100)
-		val = r.objective()
-		next := c.stageOrder(r.stage, order, &ks)
+		moved := r.run(ctx, 20*c.n+100) > 0
+		cur := r.stage
+		// Exact re-splits of adjacent stage pairs (several nodes crossing at once).
+		split := false
+		for a := 0; a+1 < len(device) && ctx.Err() == nil; a++ {
+			if rs.pair(cur, device, a) {
+				split = true
+			}
+		}
+		val = newRefiner(c, cur, device).objective()
+		next := c.stageOrder(cur, order, &ks)
 		// Re-slice the order induced by the refined plan; accept only strict improvement.
 		if v := e.slicers[w].run(next, val*(1-1e-12)); !math.IsInf(v, 1) {
 			stage, device = e.slicers[w].segments(next)
@@ -513,23 +567,42 @@ func (e *engine) refine(ctx context.Context, w int, stage, device []int, order [
 			val = v
 			continue
 		}
-		moved := false
-		for i := range stage {
-			if stage[i] != r.stage[i] {
-				moved = true
-				break
-			}
-		}
-		stage = r.stage
+		stage = cur
 		order = next
-		if !moved {
+		if !moved && !split {
 			break
 		}
-		// Moves helped but re-slicing did not: one more round of moves from here is useless
-		// (the refiner already converged), so stop.
-		break
 	}
 	return stage, device, order, val
+}
+
+// exactIdeals runs the ideal DP with the incumbent as bound; when it completes, the
+// incumbent (or the DP's better plan) is optimal.
+func (e *engine) exactIdeals(ctx context.Context, st *solveState) {
+	c := e.c
+	if c.n > 2000 {
+		return
+	}
+	budget := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		budget = time.Until(d) * 3 / 10
+	}
+	dctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	t0 := time.Now()
+	U, _, _, _, _ := st.snapshot()
+	val, stage, dev, ok := c.idealDP(dctx, e.a, U, 100000, 2000000)
+	if !ok {
+		return
+	}
+	if !math.IsInf(val, 1) {
+		st.offerPlan(stage, dev, nil, BoundIdealDP)
+	} else {
+		val = U
+	}
+	if st.opts.Bounds != BoundsNone {
+		st.offerBound(BoundInfo{Method: BoundIdealDP, Value: val, Status: "optimal", Seconds: time.Since(t0).Seconds()})
+	}
 }
 
 // refineIncumbent refines the current best plan and offers the result.
@@ -544,9 +617,9 @@ func (e *engine) refineIncumbent(ctx context.Context, st *solveState, phase stri
 }
 
 // search runs the order search chosen in the options.
-func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
+func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand, workers int, bo BRKGAOptions) {
 	opts := st.opts
-	bo := opts.BRKGA.withDefaults()
+	bo = bo.withDefaults()
 	n := e.c.n
 	var seeds [][]float64
 	for _, h := range e.c.startOrders() {
@@ -555,11 +628,9 @@ func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
 	if _, _, _, order, _ := st.snapshot(); len(order) == n {
 		seeds = append([][]float64{priorityOf(order)}, seeds...)
 	}
-	stop := func() bool {
-		return opts.Gap > 0 && func() bool { st.mu.Lock(); defer st.mu.Unlock(); return st.gap() <= opts.Gap }()
-	}
+	stop := func() bool { return st.gapLocked() <= opts.Gap+1e-9 }
 	best, _, _, _, _ := st.snapshot()
-	sliceDec := &decoder{workers: e.workers, fitness: func(w int, keys []float64, bound float64) float64 {
+	sliceDec := &decoder{workers: workers, fitness: func(w int, keys []float64, bound float64) float64 {
 		order := e.c.kahn(keys, &e.kahns[w], e.orders[w][:0])
 		if math.IsInf(bound, 1) {
 			// First generation: anything beyond 1.5× the incumbent cannot matter.
@@ -613,7 +684,7 @@ func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
 				keys[i] = randomKeys(rng, n)
 			}
 			b, _, _, _, _ := st.snapshot()
-			dec := &decoder{workers: e.workers, fitness: func(w int, k []float64, _ float64) float64 {
+			dec := &decoder{workers: workers, fitness: func(w int, k []float64, _ float64) float64 {
 				order := e.c.kahn(k, &e.kahns[w], e.orders[w][:0])
 				return e.slicers[w].run(order, b*(1-1e-12))
 			}}
@@ -634,7 +705,7 @@ func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
 		for i := range pos {
 			pos[i] = make([]int32, n)
 		}
-		mla := &decoder{workers: e.workers, fitness: func(w int, keys []float64, _ float64) float64 {
+		mla := &decoder{workers: workers, fitness: func(w int, keys []float64, _ float64) float64 {
 			order := e.c.kahn(keys, &e.kahns[w], e.orders[w][:0])
 			return e.c.mlaCost(order, pos[w], weighted)
 		}}
@@ -644,14 +715,8 @@ func (e *engine) search(ctx context.Context, st *solveState, rng *rand.Rand) {
 			onBest(r.keys, 0)
 		}
 	default:
-		for run := 0; run <= opts.Restarts && ctx.Err() == nil && !stop(); run++ {
-			best, _, _, _, _ = st.snapshot()
-			r := brkga(ctx, n, bo, rng, sliceDec, seeds, onBest, stop)
-			count(r)
-			if _, _, _, order, _ := st.snapshot(); len(order) == n {
-				seeds = [][]float64{priorityOf(order)}
-			}
-		}
+		r := brkga(ctx, n, bo, rng, sliceDec, seeds, onBest, stop)
+		count(r)
 	}
 }
 
@@ -711,12 +776,12 @@ func (e *engine) mipBounds(ctx context.Context, st *solveState) {
 	if opts.Bounds == BoundsFull && !c.hetero {
 		b := e.boundBottleneck(ctx, st, limit/4)
 		st.offerBound(b)
-		if opts.Gap > 0 && st.gap() <= opts.Gap {
+		if st.gapLocked() <= opts.Gap+1e-9 {
 			return
 		}
 		g := e.boundGuess(ctx, st, anc, desc, limit/2, 1)
 		st.offerBound(g)
-		if opts.Gap > 0 && st.gap() <= opts.Gap {
+		if st.gapLocked() <= opts.Gap+1e-9 {
 			return
 		}
 	}
@@ -757,6 +822,10 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 	deadline := t0.Add(limit)
 	bound := math.Inf(1)
 	status := "optimal"
+	gap := st.opts.BoundGap
+	if gap <= 0 {
+		gap = st.opts.Gap
+	}
 	for i, devOrder := range orders {
 		left := time.Until(deadline) / time.Duration(len(orders)-i)
 		if left <= 0 || ctx.Err() != nil {
@@ -764,15 +833,19 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 			status = "time-limit"
 			break
 		}
+		// With a bound gap g, prove that no plan is below T = (1 − g)·U: fix variables for
+		// value ≤ T and cut off at T (LB = T when nothing is found). Without one, warm-start
+		// with the incumbent and prove it optimal.
 		var start []int
-		if equalInts(devOrder, device) {
+		target := U * (1 - gap)
+		if gap == 0 && equalInts(devOrder, device) {
 			start = make([]int, c.n)
 			for v := range start {
 				start[v] = stage[v] + 1
 			}
 		}
-		sp := c.exactSpec(devOrder, U, lb, U)
-		out := c.solveMIP(ctx, sp, anc, desc, start, left, st.opts.Gap)
+		sp := c.exactSpec(devOrder, target, lb, U)
+		out := c.solveMIP(ctx, sp, anc, desc, start, left, 0)
 		if out.plan != nil {
 			pstage := make([]int, c.n)
 			for v, b := range out.plan {

@@ -1,0 +1,226 @@
+package partition
+
+import (
+	"math"
+	"sort"
+)
+
+// flowNet is a small Dinic max-flow network (float capacities).
+type flowNet struct {
+	head  []int32
+	next  []int32
+	to    []int32
+	cap   []float64
+	level []int32
+	iter  []int32
+	queue []int32
+}
+
+func newFlowNet(nodes int) *flowNet {
+	f := &flowNet{head: make([]int32, nodes), level: make([]int32, nodes), iter: make([]int32, nodes)}
+	for i := range f.head {
+		f.head[i] = -1
+	}
+	return f
+}
+
+func (f *flowNet) addEdge(a, b int, c float64) {
+	f.to = append(f.to, int32(b))
+	f.cap = append(f.cap, c)
+	f.next = append(f.next, f.head[a])
+	f.head[a] = int32(len(f.to) - 1)
+	f.to = append(f.to, int32(a))
+	f.cap = append(f.cap, 0)
+	f.next = append(f.next, f.head[b])
+	f.head[b] = int32(len(f.to) - 1)
+}
+
+func (f *flowNet) bfs(s, t int) bool {
+	for i := range f.level {
+		f.level[i] = -1
+	}
+	f.level[s] = 0
+	f.queue = append(f.queue[:0], int32(s))
+	for i := 0; i < len(f.queue); i++ {
+		v := f.queue[i]
+		for e := f.head[v]; e >= 0; e = f.next[e] {
+			if f.cap[e] > 1e-15 && f.level[f.to[e]] < 0 {
+				f.level[f.to[e]] = f.level[v] + 1
+				f.queue = append(f.queue, f.to[e])
+			}
+		}
+	}
+	return f.level[t] >= 0
+}
+
+func (f *flowNet) dfs(v, t int, pushed float64) float64 {
+	if v == t {
+		return pushed
+	}
+	for ; f.iter[v] >= 0; f.iter[v] = f.next[f.iter[v]] {
+		e := f.iter[v]
+		w := f.to[e]
+		if f.cap[e] <= 1e-15 || f.level[w] != f.level[v]+1 {
+			continue
+		}
+		if d := f.dfs(int(w), t, math.Min(pushed, f.cap[e])); d > 0 {
+			f.cap[e] -= d
+			f.cap[e^1] += d
+			return d
+		}
+	}
+	return 0
+}
+
+// maxFlow returns the value of a maximum s–t flow (= the minimum cut).
+func (f *flowNet) maxFlow(s, t int) float64 {
+	total := 0.0
+	for f.bfs(s, t) {
+		copy(f.iter, f.head)
+		for {
+			d := f.dfs(s, t, math.Inf(1))
+			if d <= 0 {
+				break
+			}
+			total += d
+		}
+	}
+	return total
+}
+
+// minBlockBound is max_v min_{S ∋ v} f_d(S) (minimised over usable devices d too), a bound
+// that dominates nodeBound: every block S of every plan contains some node v, so
+// OPT ≥ max_v min_{S∋v} f(S) (dropping overflow, which is ≥ 0).
+//
+// For fixed v and d, min_{S∋v} [work_d(S) + coef_d·Σ_{t split by S} size(t)] is a minimum
+// s–t cut (Lawler's hyperedge gadget): source → v with infinite capacity, node x → sink
+// with capacity work_d(x) (paid when x is on the source side, i.e. in S), and for each
+// tensor t two auxiliary nodes a_t → b_t of capacity coef_d·size(t) with m → a_t and
+// b_t → m of infinite capacity for every member m of T_t. A cut separating members of T_t
+// must cut a_t → b_t once; a cut keeping T_t on one side need not. Nodes are processed in
+// decreasing order of f({v}), an upper bound on their min cut, and skipped once that is
+// below the best bound found, so only a few cuts are computed. maxCuts caps their number.
+func (c *core) minBlockBound(lower float64, maxCuts int) float64 {
+	devs := c.activeDevices()
+	type cand struct {
+		v   int
+		top float64
+	}
+	cands := make([]cand, 0, c.n)
+	for v := 0; v < c.n; v++ {
+		top := math.Inf(1)
+		for _, d := range devs {
+			top = math.Min(top, c.blockCost([]int{v}, d))
+		}
+		cands = append(cands, cand{v, top})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].top > cands[j].top })
+	best := lower
+	nt := len(c.tProd)
+	N := c.n + 2*nt + 2
+	src, sink := c.n+2*nt, c.n+2*nt+1
+	inf := 0.0
+	for _, d := range devs {
+		s := 0.0
+		for _, w := range c.work[d] {
+			s += w
+		}
+		for _, z := range c.tSize {
+			s += z * c.coef[d]
+		}
+		inf = math.Max(inf, s)
+	}
+	inf = 2*inf + 1
+	done := 0
+	mark := make([]uint8, c.n)
+	for _, cd := range cands {
+		if cd.top <= best*(1+1e-12) || done >= maxCuts {
+			break
+		}
+		val := math.Inf(1)
+		c.markRelatives(cd.v, mark)
+		for _, d := range devs {
+			f := newFlowNet(N)
+			for x := 0; x < c.n; x++ {
+				if w := c.work[d][x]; w > 0 {
+					f.addEdge(x, sink, w)
+				}
+			}
+			if coef := c.coef[d]; coef > 0 {
+				for t := 0; t < nt; t++ {
+					ct := coef * c.tSize[t]
+					if ct <= 0 {
+						continue
+					}
+					a, b := c.n+2*t, c.n+2*t+1
+					f.addEdge(a, b, ct)
+					p := int(c.tProd[t])
+					f.addEdge(p, a, inf)
+					f.addEdge(b, p, inf)
+					for _, g := range c.consOf(t) {
+						f.addEdge(int(g), a, inf)
+						f.addEdge(b, int(g), inf)
+					}
+				}
+			}
+			// Blocks are convex (a node on a path between two members is a member, or the
+			// quotient has a cycle). For the descendants D of v this implies the closure
+			// x ∈ S ∩ D ⇒ every predecessor of x in D ∪ {v} is in S, and symmetrically for
+			// ancestors; closures are infinite edges x → p.
+			for x := 0; x < c.n; x++ {
+				if mark[x] == 1 { // descendant
+					for _, p := range c.predOf(x) {
+						if mark[p] == 1 || int(p) == cd.v {
+							f.addEdge(x, int(p), inf)
+						}
+					}
+				} else if mark[x] == 2 { // ancestor
+					for _, s := range c.succOf(x) {
+						if mark[s] == 2 || int(s) == cd.v {
+							f.addEdge(x, int(s), inf)
+						}
+					}
+				}
+			}
+			f.addEdge(src, cd.v, inf)
+			val = math.Min(val, f.maxFlow(src, sink))
+			if val <= best {
+				break
+			}
+		}
+		done++
+		if val > best {
+			best = val
+		}
+	}
+	return best
+}
+
+// markRelatives sets mark[x] = 1 for the descendants of v, 2 for its ancestors, 0 otherwise.
+func (c *core) markRelatives(v int, mark []uint8) {
+	for i := range mark {
+		mark[i] = 0
+	}
+	stack := []int32{int32(v)}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, s := range c.succOf(int(x)) {
+			if mark[s] == 0 {
+				mark[s] = 1
+				stack = append(stack, s)
+			}
+		}
+	}
+	stack = append(stack[:0], int32(v))
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, p := range c.predOf(int(x)) {
+			if mark[p] == 0 {
+				mark[p] = 2
+				stack = append(stack, p)
+			}
+		}
+	}
+}
