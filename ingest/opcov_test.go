@@ -1380,6 +1380,28 @@ func ocExtra() []ocCase {
 			m.op("OptionalGetElement", ins(o))
 			m.op("OptionalGetElement", ins(x))
 		}},
+		{name: "Microsoft", opset: 17, build: func(m *ocModel) {
+			m.opsets["com.microsoft"] = 1
+			x := m.in(f32, 2, 3, 8)
+			ms := func(op string, inputs []string, n int, attrs ...*onnxpb.AttributeProto) []string {
+				return m.opD("com.microsoft", op, inputs, n, attrs...)
+			}
+			ms("FusedMatMul", ins(x, m.weight(f32, 8, 5)), 1)
+			ms("FusedMatMul", ins(x, m.in(f32, 2, 4, 3)), 1, aI("transA", 1), aI("transB", 1))
+			ms("Gelu", ins(x), 1)
+			ms("FastGelu", ins(x, m.weight(f32, 8)), 1)
+			ms("BiasGelu", ins(x, m.weight(f32, 8)), 1)
+			ms("QuickGelu", ins(x), 1)
+			ms("SkipLayerNormalization", ins(x, m.in(f32, 2, 3, 8), m.weight(f32, 8), m.weight(f32, 8), m.weight(f32, 8)), 4)
+			ms("SkipSimplifiedLayerNormalization", ins(x, m.in(f32, 2, 3, 8), m.weight(f32, 8)), 4)
+			ms("FusedGemm", ins(m.in(f32, 3, 4), m.weight(f32, 4, 5), m.weight(f32, 5)), 1, aS("activation", "Relu"))
+			ms("FusedConv", ins(m.in(f32, 1, 2, 5, 5), m.weight(f32, 3, 2, 3, 3)), 1, aS("activation", "Relu"), aIs("pads", 1, 1, 1, 1))
+			ms("FusedConv", ins(m.in(f32, 1, 2, 5, 5), m.weight(f32, 3, 2, 3, 3)), 1, aS("activation", "Relu"), aIs("strides", 2, 2))
+			m.opN("SimplifiedLayerNormalization", ins(x, m.weight(f32, 8)), 2)
+			m.opN("SimplifiedLayerNormalization", ins(x, m.weight(f32, 3, 8)), 2, aI("axis", 1))
+			ms("SkipLayerNormalization", ins(x, m.in(f32, 2, 3, 8), m.weight(f32, 8)), 1)
+			ms("SkipLayerNormalization", ins(m.in(f16, 2, 3, 8), m.in(f16, 2, 3, 8), m.weight(f16, 8), m.weight(f16, 8)), 4)
+		}},
 		{name: "Strings", opset: 20, build: func(m *ocModel) {
 			s := m.op("Cast", ins(m.in(f32, 2, 3)), aI("to", int64(graph.String)))
 			m.op("StringNormalizer", ins(m.op("Reshape", ins(s, m.ints(-1)))), aS("case_change_action", "UPPER"), aS("locale", "C"))

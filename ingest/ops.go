@@ -51,7 +51,7 @@ func init() {
 	reg(not, "Not")
 	reg(dropout, "Dropout")
 	reg(batchNorm, "BatchNormalization")
-	reg(layerNorm, "LayerNormalization")
+	reg(layerNorm, "LayerNormalization", "SimplifiedLayerNormalization") // the latter: ORT's, in the ONNX domain
 	reg(groupNorm, "GroupNormalization")
 	reg(cast, "Cast")
 	reg(castLike, "CastLike")
@@ -136,13 +136,16 @@ func init() {
 	reg(optionalOp, "Optional", "OptionalHasElement", "OptionalGetElement")
 	reg(stringOp, "RegexFullMatch", "StringConcat", "StringSplit", "StringNormalizer")
 
-	for _, op := range []string{"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "FusedConv", "BiasAdd",
-		"SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",
-		"LayerNormalization", "Rotary"} {
+	for _, op := range []string{"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "Rotary"} {
 		msOps[op] = sameAsInput0
 	}
 	msOps["FusedMatMul"] = fusedMatmul
 	msOps["FusedGemm"] = gemm
+	msOps["FusedConv"] = conv
+	msOps["LayerNormalization"] = layerNorm
+	msOps["SimplifiedLayerNormalization"] = layerNorm
+	msOps["SkipLayerNormalization"] = skipLayerNorm
+	msOps["SkipSimplifiedLayerNormalization"] = skipLayerNorm
 }
 
 // --- elementwise -----------------------------------------------------------------------
@@ -301,6 +304,24 @@ func layerNorm(c *nctx) error {
 }
 
 func groupNorm(c *nctx) error { return sameAsInput0(c) }
+
+// skipLayerNorm (com.microsoft): output, mean and inverse std dev over the last axis
+// (float, last dim 1), and the sum input + skip (+ bias).
+func skipLayerNorm(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	c.set(0, x.dt, x.shape.Clone())
+	if x.shape != nil && len(x.shape) > 0 {
+		stat := x.shape.Clone()
+		stat[len(stat)-1] = graph.Static(1)
+		c.set(1, graph.Float, stat)
+		c.set(2, graph.Float, stat.Clone())
+	}
+	c.set(3, x.dt, x.shape.Clone())
+	return nil
+}
 
 func cast(c *nctx) error {
 	x := c.in(0)
