@@ -3,6 +3,7 @@ package fusion
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"sort"
 
 	"onnxpart/graph"
@@ -415,20 +416,43 @@ func (c *Coarse) Stages(v int, coarseStage []int) []int {
 	return sortedUnique(s)
 }
 
-// Times prices each coarse node: measured(i, members) when it reports a time (e.g. the
-// fused kernel's time from a runtime profile taken with the same fusion), else estimate of
-// the coarse node (e.g. a roofline, which on these cost fields prices the fused kernel).
-// members are Members(i). measured may be nil.
-func (c *Coarse) Times(estimate func(n *graph.Node) float64, measured func(group int, members []int) (float64, bool)) []float64 {
+// Times prices each coarse node: measured(i, members) when it reports a time (a measured
+// fused kernel, see MeasuredShares), else estimate(i, members, kernel), where kernel is the
+// coarse node, whose cost fields price the fused kernel (e.g. profile's
+// CostModel.KernelTime(c.Orig, members, kernel, device)). members are Members(i). measured
+// may be nil.
+func (c *Coarse) Times(estimate func(group int, members []int, kernel *graph.Node) float64,
+	measured func(group int, members []int) (float64, bool)) []float64 {
 	out := make([]float64, len(c.Groups))
 	for i := range out {
+		members := c.Members(i)
 		if measured != nil {
-			if t, ok := measured(i, c.Members(i)); ok {
+			if t, ok := measured(i, members); ok {
 				out[i] = t
 				continue
 			}
 		}
-		out[i] = estimate(&c.Graph.Nodes[i])
+		out[i] = estimate(i, members, &c.Graph.Nodes[i])
 	}
 	return out
+}
+
+// MeasuredShares adapts per-node times measured with the backend's own fusions on to
+// Times' measured hook. In such a profile a fused kernel's time is shared among the original
+// nodes it replaced and folded nodes have 0 (profile.Measurement.NodeTimes of an optimised
+// ONNX Runtime run), so a group's time is the sum over its members — the fused kernel's time
+// when the backend fused exactly the group, the time of the kernels that ran for those nodes
+// otherwise. A group with a member that has no measurement (NaN, or beyond nodeTimes) has none.
+// Absorbed members recomputed in several groups are counted in each (they are 0 when folded).
+func MeasuredShares(nodeTimes []float64) func(group int, members []int) (float64, bool) {
+	return func(_ int, members []int) (float64, bool) {
+		s := 0.0
+		for _, v := range members {
+			if v >= len(nodeTimes) || math.IsNaN(nodeTimes[v]) {
+				return 0, false
+			}
+			s += nodeTimes[v]
+		}
+		return s, true
+	}
 }

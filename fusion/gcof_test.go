@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -242,14 +243,23 @@ func TestFusedKernelCost(t *testing.T) {
 	if n.OpType != "conv-bn-act" || n.Domain != Domain || n.Name != "conv-bn-act:Conv0" {
 		t.Errorf("identity: %s %s %s", n.Name, n.Domain, n.OpType)
 	}
-	roof := func(n *graph.Node) float64 { return float64(n.InputBytes + n.ParamBytes + n.OutputBytes) }
+	roof := func(_ int, members []int, n *graph.Node) float64 {
+		if len(members) != 3 {
+			t.Errorf("estimate got members %v", members)
+		}
+		return float64(n.InputBytes + n.ParamBytes + n.OutputBytes)
+	}
 	if got := c.Times(roof, nil); got[0] != 2300 {
 		t.Errorf("estimated time %v", got)
 	}
-	var seen []int
-	got := c.Times(roof, func(i int, members []int) (float64, bool) { seen = members; return 7, true })
-	if got[0] != 7 || len(seen) != 3 {
-		t.Errorf("measured time %v for members %v", got, seen)
+	if got := c.Times(roof, MeasuredShares([]float64{1, 2, 4})); got[0] != 7 {
+		t.Errorf("measured time %v, want the members' shares summed", got)
+	}
+	if got := c.Times(roof, MeasuredShares([]float64{1, math.NaN(), 4})); got[0] != 2300 {
+		t.Errorf("a group with an unmeasured member: %v, want the estimate", got)
+	}
+	if got := c.Times(roof, MeasuredShares([]float64{1})); got[0] != 2300 {
+		t.Errorf("short measurements: %v, want the estimate", got)
 	}
 }
 
