@@ -1234,6 +1234,44 @@ func ocChains(m *ocModel, loose func(names ...string) string) {
 
 func ocFolding() []ocCase {
 	return []ocCase{
+		// Folding of small integer values, negative operands included (the harness compares
+		// every folded value with ORT's).
+		{name: "IntFold", opset: 14, build: func(m *ocModel) {
+			a, b := m.ints(-7, 7, -7, 7, 0), m.ints(2, -2, -2, 2, 3)
+			for _, op := range []string{"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"} {
+				m.op(op, ins(a, b))
+			}
+			m.op("Mod", ins(a, b), aI("fmod", 1))
+			m.op("Mod", ins(m.init(i32, []int64{3}, []float64{-5, 5, 4}), m.init(i32, []int64{1}, []float64{-3})))
+			m.op("Neg", ins(a))
+			m.op("Abs", ins(a))
+			m.op("Sign", ins(a))
+			m.op("Relu", ins(m.op("Cast", ins(a), aI("to", int64(i32)))))
+			m.op("Max", ins(a, b, m.scalarI(1)))
+			m.op("Where", ins(m.op("Less", ins(a, b)), a, b))
+			m.op("Cast", ins(m.init(f32, []int64{4}, []float64{2.7, -2.7, 0.5, -0.5})), aI("to", int64(i64)))
+			m.op("Cast", ins(m.init(f32, []int64{3}, []float64{2.5, 0, -1})), aI("to", int64(bool_)))
+			m.op("Cast", ins(a), aI("to", int64(bool_)))
+			m.op("Cast", ins(a), aI("to", int64(i32)))
+			m.op("Cast", ins(m.op("Round", ins(m.init(f32, []int64{4}, []float64{2.5, 3.5, -2.5, 1.4})))), aI("to", int64(i64)))
+			m.op("Cast", ins(m.op("Ceil", ins(m.op("Div", ins(m.init(f32, []int64{2}, []float64{7, -7}), m.scalarF(2)))))), aI("to", int64(i64)))
+			m.op("ReduceSum", ins(a), aI("keepdims", 0))
+			m.op("ReduceProd", ins(b))
+			m.op("ReduceMin", ins(a))
+			m.op("Gather", ins(a, m.ints(-1, 0, 2)))
+			m.op("Slice", ins(a, m.ints(-1), m.ints(math.MinInt64), m.ints(0), m.ints(-2)))
+			m.op("Slice", ins(a, m.ints(1), m.ints(math.MaxInt64)))
+			m.op("Concat", ins(a, b, m.op("Squeeze", ins(m.op("Unsqueeze", ins(a, m.ints(0))), m.ints(0)))), aI("axis", 0))
+			m.op("Not", ins(m.op("Equal", ins(a, b))))
+			m.op("And", ins(m.op("Less", ins(a, b)), m.op("Greater", ins(a, m.scalarI(-10)))))
+			m.op("Expand", ins(m.ints(3), m.ints(2, 2)))
+			m.op("Tile", ins(m.ints(1, 2), m.ints(2)))
+			m.op("ConstantOfShape", ins(m.ints(3)), aT("value", ocTensor(i64, []int64{1}, []float64{-4})))
+			m.op("Reshape", ins(a, m.ints(5, 1)))
+			m.op("Identity", ins(b))
+			m.op("Size", ins(a))
+			m.op("Range", ins(m.scalarI(-3), m.scalarI(4), m.scalarI(2)))
+		}},
 		{name: "ChainsBound", opset: 13, bind: map[string]int64{"N": 2, "S": 6}, build: func(m *ocModel) {
 			ocChains(m, func(names ...string) string { return names[0] })
 		}},

@@ -452,6 +452,13 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 	},
 }
 
+func fmodInt(a, b graph.Dim) graph.Dim {
+	if vKnown(a) && vKnown(b) && b.Value != 0 {
+		return vInt(a.Value % b.Value)
+	}
+	return vUnknown("")
+}
+
 var intCompare = map[string]func(a, b int64) bool{
 	"Equal":          func(a, b int64) bool { return a == b },
 	"Less":           func(a, b int64) bool { return a < b },
@@ -553,7 +560,11 @@ func binaryArith(f func(a, b graph.Dim) graph.Dim) shapeFunc {
 		if c.n.OpType != "" {
 			ff = floatArith[c.n.OpType]
 		}
-		return elementwise2(c, graph.Undefined, f, ff)
+		fi := f
+		if c.n.OpType == "Mod" && c.n.AttrInt("fmod", 0) != 0 {
+			fi = fmodInt // the remainder takes the dividend's sign
+		}
+		return elementwise2(c, graph.Undefined, fi, ff)
 	}
 }
 
