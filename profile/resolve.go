@@ -131,17 +131,21 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 	// fixed[i][j] holds links NVML already described (between its own GPUs).
 	type fixedLink struct{ i, j int }
 	fixed := map[fixedLink]Link{}
-	wantHost := false
-	var host *Host
-	getHost := func() (*Host, error) {
-		if host == nil {
+	explicitHost := false
+	for _, it := range items {
+		k := normID(it.name)
+		explicitHost = explicitHost || k == "cpu" || k == "host"
+	}
+	addHost := func() error {
+		if c.Host == nil {
 			h, err := ProbeHost(ctx, opts.Host)
 			if err != nil {
-				return nil, fmt.Errorf("host CPU: %w", err)
+				return fmt.Errorf("host CPU: %w", err)
 			}
-			host = h
+			c.Host = h
 		}
-		return host, nil
+		c.Devices = append(c.Devices, c.Host.Device("", opts.Threads))
+		return nil
 	}
 	for _, it := range items {
 		key := normID(it.name)
@@ -158,7 +162,11 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 			c.Notes = append(c.Notes, notes...)
 			if err != nil {
 				c.Notes = append(c.Notes, err.Error()+"; using the host CPU")
-				wantHost = true
+				if !explicitHost {
+					if err := addHost(); err != nil {
+						return nil, err
+					}
+				}
 				continue
 			}
 			base := len(c.Devices)
@@ -172,7 +180,12 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 			if it.count != 1 {
 				return nil, usagef("--devices: %q: the host CPU cannot be repeated; use a catalog CPU such as 2xcpu-generic", it.name)
 			}
-			wantHost = true
+			if c.Host != nil {
+				return nil, usagef("--devices: the host CPU is named twice")
+			}
+			if err := addHost(); err != nil {
+				return nil, err
+			}
 		default:
 			e, ok := LookupCatalog(it.name)
 			if !ok {
@@ -184,21 +197,6 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		}
 		if len(c.Devices) > maxSpecDevices {
 			return nil, usagef("--devices: more than %d devices", maxSpecDevices)
-		}
-	}
-	if wantHost {
-		h, err := getHost()
-		if err != nil {
-			return nil, err
-		}
-		c.Host = h
-		// The host CPU goes where it was named; an `auto` that fell back adds it once.
-		present := false
-		for _, d := range c.Devices {
-			present = present || d.Host
-		}
-		if !present {
-			c.Devices = append(c.Devices, h.Device("", opts.Threads))
 		}
 	}
 	nameDevices(c.Devices)

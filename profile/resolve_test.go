@@ -88,6 +88,7 @@ func TestResolveErrors(t *testing.T) {
 		{"0xt4", "", "count must be 1 to 4096"},
 		{"2xcpu", "", "the host CPU cannot be repeated"},
 		{"2xauto", "", "auto takes no count"},
+		{"cpu,t4,host", "", "the host CPU is named twice"},
 		{"2xt4", "nvlink", "--link nvlink: gpu0 (NVIDIA T4) has no NVLink"},
 		{"t4", "warp", `--link "warp": want one of auto, nvlink, pcie3`},
 	} {
@@ -106,5 +107,20 @@ func TestIsSpecFile(t *testing.T) {
 		if IsSpecFile(s) != want {
 			t.Errorf("IsSpecFile(%q) = %v", s, !want)
 		}
+	}
+}
+
+// Devices keep the order of the list; the host CPU goes where it is named.
+func TestResolveOrder(t *testing.T) {
+	c, err := Resolve(context.Background(), "cpu,t4,2xl4", noBench())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range c.Devices {
+		got = append(got, d.Name+"="+d.Catalog)
+	}
+	if strings.Join(got, " ") != "cpu= gpu0=t4 gpu1=l4 gpu2=l4" || !c.Devices[0].Host {
+		t.Errorf("order %v", got)
 	}
 }

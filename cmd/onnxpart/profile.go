@@ -1,0 +1,511 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"onnxpart/ingest"
+	"onnxpart/profile"
+)
+
+func init() {
+	register(&command{
+		name:    "profile",
+		summary: "describe the devices and predict a model's time per op class on each",
+		usage: `Usage: onnxpart profile [--devices SPEC] [--link KIND] [--costs roofline|measured] [flags] [MODEL.onnx]
+
+Prints the devices onnxpart would plan for, every figure with its source (nvml, catalog,
+spec, measured, host, default), the links between them, and, given a model, the predicted
+time of each op class on each device.
+
+--devices takes:
+  auto                 the GPUs NVML finds (NVLink, PCIe P2P); the host CPU when there are
+                       none, with the reason
+  4xH100-SXM, a100-80g,t4,cpu
+                       built-in catalog devices (onnxpart profile --catalog lists them) and
+                       cpu, this machine's CPU; connected as --link says
+  FILE.yaml, FILE.json a device spec file (examples in testdata/devices/)
+
+--costs measured profiles the model in ONNX Runtime on this machine's CPU, uses the measured
+per-node times for the host CPU device and calibrates its roofline efficiencies with them.
+
+Examples:
+  onnxpart profile
+  onnxpart profile --devices 4xH100-SXM --link nvlink resnet50.onnx
+  onnxpart profile --devices testdata/devices/moirai-inter-server.yaml --json
+  onnxpart profile --devices cpu --costs measured squeezenet.onnx
+`,
+		run: runProfile,
+	})
+}
+
+func runProfile(ctx context.Context, e *env, args []string) error {
+	c := commands["profile"]
+	fs := newFlags(e, c)
+	devices := fs.String("devices", "auto", "auto, a catalog list such as 4xH100-SXM or a100-80g,t4,cpu, or a .yaml/.json spec file")
+	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	costs := fs.String("costs", "roofline", "roofline, or measured (profile the model in ONNX Runtime on this CPU)")
+	threads := fs.Int("threads", 1, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses")
+	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension of the model, NAME=SIZE (repeatable)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	catalog := fs.Bool("catalog", false, "list the built-in device catalog and exit")
+	noBench := fs.Bool("no-bench", false, "do not run the host CPU microbenchmarks (nominal figures)")
+	refresh := fs.Bool("refresh", false, "rerun the host CPU microbenchmarks instead of using the cache")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *catalog {
+		if fs.NArg() > 0 {
+			return usageErrorf("--catalog takes no model")
+		}
+		return printCatalog(e.stdout, *asJSON)
+	}
+	if fs.NArg() > 1 {
+		return usageErrorf("profile takes at most one model file, got %d arguments", fs.NArg())
+	}
+	if *costs != "roofline" && *costs != "measured" {
+		return usageErrorf("--costs %q: want roofline or measured", *costs)
+	}
+	if *costs == "measured" && fs.NArg() == 0 {
+		return usageErrorf("--costs measured needs a model to profile")
+	}
+	if *threads < 1 {
+		return usageErrorf("--threads %d: want at least 1", *threads)
+	}
+	dims, err := parseDims(*dimFlags)
+	if err != nil {
+		return err
+	}
+	l := *link
+	if l == "auto" {
+		l = ""
+	}
+	cl, err := profile.Resolve(ctx, *devices, profile.Options{Link: l, Threads: *threads,
+		Host: profile.HostOptions{NoBench: *noBench, Refresh: *refresh}})
+	if err != nil {
+		return profileError(err)
+	}
+	rep := &profileReport{Devices: *devices, Notes: cl.Notes}
+	for i := range cl.Devices {
+		rep.Device = append(rep.Device, deviceJSON(&cl.Devices[i]))
+	}
+	for i := range cl.Links {
+		row := make([]linkJSON, len(cl.Links[i]))
+		for j, lk := range cl.Links[i] {
+			row[j] = linkOf(lk)
+		}
+		rep.Links = append(rep.Links, row)
+	}
+	if fs.NArg() == 1 {
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), dims, *costs, *threads); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(e.stderr, "onnxpart profile: %s\n", n)
+	}
+	printProfile(e.stdout, rep)
+	return nil
+}
+
+// profileError maps package profile's errors to exit codes: usage errors to 2, spec files to 1.
+func profileError(err error) error {
+	var ue *profile.UsageError
+	if errors.As(err, &ue) {
+		return usageErrorf("%v", err)
+	}
+	return inputErrorf("%v", err)
+}
+
+type figureJSON struct {
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Source string  `json:"source"`
+	Note   string  `json:"note,omitempty"`
+}
+
+type linkJSON struct {
+	Kind      string      `json:"kind"`
+	Name      string      `json:"name,omitempty"`
+	Bandwidth *figureJSON `json:"bandwidth,omitempty"`
+	Latency   *figureJSON `json:"latency,omitempty"`
+}
+
+type deviceReport struct {
+	Name     string                `json:"name"`
+	Model    string                `json:"model"`
+	Kind     string                `json:"kind"`
+	Catalog  string                `json:"catalog,omitempty"`
+	Figures  map[string]figureJSON `json:"figures"`
+	HostLink linkJSON              `json:"host_link"`
+	// Efficiency and Overhead hold the non-default entries (spec files, calibration).
+	Efficiency map[string]figureJSON `json:"efficiency,omitempty"`
+	Overhead   map[string]figureJSON `json:"overhead,omitempty"`
+	Facts      []profile.Fact        `json:"facts"`
+}
+
+type classRow struct {
+	Class string    `json:"class"`
+	Nodes int       `json:"nodes"`
+	Time  []float64 `json:"seconds"` // per device
+}
+
+type modelReport struct {
+	Path      string     `json:"path"`
+	Nodes     int        `json:"nodes"`
+	FLOPs     int64      `json:"flops"`
+	Costs     string     `json:"costs"`
+	Classes   []classRow `json:"classes"`
+	Total     []float64  `json:"total_seconds"`
+	Overhead  []float64  `json:"run_overhead_seconds"`
+	Measured  *float64   `json:"measured_call_seconds,omitempty"`
+	Calibrate []string   `json:"calibrated,omitempty"`
+}
+
+type profileReport struct {
+	Devices string         `json:"devices"`
+	Notes   []string       `json:"notes"`
+	Device  []deviceReport `json:"device_list"`
+	Links   [][]linkJSON   `json:"links"`
+	Model   *modelReport   `json:"model,omitempty"`
+}
+
+var figureOrder = []struct {
+	key  string
+	unit profile.Unit
+}{
+	{"memory", profile.Bytes}, {"memory_cap", profile.Bytes}, {"peak_fp32", profile.FLOPRate},
+	{"peak_tf32", profile.FLOPRate}, {"peak_fp16", profile.FLOPRate}, {"peak_int8", profile.FLOPRate},
+	{"bandwidth", profile.Rate}, {"nvlink", profile.Rate}, {"launch", profile.Seconds},
+	{"run_overhead", profile.Seconds},
+}
+
+func unitName(u profile.Unit) string {
+	return map[profile.Unit]string{profile.Bytes: "B", profile.Rate: "B/s", profile.FLOPRate: "FLOP/s",
+		profile.Seconds: "s", profile.Plain: ""}[u]
+}
+
+func figOf(f profile.Figure, u profile.Unit) figureJSON {
+	return figureJSON{Value: f.Value, Unit: unitName(u), Source: string(f.Source), Note: f.Note}
+}
+
+func linkOf(l profile.Link) linkJSON {
+	j := linkJSON{Kind: string(l.Kind), Name: l.Name}
+	if l.Kind != profile.LinkSelf && l.Kind != profile.LinkNone {
+		b, lat := figOf(l.Bandwidth, profile.Rate), figOf(l.Latency, profile.Seconds)
+		j.Bandwidth, j.Latency = &b, &lat
+	}
+	return j
+}
+
+func deviceJSON(d *profile.Device) deviceReport {
+	r := deviceReport{Name: d.Name, Model: d.Model, Kind: string(d.Kind), Catalog: d.Catalog,
+		Figures: map[string]figureJSON{}, HostLink: linkOf(d.HostLink), Facts: d.Facts}
+	if r.Facts == nil {
+		r.Facts = []profile.Fact{}
+	}
+	set := func(k string, f profile.Figure, u profile.Unit) {
+		if f.Known() {
+			r.Figures[k] = figOf(f, u)
+		}
+	}
+	set("memory", d.Memory, profile.Bytes)
+	set("memory_cap", d.MemoryCap, profile.Bytes)
+	for p := profile.FP32; p < profile.NumPrecisions; p++ {
+		set("peak_"+p.String(), d.Peak[p], profile.FLOPRate)
+	}
+	set("bandwidth", d.Bandwidth, profile.Rate)
+	set("nvlink", d.NVLink, profile.Rate)
+	set("launch", d.Launch, profile.Seconds)
+	set("run_overhead", d.RunOverhead, profile.Seconds)
+	if len(d.Efficiency)+len(d.MemEfficiency) > 0 {
+		r.Efficiency = map[string]figureJSON{}
+		for k, f := range d.Efficiency {
+			r.Efficiency[k] = figOf(f, profile.Plain)
+		}
+		for k, f := range d.MemEfficiency {
+			r.Efficiency[k+"/memory"] = figOf(f, profile.Plain)
+		}
+	}
+	if len(d.Overhead) > 0 {
+		r.Overhead = map[string]figureJSON{}
+		for k, f := range d.Overhead {
+			r.Overhead[k] = figOf(f, profile.Seconds)
+		}
+	}
+	return r
+}
+
+// predictModel fills rep.Model: per op class, the predicted time on every device.
+func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, dims map[string]int64, costs string, threads int) error {
+	m, err := ingest.Load(path, ingest.Options{Dims: dims})
+	if err != nil {
+		return err
+	}
+	g := m.Graph
+	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: costs}
+	var opts profile.CostOptions
+	if costs == "measured" {
+		host := -1
+		for i := range cl.Devices {
+			if cl.Devices[i].Host {
+				host = i
+			}
+		}
+		if host < 0 {
+			rep.Notes = append(rep.Notes, "--costs measured: no host CPU among the devices (add cpu to --devices); every device keeps roofline costs")
+		} else {
+			meas, err := profile.MeasureORT(ctx, path, g, profile.MeasureOptions{Threads: threads})
+			if err != nil {
+				return inputErrorf("measuring %s in ONNX Runtime: %v", path, err)
+			}
+			opts.Measured = make([][]float64, len(cl.Devices))
+			cal := profile.Calibrate(&cl.Devices[host], []profile.Sample{{Graph: g, Measured: meas}})
+			for i := range cl.Devices {
+				if cl.Devices[i].Host {
+					cal.Apply(&cl.Devices[i])
+					opts.Measured[i] = meas.NodeTimes()
+					mr.Calibrate = append(mr.Calibrate, cl.Devices[i].Name)
+					rep.Device[i] = deviceJSON(&cl.Devices[i])
+				}
+			}
+			call := meas.Call
+			mr.Measured = &call
+		}
+		for i := range cl.Devices {
+			if !cl.Devices[i].Host {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("--costs measured: %s keeps roofline costs (measuring a GPU needs a GPU build of ONNX Runtime, which this onnxpart does not load)", cl.Devices[i].Name))
+				break
+			}
+		}
+	}
+	cm := profile.NewCostModel(cl, opts)
+	k := len(cl.Devices)
+	rows := map[profile.OpClass]*classRow{}
+	mr.Total = make([]float64, k)
+	mr.Overhead = make([]float64, k)
+	for v := range g.Nodes {
+		c := profile.ClassOf(g, &g.Nodes[v])
+		r := rows[c]
+		if r == nil {
+			r = &classRow{Class: string(c), Time: make([]float64, k)}
+			rows[c] = r
+		}
+		r.Nodes++
+		for d := range k {
+			t := cm.NodeTime(g, v, d)
+			r.Time[d] += t
+			mr.Total[d] += t
+		}
+	}
+	for d := range k {
+		mr.Overhead[d] = cl.Devices[d].RunOverhead.Value
+		mr.Total[d] += mr.Overhead[d]
+	}
+	for _, c := range profile.Classes() {
+		if r := rows[c]; r != nil {
+			mr.Classes = append(mr.Classes, *r)
+		}
+	}
+	rep.Model = mr
+	return nil
+}
+
+func printProfile(w io.Writer, rep *profileReport) {
+	fmt.Fprintf(w, "devices %s: %d\n", rep.Devices, len(rep.Device))
+	for _, d := range rep.Device {
+		fmt.Fprintf(w, "\n%s  %s  (%s", d.Name, d.Model, d.Kind)
+		if d.Catalog != "" {
+			fmt.Fprintf(w, ", catalog %s", d.Catalog)
+		}
+		fmt.Fprintln(w, ")")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, fo := range figureOrder {
+			f, ok := d.Figures[fo.key]
+			if !ok {
+				continue
+			}
+			val := profile.FormatQuantity(f.Value, fo.unit)
+			switch {
+			case fo.key == "nvlink" && f.Value == 0:
+				val = "none"
+			case fo.key == "peak_int8":
+				val = strings.Replace(val, "FLOP/s", "OP/s", 1)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", strings.ReplaceAll(fo.key, "_", " "), val, f.Source, f.Note)
+		}
+		if hl := d.HostLink; hl.Bandwidth != nil {
+			fmt.Fprintf(tw, "  host link\t%s %s, %s\t%s/%s\t%s\n", hl.Name, profile.FormatQuantity(hl.Bandwidth.Value, profile.Rate),
+				profile.FormatQuantity(hl.Latency.Value, profile.Seconds), hl.Bandwidth.Source, hl.Latency.Source, hl.Bandwidth.Note)
+		}
+		for _, k := range sortedKeys(d.Efficiency) {
+			f := d.Efficiency[k]
+			fmt.Fprintf(tw, "  efficiency %s\t%.3g\t%s\t%s\n", k, f.Value, f.Source, f.Note)
+		}
+		for _, k := range sortedKeys(d.Overhead) {
+			f := d.Overhead[k]
+			fmt.Fprintf(tw, "  overhead %s\t%s\t%s\t\n", k, profile.FormatQuantity(f.Value, profile.Seconds), f.Source)
+		}
+		tw.Flush()
+		for _, f := range d.Facts {
+			fmt.Fprintf(w, "  %s: %s (%s)\n", f.Key, f.Value, f.Source)
+		}
+	}
+	if len(rep.Device) > 1 {
+		fmt.Fprintln(w, "\nlinks (rows send, columns receive; bandwidth per direction, latency):")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprint(tw, " ")
+		for _, d := range rep.Device {
+			fmt.Fprintf(tw, "\t%s", d.Name)
+		}
+		fmt.Fprintln(tw)
+		for i, row := range rep.Links {
+			fmt.Fprintf(tw, "  %s", rep.Device[i].Name)
+			for _, l := range row {
+				switch {
+				case l.Kind == string(profile.LinkSelf):
+					fmt.Fprint(tw, "\t-")
+				case l.Bandwidth == nil:
+					fmt.Fprint(tw, "\tnone (routed)")
+				default:
+					fmt.Fprintf(tw, "\t%s %s %s", l.Kind, profile.FormatQuantity(l.Bandwidth.Value, profile.Rate),
+						profile.FormatQuantity(l.Latency.Value, profile.Seconds))
+				}
+			}
+			fmt.Fprintln(tw)
+		}
+		tw.Flush()
+		// Sources of the link figures, once each.
+		srcs := map[string]bool{}
+		for _, row := range rep.Links {
+			for _, l := range row {
+				if l.Bandwidth != nil {
+					srcs["bandwidth "+l.Bandwidth.Source] = true
+					srcs["latency "+l.Latency.Source] = true
+				}
+			}
+		}
+		fmt.Fprintf(w, "  sources: %s\n", strings.Join(sortedKeys(srcs), ", "))
+	}
+	if m := rep.Model; m != nil {
+		fmt.Fprintf(w, "\nmodel %s: %d nodes, %s, costs %s", m.Path, m.Nodes, flopsStr(m.FLOPs), m.Costs)
+		if len(m.Calibrate) > 0 {
+			fmt.Fprintf(w, " (measured and calibrated: %s)", strings.Join(m.Calibrate, ", "))
+		}
+		fmt.Fprintln(w, "\npredicted time per op class:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "class\tnodes\t")
+		for _, d := range rep.Device {
+			fmt.Fprintf(tw, "%s\t", d.Name)
+		}
+		fmt.Fprintln(tw)
+		for _, r := range m.Classes {
+			fmt.Fprintf(tw, "%s\t%d\t", r.Class, r.Nodes)
+			for _, t := range r.Time {
+				fmt.Fprintf(tw, "%s\t", timeStr(t))
+			}
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprint(tw, "run overhead\t\t")
+		for _, t := range m.Overhead {
+			fmt.Fprintf(tw, "%s\t", timeStr(t))
+		}
+		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "total\t%d\t", m.Nodes)
+		for _, t := range m.Total {
+			fmt.Fprintf(tw, "%s\t", timeStr(t))
+		}
+		fmt.Fprintln(tw)
+		tw.Flush()
+		if m.Measured != nil {
+			fmt.Fprintf(w, "measured in ONNX Runtime: %s per run (CPU time of the calling thread, median)\n", timeStr(*m.Measured))
+		}
+	}
+}
+
+func timeStr(t float64) string {
+	if math.IsInf(t, 0) || math.IsNaN(t) {
+		return "-"
+	}
+	return profile.FormatQuantity(t, profile.Seconds)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func printCatalog(w io.Writer, asJSON bool) error {
+	entries := profile.Catalog()
+	if asJSON {
+		type entry struct {
+			ID        string   `json:"id"`
+			Aliases   []string `json:"aliases"`
+			Model     string   `json:"model"`
+			Kind      string   `json:"kind"`
+			Memory    float64  `json:"memory_bytes"`
+			Bandwidth float64  `json:"bandwidth_bytes_per_s"`
+			Peak      map[string]float64
+			NVLink    float64 `json:"nvlink_bytes_per_s"`
+			HostLink  string  `json:"host_link,omitempty"`
+			Source    string  `json:"source"`
+		}
+		var out []entry
+		for _, e := range entries {
+			en := entry{ID: e.ID, Aliases: e.Aliases, Model: e.Model, Kind: string(e.Kind), Memory: e.Memory.Value,
+				Bandwidth: e.Bandwidth.Value, NVLink: e.NVLink.Value, HostLink: e.PCIe, Source: e.Source, Peak: map[string]float64{}}
+			if en.Aliases == nil {
+				en.Aliases = []string{}
+			}
+			for p := profile.FP32; p < profile.NumPrecisions; p++ {
+				en.Peak[p.String()] = e.Peak[p].Value
+			}
+			out = append(out, en)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tkind\tmemory\tfp32\tfp16\tint8\tbandwidth\tnvlink\thost\taliases")
+	for _, e := range entries {
+		nv := "-"
+		if e.NVLink.Value > 0 {
+			nv = profile.FormatQuantity(e.NVLink.Value, profile.Rate)
+		}
+		host := e.PCIe
+		if host == "" {
+			host = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.Kind, profile.FormatQuantity(e.Memory.Value, profile.Bytes),
+			profile.FormatQuantity(e.Peak[profile.FP32].Value, profile.FLOPRate), profile.FormatQuantity(e.Peak[profile.FP16].Value, profile.FLOPRate),
+			profile.FormatQuantity(e.Peak[profile.INT8].Value, profile.FLOPRate), profile.FormatQuantity(e.Bandwidth.Value, profile.Rate),
+			nv, host, strings.Join(e.Aliases, ","))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nlinks (--link): auto, nvlink (per device), staged;")
+	for _, p := range profile.LinkPresets() {
+		fmt.Fprintf(w, "  %-6s %s per direction  (%s)\n", p.ID, profile.FormatQuantity(p.Bandwidth, profile.Rate), p.Source)
+	}
+	fmt.Fprintln(w, "\nsources (dense figures; see profile/catalog.yaml):")
+	for _, e := range entries {
+		fmt.Fprintf(w, "  %s: %s\n", e.ID, e.Source)
+	}
+	return nil
+}
