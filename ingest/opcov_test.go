@@ -1019,6 +1019,21 @@ func ocQuant() []ocCase {
 			m.op("DequantizeLinear", ins(m.in(i8, 2, 4), m.weight(f32, 2, 2)), aI("block_size", 2), aI("axis", 1))
 			m.op("DequantizeLinear", ins(m.in(graph.Int16, 2, 4), m.scalarF(0.5)))
 		}},
+		// ORT 1.30 fails at run time on a DequantizeLinear whose output_dtype differs from its
+		// scale's type (it writes floats into the fp16 output).
+		{name: "DequantOutputDtype", opset: 23, ortRejects: "MutableData", build: func(m *ocModel) {
+			m.op("DequantizeLinear", ins(m.in(u8, 2, 4), m.scalarF(0.5)), aI("output_dtype", int64(f16)))
+		}, check: func(t ocT, m *Model) {
+			if dt := ocTensorNamed(t, m, "dequantizelinear").DType; dt != f16 {
+				t.Errorf("DequantizeLinear output_dtype float16: inferred %s", dt)
+			}
+		}},
+		{name: "Quant23", opset: 23, build: func(m *ocModel) {
+			m.op("DequantizeLinear", ins(m.in(u8, 2, 4), m.scalarF(0.5)), aI("output_dtype", int64(f32)))
+			m.op("DequantizeLinear", ins(m.in(i8, 2, 4), m.init(f16, []int64{}, []float64{0.5})))
+			m.op("QuantizeLinear", ins(m.in(f32, 2, 4), m.scalarF(0.5)), aI("output_dtype", int64(u8)))
+			m.op("QuantizeLinear", ins(m.in(f32, 2, 4), m.scalarF(0.5), m.init(i8, []int64{}, []float64{0})), aI("output_dtype", int64(i8)))
+		}},
 		{name: "DynamicQuantize", opset: 11, run: map[string]int64{"N": 3}, build: func(m *ocModel) {
 			m.opN("DynamicQuantizeLinear", ins(m.in(f32, "N", 4)), 3)
 			m.opN("DynamicQuantizeLinear", ins(m.in(f32, 5)), 3)

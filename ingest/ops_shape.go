@@ -1470,7 +1470,9 @@ func dequantize(c *nctx) error {
 		return nil
 	}
 	dt := graph.Float
-	if scale != nil && scale.dt != graph.Undefined {
+	if od := c.n.AttrInt("output_dtype", 0); od != 0 {
+		dt = graph.DType(od) // opset 23+
+	} else if scale != nil && scale.dt != graph.Undefined {
 		dt = scale.dt
 	}
 	c.set(0, dt, x.shape.Clone())
