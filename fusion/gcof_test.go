@@ -3,6 +3,7 @@ package fusion
 import (
 	"math"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -412,5 +413,47 @@ func TestPatternsNotFused(t *testing.T) {
 				t.Errorf("%s: %s and %s fused (%s: %v)", tc.set, a, b, c.Rule[ga], groupNames(c, ga))
 			}
 		})
+	}
+}
+
+func TestEdgeCases(t *testing.T) {
+	for _, set := range BuiltinNames() {
+		rs := mustBuiltin(t, set)
+		// No nodes; an output that is an input.
+		x := newGB(t)
+		in := x.input("in")
+		g := x.build(in)
+		c := mustCoarsen(t, g, rs)
+		if len(c.Groups) != 0 || len(c.Graph.Outputs) != 1 {
+			t.Errorf("%s: empty graph gives %d groups, %d outputs", set, len(c.Groups), len(c.Graph.Outputs))
+		}
+		// A node with a subgraph capturing an outer tensor and a constant; a two-output node.
+		x = newGB(t)
+		in = x.input("in")
+		r := x.op("Relu", in)
+		k := x.constant()
+		x.b.AddNode("If0", "If", "", []string{x.input("cond")}, []string{"if_out"}, []string{r, k}, nil)
+		x.b.AddNode("Split0", "Split", "", []string{"if_out"}, []string{"sa", "sb"}, nil, nil)
+		out := x.op("Add", "sa", x.op("Tanh", "sb"))
+		g = x.build(out, "sa")
+		if v, _ := g.NodeByName("If0"); true {
+			g.Nodes[v].Subgraphs = 1
+		}
+		c = mustCoarsen(t, g, rs)
+		gi := groupOfName(t, c, "If0")
+		var ins []string
+		for _, ti := range c.Graph.Nodes[gi].Inputs {
+			ins = append(ins, c.Graph.Tensors[ti].Name+":"+c.Graph.Tensors[ti].Kind.String())
+		}
+		sort.Strings(ins)
+		// The capture is a dependency; the constant is folded into the If's kernel unless
+		// nothing is absorbed.
+		want := "Constant1:initializer Relu0:activation cond:input"
+		if set == "none" {
+			want = "Constant1:activation Relu0:activation cond:input"
+		}
+		if strings.Join(ins, " ") != want {
+			t.Errorf("%s: If group reads %v, want %s", set, ins, want)
+		}
 	}
 }
