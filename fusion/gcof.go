@@ -366,7 +366,7 @@ func (w *work) tryMerge(p, s int, rules []Rule) int {
 	return -1
 }
 
-// validConn is the valid-connection rule of seq 004 (fuse direct and multi-input connections,
+// validConn is the valid-connection rule of seed 004 (fuse direct and multi-input connections,
 // never across a multi-output fan-out that other consumers read), lifted from single
 // predecessors to groups so that patterns with internal forks (LayerNorm, GELU, SiLU) can
 // form:
@@ -376,7 +376,8 @@ func (w *work) tryMerge(p, s int, rules []Rule) int {
 //     any other node may only be read outside by nodes whose op a later step of the rule
 //     that reads this node's step accepts (a pending reader, e.g. the Div after Sub in
 //     LayerNorm), and the window must be extendable: some outside reader has the op of the
-//     next step.
+//     next step (a window that ends at the rule's last step can only grow at the front,
+//     which matchRule checked one step deep).
 //
 // For chain rules this is exactly the paper's rule: the predecessor's only reader is the
 // successor.
