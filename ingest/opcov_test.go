@@ -610,6 +610,11 @@ func ocIndexing() []ocCase {
 			m.op("Slice", ins(x), aIs("starts", 2), aIs("ends", maxI), aIs("axes", 1))
 			m.op("Slice", ins(x), aIs("starts", 4, 1), aIs("ends", 2, 5), aIs("axes", 0, 2))
 		}},
+		{name: "Slice10", opset: 10, build: func(m *ocModel) {
+			x := m.in(f32, 5, 6, 7)
+			m.op("Slice", ins(x, m.ints(1, 0), m.ints(3, 100)))
+			m.op("Slice", ins(x, m.ints(-1), m.ints(minI), m.ints(2), m.ints(-3)))
+		}},
 		{name: "Slice13", opset: 13, run: map[string]int64{"N": 5}, build: func(m *ocModel) {
 			x := m.in(f32, 5, 6, 7)
 			m.op("Slice", ins(x, m.ints(1, 0), m.ints(3, 100)))
@@ -1287,6 +1292,33 @@ func ocFolding() []ocCase {
 			m.op("Size", ins(a))
 			m.op("Range", ins(m.scalarI(-3), m.scalarI(4), m.scalarI(2)))
 		}},
+		// Inputs of unknown rank: whatever inference claims must still hold.
+		{name: "Unranked", opset: 13, build: func(m *ocModel) {
+			x := m.inUnranked(f32, 2, 3, 4)
+			for _, op := range []string{"Relu", "Shape", "Size", "Flatten", "Softmax", "Transpose", "Squeeze", "NonZero", "GlobalAveragePool"} {
+				m.loose(m.op(op, ins(x)))
+			}
+			m.loose(m.op("Concat", ins(x, m.in(f32, 2, 3, 5)), aI("axis", -1)))
+			m.loose(m.op("MatMul", ins(x, m.weight(f32, 4, 6))))
+			m.loose(m.op("Reshape", ins(x, m.ints(4, -1))))
+			m.loose(m.op("Unsqueeze", ins(x, m.ints(0))))
+			m.loose(m.op("ReduceMax", ins(x), aI("keepdims", 0)))
+			m.loose(m.op("ReduceMax", ins(x), aIs("axes", 1)))
+			m.loose(m.op("Gather", ins(x, m.scalarI(0))))
+			m.loose(m.op("Slice", ins(x, m.ints(0), m.ints(1))))
+			m.loose(m.op("Add", ins(x, m.in(f32, 4))))
+			m.loose(m.op("Expand", ins(x, m.ints(2, 1, 1))))
+			m.loose(m.op("Tile", ins(x, m.ints(1, 2, 1))))
+			m.loose(m.op("Pad", ins(x, m.ints(0, 0, 1, 0, 0, 1))))
+			m.loose(m.op("Conv", ins(x, m.weight(f32, 2, 3, 1))))
+			m.loose(m.opN("Split", ins(x), 2, aI("axis", 2))...)
+			m.loose(m.opN("TopK", ins(x, m.ints(1)), 2)...)
+			m.loose(m.op("ArgMax", ins(x)))
+			m.loose(m.op("Cast", ins(x), aI("to", int64(i64))))
+			m.loose(m.op("Resize", ins(x, "", m.init(f32, []int64{3}, []float64{1, 1, 2}))))
+			m.loose(m.op("Einsum", ins(x), aS("equation", "abc->cb")))
+			m.loose(m.op("Where", ins(m.loose(m.op("Greater", ins(x, m.scalarF(0)))), x, m.scalarF(0))))
+		}},
 		{name: "ChainsBound", opset: 13, bind: map[string]int64{"N": 2, "S": 6}, build: func(m *ocModel) {
 			ocChains(m, func(names ...string) string { return names[0] })
 		}},
@@ -1408,7 +1440,7 @@ func ocExtra() []ocCase {
 			m.op("TensorScatter", ins(m.in(f32, 2, 3, 8, 4), m.in(f32, 2, 3, 1, 4), m.inData(i64, []float64{0, 2}, 2)))
 			m.op("Swish", ins(m.in(f32, 2, 3)))
 		}},
-		{name: "Sequences", opset: 13, build: func(m *ocModel) {
+		{name: "Sequences", opset: 14, build: func(m *ocModel) {
 			a, b := m.in(f32, 2, 3), m.in(f32, 2, 3)
 			seq := m.op("SequenceConstruct", ins(a, b))
 			m.op("SequenceAt", ins(seq, m.scalarI(1)))
@@ -1425,6 +1457,7 @@ func ocExtra() []ocCase {
 			m.op("SequenceLength", ins(ins2))
 			m.op("SequenceLength", ins(m.op("SequenceErase", ins(ins2, m.scalarI(0)))))
 			m.op("SequenceLength", ins(m.op("SequenceEmpty", nil)))
+			m.op("SequenceAt", ins(m.op("Identity", ins(seq)), m.scalarI(0)))
 		}},
 		{name: "Optional", opset: 18, build: func(m *ocModel) {
 			x := m.in(f32, 2, 3)

@@ -225,7 +225,7 @@ func identity(c *nctx) error {
 	}
 	t := c.set(0, x.dt, x.shape.Clone())
 	if t != nil {
-		t.ival, t.fval, t.nonTensor = x.ival, x.fval, x.nonTensor
+		t.ival, t.fval, t.nonTensor, t.elem, t.seqLen = x.ival, x.fval, x.nonTensor, x.elem, x.seqLen
 	}
 	return nil
 }
