@@ -1319,6 +1319,29 @@ func ocFolding() []ocCase {
 			m.loose(m.op("Einsum", ins(x), aS("equation", "abc->cb")))
 			m.loose(m.op("Where", ins(m.loose(m.op("Greater", ins(x, m.scalarF(0)))), x, m.scalarF(0))))
 		}},
+		// Tensors with a zero-size dimension.
+		{name: "Empty", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			z := m.op("Slice", ins(x, m.ints(0), m.ints(0), m.ints(1))) // [2,0]
+			m.op("Concat", ins(z, x), aI("axis", 1))
+			m.op("Reshape", ins(z, m.ints(-1)))
+			m.op("Reshape", ins(z, m.ints(0, -1)))
+			m.op("Size", ins(z))
+			m.op("Shape", ins(z))
+			m.op("MatMul", ins(z, m.op("Slice", ins(m.in(f32, 3, 4), m.ints(0), m.ints(0), m.ints(0)))))
+			m.op("ReduceSum", ins(z, m.ints(1)))
+			m.op("Relu", ins(z))
+			m.op("Add", ins(z, m.in(f32, 1, 1)))
+			m.op("Transpose", ins(z))
+			m.op("Gather", ins(x, m.init(i64, []int64{0}, nil)), aI("axis", 1))
+			m.op("Unsqueeze", ins(z, m.ints(0)))
+			m.op("Expand", ins(m.in(f32, 1, 1), m.ints(0, 4)))
+			m.op("ConstantOfShape", ins(m.ints(0, 3)))
+			m.op("Range", ins(m.scalarI(3), m.scalarI(3), m.scalarI(1)))
+			m.op("Tile", ins(x, m.ints(0, 1)))
+			m.op("Pad", ins(z, m.ints(0, 1, 0, 1)))
+			m.op("Flatten", ins(z))
+		}},
 		{name: "ChainsBound", opset: 13, bind: map[string]int64{"N": 2, "S": 6}, build: func(m *ocModel) {
 			ocChains(m, func(names ...string) string { return names[0] })
 		}},
