@@ -21,7 +21,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 FUZZTIME ?= 3s
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix bench-emit
+	test-matrix bench-emit bench-fusion bench-fusion-quick
 
 all: build
 
@@ -63,6 +63,15 @@ test-matrix: deps
 
 bench-emit: deps
 	$(CGO_ENV) $(GO) test -run '^$$' -bench BenchmarkWriteBERT8 -benchtime 20x ./emit
+
+# Nodes before/after coarsening per corpus model and rule set, and coarsening speed;
+# bench-fusion adds MTPP solve time and plan quality with and without coarsening (minutes).
+bench-fusion: bench-fusion-quick
+	ONNXPART_MTPP=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMTPPWithCoarsening$$' -v ./fusion | grep -E '^ *(\||MTPP|total)' | sed 's/^ *//'
+
+bench-fusion-quick: deps
+	$(CGO_ENV) $(GO) test -count=1 -run '^TestCorpusTable$$' -v ./fusion | grep '^ *|' | sed 's/^ *//'
+	$(CGO_ENV) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkCoarsen$$' -benchtime 5x ./fusion | grep -E '^(Benchmark|ok)'
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:

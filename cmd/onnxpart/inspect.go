@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"onnxpart/fusion"
 	"onnxpart/ingest"
 )
 
@@ -16,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "inspect",
 		summary: "summarise a model: ops, parameters, FLOPs, shapes",
-		usage: `Usage: onnxpart inspect MODEL.onnx [--dim NAME=SIZE]... [--json] [--tensors]
+		usage: `Usage: onnxpart inspect MODEL.onnx [--dim NAME=SIZE]... [--json] [--tensors] [--fusion RULESET]
 
 Reads the model, infers the shape of every tensor and prints the op histogram, parameter
 count and bytes, total FLOPs, activation bytes, inputs and outputs, unsupported ops and
@@ -26,6 +27,7 @@ Examples:
   onnxpart inspect resnet50.onnx
   onnxpart inspect mobilenet_dynbatch.onnx --dim batch=8 --json
   onnxpart inspect bert.onnx --json --tensors | jq '.tensors[] | select(.bytes > 1e6)'
+  onnxpart inspect bert.onnx --fusion ort-cuda      # the fused kernels the backend would run
 `,
 		run: runInspect,
 	})
@@ -37,6 +39,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	tensors := fs.Bool("tensors", false, "list every tensor (with --json: the `tensors` array)")
+	ff := addFusionFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,13 +54,24 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	fsum, err := ff.summary(m.Graph)
+	if err != nil {
+		return err
+	}
 	s := m.Summarize(*tensors)
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return enc.Encode(struct {
+			*ingest.Summary
+			Fusion *fusion.Summary `json:"fusion,omitempty"`
+		}{s, fsum})
 	}
 	printSummary(e.stdout, s, *tensors)
+	if fsum != nil {
+		fmt.Fprintln(e.stdout)
+		return fsum.WriteText(e.stdout)
+	}
 	return nil
 }
 
