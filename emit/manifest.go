@@ -39,6 +39,10 @@ type Manifest struct {
 	Solver    *Solver    `json:"solver"`
 	// Notes are facts a user should know (dropped or renumbered stages, unknown shapes, …).
 	Notes []string `json:"notes"`
+	// Timeline and Memory are optional planner details shown by the report; omitted when
+	// empty (see timeline.go).
+	Timeline []TimelineEvent `json:"timeline,omitempty"`
+	Memory   []DeviceMemory  `json:"memory,omitempty"`
 }
 
 // Objective is a planner's objective; the empty objective is written as JSON null.
