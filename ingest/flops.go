@@ -185,6 +185,9 @@ func nodeFLOPs(g *graph.Graph, n *graph.Node) int64 {
 		if n.AttrFloat("alpha", 1) != 1 {
 			f += prod(o)
 		}
+		if in(n, 2) >= 0 && n.AttrFloat("beta", 1) != 1 {
+			f += prod(o)
+		}
 		return f
 	case "RNN", "GRU", "LSTM":
 		x, okx := dimsOfTensor(g, in(n, 0))
@@ -228,7 +231,7 @@ func nodeFLOPs(g *graph.Graph, n *graph.Node) int64 {
 func einsumFLOPs(g *graph.Graph, n *graph.Node) int64 {
 	ins, _, _ := parseEinsum(n.AttrString("equation", ""))
 	size := map[byte]int64{}
-	ell := int64(1)
+	var ell []int64 // broadcast ellipsis dims, right-aligned
 	for i, term := range ins {
 		d, ok := dimsOfTensor(g, in(n, i))
 		if !ok {
@@ -239,8 +242,13 @@ func einsumFLOPs(g *graph.Graph, n *graph.Node) int64 {
 		pos := 0
 		for j := 0; j < len(term); j++ {
 			if strings.HasPrefix(term[j:], "...") {
-				if e := prod(d[pos : pos+nEll]); e > ell {
-					ell = e
+				e := d[pos : pos+nEll]
+				for len(ell) < len(e) {
+					ell = append([]int64{1}, ell...)
+				}
+				off := len(ell) - len(e)
+				for k, x := range e {
+					ell[off+k] = max(ell[off+k], x)
 				}
 				pos += nEll
 				j += 2
@@ -252,7 +260,7 @@ func einsumFLOPs(g *graph.Graph, n *graph.Node) int64 {
 			pos++
 		}
 	}
-	f := 2 * ell
+	f := 2 * prod(ell)
 	for _, s := range size {
 		f *= s
 	}

@@ -241,14 +241,14 @@ func (m *Model) initializerValue(t *onnxpb.TensorProto) ([]graph.Dim, []float64)
 	if !ok {
 		return nil, nil
 	}
-	ints, floats, _ := decodeNumbers(dt, raw)
+	ints, floats, ok := decodeNumbers(dt, raw)
+	if !ok {
+		return nil, nil
+	}
 	if dt.IsFloat() {
 		return nil, floats
 	}
-	if ints == nil {
-		return nil, nil
-	}
-	return dimsOf(ints), nil
+	return dimsOf(ints), nil // an empty tensor has the (known) empty value
 }
 
 // rawBytes returns the little-endian bytes of a (small) numeric tensor, reading external
