@@ -70,7 +70,7 @@ func TestFLOPsByHand(t *testing.T) {
 		// (the formula documented in flops.go).
 		{"GemmAlphaBeta", 13, func(m *ocModel) {
 			m.op("Gemm", ins(m.in(f32, 3, 4), m.weight(f32, 4, 5), m.weight(f32, 5)), aF("alpha", 0.5), aF("beta", 2))
-		}, 2*15*4 + 15 + 15 + 15},
+		}, 2*15*4 + 15 + 15 + 15, ""},
 		// 3·4·5 = 60 MACs.
 		{"EinsumMatMul", 12, func(m *ocModel) {
 			m.op("Einsum", ins(m.in(f32, 3, 4), m.in(f32, 4, 5)), aS("equation", "ij,jk->ik"))
@@ -82,7 +82,7 @@ func TestFLOPsByHand(t *testing.T) {
 		// Broadcast batch [2,1]×[1,5] → [2,5] = 10 batches of 3·4·6 = 72 MACs.
 		{"EinsumEllipsisBroadcast", 12, func(m *ocModel) {
 			m.op("Einsum", ins(m.in(f32, 2, 1, 3, 4), m.in(f32, 1, 5, 4, 6)), aS("equation", "...ij,...jk->...ik"))
-		}, 2 * 10 * 72},
+		}, 2 * 10 * 72, ""},
 		// LSTM: seq 5 · batch 2 · 4 gates · hidden 4 · (input 3 + hidden 4) = 1120 MACs per
 		// direction.
 		{"LSTM", 14, func(m *ocModel) {
