@@ -27,6 +27,10 @@ type Options struct {
 	ModelPath string
 	// Producer is recorded as the stage models' producer_version (default "dev").
 	Producer string
+	// Extras, when set, is called by WriteDir with the temporary directory after the stages
+	// and the manifest are written (file hashes filled in) and before the atomic rename, to
+	// add more files (report.html, a Triton repository); an error aborts the whole write.
+	Extras func(tmpDir string, m *Manifest) error
 }
 
 // ExternalDataMode says which weights are written to stage<i>.onnx.data.

@@ -96,6 +96,11 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err := l.writeFiles(tmp); err != nil {
 		return fail(err)
 	}
+	if l.opt.Extras != nil {
+		if err := l.opt.Extras(tmp, l.Manifest); err != nil {
+			return fail(err)
+		}
+	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fail(err)
 	}
