@@ -348,6 +348,15 @@ const maxSplits = 4096
 func (in *inst) splits() *splitSet {
 	ss := &splitSet{counts: make([][][]int, in.n), maps: make([][][]int, in.n)}
 	for i := range in.n {
+		if in.pinG != nil && in.pinG[i] != nil {
+			cnt := make([]int, in.k)
+			for _, u := range in.pinG[i] {
+				cnt[u]++
+			}
+			ss.counts[i] = [][]int{cnt}
+			ss.maps[i] = [][]int{append([]int(nil), in.pinG[i]...)}
+			continue
+		}
 		ss.counts[i] = in.splitsOf(i, maxSplits)
 		ss.maps[i] = make([][]int, len(ss.counts[i]))
 		for s, cnt := range ss.counts[i] {

@@ -91,6 +91,17 @@ func (in *inst) buildBatched(ub, lb float64, sym symmetry) (*batchModel, error) 
 			}
 		}
 	}
+	for i, g := range in.pinG {
+		for l, pu := range g {
+			for u := range in.k {
+				if c := bm.x[i][u][l]; c >= 0 && u != pu {
+					m.ColHi[c] = 0
+				} else if c >= 0 {
+					m.ColLo[c] = 1
+				}
+			}
+		}
+	}
 	bm.c = m.AddVar(math.Min(lb*sc, H), H, 1, false, "C")
 	// dur returns the columns and coefficients of D[i,u] (plus extra·y[i,u]).
 	dur := func(i, u int, extra float64) ([]int, []float64) {
@@ -252,8 +263,12 @@ func (in *inst) buildBatched(ub, lb float64, sym symmetry) (*batchModel, error) 
 		}
 	}
 	// Granule symmetry: the first node's granules in non-decreasing device order.
-	bm.first = in.topo[0]
-	for l := 0; l+1 < L; l++ {
+	// (Pinned granule maps break the symmetry; then there are none.)
+	bm.first = -1
+	if in.pinG == nil {
+		bm.first = in.topo[0]
+	}
+	for l := 0; bm.first >= 0 && l+1 < L; l++ {
 		var cols []int
 		var vals []float64
 		for u := range in.k {

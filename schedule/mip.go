@@ -49,12 +49,17 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 	}
 	ub := startSc.Makespan
 	run := &mipRun{obj: math.Inf(1)}
+	feasibleStart := startSc.Feasible
+	if !feasibleStart {
+		// No plan that fits is known: the horizon is the serial bound, valid for every plan.
+		ub = in.serialHorizon()
+	}
 	if ub <= 0 {
 		// Every task takes no time: the start is optimal.
 		run.pl, run.sc, run.obj, run.optimal, run.status = start, startSc, 0, true, milp.Optimal
 		return run, nil
 	}
-	if lb >= ub*(1-1e-9) {
+	if feasibleStart && lb >= ub*(1-1e-9) {
 		run.pl, run.sc, run.obj, run.bound, run.optimal, run.status = start, startSc, ub, lb, true, milp.Optimal
 		return run, nil
 	}
@@ -69,7 +74,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			return nil, err
 		}
 		model, scale = lm.m, lm.scale
-		if startSc.Feasible {
+		if feasibleStart {
 			canon := sym.canonical(in, start)
 			if csc, err := in.simulate(canon); err == nil && csc.Makespan <= ub*(1+1e-12) {
 				startVec = lm.startVector(canon, csc)
@@ -83,8 +88,11 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 		}
 		model, scale = bm.m, bm.scale
 		run.relaxed = in.p.Congestion
-		if startSc.Feasible {
-			canon := granuleCanonical(sym.canonical(in, start), bm.first)
+		if feasibleStart {
+			canon := sym.canonical(in, start)
+			if bm.first >= 0 {
+				canon = granuleCanonical(canon, bm.first)
+			}
 			if csc, err := in.simulate(canon); err == nil && csc.Makespan <= ub*(1+1e-12) {
 				startVec = bm.startVector(canon, csc)
 			}
@@ -108,9 +116,17 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 		run.bound = lb
 	}
 	if res.Status == milp.Infeasible {
-		// Nothing better than the horizon exists: the start is optimal.
-		run.pl, run.sc, run.obj, run.optimal = start, startSc, ub, true
-		run.bound = math.Max(run.bound, ub)
+		if feasibleStart {
+			run.fault = "the MILP claims infeasibility although the start plan is feasible"
+			run.bound = lb
+		} else {
+			run.fault = "no plan fits in memory (the MILP is infeasible)"
+		}
+		return run, nil
+	}
+	if run.bound > ub+tolerance(ub) && feasibleStart {
+		run.fault = fmt.Sprintf("dual bound %.6g exceeds the start plan's makespan %.6g", run.bound, ub)
+		run.bound = lb
 		return run, nil
 	}
 	if !res.HasSolution {

@@ -92,6 +92,8 @@ type inst struct {
 	pos               []int // pos[i]: index of i in topo
 	reach             []bitset
 	mem               []float64 // capacity; +Inf when unlimited
+	// pinG[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
+	pinG [][]int
 }
 
 func (in *inst) latency() bool { return in.l <= 1 }

@@ -51,6 +51,13 @@ func (in *inst) interchangeable(u, v int) bool {
 	if in.mem[u] != in.mem[v] {
 		return false
 	}
+	for _, g := range in.pinG {
+		for _, w := range g {
+			if w == u || w == v {
+				return false // a pinned granule tells the two apart
+			}
+		}
+	}
 	for c := 1; c <= in.l; c++ {
 		if in.sizeOK[u][c] != in.sizeOK[v][c] {
 			return false

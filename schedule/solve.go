@@ -1,0 +1,516 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Method names accepted by Options.Method.
+const (
+	Auto       = "auto"        // constructive heuristics, then the MILP (small graphs) or MILP-SPLIT
+	BestDevice = "best-device" // BD: everything on the best single device
+	MET        = "met"         // minimum execution time (bMET in batched mode)
+	Greedy     = "greedy"      // earliest finish in breadth-first order (bGreedy)
+	HEFT       = "heft"        // heterogeneous earliest finish time (bHEFT)
+	EA         = "ea"          // biased (1+1) evolutionary algorithm
+	SA         = "sa"          // simulated annealing
+	MILP       = "milp"        // the full MILP, warm-started from the best heuristic
+	Split      = "split"       // MILP-SPLIT
+)
+
+// Methods lists the methods in the order the thesis's tables use.
+var Methods = []string{Auto, BestDevice, MET, Greedy, HEFT, EA, SA, MILP, Split}
+
+// Options control Solve. The zero value runs Auto with no time limit (then EA and SA run
+// DefaultIterations, and MILPs run to optimality).
+type Options struct {
+	Method    string
+	TimeLimit time.Duration // 0: none (a context deadline also limits)
+	// Iterations is EA's and SA's evaluation budget; 0 means DefaultIterations without a time
+	// limit, and until the time limit with one. An iteration budget makes them deterministic.
+	Iterations int
+	Seed       uint64
+	// Workers is the number of concurrent sub-solves (MILP-SPLIT); 0 means GOMAXPROCS.
+	Workers int
+	// RelGap is the MILPs' stopping gap (0: 1e-4).
+	RelGap float64
+	// Symmetry is the symmetry-breaking criterion between identical devices: SymmetryTasks
+	// (default), SymmetryTime or SymmetryNone.
+	Symmetry string
+	// ModuleSize is MILP-SPLIT's target number of nodes per module (0: 20).
+	ModuleSize int
+	// MaxChannels is the largest number of channels of a multi-channel cut (0: 4; 1 keeps
+	// single-channel cuts only).
+	MaxChannels int
+	// Progress, when set, receives progress reports (calls are serialised).
+	Progress func(Progress)
+}
+
+// DefaultIterations is EA's and SA's budget when neither Iterations nor a time limit is set.
+const DefaultIterations = 20000
+
+// Progress is one progress report.
+type Progress struct {
+	Method   string
+	Elapsed  time.Duration
+	Makespan float64 // best makespan so far (+Inf before any plan)
+	Bound    float64 // best lower bound so far
+	Message  string
+}
+
+// Result is Solve's answer; every field is JSON-ready (no infinities or NaNs).
+type Result struct {
+	Method    string     `json:"method"`    // the method whose plan was kept
+	Objective string     `json:"objective"` // "latency" or "throughput"
+	Placement *Placement `json:"placement"`
+	Schedule  *Schedule  `json:"schedule"`
+	// Makespan of the plan (the latency of one input, or of the whole batch); Throughput in
+	// inputs per time unit.
+	Makespan   float64 `json:"makespan"`
+	Throughput float64 `json:"throughput"`
+	// LowerBound is the best proved lower bound on the optimal makespan; Gap = 1 − bound/makespan.
+	LowerBound float64 `json:"lower_bound"`
+	Gap        float64 `json:"gap"`
+	// Optimal is true when the plan is proved optimal (within the MILP gap).
+	Optimal    bool          `json:"optimal"`
+	Bounds     []Bound       `json:"bounds"`
+	Candidates []Candidate   `json:"candidates"`
+	Nodes      []NodePlan    `json:"nodes"`
+	Devices    []DevicePlan  `json:"devices"`
+	Modules    int           `json:"modules,omitempty"` // MILP-SPLIT: modules found
+	Notes      []string      `json:"notes,omitempty"`
+	Seconds    float64       `json:"seconds"`
+	Elapsed    time.Duration `json:"-"`
+}
+
+// Candidate is one method's plan as the simulator judged it.
+type Candidate struct {
+	Method   string  `json:"method"`
+	Makespan float64 `json:"makespan"` // 0 when the method found no plan
+	Feasible bool    `json:"feasible"`
+	Seconds  float64 `json:"seconds"`
+	Bound    float64 `json:"bound,omitempty"` // the method's own lower bound (MILP, SPLIT)
+	Note     string  `json:"note,omitempty"`
+}
+
+// NodePlan is one node's place in the plan.
+type NodePlan struct {
+	Node   int    `json:"node"`
+	Name   string `json:"name"`
+	Device int    `json:"device"`          // latency mode; −1 in batched mode
+	Share  []int  `json:"share,omitempty"` // batched mode: granules per device
+	// Start and End span the node's batches.
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+}
+
+// DevicePlan summarises one device.
+type DevicePlan struct {
+	Device   int     `json:"device"`
+	Name     string  `json:"name"`
+	Nodes    int     `json:"nodes"`    // nodes with work on it
+	Granules int     `json:"granules"` // granule-tasks (latency: nodes)
+	Busy     float64 `json:"busy"`
+	Memory   float64 `json:"memory"`
+	Capacity float64 `json:"capacity"` // 0: unlimited
+}
+
+// Solve places and schedules p with the chosen method, re-judges every plan with the
+// simulator and returns the best, with the best proved lower bound. When the time limit
+// passes or ctx is cancelled it returns the best plan found so far. An error means the
+// problem is invalid or no memory-feasible plan was found.
+func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
+	begin := time.Now()
+	in, err := prepare(p)
+	if err != nil {
+		return nil, err
+	}
+	if o.Method == "" {
+		o.Method = Auto
+	}
+	known := false
+	for _, m := range Methods {
+		known = known || m == o.Method
+	}
+	if !known {
+		return nil, invalid("unknown method %q (want one of %v)", o.Method, Methods)
+	}
+	switch o.Symmetry {
+	case "":
+		o.Symmetry = SymmetryTasks
+	case SymmetryNone, SymmetryTasks, SymmetryTime:
+	default:
+		return nil, invalid("unknown symmetry criterion %q", o.Symmetry)
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.ModuleSize <= 0 {
+		o.ModuleSize = 20
+	}
+	if o.MaxChannels <= 0 {
+		o.MaxChannels = 4
+	}
+	if o.TimeLimit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.TimeLimit)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
+	s.bounds = in.simpleBounds(ctx)
+	s.report("", "lower bounds computed")
+	s.run()
+	return s.result()
+}
+
+type solver struct {
+	in       *inst
+	o        Options
+	ctx      context.Context
+	begin    time.Time
+	deadline time.Time
+	mu       sync.Mutex
+	best     float64
+	bounds   []Bound
+	cands    []candidate
+	notes    []string
+	optimal  bool
+	modules  int
+}
+
+type candidate struct {
+	Candidate
+	pl *Placement
+	sc *Schedule
+}
+
+func (s *solver) report(method, msg string) {
+	if s.o.Progress == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Progress(Progress{Method: method, Elapsed: time.Since(s.begin), Makespan: s.best, Bound: maxBound(s.bounds), Message: msg})
+}
+
+// add judges a plan with the simulator and records it.
+func (s *solver) add(method string, pl *Placement, t0 time.Time, bound float64, note string) *candidate {
+	c := &candidate{Candidate: Candidate{Method: method, Seconds: time.Since(t0).Seconds(), Bound: bound, Note: note}}
+	if pl != nil {
+		sc, err := s.in.simulate(pl)
+		if err != nil {
+			c.Note = joinNote(c.Note, fmt.Sprintf("invalid plan: %v", err))
+		} else {
+			c.pl, c.sc = pl, sc
+			c.Makespan, c.Feasible = sc.Makespan, sc.Feasible
+			if !sc.Feasible {
+				c.Note = joinNote(c.Note, fmt.Sprintf("overflows memory by %.4g bytes", sc.Overflow))
+			}
+		}
+	} else if c.Note == "" {
+		c.Note = "no plan"
+	}
+	s.mu.Lock()
+	s.cands = append(s.cands, *c)
+	if c.Feasible && c.Makespan < s.best {
+		s.best = c.Makespan
+	}
+	s.mu.Unlock()
+	s.report(method, fmt.Sprintf("%s: makespan %.6g", method, c.Makespan))
+	return c
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func (s *solver) addBound(method string, v float64) {
+	if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+		s.mu.Lock()
+		s.bounds = append(s.bounds, Bound{Method: method, Value: v})
+		s.mu.Unlock()
+	}
+}
+
+// bestCandidate returns the best feasible candidate among methods (all when nil).
+func (s *solver) bestCandidate(methods ...string) *candidate {
+	var best *candidate
+	for x := range s.cands {
+		c := &s.cands[x]
+		if !c.Feasible {
+			continue
+		}
+		if methods != nil {
+			ok := false
+			for _, m := range methods {
+				ok = ok || c.Method == m
+			}
+			if !ok {
+				continue
+			}
+		}
+		if best == nil || c.Makespan < best.Makespan {
+			best = c
+		}
+	}
+	return best
+}
+
+func (s *solver) run() {
+	in, o := s.in, s.o
+	t0 := time.Now()
+	var heur []named
+	switch o.Method {
+	case BestDevice, MET, Greedy, HEFT:
+		for _, h := range in.constructive() {
+			if h.method == o.Method {
+				s.add(h.method, h.pl, t0, 0, "")
+			}
+		}
+		return
+	default:
+		heur = in.constructive()
+		for _, h := range heur {
+			s.add(h.method, h.pl, t0, 0, "")
+		}
+	}
+	switch o.Method {
+	case EA, SA:
+		s.search(o.Method, heur)
+	case MILP:
+		s.milp()
+	case Split:
+		s.split()
+	case Auto:
+		if s.small() {
+			s.milp()
+		} else {
+			s.split()
+		}
+	}
+}
+
+// small reports whether the full MILP is the right tool (Auto).
+func (s *solver) small() bool {
+	if s.in.latency() {
+		return s.in.n <= 40
+	}
+	return s.in.n*s.in.l <= 40
+}
+
+func (s *solver) search(method string, heur []named) {
+	in, o := s.in, s.o
+	t0 := time.Now()
+	sp := newSpace(in)
+	var start *Placement
+	for _, h := range heur {
+		if h.method == MET && h.pl != nil {
+			start = h.pl
+		}
+	}
+	if start == nil {
+		s.add(method, nil, t0, 0, "no MET plan to start from")
+		return
+	}
+	b := &budget{ctx: s.ctx, iters: o.Iterations, start: t0, deadline: s.deadline}
+	if b.iters == 0 && b.deadline.IsZero() {
+		b.iters = DefaultIterations
+	}
+	last := time.Now()
+	improved := func(f float64) {
+		if time.Since(last) > 200*time.Millisecond {
+			last = time.Now()
+			s.report(method, fmt.Sprintf("%s: %.6g", method, f))
+		}
+	}
+	var genes []int
+	if method == EA {
+		genes, _ = sp.ea(sp.genesOf(start), o.Seed, b, improved)
+	} else {
+		genes, _ = sp.sa(sp.genesOf(start), o.Seed, b, improved)
+	}
+	s.add(method, sp.placement(genes), t0, 0, "")
+}
+
+// startPlan is the best feasible candidate so far (the MILP's warm start and horizon).
+func (s *solver) startPlan() *Placement {
+	if c := s.bestCandidate(); c != nil {
+		return c.pl
+	}
+	return nil
+}
+
+func (s *solver) milp() {
+	in, o := s.in, s.o
+	t0 := time.Now()
+	start := s.startPlan()
+	if start == nil {
+		start = in.safeStart()
+	}
+	s.report(MILP, "solving the full MILP")
+	var limit time.Duration
+	if !s.deadline.IsZero() {
+		limit = time.Until(s.deadline)
+	}
+	run, err := in.solveMILP(s.ctx, start, maxBound(s.bounds), mipOptions{timeLimit: limit, relGap: o.RelGap, symmetry: o.Symmetry, seed: int(o.Seed)})
+	if err != nil {
+		s.add(MILP, nil, t0, 0, err.Error())
+		s.notes = append(s.notes, fmt.Sprintf("milp: %v", err))
+		return
+	}
+	note := fmt.Sprintf("status %v, %d columns, %d rows, %d nodes", run.status, run.vars, run.rows, run.nodes)
+	if run.fault != "" {
+		fb := s.bestCandidate()
+		what := "no heuristic plan"
+		if fb != nil {
+			what = fb.Method + "'s plan"
+		}
+		s.notes = append(s.notes, fmt.Sprintf("milp: solver fault (%s); falling back to %s", run.fault, what))
+		s.add(MILP, nil, t0, 0, joinNote(note, "fault: "+run.fault))
+		return
+	}
+	s.addBound(MILP, run.bound)
+	if run.pl == nil {
+		s.add(MILP, nil, t0, run.bound, joinNote(note, "no incumbent"))
+		return
+	}
+	c := s.add(MILP, run.pl, t0, run.bound, note)
+	if run.optimal && c.Feasible {
+		s.optimal = true
+	}
+}
+
+func (s *solver) split() {
+	in, o := s.in, s.o
+	t0 := time.Now()
+	s.report(Split, "detecting modules")
+	out, err := in.split(s.ctx, splitOptions{
+		deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
+		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.25,
+		progress: func(msg string) { s.report(Split, msg) },
+	})
+	if err != nil {
+		s.add(Split, nil, t0, 0, err.Error())
+		s.notes = append(s.notes, fmt.Sprintf("split: %v", err))
+		return
+	}
+	s.modules = out.modules
+	if out.boundBy != "" {
+		s.addBound(out.boundBy, out.bound)
+	}
+	note := fmt.Sprintf("%d modules, %d blocks, %d sub-solves", out.modules, out.blocks, out.solves)
+	note = joinNote(note, out.note)
+	c := s.add(Split, out.pl, t0, out.bound, note)
+	if out.optimal && c.Feasible {
+		s.optimal = true
+	}
+}
+
+// safeStart is a plan for the MILP's horizon when no heuristic plan fits memory: the
+// horizon then comes from the serial bound (see solveMILP).
+func (in *inst) safeStart() *Placement {
+	if in.latency() {
+		return in.met()
+	}
+	return in.bMET(in.splits())
+}
+
+func (s *solver) result() (*Result, error) {
+	in := s.in
+	var chosen *candidate
+	switch s.o.Method {
+	case Auto:
+		chosen = s.bestCandidate()
+	case EA, SA, MILP, Split:
+		chosen = s.bestCandidate(s.o.Method)
+		if chosen == nil {
+			chosen = s.bestCandidate()
+			if chosen != nil {
+				s.notes = append(s.notes, fmt.Sprintf("%s found no plan; kept %s's", s.o.Method, chosen.Method))
+			}
+		}
+	default:
+		chosen = s.bestCandidate(s.o.Method)
+		if chosen == nil {
+			for x := range s.cands {
+				if s.cands[x].Method == s.o.Method && s.cands[x].pl != nil {
+					chosen = &s.cands[x] // infeasible in memory, but what the method gives
+				}
+			}
+		}
+	}
+	if chosen == nil || chosen.sc == nil {
+		return nil, fmt.Errorf("schedule: %s found no plan that fits in memory", s.o.Method)
+	}
+	r := &Result{Method: chosen.Method, Objective: "latency", Placement: chosen.pl, Schedule: chosen.sc,
+		Makespan: chosen.sc.Makespan, Throughput: chosen.sc.Throughput, Modules: s.modules}
+	if !in.latency() {
+		r.Objective = "throughput"
+	}
+	// Bounds: drop any that contradicts a feasible plan (a solver fault), and say so.
+	lb := 0.0
+	for _, b := range s.bounds {
+		if b.Value > r.Makespan+tolerance(r.Makespan) && chosen.Feasible {
+			s.notes = append(s.notes, fmt.Sprintf("bound %s = %.6g exceeds the plan's makespan %.6g: discarded as a fault", b.Method, b.Value, r.Makespan))
+			continue
+		}
+		r.Bounds = append(r.Bounds, b)
+		lb = math.Max(lb, b.Value)
+	}
+	lb = math.Min(lb, r.Makespan)
+	r.LowerBound = lb
+	if r.Makespan > 0 {
+		r.Gap = math.Max(0, 1-lb/r.Makespan)
+	}
+	r.Optimal = chosen.Feasible && (r.Gap <= 1e-4 || (s.optimal && chosen.Method == s.bestCandidate().Method && chosen.Makespan <= s.best))
+	for _, c := range s.cands {
+		r.Candidates = append(r.Candidates, c.Candidate)
+	}
+	r.Notes = s.notes
+	r.Nodes, r.Devices = in.summary(chosen.pl, chosen.sc)
+	r.Elapsed = time.Since(s.begin)
+	r.Seconds = r.Elapsed.Seconds()
+	return r, nil
+}
+
+func (in *inst) summary(pl *Placement, sc *Schedule) ([]NodePlan, []DevicePlan) {
+	nodes := make([]NodePlan, in.n)
+	for i := range nodes {
+		nodes[i] = NodePlan{Node: i, Name: in.p.Nodes[i].Name, Device: -1, Start: math.Inf(1)}
+		if !in.latency() {
+			nodes[i].Share = make([]int, in.k)
+		}
+	}
+	devs := make([]DevicePlan, in.k)
+	for u := range devs {
+		devs[u] = DevicePlan{Device: u, Name: in.p.Devices[u].Name, Busy: sc.Busy[u], Memory: sc.Memory[u], Capacity: in.p.Devices[u].Memory}
+	}
+	for _, t := range sc.Tasks {
+		np := &nodes[t.Node]
+		np.Start = math.Min(np.Start, t.Start)
+		np.End = math.Max(np.End, t.End)
+		if in.latency() {
+			np.Device = t.Device
+		} else {
+			np.Share[t.Device] += t.Granules
+		}
+		devs[t.Device].Nodes++
+		devs[t.Device].Granules += t.Granules
+	}
+	for i := range nodes {
+		if math.IsInf(nodes[i].Start, 1) {
+			nodes[i].Start = 0
+		}
+	}
+	sort.SliceStable(devs, func(a, b int) bool { return devs[a].Device < devs[b].Device })
+	return nodes, devs
+}
