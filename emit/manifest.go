@@ -224,14 +224,18 @@ type Bounds struct {
 type BoundValue struct {
 	Method      string  `json:"method"`
 	LowerBoundS float64 `json:"lower_bound_s"`
-	Seconds     float64 `json:"seconds"`
+	// Seconds is the time the bound took; planners leave it 0 (omitted) in manifests, which
+	// must be byte-identical across runs.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // Solver describes the search that produced a plan.
 type Solver struct {
-	Algorithm string  `json:"algorithm"`
-	Seed      int64   `json:"seed"`
-	Seconds   float64 `json:"seconds"`
+	Algorithm string `json:"algorithm"`
+	Seed      int64  `json:"seed"`
+	// Seconds is the planning time; planners leave it 0 (omitted) so that the manifest is
+	// byte-identical across runs (`onnxpart --json` reports timings).
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // MarshalIndent renders the manifest as indented JSON with a final newline; the same

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"onnxpart/emit"
+	"onnxpart/ingest"
+	"onnxpart/internal/planner"
+	"onnxpart/profile"
+)
+
+func init() {
+	register(&command{
+		name:    "run",
+		summary: "plan, emit stage files and report (the default: onnxpart MODEL.onnx …)",
+		usage: `Usage: onnxpart MODEL.onnx [--devices auto|SPEC|FILE] [-k N] [-o DIR] [flags]
+       onnxpart run MODEL.onnx …
+
+Plans how to split MODEL across the devices, writes one ONNX model per stage, manifest.json
+and report.html into DIR (atomically), and says how far the plan can be from the best
+possible one: the plan's predicted time, a proved lower bound, and the gap between them.
+
+Identical devices get a pipeline that maximises throughput (the max-throughput partitioning
+problem: SliceGraph + BRKGA + refinement, with MIP lower bounds on HiGHS). Mixed devices get
+a placement that minimises the latency of one input (list heuristics, EA/SA, MILP,
+MILP-SPLIT, with lower bounds), unless --objective throughput asks for a pipeline. Planning
+runs on the graph coarsened by the backend's fusion rules (--fusion) and is expanded back to
+the original nodes.
+
+Devices (--devices):
+  auto                 the GPUs NVML finds (with NVLink/PCIe links), else this machine's CPU
+  4xA100-80G           catalog devices (onnxpart profile --catalog lists them), joined by
+  a100-80g,t4,cpu      --link nvlink|pcie4|pcie5|ib100|eth10
+  cluster.yaml         a device spec file (see testdata/devices/)
+
+Examples:
+  onnxpart resnet50.onnx --devices 4xA100-80G -o out
+  onnxpart bert.onnx --devices 8xH100-SXM --link nvlink -k 4 --time-limit 1m -o out
+  onnxpart model.onnx --devices a100-80g,t4,cpu --objective latency -o out
+  onnxpart model.onnx --devices cluster.yaml --json -o - > plan.json   # plan only, write nothing
+  onnxpart verify out                                                 # check the stages
+
+Exit codes: 0 ok, 1 bad input, 2 bad usage, 3 infeasible (the model cannot fit the
+devices), 4 verification mismatch, 130 interrupted (the best plan so far is still written).
+`,
+		run: runMain,
+	})
+}
+
+// runOutput is the --json form of a plan (schema onnxpart.plan/v1). Field names follow
+// partition.Plan's.
+type runOutput struct {
+	Format          string            `json:"format"`
+	Model           string            `json:"model"`
+	Devices         []string          `json:"devices"`
+	Objective       string            `json:"objective"`
+	ObjectiveReason string            `json:"objective_reason,omitempty"`
+	RuleSet         string            `json:"fusion"`
+	PlanNodes       int               `json:"plan_nodes"`
+	Upper           float64           `json:"objective_s"`
+	LowerBound      float64           `json:"lower_bound"`
+	BoundMethod     string            `json:"bound_method"`
+	Gap             float64           `json:"gap"`
+	ThroughputPerS  float64           `json:"throughput_per_s"`
+	LatencyS        float64           `json:"latency_s"`
+	Algorithm       string            `json:"algorithm"`
+	Seed            int64             `json:"seed"`
+	Seconds         float64           `json:"seconds"`
+	Stages          [][]string        `json:"stages"`
+	StageDevices    []string          `json:"stage_device_names"`
+	StageCosts      []runStageCost    `json:"stage_costs"`
+	Bounds          []emit.BoundValue `json:"bounds"`
+	Output          string            `json:"output"`
+	Interrupted     bool              `json:"interrupted,omitempty"`
+	Notes           []string          `json:"notes"`
+}
+
+type runStageCost struct {
+	Compute    float64 `json:"compute_s"`
+	Comm       float64 `json:"comm_s"`
+	Total      float64 `json:"total_s"`
+	Params     int64   `json:"params_bytes"`
+	Ops        int     `json:"ops"`
+	Bottleneck bool    `json:"bottleneck"`
+}
+
+func runMain(ctx context.Context, e *env, args []string) error {
+	c := commands["run"]
+	fs := newFlags(e, c)
+	devices := fs.String("devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
+	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	k := fs.IntP("stages", "k", 0, "number of pipeline stages (default: number of devices)")
+	objective := fs.String("objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
+	fusionName := fs.String("fusion", "", "fusion rule set to coarsen with: ort-cpu, ort-cuda, tensorrt, generic, none (default: by device)")
+	fusionRules := fs.String("fusion-rules", "", "coarsen by the rule set in `FILE` instead")
+	solver := fs.String("solver", "auto", "throughput: auto, brkga, random, mla; latency: auto, met, greedy, heft, ea, sa, milp, split")
+	bounds := fs.String("bounds", "fast", "lower-bound effort: none, simple, fast, full")
+	timeLimit := fs.Duration("time-limit", 30*time.Second, "time budget for planning (search and bounds)")
+	gap := fs.Float64("gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
+	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	seed := fs.Int64("seed", 1, "random seed (the same seed gives the same plan and files)")
+	out := fs.StringP("output", "o", "out", "output directory; - writes nothing and prints the plan")
+	emitList := fs.String("emit", "onnx,manifest,report", "what to write: onnx, manifest, report, triton")
+	asJSON := fs.Bool("json", false, "print the plan as JSON on stdout")
+	force := fs.Bool("force", false, "replace the output directory if it exists")
+	costs := fs.String("costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("give one model file (see onnxpart --help), got %d arguments", fs.NArg())
+	}
+	want, err := parseEmit(*emitList)
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageErrorf("-o needs a directory (or - to write nothing)")
+	}
+	if *gap < 0 || *gap >= 1 {
+		return usageErrorf("--gap %g: want a fraction in [0, 1)", *gap)
+	}
+	if *timeLimit <= 0 {
+		return usageErrorf("--time-limit must be positive")
+	}
+	if *costs != "roofline" && *costs != "measured" {
+		return usageErrorf("--costs %q: want roofline or measured", *costs)
+	}
+	dims, err := parseDims(*dimFlags)
+	if err != nil {
+		return err
+	}
+	begin := time.Now()
+	prog := newProgress(e, *quiet)
+	prog.phase("reading " + fs.Arg(0))
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
+	if err != nil {
+		return err
+	}
+	if len(m.SymbolicDims) > 0 {
+		return usageErrorf("the model has symbolic dimensions %s; bind them with --dim NAME=SIZE to plan", strings.Join(m.SymbolicDims, ", "))
+	}
+	prog.phase("devices " + *devices)
+	cluster, err := profile.Resolve(ctx, *devices, profile.Options{Link: *link})
+	if err != nil {
+		return deviceError(err)
+	}
+	for _, n := range cluster.Notes {
+		fmt.Fprintf(e.stderr, "note: %s\n", n)
+	}
+	var measured [][]float64
+	if *costs == "measured" {
+		prog.phase("measuring node times in ONNX Runtime")
+		measured, err = measure(ctx, m, cluster)
+		if err != nil {
+			return err
+		}
+	}
+	popt := planner.Options{K: *k, Objective: *objective, Fusion: *fusionName, FusionRules: *fusionRules,
+		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured,
+		Progress: prog.update}
+	prog.phase("planning")
+	res, err := planner.Plan(ctx, m, cluster, popt)
+	prog.done()
+	interrupted := ctx.Err() != nil
+	if err != nil {
+		return planError(err)
+	}
+	if *out != "-" && !want["onnx"] && !want["manifest"] {
+		return usageErrorf("--emit must include onnx or manifest to write %s (use -o - for a dry run)", *out)
+	}
+	eopt := emit.Options{Force: *force, Producer: version}
+	if want["report"] || want["triton"] {
+		eopt.Extras = func(dir string, man *emit.Manifest) error {
+			if want["report"] {
+				if err := emit.WriteReport(man, dir, emit.ReportOptions{}); err != nil {
+					return err
+				}
+			}
+			if want["triton"] {
+				if err := emit.WriteTriton(man, dir, filepath.Join(dir, "triton"), emit.TritonOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	layout, err := planner.Prepare(m, res, eopt, *seed)
+	if err != nil {
+		return splitError(err)
+	}
+	if *out != "-" {
+		if err := layout.WriteDir(*out); err != nil {
+			return splitError(err)
+		}
+	}
+	res.Seconds = time.Since(begin).Seconds()
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, *out, *seed, interrupted)); err != nil {
+			return err
+		}
+	} else {
+		printPlan(e.stdout, m, res, layout.Manifest, *out)
+	}
+	if interrupted {
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted: wrote the best plan found so far")}
+	}
+	return nil
+}
+
+func parseEmit(s string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, x := range strings.Split(s, ",") {
+		x = strings.TrimSpace(x)
+		switch x {
+		case "onnx", "manifest", "report", "triton":
+			want[x] = true
+		case "":
+		default:
+			return nil, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton", x)
+		}
+	}
+	return want, nil
+}
+
+// deviceError maps profile's errors: malformed --devices values are usage errors, spec files
+// bad input.
+func deviceError(err error) error {
+	var ue *profile.UsageError
+	if errors.As(err, &ue) {
+		return usageErrorf("%v", err)
+	}
+	return inputErrorf("%v", err)
+}
+
+func planError(err error) error {
+	var ie *planner.InfeasibleError
+	var ue *planner.UsageError
+	switch {
+	case errors.As(err, &ie):
+		return &exitError{code: exitInfeasible, err: err}
+	case errors.As(err, &ue):
+		return usageErrorf("%v", err)
+	case errors.Is(err, context.Canceled):
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted before any plan was found")}
+	}
+	return err
+}
+
+// measure profiles the model on the host CPU and returns per-node times for every host
+// device of the cluster.
+func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]float64, error) {
+	host := -1
+	for i := range c.Devices {
+		if c.Devices[i].Host {
+			host = i
+		}
+	}
+	if host < 0 {
+		return nil, usageErrorf("--costs measured needs the host CPU among the devices (add cpu to --devices)")
+	}
+	meas, err := profile.MeasureORT(ctx, m.Path, m.Graph, profile.MeasureOptions{Threads: c.Devices[host].Threads})
+	if err != nil {
+		return nil, inputErrorf("measuring in ONNX Runtime: %v", err)
+	}
+	out := make([][]float64, len(c.Devices))
+	for i := range c.Devices {
+		if c.Devices[i].Host {
+			out[i] = meas.NodeTimes()
+		}
+	}
+	return out, nil
+}
+
+func jsonPlan(m *ingest.Model, r *planner.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *runOutput {
+	o := &runOutput{Format: "onnxpart.plan/v1", Model: m.Path, Objective: r.Objective, ObjectiveReason: r.ObjectiveChosen,
+		RuleSet: r.RuleSet, PlanNodes: r.CoarseNodes, Upper: r.Upper, LowerBound: r.Lower, BoundMethod: r.BoundMethod,
+		Gap: r.Gap, ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Algorithm: r.Algorithm, Seed: seed,
+		Seconds: round3(r.Seconds), Bounds: r.Bounds, Output: out, Interrupted: interrupted, Notes: append([]string{}, man.Notes...)}
+	for _, d := range r.Devices {
+		o.Devices = append(o.Devices, r.Cluster.Devices[d].Name)
+	}
+	byLabel := map[int]planner.StageSummary{}
+	for _, s := range r.Stages {
+		byLabel[s.Stage] = s
+	}
+	for _, st := range man.Stages {
+		o.Stages = append(o.Stages, st.Nodes)
+		o.StageDevices = append(o.StageDevices, st.Device)
+		s := byLabel[st.Label]
+		o.StageCosts = append(o.StageCosts, runStageCost{Compute: s.ComputeS, Comm: s.CommS, Total: s.TotalS,
+			Params: st.ParamsBytes, Ops: len(st.Nodes), Bottleneck: s.Bottleneck})
+	}
+	return o
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+func printPlan(w io.Writer, m *ingest.Model, r *planner.Result, man *emit.Manifest, out string) {
+	devs := map[string]int{}
+	for _, d := range r.Devices {
+		devs[r.Cluster.Devices[d].Model]++
+	}
+	var dl []string
+	for name, n := range devs {
+		dl = append(dl, fmt.Sprintf("%d× %s", n, name))
+	}
+	sort.Strings(dl)
+	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), bytesStr(m.Graph.ParamBytes()))
+	fmt.Fprintf(w, "devices    %s\n", strings.Join(dl, ", "))
+	obj := r.Objective
+	if r.ObjectiveChosen != "" {
+		obj += " (" + r.ObjectiveChosen + ")"
+	}
+	fmt.Fprintf(w, "objective  %s\n", obj)
+	fmt.Fprintf(w, "planned on %d fused groups (%s rules), %s in %.1fs\n\n", r.CoarseNodes, r.RuleSet, r.Algorithm, r.Seconds)
+	byLabel := map[int]planner.StageSummary{}
+	for _, s := range r.Stages {
+		byLabel[s.Stage] = s
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\ttotal\t\t")
+	for _, st := range man.Stages {
+		s := byLabel[st.Label]
+		mark := ""
+		if s.Bottleneck {
+			mark = "◀ bottleneck"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, st.Device, len(st.Nodes), bytesStr(st.ParamsBytes),
+			dur(s.ComputeS), dur(s.CommS), dur(s.TotalS), mark)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if r.Objective == planner.Throughput {
+		fmt.Fprintf(w, "throughput %.1f inferences/s (bottleneck stage %s), latency %s\n", r.ThroughputPerS, dur(r.Upper), dur(r.LatencyS))
+	} else {
+		fmt.Fprintf(w, "latency    %s per inference (%.1f inferences/s one at a time)\n", dur(r.LatencyS), r.ThroughputPerS)
+	}
+	fmt.Fprintf(w, "bound      %s\n", boundWords(r))
+	if out != "-" {
+		fmt.Fprintf(w, "wrote      %s (%d stage files, manifest.json%s)\n", out, len(man.Stages), extrasText(out))
+	}
+	for _, n := range man.Notes {
+		fmt.Fprintf(w, "note       %s\n", n)
+	}
+}
+
+func extrasText(dir string) string {
+	s := ""
+	if _, err := os.Stat(filepath.Join(dir, emit.ReportFile)); err == nil {
+		s += ", " + emit.ReportFile
+	}
+	if _, err := os.Stat(filepath.Join(dir, "triton")); err == nil {
+		s += ", triton/"
+	}
+	return s
+}
+
+// boundWords says how far the plan can be from the best possible one.
+func boundWords(r *planner.Result) string {
+	what := "split"
+	if r.Objective == planner.Latency {
+		what = "placement"
+	}
+	switch {
+	case r.Lower <= 0:
+		return "no lower bound computed (--bounds none): the plan's distance from the best is unknown"
+	case r.Gap <= 1e-9:
+		return fmt.Sprintf("%s, proved optimal (lower bound %s by %s)", dur(r.Upper), dur(r.Lower), r.BoundMethod)
+	}
+	slower := r.Upper/r.Lower - 1
+	return fmt.Sprintf("lower bound %s (%s): at most %.1f%% slower than the best possible %s (gap %.1f%%)",
+		dur(r.Lower), r.BoundMethod, 100*slower, what, 100*r.Gap)
+}
+
+// dur formats seconds with a unit.
+func dur(s float64) string {
+	switch {
+	case s <= 0:
+		return "0"
+	case s >= 1:
+		return fmt.Sprintf("%.3gs", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3gms", s*1e3)
+	}
+	return fmt.Sprintf("%.3gµs", s*1e6)
+}
+
+// progress prints phases and solver improvements on stderr: a live line on a terminal,
+// plain lines otherwise.
+type progress struct {
+	e     *env
+	quiet bool
+	start time.Time
+	last  time.Time
+	live  bool
+}
+
+func newProgress(e *env, quiet bool) *progress {
+	return &progress{e: e, quiet: quiet, start: time.Now()}
+}
+
+func (p *progress) phase(s string) {
+	if p.quiet {
+		return
+	}
+	p.line(fmt.Sprintf("[%5.1fs] %s", time.Since(p.start).Seconds(), s), true)
+}
+
+func (p *progress) update(pr planner.Progress) {
+	if p.quiet {
+		return
+	}
+	if !p.e.isTTY && time.Since(p.last) < 2*time.Second {
+		return
+	}
+	if math.IsInf(pr.Objective, 0) || pr.Objective <= 0 {
+		return // nothing found yet
+	}
+	if pr.Phase == "" {
+		pr.Phase = "search"
+	}
+	p.last = time.Now()
+	s := fmt.Sprintf("[%5.1fs] %s: best %s", time.Since(p.start).Seconds(), pr.Phase, dur(pr.Objective))
+	if pr.LowerBound > 0 {
+		s += fmt.Sprintf(", bound %s, gap %.1f%%", dur(pr.LowerBound), 100*pr.Gap)
+	}
+	p.line(s, false)
+}
+
+func (p *progress) line(s string, final bool) {
+	if p.e.isTTY {
+		fmt.Fprintf(p.e.stderr, "\r\033[K%s", s)
+		p.live = true
+		return
+	}
+	fmt.Fprintln(p.e.stderr, s)
+}
+
+func (p *progress) done() {
+	if p.live {
+		fmt.Fprint(p.e.stderr, "\r\033[K")
+		p.live = false
+	}
+}

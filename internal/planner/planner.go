@@ -1,0 +1,682 @@
+// Package planner wires the phases together for the main command: an ingested model and a
+// device cluster go in; a plan (pipeline stages or a heterogeneous placement, with predicted
+// times and a certified lower bound) and an emit.Layout ready to write come out.
+//
+// Throughput plans of identical devices are MTPP pipelines (package partition); mixed devices
+// default to a latency placement (package schedule), turned into acyclic stages for emit.
+// Planning happens on the coarse graph when a fusion rule set is given; plans are expanded
+// back to the original nodes before emit.
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"onnxpart/emit"
+	"onnxpart/fusion"
+	"onnxpart/graph"
+	"onnxpart/ingest"
+	"onnxpart/partition"
+	"onnxpart/profile"
+	"onnxpart/schedule"
+)
+
+// Objectives.
+const (
+	Throughput = "throughput"
+	Latency    = "latency"
+)
+
+// Options control Plan.
+type Options struct {
+	// K is the number of pipeline stages (throughput) or of devices used; 0: all devices.
+	K int
+	// Objective is Throughput, Latency or "" (throughput for identical devices, latency for
+	// mixed ones).
+	Objective string
+	// Fusion names the rule set to coarsen with ("" picks one for the devices: ort-cuda for
+	// GPUs, ort-cpu otherwise; "none" disables); FusionRules a rule file instead.
+	Fusion      string
+	FusionRules string
+	// Solver: "auto", or a throughput search (brkga, random, mla), or a placement method
+	// (met, greedy, heft, ea, sa, milp, split).
+	Solver string
+	// Bounds: none, simple, fast, full.
+	Bounds    string
+	TimeLimit time.Duration
+	Gap       float64
+	Seed      int64
+	// Measured holds per-node measured times per device (profile.CostOptions.Measured).
+	Measured [][]float64
+	// Progress receives progress lines (phase, objective, bound, gap) while solving.
+	Progress func(Progress)
+}
+
+// Progress is one progress report.
+type Progress struct {
+	Phase      string
+	Objective  float64
+	LowerBound float64
+	Gap        float64
+	Elapsed    time.Duration
+}
+
+// InfeasibleError means the model cannot fit the devices (exit code 3).
+type InfeasibleError struct{ Msg string }
+
+func (e *InfeasibleError) Error() string { return e.Msg }
+
+// UsageError is a bad combination of options.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// StageSummary is one row of the plan table.
+type StageSummary struct {
+	Stage      int
+	Device     string
+	Ops        int
+	ParamBytes int64
+	ComputeS   float64
+	CommS      float64
+	TotalS     float64
+	Bottleneck bool
+}
+
+// Result is a plan ready to emit.
+type Result struct {
+	Objective string // Throughput or Latency
+	// ObjectiveChosen explains a defaulted objective ("mixed devices: latency").
+	ObjectiveChosen string
+	Cluster         *profile.Cluster
+	Devices         []int // cluster device indices the plan may use
+	RuleSet         string
+	CoarseNodes     int
+	// Upper is the plan's predicted objective (bottleneck stage time, or makespan), Lower the
+	// best proved lower bound, Gap = 1 − Lower/Upper.
+	Upper, Lower, Gap float64
+	BoundMethod       string
+	Bounds            []emit.BoundValue
+	LatencyS          float64
+	ThroughputPerS    float64
+	Algorithm         string
+	Seconds           float64
+	Stages            []StageSummary
+	Assignment        *emit.Assignment
+	Layout            *emit.Layout
+	Notes             []string
+	// Timeline is the predicted schedule of one inference (latency plans).
+	Timeline []emit.TimelineEvent
+	// Partition or Schedule holds the solver's own result.
+	Partition *partition.Plan
+	Schedule  *schedule.Result
+}
+
+// Plan plans model m on cluster c.
+func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options) (*Result, error) {
+	start := time.Now()
+	g := m.Graph
+	r := &Result{Cluster: c}
+	devs, err := chooseDevices(c, opt.K)
+	if err != nil {
+		return nil, err
+	}
+	r.Devices = devs
+	identical := identicalDevices(c, devs)
+	switch opt.Objective {
+	case Throughput, Latency:
+		r.Objective = opt.Objective
+	case "":
+		if identical {
+			r.Objective = Throughput
+			r.ObjectiveChosen = "identical devices: a pipeline"
+		} else {
+			r.Objective = Latency
+			r.ObjectiveChosen = "mixed devices; --objective throughput gives a pipeline"
+		}
+	default:
+		return nil, &UsageError{Msg: fmt.Sprintf("--objective %q: want throughput or latency", opt.Objective)}
+	}
+	if err := checkFits(g, c, devs); err != nil {
+		return nil, err
+	}
+
+	// Coarsen.
+	rs, err := ruleSet(c, devs, opt)
+	if err != nil {
+		return nil, err
+	}
+	cm := profile.NewCostModel(c, profile.CostOptions{Measured: opt.Measured})
+	var coarse *fusion.Coarse
+	work := g
+	if rs != nil && rs.Name != "none" {
+		coarse, err = fusion.Coarsen(g, rs)
+		if err != nil {
+			return nil, fmt.Errorf("coarsening with %s: %w", rs.Name, err)
+		}
+		work = coarse.Graph
+		r.RuleSet = rs.Name
+	} else {
+		r.RuleSet = "none"
+	}
+	r.CoarseNodes = len(work.Nodes)
+	times := make([][]float64, len(c.Devices))
+	for _, d := range devs {
+		if coarse != nil {
+			d := d
+			times[d] = coarse.Times(func(_ int, members []int, kernel *graph.Node) float64 {
+				return cm.KernelTime(g, members, kernel, d)
+			}, nil)
+		} else {
+			times[d] = make([]float64, len(g.Nodes))
+			for v := range g.Nodes {
+				times[d][v] = cm.NodeTime(g, v, d)
+			}
+		}
+	}
+	table := cm.Costs(&graph.Graph{}) // routes and capacities only
+	var workStage []int               // stage label per node of work
+	var labelDevice []int             // cluster device of each label
+	switch r.Objective {
+	case Throughput:
+		workStage, labelDevice, err = planThroughput(ctx, r, work, times, table, devs, identical, opt)
+	default:
+		workStage, labelDevice, err = planLatency(ctx, r, work, times, table, devs, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stage := workStage
+	if coarse != nil {
+		stage, err = coarse.Expand(workStage)
+		if err != nil {
+			return nil, fmt.Errorf("expanding the coarse plan: %w", err)
+		}
+	}
+	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: r.Algorithm}}
+	for _, d := range labelDevice {
+		a.Devices = append(a.Devices, emit.Device{Name: c.Devices[d].Name, Provider: provider(&c.Devices[d])})
+	}
+	r.Assignment = a
+	r.Seconds = time.Since(start).Seconds()
+	r.Gap = gapOf(r.Lower, r.Upper)
+	return r, nil
+}
+
+// Prepare lays out the stage files of a plan and fills the manifest's planner sections.
+func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.Layout, error) {
+	l, err := emit.Prepare(m, r.Assignment, opt)
+	if err != nil {
+		return nil, err
+	}
+	man := l.Manifest
+	man.Objective = emit.Objective(r.Objective)
+	man.Predicted = &emit.Predicted{BottleneckS: r.bottleneck(), ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS}
+	man.Bounds = &emit.Bounds{LowerBoundS: r.Lower, Method: r.BoundMethod, Gap: r.Gap, Computed: r.Bounds}
+	man.Solver = &emit.Solver{Algorithm: r.Algorithm, Seed: seed} // no timings: manifests are reproducible
+	man.Bounds.Computed = nil
+	for _, b := range r.Bounds {
+		man.Bounds.Computed = append(man.Bounds.Computed, emit.BoundValue{Method: b.Method, LowerBoundS: b.LowerBoundS})
+	}
+	for i := range man.Devices {
+		if d := r.Cluster.Index(man.Devices[i].Name); d >= 0 {
+			dev := &r.Cluster.Devices[d]
+			man.Devices[i].Kind = string(dev.Kind)
+			if cp := dev.Capacity(); !math.IsInf(cp, 1) {
+				man.Devices[i].MemoryBytes = int64(cp)
+			}
+		}
+	}
+	byLabel := map[int]*StageSummary{}
+	for i := range r.Stages {
+		byLabel[r.Stages[i].Stage] = &r.Stages[i]
+	}
+	for i := range man.Stages {
+		st := &man.Stages[i]
+		if s := byLabel[st.Label]; s != nil {
+			st.Predicted = &emit.StagePrediction{ComputeS: s.ComputeS, CommS: s.CommS, TotalS: s.TotalS}
+		}
+	}
+	man.Timeline = r.Timeline
+	man.Notes = append(man.Notes, r.Notes...)
+	r.Layout = l
+	return l, nil
+}
+
+func (r *Result) bottleneck() float64 {
+	if r.Objective == Throughput {
+		return r.Upper
+	}
+	b := 0.0
+	for _, s := range r.Stages {
+		b = math.Max(b, s.TotalS)
+	}
+	return b
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+func gapOf(lower, upper float64) float64 {
+	if upper <= 0 || lower <= 0 {
+		if upper <= 0 {
+			return 0
+		}
+		return 1
+	}
+	return math.Max(0, math.Min(1, 1-lower/upper))
+}
+
+// chooseDevices picks the devices a plan may use: all of them, or the first k.
+func chooseDevices(c *profile.Cluster, k int) ([]int, error) {
+	n := len(c.Devices)
+	if k < 0 {
+		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: must be positive", k)}
+	}
+	devs := make([]int, n)
+	for i := range devs {
+		devs[i] = i
+	}
+	return devs, nil
+}
+
+// identicalDevices reports whether every device has the same model and figures.
+func identicalDevices(c *profile.Cluster, devs []int) bool {
+	a := &c.Devices[devs[0]]
+	for _, d := range devs[1:] {
+		b := &c.Devices[d]
+		if a.Kind != b.Kind || a.Model != b.Model || a.Catalog != b.Catalog ||
+			a.Peak != b.Peak || a.Bandwidth != b.Bandwidth || a.Capacity() != b.Capacity() {
+			return false
+		}
+	}
+	return true
+}
+
+// checkFits refuses a model whose weights exceed the devices' total memory (exit 3).
+func checkFits(g *graph.Graph, c *profile.Cluster, devs []int) error {
+	total := 0.0
+	for _, d := range devs {
+		total += c.Devices[d].Capacity()
+	}
+	need := float64(g.ParamBytes())
+	if need > total {
+		return &InfeasibleError{Msg: fmt.Sprintf("the model's weights (%s) do not fit the devices' memory (%s in all): %s short",
+			human(need), human(total), human(need-total))}
+	}
+	return nil
+}
+
+func human(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", b)
+}
+
+// ruleSet resolves the fusion rule set: explicit, or by the devices' backend.
+func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, error) {
+	name := opt.Fusion
+	if opt.FusionRules == "" && name == "" {
+		name = "ort-cpu"
+		for _, d := range devs {
+			if c.Devices[d].Kind == profile.GPU {
+				name = "ort-cuda"
+			}
+		}
+	}
+	if opt.FusionRules != "" && opt.Fusion != "" {
+		return nil, &UsageError{Msg: "give --fusion or --fusion-rules, not both"}
+	}
+	if opt.FusionRules != "" {
+		return fusion.LoadRuleSet(opt.FusionRules)
+	}
+	rs, err := fusion.Builtin(name)
+	if err != nil {
+		return nil, &UsageError{Msg: err.Error()}
+	}
+	return rs, nil
+}
+
+// provider is the ONNX Runtime execution provider a stage on d uses.
+func provider(d *profile.Device) string {
+	switch d.Kind {
+	case profile.GPU:
+		return "CUDAExecutionProvider"
+	case profile.CPU:
+		return "CPUExecutionProvider"
+	}
+	return "CPUExecutionProvider"
+}
+
+// --- throughput: MTPP pipelines --------------------------------------------------------
+
+func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+	devs []int, identical bool, opt Options) ([]int, []int, error) {
+	p := &partition.Problem{Name: g.Name, Params: make([]float64, len(g.Nodes))}
+	p.NodeNames = make([]string, len(g.Nodes))
+	for v := range g.Nodes {
+		p.NodeNames[v] = g.Nodes[v].Label()
+		p.Params[v] = float64(g.Nodes[v].ParamBytes)
+	}
+	// One link figure per pipeline: the slowest route between two of the devices used
+	// (identical devices on a uniform interconnect have one figure anyway).
+	bw, lat := math.Inf(1), 0.0
+	for _, i := range devs {
+		for _, j := range devs {
+			if i != j {
+				if b := table.Bandwidth[i][j]; b > 0 && b < bw {
+					bw, lat = b, table.Latency[i][j]
+				}
+			}
+		}
+	}
+	for t := range g.Tensors {
+		tn := &g.Tensors[t]
+		if tn.Producer < 0 || len(tn.Consumers) == 0 {
+			continue
+		}
+		size := math.Max(float64(tn.Bytes), 0)
+		if !math.IsInf(bw, 1) {
+			size += lat * bw // Size/B = bytes/B + latency
+		}
+		p.Tensors = append(p.Tensors, partition.Tensor{Name: tn.Name, Producer: tn.Producer, Consumers: tn.Consumers, Size: size})
+	}
+	p.Bandwidth = bw
+	k := len(devs)
+	if opt.K > 0 {
+		k = opt.K
+	}
+	var groups [][]int // cluster devices of each partition device
+	if identical {
+		p.Work = times[devs[0]]
+		p.K = k
+		p.MemoryCap = r.Cluster.Devices[devs[0]].Capacity()
+		if math.IsInf(p.MemoryCap, 1) {
+			p.MemoryCap = 0
+		}
+		if k > len(devs) {
+			// More stages than devices: stages share devices round-robin.
+			r.Notes = append(r.Notes, fmt.Sprintf("%d stages on %d devices: stages share devices", k, len(devs)))
+		}
+		groups = [][]int{devs}
+	} else {
+		// Group identical devices; each group is one partition device with a count.
+		p.Work = times[devs[0]]
+		for _, d := range devs {
+			placed := false
+			for gi := range groups {
+				if identicalDevices(r.Cluster, []int{groups[gi][0], d}) {
+					groups[gi] = append(groups[gi], d)
+					placed = true
+					break
+				}
+			}
+			if !placed {
+				groups = append(groups, []int{d})
+			}
+		}
+		for _, grp := range groups {
+			dev := &r.Cluster.Devices[grp[0]]
+			pd := partition.Device{Name: dev.Name, Count: len(grp), Work: times[grp[0]]}
+			if cp := dev.Capacity(); !math.IsInf(cp, 1) {
+				pd.MemoryCap = cp
+			}
+			p.Devices = append(p.Devices, pd)
+		}
+		if opt.K > 0 && opt.K != len(devs) {
+			r.Notes = append(r.Notes, fmt.Sprintf("-k %d ignored: a heterogeneous pipeline uses one stage per device (%d)", opt.K, len(devs)))
+		}
+	}
+	bounds, err := partition.ParseBounds(opt.Bounds)
+	if err != nil {
+		return nil, nil, &UsageError{Msg: err.Error()}
+	}
+	po := partition.Options{Seed: opt.Seed, TimeLimit: opt.TimeLimit, Gap: opt.Gap, Bounds: bounds}
+	switch opt.Solver {
+	case "", "auto", "brkga":
+		po.Search = partition.SearchBRKGA
+	case "random":
+		po.Search = partition.SearchRandom
+	case "mla":
+		po.Search = partition.SearchMLAWeighted
+	default:
+		return nil, nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a throughput solver (auto, brkga, random, mla)", opt.Solver)}
+	}
+	if opt.Progress != nil {
+		po.Progress = func(pr partition.Progress) {
+			opt.Progress(Progress{Phase: pr.Phase, Objective: pr.Objective, LowerBound: pr.LowerBound, Gap: pr.Gap, Elapsed: pr.Elapsed})
+		}
+	}
+	plan, err := partition.Solve(ctx, p, po)
+	if err != nil {
+		var ie *partition.InfeasibleError
+		if errors.As(err, &ie) {
+			return nil, nil, &InfeasibleError{Msg: err.Error()}
+		}
+		return nil, nil, err
+	}
+	r.Partition = plan
+	r.Algorithm = "mtpp-" + po.Search
+	r.Upper, r.Lower, r.BoundMethod = plan.Objective, plan.LowerBound, plan.BoundMethod
+	for _, b := range plan.Bounds {
+		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value, Seconds: round6(b.Seconds)})
+	}
+	r.Notes = append(r.Notes, plan.Notes...)
+	if plan.Objective > 0 {
+		r.ThroughputPerS = 1 / plan.Objective
+	}
+	// Stage labels are pipeline positions; each gets a cluster device.
+	used := make([]int, len(groups))
+	labelDevice := make([]int, len(plan.Stages))
+	for s := range plan.Stages {
+		gi := 0
+		if s < len(plan.StageDevice) {
+			gi = plan.StageDevice[s]
+		}
+		grp := groups[gi]
+		labelDevice[s] = grp[used[gi]%len(grp)]
+		used[gi]++
+		sc := plan.StageCosts[s]
+		ops := len(plan.Stages[s])
+		r.Stages = append(r.Stages, StageSummary{Stage: s, Device: r.Cluster.Devices[labelDevice[s]].Name, Ops: ops,
+			ParamBytes: int64(sc.Params), ComputeS: sc.Work, CommS: sc.Comm + sc.Overflow, TotalS: sc.Total})
+		r.LatencyS += sc.Total
+	}
+	markBottleneck(r.Stages)
+	return plan.Assignment, labelDevice, nil
+}
+
+func markBottleneck(st []StageSummary) {
+	b := -1
+	for i := range st {
+		if st[i].Ops > 0 && (b < 0 || st[i].TotalS > st[b].TotalS) {
+			b = i
+		}
+	}
+	if b >= 0 {
+		st[b].Bottleneck = true
+	}
+}
+
+// --- latency: heterogeneous placement ---------------------------------------------------
+
+func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+	devs []int, opt Options) ([]int, []int, error) {
+	p := &schedule.Problem{Congestion: true}
+	for _, d := range devs {
+		dev := &r.Cluster.Devices[d]
+		sd := schedule.Device{Name: dev.Name}
+		if cp := dev.Capacity(); !math.IsInf(cp, 1) {
+			sd.Memory = cp
+		}
+		p.Devices = append(p.Devices, sd)
+	}
+	p.Links = make([][]schedule.Link, len(devs))
+	for i, a := range devs {
+		p.Links[i] = make([]schedule.Link, len(devs))
+		for j, b := range devs {
+			if i != j {
+				p.Links[i][j] = schedule.Link{Bandwidth: table.Bandwidth[a][b], Latency: table.Latency[a][b]}
+			}
+		}
+	}
+	for v := range g.Nodes {
+		n := schedule.Node{Name: g.Nodes[v].Label(), Weight: float64(g.Nodes[v].ParamBytes), Time: make([]float64, len(devs))}
+		for i, d := range devs {
+			n.Time[i] = times[d][v]
+		}
+		p.Nodes = append(p.Nodes, n)
+	}
+	for t := range g.Tensors {
+		tn := &g.Tensors[t]
+		if tn.Producer < 0 {
+			continue
+		}
+		for _, c := range tn.Consumers {
+			p.Edges = append(p.Edges, schedule.Edge{From: tn.Producer, To: c, Bytes: math.Max(float64(tn.Bytes), 0)})
+		}
+	}
+	method := opt.Solver
+	switch method {
+	case "", "auto":
+		method = "auto"
+	case "met", "greedy", "heft", "ea", "sa", "milp", "split":
+	default:
+		return nil, nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a latency solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver)}
+	}
+	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
+	if opt.Bounds == "none" && method == "auto" {
+		so.Method = "heft"
+	}
+	if opt.Progress != nil {
+		so.Progress = func(pr schedule.Progress) {
+			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: gapOf(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
+		}
+	}
+	res, err := schedule.Solve(ctx, p, so)
+	if err != nil {
+		if strings.Contains(err.Error(), "memory") {
+			return nil, nil, &InfeasibleError{Msg: err.Error()}
+		}
+		return nil, nil, err
+	}
+	r.Schedule = res
+	r.Algorithm = "placement-" + res.Method
+	r.Upper, r.Lower = res.Makespan, res.LowerBound
+	r.BoundMethod = ""
+	for _, b := range res.Bounds {
+		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value})
+		if b.Value >= r.Lower && r.BoundMethod == "" {
+			r.BoundMethod = b.Method
+		}
+	}
+	r.LatencyS = res.Makespan
+	if res.Makespan > 0 {
+		r.ThroughputPerS = 1 / res.Makespan
+	}
+	r.Notes = append(r.Notes, res.Notes...)
+	// Stages: split each device's work into runs so that the stage graph stays acyclic.
+	stage, labelDev := stagesFromPlacement(g, res, devs)
+	for l, d := range labelDev { // labels are 0..len-1 in creation order
+		r.Stages = append(r.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
+	}
+	for v, l := range stage {
+		s := &r.Stages[l]
+		s.Ops++
+		s.ParamBytes += g.Nodes[v].ParamBytes
+		np := res.Nodes[v]
+		s.ComputeS += np.End - np.Start
+	}
+	for _, tr := range res.Schedule.Transfers {
+		r.Stages[stage[tr.To]].CommS += tr.End - tr.Start
+	}
+	for i := range r.Stages {
+		r.Stages[i].TotalS = r.Stages[i].ComputeS + r.Stages[i].CommS
+	}
+	markBottleneck(r.Stages)
+	for _, t := range res.Schedule.Tasks {
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[t.Device]].Name, Kind: emit.EventCompute,
+			Label: t.Name, StartS: t.Start, EndS: t.End, Stage: stage[t.Node]})
+	}
+	for _, tr := range res.Schedule.Transfers {
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[tr.Src]].Name,
+			ToDevice: r.Cluster.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
+			StartS: tr.Start, EndS: tr.End, Stage: stage[tr.From]})
+	}
+	return stage, labelDev, nil
+}
+
+// stagesFromPlacement turns a placement into stages: nodes are taken in order of start
+// time; a node joins its device's current stage when every predecessor on another device
+// lies in an earlier stage, and opens a new stage otherwise. Stage numbers grow with time and
+// every edge goes from a stage to the same or a later one, so the stage graph is acyclic.
+func stagesFromPlacement(g *graph.Graph, res *schedule.Result, devs []int) (stage []int, labelDevice []int) {
+	n := len(g.Nodes)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	topo := g.TopoOrder()
+	pos := make([]int, n)
+	for i, v := range topo {
+		pos[v] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		x, y := res.Nodes[order[a]], res.Nodes[order[b]]
+		if x.Start != y.Start {
+			return x.Start < y.Start
+		}
+		return pos[order[a]] < pos[order[b]]
+	})
+	// Starts are consistent with the DAG only up to ties; fix ties by a topological pass.
+	stage = make([]int, n)
+	for i := range stage {
+		stage[i] = -1
+	}
+	done := make([]bool, n)
+	cur := map[int]int{}
+	next := 0
+	var place func(v int)
+	place = func(v int) {
+		if done[v] {
+			return
+		}
+		for _, p := range g.Preds(v) {
+			place(p)
+		}
+		d := res.Nodes[v].Device
+		need := 0
+		for _, p := range g.Preds(v) {
+			req := stage[p]
+			if res.Nodes[p].Device != d {
+				req++
+			}
+			if req > need {
+				need = req
+			}
+		}
+		s, ok := cur[d]
+		if !ok || s < need {
+			s = next
+			next++
+			cur[d] = s
+			labelDevice = append(labelDevice, devs[d])
+		}
+		stage[v] = s
+		done[v] = true
+	}
+	for _, v := range order {
+		place(v)
+	}
+	return stage, labelDevice
+}
