@@ -41,8 +41,13 @@ check-link:
 	@bad=$$(nm -u $(BIN) | grep -v '@' | grep -v ' w ' | grep -v -i nvml || true); \
 	if [ -n "$$bad" ]; then echo "unresolved symbols in $(BIN):"; echo "$$bad" | head -20; exit 1; fi
 
+# The main job on a bundled model with a built-in device set: plan, stage files, manifest,
+# report in out/, then the stages are checked against the whole model in ONNX Runtime.
 demo: build
-	$(CGO_ENV) ./$(BIN) inspect $(DEMO_MODEL)
+	@echo '$$ onnxpart $(DEMO_MODEL) --devices 4xA100-80G -o out --force'
+	@$(CGO_ENV) ./$(BIN) $(DEMO_MODEL) --devices 4xA100-80G -o out --force
+	@echo; echo '$$ onnxpart verify out'
+	@$(CGO_ENV) ./$(BIN) verify out
 
 test: build vet unit fuzz-short
 
