@@ -719,11 +719,12 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 			continue
 		}
 		h := arcH(p.to - p.from)
-		x1, x2 := fb.X+fb.W*0.7, tb.X+tb.W*0.3
+		// Arcs of different spans leave a box at different points.
+		x1, x2 := fb.X+fb.W*math.Min(0.5+0.1*float64(p.to-p.from-1), 0.9), tb.X+tb.W*0.3
 		pv.Arrows = append(pv.Arrows, arrow{
 			D:      fmt.Sprintf("M %s %s C %s %s, %s %s, %s %s", f1(x1), f1(y), f1(x1), f1(y-h), f1(x2), f1(y-h), f1(x2), f1(y-3)),
 			Class:  "edge skip",
-			Labels: []svgText{{X: (x1 + x2) / 2, Y: y - h*0.75 - 4, Text: label, Anchor: "middle", Class: "edge-label"}}, Title: title})
+			Labels: []svgText{{X: (x1 + x2) / 2, Y: y - h*0.75 - 6, Text: label, Anchor: "middle", Class: "edge-label"}}, Title: title})
 	}
 	pv.Width = width
 	pv.Height = y + boxH + 14

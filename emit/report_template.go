@@ -38,7 +38,7 @@ svg.defs { position: absolute; width: 0; height: 0; }
 .bottleneck-label { font-size: 12px; font-weight: 700; fill: var(--bad); }
 .edge path { fill: none; stroke: #555; stroke-width: 2; }
 .edge.skip path { stroke-dasharray: 5 3; }
-.edge-label { font-size: 11px; fill: var(--muted); }
+.edge-label { font-size: 11px; fill: var(--muted); paint-order: stroke; stroke: #ffffff; stroke-width: 3px; stroke-linejoin: round; }
 .row-label { font-size: 12px; }
 .row.highlight .row-label { fill: var(--bad); font-weight: 700; }
 .band { fill: #fbe9e7; }
