@@ -36,11 +36,16 @@ with their consumers. Check the result with 'onnxpart verify DIR'.
 
 A stage left without nodes of its own is dropped, with a note in the manifest.
 
+  --emit report,triton  also write DIR/report.html (a self-contained page: pipeline,
+                     transfers, memory; predictions and bounds when a planner gave them) and
+                     DIR/triton (a Triton model repository: one model per stage and an ensemble)
+
 Examples:
   onnxpart split resnet50.onnx -o out --stages 4
   onnxpart split bert.onnx -o out --cut /enc/layers.5/Add_1_output_0
   onnxpart split model.onnx -o out --assignment plan.json --force
   onnxpart split mobilenet_dynbatch.onnx -o out --stages 3 --dim batch=8
+  onnxpart split resnet50.onnx -o out --stages 2 --devices gpu0,gpu1 --provider CUDAExecutionProvider --emit report,triton
 `,
 		run: runSplit,
 	})
@@ -59,7 +64,12 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	provider := fs.String("provider", emit.DefaultProvider, "ONNX Runtime execution provider recorded for every stage")
 	external := fs.String("external-data", "auto", "weights in stage<i>.onnx.data: auto (as the source, or when a stage exceeds 2 GiB), always, never")
 	asJSON := fs.Bool("json", false, "print the manifest instead of the summary")
+	emitList := fs.StringSlice("emit", []string{"onnx", "manifest"}, "what to write: onnx and manifest (always), report, triton")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	extra, err := parseSplitEmit(*emitList)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -171,7 +181,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			a.Devices = append(a.Devices, emit.Device{Provider: *provider})
 		}
 	}
-	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version})
+	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras()})
 	if err != nil {
 		return splitError(err)
 	}
@@ -184,6 +194,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	printSplit(e.stdout, *out, man)
+	extra.print(e.stdout, *out)
 	for _, n := range man.Notes {
 		fmt.Fprintf(e.stderr, "note: %s\n", n)
 	}
