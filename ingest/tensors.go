@@ -165,22 +165,28 @@ func (m *Model) externalRef(t *onnxpb.TensorProto) (*ExternalRef, error) {
 	return ref, nil
 }
 
-// resolveInside joins rel to dir and refuses results outside dir: absolute paths, ".."
-// escapes and symbolic links whose target lies outside dir.
+// resolveInside joins rel to dir and refuses results outside dir: absolute paths (Windows
+// drive letters and UNC paths included), NUL bytes, any ".." component, and symbolic links
+// (of the file or of a directory on the way) whose target lies outside dir.
 func resolveInside(dir, rel string) (string, error) {
 	if rel == "" {
 		return "", errors.New("empty path")
 	}
-	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" {
-		return "", errors.New("absolute paths are not allowed; it must be relative to the model's directory")
-	}
 	if strings.ContainsRune(rel, 0) {
 		return "", errors.New("the path contains a NUL byte")
 	}
-	clean := filepath.Clean(filepath.FromSlash(rel))
-	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", errors.New("the path leaves the model's directory")
+	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.VolumeName(rel) != "" || hasDriveLetter(rel) {
+		return "", errors.New("absolute paths are not allowed; it must be relative to the model's directory")
 	}
+	// No ".." at all, whichever separator: "sub/../w.bin" is clean lexically, but the
+	// system (and ONNX Runtime, which opens the location as written) resolves it through
+	// sub, which may be a symbolic link to anywhere.
+	for _, part := range strings.FieldsFunc(rel, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == ".." {
+			return "", errors.New("the path leaves the model's directory (\"..\" is not allowed)")
+		}
+	}
+	clean := filepath.Clean(filepath.FromSlash(rel))
 	base, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -201,6 +207,12 @@ func resolveInside(dir, rel string) (string, error) {
 		return "", errors.New("the path resolves (through a symbolic link) outside the model's directory")
 	}
 	return full, nil
+}
+
+// hasDriveLetter reports a Windows drive prefix ("C:", "c:\\", "D:/"), which is absolute
+// (or drive-relative) on Windows even though Linux reads it as a file name.
+func hasDriveLetter(p string) bool {
+	return len(p) >= 2 && p[1] == ':' && (p[0] >= 'a' && p[0] <= 'z' || p[0] >= 'A' && p[0] <= 'Z')
 }
 
 // ExternalRef returns the resolved external-data reference of an initializer, or nil when
