@@ -164,6 +164,10 @@ type certView struct {
 type boundsView struct {
 	Chart *barChart
 	Rows  []boundRow
+	// Timed is set when some bound has its computing time.
+	Timed bool
+	// Word is what the bounds are about: "split" or "placement".
+	Word string
 }
 
 type boundRow struct {
@@ -306,6 +310,9 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 	if p := m.Predicted; p != nil {
 		v.HasPredicted = true
 		v.Headline = []kv{{"bottleneck", fmtSeconds(p.BottleneckS)}, {"throughput", fmtRate(p.ThroughputPerS)}, {"latency", fmtSeconds(p.LatencyS)}}
+		if m.Objective == "latency" {
+			v.Headline = []kv{v.Headline[2], v.Headline[1], v.Headline[0]}
+		}
 	} else {
 		v.PredictionNote = "Predictions absent: this manifest has no predicted times (a manual split, or a planner that did not price the plan)."
 	}
@@ -494,9 +501,9 @@ func allStagePredicted(m *Manifest) bool {
 }
 
 // bottleneckStage is the stage with the largest predicted total (the first on ties), or -1
-// without per-stage predictions.
+// without per-stage predictions or with a single stage.
 func bottleneckStage(m *Manifest) int {
-	if !allStagePredicted(m) {
+	if !allStagePredicted(m) || len(m.Stages) < 2 {
 		return -1
 	}
 	b := 0
@@ -535,10 +542,19 @@ func certificate(m *Manifest) certView {
 	case b.LowerBoundS <= 0 || upper <= 0:
 		return certView{Present: true, Headline: "No useful bound", Detail: "The lower bound is 0: nothing is proven about this split. " + detail}
 	case b.Gap <= 0 || upper <= b.LowerBoundS:
-		return certView{Present: true, Optimal: true, Headline: "Proven optimal: no split is faster", Detail: detail}
+		return certView{Present: true, Optimal: true, Headline: "Proven optimal: no " + planWord(m) + " is faster", Detail: detail}
 	}
 	slower := upper/b.LowerBoundS - 1
-	return certView{Present: true, Headline: "At most " + fmtPercent(slower) + " slower than the best possible split", Detail: detail}
+	return certView{Present: true, Headline: "At most " + fmtPercent(slower) + " slower than the best possible " + planWord(m), Detail: detail}
+}
+
+// planWord names what a plan chooses: a placement for latency plans (ops placed on
+// devices), a split for pipelines.
+func planWord(m *Manifest) string {
+	if m.Objective == "latency" {
+		return "placement"
+	}
+	return "split"
 }
 
 // ---- pipeline diagram ----
@@ -679,7 +695,7 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 			b.Title += fmt.Sprintf("; predicted compute %s, communication %s, weight streaming %s, total %s",
 				fmtSeconds(p.ComputeS), fmtSeconds(p.CommS), fmtSeconds(p.OverflowS), fmtSeconds(p.TotalS))
 		}
-		if i == bott && k > 1 {
+		if i == bott {
 			pv.Texts = append(pv.Texts, svgText{X: cx, Y: y - 8, Text: "bottleneck", Anchor: "middle", Class: "bottleneck-label"})
 		}
 		pv.Boxes = append(pv.Boxes, b)
@@ -828,7 +844,17 @@ func oneInferenceGantt(m *Manifest, color map[string]string) *gantt {
 		}
 		t += math.Max(p.TotalS, p.ComputeS+p.CommS+p.OverflowS)
 	}
-	fr.g.Legend = []legendItem{{"url(#hatch-comm)", "communication"}, {"url(#hatch-overflow)", "weight streaming (memory overflow)"}}
+	var comm, overflow bool
+	for _, s := range m.Stages {
+		comm = comm || s.Predicted.CommS > 0
+		overflow = overflow || s.Predicted.OverflowS > 0
+	}
+	if comm {
+		fr.g.Legend = append(fr.g.Legend, legendItem{"url(#hatch-comm)", "communication"})
+	}
+	if overflow {
+		fr.g.Legend = append(fr.g.Legend, legendItem{"url(#hatch-overflow)", "weight streaming (memory overflow)"})
+	}
 	fr.g.Caption = fmt.Sprintf("One inference passes the %d stages in sequence: %s from input to output (sum of the stages' predicted totals).", len(m.Stages), fmtSeconds(end))
 	return fr.g
 }
@@ -922,9 +948,11 @@ func timelineGantt(m *Manifest, color map[string]string) *gantt {
 		}
 	}
 	var end float64
+	transfers := false
 	rowIdx := make([]int, len(m.Timeline))
 	for i, e := range m.Timeline {
 		if e.Kind == EventTransfer {
+			transfers = true
 			rowIdx[i] = addRow("t:"+e.Device+"\x00"+e.ToDevice, e.Device+" → "+e.ToDevice)
 		} else {
 			rowIdx[i] = addRow("d:"+e.Device, e.Device)
@@ -945,7 +973,9 @@ func timelineGantt(m *Manifest, color map[string]string) *gantt {
 		fr.bar(rowIdx[i], e.StartS, e.EndS, color[e.Device], "bar compute", e.Label,
 			fmt.Sprintf("%s on %s%s: %s – %s", e.Label, e.Device, stage, fmtSeconds(e.StartS), fmtSeconds(e.EndS)))
 	}
-	fr.g.Legend = []legendItem{{"url(#hatch-comm)", "transfer"}}
+	if transfers {
+		fr.g.Legend = []legendItem{{"url(#hatch-comm)", "transfer"}}
+	}
 	fr.g.Caption = fmt.Sprintf("The planner's schedule of one inference: %d events, %s end to end.", len(m.Timeline), fmtSeconds(end))
 	return fr.g
 }
@@ -1061,7 +1091,7 @@ func buildBounds(m *Manifest) *boundsView {
 	if scale <= 0 {
 		scale = 1
 	}
-	bv := &boundsView{}
+	bv := &boundsView{Word: planWord(m)}
 	ch := &barChart{Width: reportWidth}
 	plotW := reportWidth - ganttLabelW - 240
 	y := 6.0
@@ -1080,16 +1110,21 @@ func buildBounds(m *Manifest) *boundsView {
 			Text:  svgText{X: ganttLabelW + plotW + 8, Y: y + 17, Text: text, Anchor: "start", Class: "bar-label"}})
 		y += barChartRowH
 	}
-	// The best bound is the one the certificate names (the last such entry in value order).
+	// The best bound is the one the certificate names (the last entry of that method in
+	// value order), else the largest.
 	best := len(vals) - 1
 	for i, v := range vals {
-		if v.Method == b.Method && v.LowerBoundS == b.LowerBoundS {
+		if v.Method == b.Method {
 			best = i
 		}
 	}
 	for i, v := range vals {
-		addBar(v.Method, v.LowerBoundS, "bound", i == best, false, fmt.Sprintf("lower bound %s: %s, computed in %s", v.Method, fmtSeconds(v.LowerBoundS), fmtSeconds(v.Seconds)))
-		row := boundRow{Method: v.Method, Value: fmtSeconds(v.LowerBoundS), Seconds: fmtSeconds(v.Seconds), Best: i == best, Share: "—"}
+		addBar(v.Method, v.LowerBoundS, "bound", i == best, false, fmt.Sprintf("lower bound %s: %s", v.Method, fmtSeconds(v.LowerBoundS)))
+		row := boundRow{Method: v.Method, Value: fmtSeconds(v.LowerBoundS), Seconds: "—", Best: i == best, Share: "—"}
+		if v.Seconds > 0 {
+			row.Seconds = fmtSeconds(v.Seconds)
+			bv.Timed = true
+		}
 		if upper > 0 {
 			row.Share = fmtPercent(v.LowerBoundS / upper)
 		}
@@ -1214,6 +1249,9 @@ func fmtRate(r float64) string {
 // fmtPercent prints a fraction as a percentage with one decimal (two below 1%).
 func fmtPercent(f float64) string {
 	p := f * 100
+	if p > 0 && p < 0.01 {
+		return "<0.01%"
+	}
 	if math.Abs(p) < 1 && p != 0 {
 		return strconv.FormatFloat(p, 'f', 2, 64) + "%"
 	}

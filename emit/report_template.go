@@ -142,12 +142,13 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <section id="bounds">
 <h2>Lower bounds</h2>
 {{- with .Bounds}}
-<p class="caption">Each bound is proven: no split of this model on these devices is faster. The best one certifies the plan; the red bar is the plan's predicted time.</p>
+<p class="caption">Each bound is proven: no {{.Word}} of this model on these devices is faster. The best one certifies the plan; the red bar is the plan's predicted time.</p>
 {{template "bars" .Chart}}
 <table class="bounds">
-<tr><th>method</th><th>lower bound</th><th>of the plan</th><th>computed in</th></tr>
+<tr><th>method</th><th>lower bound</th><th>of the plan</th>{{if .Timed}}<th>computed in</th>{{end}}</tr>
+{{- $timed := .Timed}}
 {{- range .Rows}}
-<tr{{if .Best}} class="best"{{end}}><td>{{.Method}}{{if .Best}} <strong>(best)</strong>{{end}}</td><td class="num">{{.Value}}</td><td class="num">{{.Share}}</td><td class="num">{{.Seconds}}</td></tr>
+<tr{{if .Best}} class="best"{{end}}><td>{{.Method}}{{if .Best}} <strong>(best)</strong>{{end}}</td><td class="num">{{.Value}}</td><td class="num">{{.Share}}</td>{{if $timed}}<td class="num">{{.Seconds}}</td>{{end}}</tr>
 {{- end}}
 </table>
 {{- else}}
