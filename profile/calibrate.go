@@ -29,7 +29,9 @@ type Calibration struct {
 	Classes map[OpClass]ClassFit
 	// RunOverhead is the median per-call overhead of the samples, seconds.
 	RunOverhead float64
-	Models      []string
+	// IO, when measured (MeasureIO), is the cost of a call's inputs and outputs.
+	IO     *IOCost
+	Models []string
 }
 
 // minFitNodes is the fewest nodes of a class needed to fit it; smaller classes keep their
@@ -70,6 +72,10 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 		g, m := s.Graph, s.Measured
 		cal.Models = append(cal.Models, m.Model)
 		runs = append(runs, m.RunOverhead())
+		if m.IO.PerByte > 0 && cal.IO == nil {
+			io := m.IO
+			cal.IO = &io
+		}
 		for v := range g.Nodes {
 			n := &g.Nodes[v]
 			c := ClassOf(g, n)
@@ -292,7 +298,13 @@ func (c *Calibration) Apply(d *Device) {
 		d.Overhead[string(cl)] = fig(f.Overhead, SourceMeasured, note)
 	}
 	if len(c.Models) > 0 {
-		d.RunOverhead = fig(c.RunOverhead, SourceMeasured, "median call time minus kernel time, "+from)
+		d.RunOverhead = fig(c.RunOverhead, SourceMeasured, "fixed cost of a one-Relu ONNX Runtime call")
+	}
+	if c.IO != nil && c.IO.PerByte > 0 {
+		d.IOBandwidth = fig(1/c.IO.PerByte, SourceMeasured, "one-Relu ONNX Runtime calls on 16 KiB and 4 MiB tensors, per byte in and out")
+	}
+	if c.IO != nil && c.IO.LayoutPerByte > 0 {
+		d.LayoutBandwidth = fig(1/c.IO.LayoutPerByte, SourceMeasured, "NCHWc reorder kernels around a 1×1 convolution, ONNX Runtime profile")
 	}
 }
 

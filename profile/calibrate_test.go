@@ -48,7 +48,8 @@ func synthetic(t *testing.T, d *Device, n int, convEff, convMem, convOver, addMe
 func TestCalibrateRecoversEfficiencies(t *testing.T) {
 	d := testDevice()
 	g, times := synthetic(t, &d, 60, 0.4, 0.9, 7e-6, 0.6, 2e-6)
-	cal := Calibrate(&d, []Sample{{Graph: g, Measured: &Measurement{Model: "/x/synthetic.onnx", Node: times, Overhead: 50e-6}}})
+	cal := Calibrate(&d, []Sample{{Graph: g, Measured: &Measurement{Model: "/x/synthetic.onnx", Node: times, Overhead: 50e-6,
+		IO: IOCost{Fixed: 50e-6, PerByte: 2e-10, LayoutPerByte: 1e-10}}}})
 	conv, ok := cal.Classes[ClassConv]
 	if !ok || !near(conv.Eff, 0.4, 0.01) || !near(conv.MemEff, 0.9, 0.01) || !near(conv.Overhead, 7e-6, 0.01) || conv.Nodes != 60 {
 		t.Errorf("conv fit %+v, want eff 0.4, mem 0.9, overhead 7 µs", conv)
@@ -63,6 +64,9 @@ func TestCalibrateRecoversEfficiencies(t *testing.T) {
 	cal.Apply(&d)
 	if d.Efficiency["conv"].Source != SourceMeasured || d.RunOverhead.Value != 50e-6 || d.Overhead["elementwise"].Source != SourceMeasured {
 		t.Errorf("Apply: %+v %+v", d.Efficiency["conv"], d.RunOverhead)
+	}
+	if !near(d.IOBandwidth.Value, 5e9, 1e-9) || !near(d.LayoutBandwidth.Value, 1e10, 1e-9) || d.IOBandwidth.Source != SourceMeasured {
+		t.Errorf("Apply: io %+v layout %+v", d.IOBandwidth, d.LayoutBandwidth)
 	}
 	// The calibrated model reproduces the times.
 	m := NewCostModel(oneDevice(d), CostOptions{})

@@ -250,6 +250,20 @@ type CostTable struct {
 	// RunOverhead[d] is the fixed cost of one inference call on device d, seconds: a stage
 	// placed on d pays it once per input.
 	RunOverhead []float64
+	// IOPerByte[d] is what a stage on device d pays per byte of its inputs and outputs for
+	// the call's binding, seconds (1/IOBandwidth; 0 when free).
+	IOPerByte []float64
+}
+
+// Stage is a first-order stage time from the table: the nodes' times, the run overhead and
+// ioBytes of inputs and outputs (CostModel.StageTime also prices broken fusions and layout
+// conversions).
+func (t *CostTable) Stage(d int, nodes []int, ioBytes float64) float64 {
+	s := t.RunOverhead[d] + ioBytes*t.IOPerByte[d]
+	for _, v := range nodes {
+		s += t.Node[d][v]
+	}
+	return s
 }
 
 // Transfer is the time to move bytes from device i to j.
@@ -267,10 +281,12 @@ func (m *CostModel) Costs(g *graph.Graph) *CostTable {
 		Latency:     copyMatrix(m.routeLat),
 		Memory:      m.c.Capacities(),
 		RunOverhead: make([]float64, k),
+		IOPerByte:   make([]float64, k),
 	}
 	for d := range k {
 		t.Devices[d] = m.c.Devices[d].Name
 		t.RunOverhead[d] = m.c.Devices[d].RunOverhead.Value
+		t.IOPerByte[d] = ioPerByte(&m.c.Devices[d])
 		row := make([]float64, len(g.Nodes))
 		for v := range g.Nodes {
 			row[v] = m.NodeTime(g, v, d)
@@ -286,6 +302,231 @@ func copyMatrix(a [][]float64) [][]float64 {
 		out[i] = append([]float64(nil), a[i]...)
 	}
 	return out
+}
+
+func ioPerByte(d *Device) float64 {
+	if d.IOBandwidth.Value > 0 {
+		return 1 / d.IOBandwidth.Value
+	}
+	return 0
+}
+
+// StageTime is the time of one call of a pipeline stage holding nodes of g on device:
+//
+//   - the nodes' times, except that an epilogue node (a bias, residual add or activation that
+//     the runtime fuses into the convolution or matrix product before it) that is fused in
+//     the whole graph but cannot be in the stage costs what it costs alone, as an elementwise
+//     node (see layoutCtx.fused: its producer, or a residual input, lies outside the stage);
+//   - the device's run overhead;
+//   - the stage's input and output bytes (tensors crossing the stage's boundary, graph inputs
+//     and outputs included; weights and values known before run time excluded) at the
+//     device's IOBandwidth;
+//   - the bytes of every tensor the stage must convert between the runtime's blocked layout
+//     for convolution and pooling (ONNX Runtime's NCHWc on CPUs) and the plain one and the
+//     whole graph need not, at the device's LayoutBandwidth.
+func (m *CostModel) StageTime(g *graph.Graph, nodes []int, device int) float64 {
+	d := &m.c.Devices[device]
+	in := make(map[int]bool, len(nodes))
+	for _, v := range nodes {
+		in[v] = true
+	}
+	stage := newLayoutCtx(g, in)
+	whole := newLayoutCtx(g, nil)
+	t := d.RunOverhead.Value
+	for _, v := range nodes {
+		n := &g.Nodes[v]
+		if ClassOf(g, n) == ClassEpilogue && whole.fused(v) && !stage.fused(v) {
+			t += m.timeAs(g, v, device, ClassElementwise)
+			continue
+		}
+		t += m.NodeTime(g, v, device)
+	}
+	io, layout := boundary(g, nodes, in, stage, whole)
+	t += float64(io) * ioPerByte(d)
+	if d.LayoutBandwidth.Value > 0 {
+		t += float64(layout) / d.LayoutBandwidth.Value
+	}
+	return t
+}
+
+// layoutCtx answers, for a set of nodes run in one session (nil: the whole graph), which
+// nodes work in the blocked layout and which epilogues fuse.
+type layoutCtx struct {
+	g       *graph.Graph
+	in      map[int]bool
+	blocked map[int]bool
+	fusedM  map[int]bool
+}
+
+func newLayoutCtx(g *graph.Graph, in map[int]bool) *layoutCtx {
+	return &layoutCtx{g: g, in: in, blocked: map[int]bool{}, fusedM: map[int]bool{}}
+}
+
+func (c *layoutCtx) inCtx(v int) bool { return v >= 0 && (c.in == nil || c.in[v]) }
+
+// isBlocked: convolution and pooling nodes, and epilogues fused into them.
+func (c *layoutCtx) isBlocked(v int) bool {
+	if b, ok := c.blocked[v]; ok {
+		return b
+	}
+	c.blocked[v] = false // cycles cannot occur in a DAG; this guards recursion depth
+	var b bool
+	switch ClassOf(c.g, &c.g.Nodes[v]) {
+	case ClassConv, ClassDepthwise, ClassPool:
+		b = true
+	case ClassEpilogue:
+		b = c.fused(v)
+	}
+	c.blocked[v] = b
+	return b
+}
+
+// fused reports whether epilogue node v fuses into its producing kernel here: its main
+// input comes from a convolution, a matrix product or a fused epilogue in the same session,
+// and every other input it reads at run time comes from a blocked node in the session (a
+// residual in the blocked layout); an input from outside the session arrives plain.
+func (c *layoutCtx) fused(v int) bool {
+	if f, ok := c.fusedM[v]; ok {
+		return f
+	}
+	c.fusedM[v] = false
+	g := c.g
+	main := false
+	ok := true
+	for _, t := range g.Nodes[v].Inputs {
+		if t < 0 {
+			continue
+		}
+		tn := &g.Tensors[t]
+		if tn.Kind == graph.Initializer || tn.Producer >= 0 && g.Nodes[tn.Producer].Static {
+			continue
+		}
+		p := tn.Producer
+		if !c.inCtx(p) {
+			ok = false
+			break
+		}
+		switch ClassOf(g, &g.Nodes[p]) {
+		case ClassConv, ClassDepthwise, ClassMatMul:
+			if !main {
+				main = true
+				continue
+			}
+			ok = ok && c.isBlocked(p)
+		case ClassEpilogue:
+			if !main && c.fused(p) {
+				main = true
+				continue
+			}
+			ok = ok && c.isBlocked(p)
+		default:
+			ok = ok && c.isBlocked(p)
+		}
+	}
+	f := main && ok
+	c.fusedM[v] = f
+	return f
+}
+
+// convertsOut: the producer of t, in the session, writes the blocked layout and t is needed
+// plain (by a consumer outside the session or not blocked, or as a graph output).
+func (c *layoutCtx) convertsOut(t int) bool {
+	tn := &c.g.Tensors[t]
+	if !c.inCtx(tn.Producer) || !c.isBlocked(tn.Producer) {
+		return false
+	}
+	if tn.IsOutput {
+		return true
+	}
+	for _, k := range tn.Consumers {
+		if !c.inCtx(k) || !c.isBlocked(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// convertsIn: a blocked consumer in the session reads t, which arrives plain.
+func (c *layoutCtx) convertsIn(t int) bool {
+	tn := &c.g.Tensors[t]
+	if c.inCtx(tn.Producer) && c.isBlocked(tn.Producer) {
+		return false
+	}
+	for _, k := range tn.Consumers {
+		if c.inCtx(k) && c.isBlocked(k) && !c.fusedReads(k, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// fusedReads: k is an epilogue whose main input is t (read inside the fused kernel).
+func (c *layoutCtx) fusedReads(k, t int) bool {
+	n := &c.g.Nodes[k]
+	return ClassOf(c.g, n) == ClassEpilogue && c.fused(k) && len(n.Inputs) > 0 && c.g.Tensors[t].Producer >= 0
+}
+
+// boundary returns the bytes of the tensors crossing a stage's boundary (read by the stage
+// and produced outside it, or produced by it and read outside it or a graph output), and the
+// bytes the stage converts between layouts beyond what the whole graph converts. Tensors
+// known before run time (weights, static nodes' outputs) do not cross.
+func boundary(g *graph.Graph, nodes []int, in map[int]bool, stage, whole *layoutCtx) (io, layout int64) {
+	seenIO := map[int]bool{}
+	seenOut := map[int]bool{}
+	seenIn := map[int]bool{}
+	for _, v := range nodes {
+		n := &g.Nodes[v]
+		if n.Static {
+			continue
+		}
+		for _, t := range n.Deps() {
+			tn := &g.Tensors[t]
+			if tn.Kind == graph.Initializer || tn.Producer >= 0 && g.Nodes[tn.Producer].Static {
+				continue
+			}
+			b := max(tn.Bytes, 0)
+			if !(tn.Producer >= 0 && in[tn.Producer]) && !seenIO[t] {
+				seenIO[t] = true
+				io += b
+			}
+			if !seenIn[t] {
+				seenIn[t] = true
+				if stage.convertsIn(t) && !whole.convertsIn(t) {
+					layout += b
+				}
+			}
+		}
+		for _, t := range n.Outputs {
+			if t < 0 || seenOut[t] {
+				continue
+			}
+			seenOut[t] = true
+			tn := &g.Tensors[t]
+			b := max(tn.Bytes, 0)
+			out := tn.IsOutput
+			for _, k := range tn.Consumers {
+				out = out || !in[k]
+			}
+			if out && !seenIO[t] {
+				seenIO[t] = true
+				io += b
+			}
+			if stage.convertsOut(t) && !whole.convertsOut(t) {
+				layout += b
+			}
+		}
+	}
+	return io, layout
+}
+
+// timeAs is the roofline time of node v priced as op class c. (A measured time of a fused
+// node is its share of the fused kernel, not what it costs alone.)
+func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
+	d := &m.c.Devices[device]
+	n := &g.Nodes[v]
+	eff, memEff := EfficiencyOf(d, n.OpType, c)
+	comp, mem := roofline(d, g, n, c, PrecisionOf(g, n))
+	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + OverheadOf(d, c).Value
 }
 
 // KernelTime prices a fused kernel on device: kernel carries the group's cost fields (as

@@ -218,3 +218,69 @@ func TestKernelTime(t *testing.T) {
 		t.Errorf("static-only group %g", got)
 	}
 }
+
+// stageGraph: x [1,16,32,32] → conv → relu → pool → y, with tensor bytes set.
+func stageGraph(t *testing.T) *graph.Graph {
+	t.Helper()
+	b := graph.NewBuilder("stage")
+	b.AddInput("x")
+	w := b.AddInitializer("w")
+	b.TensorRef(w).Shape = graph.ShapeOf(16, 16, 3, 3)
+	b.TensorRef(w).Bytes = 16 * 16 * 9 * 4
+	b.AddNode("conv", "Conv", "", []string{"x", "w"}, []string{"c"}, nil, nil)
+	b.AddNode("relu", "Relu", "", []string{"c"}, []string{"r"}, nil, nil)
+	b.AddNode("pool", "MaxPool", "", []string{"r"}, []string{"y"}, nil, nil)
+	b.AddOutput("y")
+	for _, name := range []string{"x", "c", "r"} {
+		tn := b.TensorRef(b.Tensor(name))
+		tn.DType, tn.Shape, tn.Bytes = graph.Float, graph.ShapeOf(1, 16, 32, 32), 65536
+	}
+	tn := b.TensorRef(b.Tensor("y"))
+	tn.DType, tn.Shape, tn.Bytes = graph.Float, graph.ShapeOf(1, 16, 16, 16), 16384
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Nodes[0].FLOPs, g.Nodes[0].InputBytes, g.Nodes[0].ParamBytes, g.Nodes[0].OutputBytes = 2*16*16*9*1024, 65536, 9216, 65536
+	g.Nodes[1].FLOPs, g.Nodes[1].InputBytes, g.Nodes[1].OutputBytes = 16384, 65536, 65536
+	g.Nodes[2].FLOPs, g.Nodes[2].InputBytes, g.Nodes[2].OutputBytes = 16384*4, 65536, 16384
+	return g
+}
+
+func TestStageTime(t *testing.T) {
+	g := stageGraph(t)
+	d := testDevice()
+	d.Kind = CPU
+	d.Efficiency["elementwise"] = fig(0.5, SourceSpec, "")
+	d.Efficiency["epilogue"] = fig(100, SourceSpec, "") // fused: nearly free
+	d.RunOverhead = fig(10e-6, SourceSpec, "")
+	d.IOBandwidth = fig(1e9, SourceSpec, "")
+	d.LayoutBandwidth = fig(2e9, SourceSpec, "")
+	m := NewCostModel(oneDevice(d), CostOptions{})
+	node := func(v int) float64 { return m.NodeTime(g, v, 0) }
+	alone := 131072/(1e12*0.5) + 5e-6 // relu priced as elementwise
+
+	// The whole graph as one stage: x in, y out, no conversion the whole graph does not make.
+	want := 10e-6 + node(0) + node(1) + node(2) + (65536+16384)/1e9
+	if got := m.StageTime(g, []int{0, 1, 2}, 0); !near(got, want, 1e-12) {
+		t.Errorf("whole: %g, want %g", got, want)
+	}
+	// Cut between conv and relu: c crosses the boundary and leaves the convolution's blocked
+	// layout in the first stage; in the second the relu, no longer fused, runs alone in the
+	// plain layout and the pool must convert its output r.
+	s1 := 10e-6 + node(0) + (65536+65536)/1e9 + 65536/2e9
+	s2 := 10e-6 + alone + node(2) + (65536+16384)/1e9 + 65536/2e9
+	if got := m.StageTime(g, []int{0}, 0); !near(got, s1, 1e-12) {
+		t.Errorf("stage 1: %g, want %g", got, s1)
+	}
+	if got := m.StageTime(g, []int{1, 2}, 0); !near(got, s2, 1e-12) {
+		t.Errorf("stage 2: %g, want %g", got, s2)
+	}
+	if alone <= node(1) {
+		t.Error("a broken fusion should cost more than the fused node")
+	}
+	tab := m.Costs(g)
+	if got := tab.Stage(0, []int{0, 1, 2}, 65536+16384); !near(got, 10e-6+node(0)+node(1)+node(2)+(65536+16384)/1e9, 1e-12) {
+		t.Errorf("table stage %g", got)
+	}
+}

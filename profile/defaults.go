@@ -83,6 +83,16 @@ func applyKindDefaults(d *Device) {
 			d.Peak[p] = fig(d.Peak[FP32].Value, SourceDefault, "no figure: the fp32 rate is assumed")
 		}
 	}
+	if !d.IOBandwidth.Known() {
+		if d.Kind == CPU && d.Bandwidth.Value > 0 {
+			d.IOBandwidth = fig(d.Bandwidth.Value/4, SourceDefault, "memory bandwidth / 4: every byte in and out copied twice by the runtime binding")
+		} else {
+			d.IOBandwidth = fig(0, SourceDefault, "free: inputs arrive over the links")
+		}
+	}
+	if !d.LayoutBandwidth.Known() {
+		d.LayoutBandwidth = fig(0, SourceDefault, "no layout conversion assumed")
+	}
 	if d.HostLink.Kind == "" {
 		if d.Kind == CPU {
 			d.HostLink = Link{Kind: LinkMemory, Name: "host memory", Bandwidth: d.Bandwidth,

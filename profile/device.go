@@ -155,6 +155,15 @@ type Device struct {
 	RunOverhead Figure
 	// HostLink is the device↔host connection (PCIe for a GPU; memory for a CPU device).
 	HostLink Link
+	// IOBandwidth is the rate, in bytes per second, at which a call on the device takes its
+	// inputs and returns its outputs when they stay in the device's memory: the runtime
+	// binding's copies on both sides of a stage on a CPU. A stage pays (input + output
+	// bytes) / IOBandwidth. Value 0: free (GPUs, whose stage inputs arrive over Links).
+	IOBandwidth Figure
+	// LayoutBandwidth is the rate, in bytes per second, at which the runtime converts a
+	// stage's 4-D boundary tensors between its blocked layout for convolution and pooling
+	// (ONNX Runtime's NCHWc on CPUs) and the plain one. Value 0: no conversion.
+	LayoutBandwidth Figure
 	// NVLink is the aggregate NVLink bandwidth per direction in bytes per second (Value 0 when
 	// the device has none).
 	NVLink Figure

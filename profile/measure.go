@@ -30,6 +30,8 @@ type MeasureOptions struct {
 	// Feeds gives input values by name; inputs not given get deterministic random values
 	// (floats in [-1, 1), integers in {0, 1}).
 	Feeds map[string]*ort.Tensor
+	// IO is the cost of a call's inputs and outputs (MeasureIO); nil measures it.
+	IO *IOCost
 }
 
 // Measurement is the outcome of profiling a model in ONNX Runtime on the host CPU.
@@ -42,14 +44,17 @@ type Measurement struct {
 	// adds them up.
 	Node    []float64
 	NodeSum float64
-	// Call is the median CPU time of one Run call on the calling thread (see TimeCall), Wall
-	// its median wall time; Kernels the
+	// Call is the median CPU time of one unprofiled Run call on the calling thread (see
+	// TimeCall), Wall the profiled calls' median wall time; Kernels the
 	// median sum of kernel times (each with the executor's gap before it) per run; Unmapped the median kernel time per run that could
 	// not be related to original nodes (it is spread over Node in proportion to work).
 	Call, Wall, Kernels, Unmapped float64
-	// Overhead is the median CPU time of a call outside kernels (binding inputs and outputs,
-	// session bookkeeping), from the undisturbed runs; 0 when there were too few.
+	// Overhead is the fixed CPU time of a call (IO.Fixed); the binding of the model's inputs
+	// and outputs costs IO.PerByte per byte on top.
 	Overhead float64
+	IO       IOCost
+	// KernelOverhead is the executor's time per kernel between kernels, included in Node.
+	KernelOverhead float64
 	// Clean is the number of runs no other process disturbed (see TimeCall); the per-node
 	// medians use only those when there are at least 5.
 	Clean int
@@ -57,8 +62,8 @@ type Measurement struct {
 	Optimized int
 }
 
-// RunOverhead is the part of a call not spent in kernels (session bookkeeping, input and
-// output binding), seconds.
+// RunOverhead is the fixed part of a call not spent in kernels (session bookkeeping),
+// seconds.
 func (m *Measurement) RunOverhead() float64 { return m.Overhead }
 
 // NodeTimes returns per-node times for CostOptions.Measured.
@@ -111,24 +116,23 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 		return nil, err
 	}
 	hints := outputHints(g)
-	var calls, walls []float64
-	for i := range opts.Warmup + opts.Runs {
-		if err := ctx.Err(); err != nil {
-			s.Close()
-			return nil, err
-		}
-		wall, cpu, err := TimeCall(func() error { _, err := s.Run(feeds, hints); return err })
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("ONNX Runtime run of %s: %w", path, err)
-		}
-		if i >= opts.Warmup {
-			calls = append(calls, cpu)
-			walls = append(walls, wall)
-		}
+	calls, walls, err := timeRuns(ctx, s, feeds, hints, opts.Warmup, opts.Runs)
+	if cerr := s.Close(); err == nil {
+		err = cerr
 	}
-	if err := s.Close(); err != nil {
+	if err != nil {
+		return nil, fmt.Errorf("ONNX Runtime run of %s: %w", path, err)
+	}
+	// 3. The same runs without the profiler, whose per-kernel bookkeeping would otherwise be
+	// charged to the kernels.
+	plain, err := ort.NewSession(path, inNames, outNames, ort.Options{Optimize: !opts.NoOptimize, Threads: opts.Threads})
+	if err != nil {
 		return nil, err
+	}
+	unprof, _, err := timeRuns(ctx, plain, feeds, hints, opts.Warmup, opts.Runs)
+	plain.Close()
+	if err != nil {
+		return nil, fmt.Errorf("ONNX Runtime run of %s: %w", path, err)
 	}
 	traces, _ := filepath.Glob(prefix + "*.json")
 	if len(traces) != 1 {
@@ -147,7 +151,20 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 		return nil, fmt.Errorf("ONNX Runtime profile holds %d runs, want %d", len(prof.Runs), opts.Warmup+opts.Runs)
 	}
 	runs := prof.Runs[len(prof.Runs)-opts.Runs:]
-	m := summarize(g, km, runs, calls, walls, path, opts.Threads, len(optNodes))
+	io := opts.IO
+	if io == nil {
+		c, err := MeasureIO(ctx, opts.Threads, opts.Runs, 0)
+		if err != nil {
+			return nil, err
+		}
+		io = &c
+	}
+	var ioBytes int64
+	for _, id := range append(append([]int(nil), g.Inputs...), g.Outputs...) {
+		ioBytes += max(g.Tensors[id].Bytes, 0)
+	}
+	m := summarize(g, km, runs, calls, walls, unprof, *io, ioBytes, path, opts.Threads, len(optNodes))
+	m.IO = *io
 	m.Wall = median(walls)
 	return m, nil
 }
@@ -159,82 +176,100 @@ func cleanRun(wall, cpu float64) bool { return wall > 0 && wall-cpu < 0.03*wall 
 // minClean is the fewest undisturbed runs summarize needs to use them alone.
 const minClean = 5
 
-// summarize turns per-run attributions into per-node medians. It uses the undisturbed runs
-// when there are enough of them; otherwise all runs, with the per-node times scaled down so
-// that they add up to the calls' median CPU time less the call overhead (kernel times are
-// wall times and include whatever other processes took).
-func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls []float64, path string, threads, optimized int) *Measurement {
-	m := &Measurement{Model: path, Threads: threads, Runs: len(runs), Node: make([]float64, len(g.Nodes)), Optimized: optimized}
-	type perRun struct {
-		node          []float64
-		sum, unmapped float64
-	}
-	all := make([]perRun, len(runs))
-	for i, r := range runs {
-		t := make([]float64, len(g.Nodes))
-		u := attribute(g, km, r, t)
-		spread(g, u, t)
-		var sum float64
-		for _, k := range r.Kernels {
-			sum += k.Time()
+// timeRuns runs s warmup+runs times and returns the CPU and wall times of the last runs.
+func timeRuns(ctx context.Context, s *ort.Session, feeds map[string]*ort.Tensor, hints map[string]ort.OutputHint, warmup, runs int) (cpus, walls []float64, err error) {
+	for i := range warmup + runs {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
 		}
-		all[i] = perRun{t, sum, u}
+		wall, cpu, err := TimeCall(func() error { _, err := s.Run(feeds, hints); return err })
+		if err != nil {
+			return nil, nil, err
+		}
+		if i >= warmup {
+			cpus = append(cpus, cpu)
+			walls = append(walls, wall)
+		}
+	}
+	return cpus, walls, nil
+}
+
+// summarize turns per-run attributions into per-node medians.
+//
+// A call's CPU time (unprof: runs without the profiler, whose bookkeeping would otherwise be
+// counted) is split into the call's fixed cost and its inputs' and outputs' binding (io:
+// fixed + ioBytes·per byte), the kernels' durations (from the profile), and the executor's
+// work between kernels: what remains, shared equally by the kernels. Kernel times are then
+// attributed to original nodes and summarised by their median over runs: over the
+// undisturbed runs (see cleanRun) when there are enough of them, else over all runs, scaled
+// down if they exceed the CPU time (kernel times are wall times and include whatever other
+// processes took).
+func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof []float64, io IOCost, ioBytes int64, path string, threads, optimized int) *Measurement {
+	m := &Measurement{Model: path, Threads: threads, Runs: len(runs), Node: make([]float64, len(g.Nodes)), Optimized: optimized}
+	m.Call = median(unprof)
+	if len(unprof) == 0 {
+		m.Call = median(cpus)
 	}
 	use := make([]int, 0, len(runs))
 	for i := range runs {
-		if i < len(cpus) && cleanRun(walls[i], cpus[i]) {
+		if i < len(cpus) && i < len(walls) && cleanRun(walls[i], cpus[i]) {
 			use = append(use, i)
 		}
 	}
 	m.Clean = len(use)
-	clean := len(use) >= minClean
-	if !clean {
+	if len(use) < minClean {
 		use = use[:0]
 		for i := range runs {
 			use = append(use, i)
 		}
 	}
-	var kern, unm, over, cpu []float64
+	var durs []float64
 	for _, i := range use {
-		kern = append(kern, all[i].sum)
-		unm = append(unm, all[i].unmapped)
-		if i < len(cpus) {
-			cpu = append(cpu, cpus[i])
-			if clean {
-				over = append(over, math.Max(cpus[i]-all[i].sum, 0))
-			}
+		var d float64
+		for _, k := range runs[i].Kernels {
+			d += k.Dur
 		}
+		durs = append(durs, d)
+	}
+	m.Overhead = io.Fixed
+	binding := float64(max(ioBytes, 0)) * io.PerByte
+	var e float64
+	if k := len(runs[use[0]].Kernels); k > 0 {
+		e = math.Max(m.Call-io.Fixed-binding-median(durs), 0) / float64(k)
+	}
+	m.KernelOverhead = e
+	per := make([][]float64, len(use))
+	var kern, unm []float64
+	for j, i := range use {
+		r := runs[i]
+		adj := ORTRun{TS: r.TS, Dur: r.Dur, Kernels: append([]ORTKernel(nil), r.Kernels...)}
+		var sum float64
+		for x := range adj.Kernels {
+			adj.Kernels[x].Gap = e
+			sum += adj.Kernels[x].Time()
+		}
+		t := make([]float64, len(g.Nodes))
+		u := attribute(g, km, adj, t)
+		spread(g, u, t)
+		per[j] = t
+		kern = append(kern, sum)
+		unm = append(unm, u)
 	}
 	m.Kernels, m.Unmapped = median(kern), median(unm)
 	col := make([]float64, len(use))
 	for v := range g.Nodes {
-		for j, i := range use {
-			col[j] = all[i].node[v]
+		for j := range use {
+			col[j] = per[j][v]
 		}
 		m.Node[v] = median(col)
 		m.NodeSum += m.Node[v]
 	}
-	if len(cpu) > 0 {
-		m.Call = median(cpu)
-	} else {
-		var d []float64
-		for _, r := range runs {
-			d = append(d, r.Dur)
+	if limit := m.Call - io.Fixed - binding; m.NodeSum > limit && limit > 0 {
+		f := limit / m.NodeSum
+		for v := range m.Node {
+			m.Node[v] *= f
 		}
-		m.Call = median(d)
-	}
-	if clean {
-		m.Overhead = median(over)
-	} else if m.NodeSum > 0 {
-		// Disturbed: trust the CPU time, keep the kernels' proportions. The call overhead
-		// cannot be separated; take it as the gap at the median, at least zero.
-		m.Overhead = 0
-		if f := m.Call / m.NodeSum; f < 1 {
-			for v := range m.Node {
-				m.Node[v] *= f
-			}
-			m.NodeSum = m.Call
-		}
+		m.NodeSum = limit
 	}
 	return m
 }

@@ -135,7 +135,8 @@ const castPrefix = "InsertedPrecisionFreeCast_"
 //     nodes that another optimized node stands for by the two rules above (tensors also
 //     vanish when a layout change renames them);
 //   - failing all that (layout conversions such as ReorderInput), the producers of its
-//     inputs, without the transitive step.
+//     inputs, without the transitive step; or, for a conversion of graph inputs, the nodes
+//     the kernels reading its outputs stand for by name.
 //
 // Nodes that no optimized node stands for were removed (constant folding, Identity
 // elimination): they cost nothing at run time.
@@ -193,6 +194,7 @@ func MapKernels(g *graph.Graph, opt []OptNode) *KernelMap {
 	// because a layout change renamed it; the closure stops at nodes another optimized node
 	// names, so that only the former is followed.
 	km := &KernelMap{Nodes: map[string][]int{}}
+	var pending []int
 	for i, n := range opt {
 		set := seeds[i]
 		if len(set) > 0 {
@@ -221,6 +223,7 @@ func MapKernels(g *graph.Graph, opt []OptNode) *KernelMap {
 			}
 		}
 		if len(set) == 0 {
+			pending = append(pending, i)
 			continue
 		}
 		ids := make([]int, 0, len(set))
@@ -229,6 +232,33 @@ func MapKernels(g *graph.Graph, opt []OptNode) *KernelMap {
 		}
 		sort.Ints(ids)
 		km.Nodes[n.Name] = append(km.Nodes[n.Name], ids...)
+	}
+	// Phase 3: a conversion of graph inputs (ReorderInput, a cast) is charged to what the
+	// kernels reading its outputs stand for.
+	for _, i := range pending {
+		outs := map[string]bool{}
+		for _, t := range opt[i].Outputs {
+			outs[t] = true
+		}
+		set := map[int]bool{}
+		for _, o := range opt {
+			for _, t := range o.Inputs {
+				if outs[t] {
+					for _, v := range km.Nodes[o.Name] {
+						set[v] = true
+					}
+				}
+			}
+		}
+		if len(set) == 0 {
+			continue
+		}
+		ids := make([]int, 0, len(set))
+		for v := range set {
+			ids = append(ids, v)
+		}
+		sort.Ints(ids)
+		km.Nodes[opt[i].Name] = ids
 	}
 	return km
 }

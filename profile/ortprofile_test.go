@@ -90,7 +90,7 @@ func TestMapKernels(t *testing.T) {
 	for name, want := range map[string][]int{
 		"relu_out_nchwc":                {0, 1}, // named after relu's output; swallowed the conv
 		"ReorderOutput":                 {0, 1}, // produces relu_out: charged to its producer's kernel
-		"ReorderInput":                  nil,    // reads a graph input only: unmapped
+		"ReorderInput":                  {0, 1}, // converts a graph input: charged to its reader's nodes
 		"pool":                          {2},    // by name; relu_out exists, so no closure into the conv
 		"InsertedPrecisionFreeCast_add": {3},    // ORT's cast prefix stripped
 		"orphan":                        nil,
@@ -108,10 +108,10 @@ func TestMapKernels(t *testing.T) {
 		}
 	}
 	// Attribution: the fused kernel's 40 µs (+10 µs gap) shared by FLOPs (conv 1, relu 2
-	// GFLOP); the unmapped ReorderInput comes back as unmapped time.
+	// GFLOP); the orphan Cast comes back as unmapped time.
 	run := ORTRun{Kernels: []ORTKernel{
 		{Node: "relu_out_nchwc", Dur: 40e-6, Gap: 10e-6},
-		{Node: "ReorderInput", Dur: 4e-6},
+		{Node: "orphan", Dur: 4e-6},
 		{Node: "pool", Dur: 30e-6},
 	}}
 	out := make([]float64, len(g.Nodes))
@@ -121,31 +121,35 @@ func TestMapKernels(t *testing.T) {
 	}
 }
 
-func TestSummarizeUsesCleanRuns(t *testing.T) {
+func TestSummarize(t *testing.T) {
 	g := mapGraph(t)
-	km := &KernelMap{Nodes: map[string][]int{"pool": {2}}}
+	km := &KernelMap{Nodes: map[string][]int{"pool": {2}, "add": {3}}}
 	var runs []ORTRun
-	var cpus, walls []float64
+	var cpus, walls, unprof []float64
 	for i := range 9 {
-		d := 10e-6
-		wall := 20e-6
+		d, wall := 10e-6, 60e-6
 		if i%3 == 0 { // disturbed: the kernel took long in wall time, not in CPU time
-			d, wall = 80e-6, 100e-6
+			d, wall = 80e-6, 150e-6
 		}
-		runs = append(runs, ORTRun{Dur: wall, Kernels: []ORTKernel{{Node: "pool", Dur: d}}})
-		cpus = append(cpus, 20e-6)
+		// The profiler's gaps are ignored.
+		runs = append(runs, ORTRun{Dur: wall, Kernels: []ORTKernel{{Node: "pool", Dur: d, Gap: 9e-6}, {Node: "add", Dur: 10e-6, Gap: 9e-6}}})
+		cpus = append(cpus, 60e-6)
 		walls = append(walls, wall)
+		unprof = append(unprof, 40e-6)
 	}
-	m := summarize(g, km, runs, cpus, walls, "m.onnx", 1, 1)
-	if m.Clean != 6 || !near(m.Node[2], 10e-6, 1e-9) || !near(m.Overhead, 10e-6, 1e-9) || !near(m.Call, 20e-6, 1e-9) {
+	// 40 µs per call: 5 fixed, 1000 bytes at 5 ns, 20 in kernels: 5 µs per kernel remain.
+	io := IOCost{Fixed: 5e-6, PerByte: 5e-9}
+	m := summarize(g, km, runs, cpus, walls, unprof, io, 1000, "m.onnx", 1, 2)
+	if m.Clean != 6 || !near(m.KernelOverhead, 5e-6, 1e-9) || !near(m.Node[2], 15e-6, 1e-9) || !near(m.Node[3], 15e-6, 1e-9) ||
+		!near(m.Call, 40e-6, 1e-9) || m.RunOverhead() != 5e-6 {
 		t.Errorf("summary %+v", m)
 	}
 	// Too few clean runs: all runs, per-node times scaled down to the CPU time.
 	for i := range walls {
-		walls[i] = 100e-6
+		walls[i] = 200e-6
 	}
-	m = summarize(g, km, runs, cpus, walls, "m.onnx", 1, 1)
-	if m.Clean != 0 || m.NodeSum > m.Call+1e-12 {
+	m = summarize(g, km, runs, cpus, walls, unprof, io, 1000, "m.onnx", 1, 2)
+	if m.Clean != 0 || m.NodeSum > 30e-6+1e-12 {
 		t.Errorf("disturbed summary %+v", m)
 	}
 }

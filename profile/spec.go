@@ -36,13 +36,16 @@ import (
 //
 // Device fields: name, type (a catalog id, or "host" for this machine's measured CPU), kind,
 // model, count (replicates the device as name0, name1, …), memory, memory_cap, peak (fp32,
-// tf32, fp16, bf16, int8), bandwidth, launch, run_overhead, nvlink, host_link (a preset name
-// such as pcie4, or {bandwidth, latency}), threads (host CPU), efficiency (op class or ONNX
-// op type → fraction of the roofline, one number for both terms or {compute, memory}). A
-// device without a type needs kind, peak.fp32 and bandwidth. Links: default (a --link choice for pairs not given), unit (of bare matrix
-// numbers), latency (of matrix entries), matrix (square, in device order; "-", null or 0
-// means no direct link, so transfers are routed), pairs (list of {from, to, bandwidth,
-// latency, both}).
+// tf32, fp16, bf16, int8), bandwidth, launch, run_overhead, nvlink, io_bandwidth and
+// layout_bandwidth (a stage's boundary costs; 0 for none), host_link (a preset name such as
+// pcie4, or {bandwidth, latency}), threads (host CPU), efficiency (op class or ONNX op type →
+// fraction of the roofline, one number for both terms or {compute, memory}). A device
+// without a type needs kind, peak.fp32 and bandwidth.
+//
+// Links: default (a --link choice for pairs not given), unit (of bare matrix numbers),
+// latency (of matrix entries), matrix (square, in device order; "-", "N.A.", null or 0 means
+// no direct link, so transfers are routed), pairs (list of {from, to, bandwidth, latency,
+// kind, both}).
 
 // DefaultMaxSpecBytes is the largest spec file accepted.
 const DefaultMaxSpecBytes = 1 << 20
@@ -51,7 +54,8 @@ const DefaultMaxSpecBytes = 1 << 20
 const maxSpecDevices = 4096
 
 var deviceFields = []string{"name", "type", "kind", "model", "count", "memory", "memory_cap", "peak",
-	"bandwidth", "launch", "run_overhead", "nvlink", "host_link", "threads", "efficiency"}
+	"bandwidth", "launch", "run_overhead", "nvlink", "host_link", "threads", "efficiency", "io_bandwidth",
+	"layout_bandwidth"}
 
 // readSpecFile loads a spec file into a cluster. host is called (at most once) when a device
 // has type host.
@@ -277,6 +281,12 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	}
 	if x, ok := spec("nvlink", Rate); ok {
 		dv.NVLink = x
+	}
+	if x, ok := spec("io_bandwidth", Rate); ok {
+		dv.IOBandwidth = x
+	}
+	if x, ok := spec("layout_bandwidth", Rate); ok {
+		dv.LayoutBandwidth = x
 	}
 	if v, ok := f["threads"]; ok && dv.Kind != CPU {
 		d.failf(v[1], join(path, "threads"), "only CPU devices have threads")

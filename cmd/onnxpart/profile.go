@@ -189,7 +189,7 @@ var figureOrder = []struct {
 	{"memory", profile.Bytes}, {"memory_cap", profile.Bytes}, {"peak_fp32", profile.FLOPRate},
 	{"peak_tf32", profile.FLOPRate}, {"peak_fp16", profile.FLOPRate}, {"peak_int8", profile.FLOPRate},
 	{"bandwidth", profile.Rate}, {"nvlink", profile.Rate}, {"launch", profile.Seconds},
-	{"run_overhead", profile.Seconds},
+	{"run_overhead", profile.Seconds}, {"io_bandwidth", profile.Rate}, {"layout_bandwidth", profile.Rate},
 }
 
 func unitName(u profile.Unit) string {
@@ -230,6 +230,8 @@ func deviceJSON(d *profile.Device) deviceReport {
 	set("nvlink", d.NVLink, profile.Rate)
 	set("launch", d.Launch, profile.Seconds)
 	set("run_overhead", d.RunOverhead, profile.Seconds)
+	set("io_bandwidth", d.IOBandwidth, profile.Rate)
+	set("layout_bandwidth", d.LayoutBandwidth, profile.Rate)
 	if len(d.Efficiency)+len(d.MemEfficiency) > 0 {
 		r.Efficiency = map[string]figureJSON{}
 		for k, f := range d.Efficiency {
@@ -267,7 +269,11 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 		if host < 0 {
 			rep.Notes = append(rep.Notes, "--costs measured: no host CPU among the devices (add cpu to --devices); every device keeps roofline costs")
 		} else {
-			meas, err := profile.MeasureORT(ctx, path, g, profile.MeasureOptions{Threads: threads})
+			io, err := profile.MeasureIO(ctx, threads, 20, cl.Devices[host].Bandwidth.Value)
+			if err != nil {
+				return inputErrorf("measuring ONNX Runtime's call costs: %v", err)
+			}
+			meas, err := profile.MeasureORT(ctx, path, g, profile.MeasureOptions{Threads: threads, IO: &io})
 			if err != nil {
 				return inputErrorf("measuring %s in ONNX Runtime: %v", path, err)
 			}
@@ -339,7 +345,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 			}
 			val := profile.FormatQuantity(f.Value, fo.unit)
 			switch {
-			case fo.key == "nvlink" && f.Value == 0:
+			case (fo.key == "nvlink" || fo.key == "io_bandwidth" || fo.key == "layout_bandwidth") && f.Value == 0:
 				val = "none"
 			case fo.key == "peak_int8":
 				val = strings.Replace(val, "FLOP/s", "OP/s", 1)

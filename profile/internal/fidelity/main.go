@@ -1,0 +1,475 @@
+// Command fidelity measures how well package profile predicts pipeline stage times on this
+// machine's CPU.
+//
+// What goes in: every model in -models (the shared corpus). What comes out: a table on
+// stdout, one row per stage: the model split into k = 2, 4 and 8 stages of equal FLOPs
+// (emit.EqualFLOPs, written by emit.Write), the stage's predicted time on the host CPU device
+// (1 thread) and its measured median ONNX Runtime run time (stage file, graph optimizations on,
+// 1 intra-op thread), and per split whether the bottleneck stage was predicted. Summaries
+// follow for three ways of calibrating the CPU device:
+//
+//   - family: leave one model family out — the device is calibrated on the ONNX Runtime
+//     profiles of the models of every other family (bert, efficientnet, …), then predicts
+//     the held-out family's stages. This is the honest figure: no model, nor any variant of
+//     it (fp16, opset 17, dynamic batch, a smaller copy), is seen in calibration.
+//   - model: leave one model out — variants of the same architecture may be in calibration.
+//   - measured: the model's own profile gives per-node times (`--costs measured`); stages
+//     are new sessions over new files, so this still measures fusion and boundary effects.
+//
+// Measured time is the median over runs of the calling thread's CPU time: with one intra-op
+// thread ONNX Runtime computes on that thread, so this equals the wall time on an idle machine
+// and stays meaningful on a shared one (wall-time medians are printed beside it). Stages of a
+// split are timed round-robin so that load changes affect them alike.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"onnxpart/emit"
+	"onnxpart/graph"
+	"onnxpart/ingest"
+	"onnxpart/internal/ort"
+	"onnxpart/profile"
+)
+
+type model struct {
+	name, path, family string
+	m                  *ingest.Model
+	meas               *profile.Measurement
+}
+
+type stageResult struct {
+	Model    string             `json:"model"`
+	K        int                `json:"k"`
+	Stage    int                `json:"stage"`
+	Nodes    int                `json:"nodes"`
+	InBytes  int64              `json:"input_bytes"`
+	OutBytes int64              `json:"output_bytes"`
+	Measured float64            `json:"measured_cpu_s"`
+	Wall     float64            `json:"measured_wall_s"`
+	Pred     map[string]float64 `json:"predicted_s"` // by calibration mode
+}
+
+var modes = []string{"family", "model", "measured"}
+
+func main() {
+	modelsDir := flag.String("models", "../shared/models", "directory of .onnx models")
+	ks := flag.String("k", "2,4,8", "stage counts")
+	runs := flag.Int("runs", 30, "timed runs per stage (after 3 warm-up runs)")
+	profRuns := flag.Int("profile-runs", 30, "profiled runs per model for calibration")
+	only := flag.String("only", "", "comma list of model names to evaluate (all by default; calibration always uses all)")
+	jsonOut := flag.String("json", "", "also write the rows as JSON to this file")
+	flag.Parse()
+	ctx := context.Background()
+	if err := ort.Init(); err != nil {
+		fail(err)
+	}
+	var kList []int
+	for _, s := range strings.Split(*ks, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k < 1 {
+			fail(fmt.Errorf("-k %q", *ks))
+		}
+		kList = append(kList, k)
+	}
+	paths, _ := filepath.Glob(filepath.Join(*modelsDir, "*.onnx"))
+	sort.Strings(paths)
+	if len(paths) == 0 {
+		fail(fmt.Errorf("no models in %s", *modelsDir))
+	}
+	host, err := profile.ProbeHost(ctx, profile.HostOptions{})
+	if err != nil {
+		fail(err)
+	}
+	base := host.Device("cpu", 1)
+	fmt.Printf("host: %s, %d logical CPUs; CPU device for 1 thread: fp32 peak %s (%s), bandwidth %s (%s)\n",
+		host.Model, host.Cores, profile.FormatQuantity(base.Peak[profile.FP32].Value, profile.FLOPRate), base.Peak[profile.FP32].Source,
+		profile.FormatQuantity(base.Bandwidth.Value, profile.Rate), base.Bandwidth.Source)
+
+	// 1. Calibration data: the cost of a call's inputs and outputs, and an ONNX Runtime
+	// profile of every whole model.
+	io, err := profile.MeasureIO(ctx, 1, 30, base.Bandwidth.Value)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("call I/O: %s fixed, %s per KiB in and out (%s), layout conversion %s per KiB (%s)\n", profile.FormatQuantity(io.Fixed, profile.Seconds),
+		profile.FormatQuantity(io.PerByte*1024, profile.Seconds), profile.FormatQuantity(1/io.PerByte, profile.Rate),
+		profile.FormatQuantity(io.LayoutPerByte*1024, profile.Seconds), profile.FormatQuantity(1/io.LayoutPerByte, profile.Rate))
+	var models []*model
+	for _, p := range paths {
+		name := filepath.Base(p)
+		m, err := loadBound(p)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
+			continue
+		}
+		feeds, err := emit.RandomFeeds(m.Graph, 1)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
+			continue
+		}
+		t0 := time.Now()
+		meas, err := profile.MeasureORT(ctx, p, m.Graph, profile.MeasureOptions{Threads: 1, Runs: *profRuns, Feeds: feeds, IO: &io})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "profiled %-34s %4d nodes → %3d kernels, %s per run, %d/%d clean runs (%.1fs)\n", name, len(m.Graph.Nodes),
+			meas.Optimized, profile.FormatQuantity(meas.Call, profile.Seconds), meas.Clean, meas.Runs, time.Since(t0).Seconds())
+		models = append(models, &model{name: name, path: p, family: family(name), m: m, meas: meas})
+	}
+
+	// 2. One calibrated device per (model, mode).
+	devFor := func(target *model, mode string) profile.Device {
+		d := base
+		d.Efficiency, d.MemEfficiency, d.Overhead = nil, nil, nil
+		var samples []profile.Sample
+		for _, o := range models {
+			switch mode {
+			case "family":
+				if o.family == target.family {
+					continue
+				}
+			case "model":
+				if o == target {
+					continue
+				}
+			case "measured":
+				if o != target {
+					continue
+				}
+			}
+			samples = append(samples, profile.Sample{Graph: o.m.Graph, Measured: o.meas})
+		}
+		profile.Calibrate(&d, samples).Apply(&d)
+		return d
+	}
+
+	// 3. Stages.
+	selected := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			selected[s] = true
+		}
+	}
+	var rows []stageResult
+	for _, md := range models {
+		if len(selected) > 0 && !selected[md.name] && !selected[strings.TrimSuffix(md.name, ".onnx")] {
+			continue
+		}
+		cms := map[string]*profile.CostModel{}
+		for _, mode := range modes {
+			d := devFor(md, mode)
+			var opts profile.CostOptions
+			if mode == "measured" {
+				opts.Measured = [][]float64{md.meas.NodeTimes()}
+			}
+			cms[mode] = profile.NewCostModel(&profile.Cluster{Devices: []profile.Device{d}, Links: [][]profile.Link{{{Kind: profile.LinkSelf}}}}, opts)
+		}
+		for _, k := range kList {
+			res, err := evalSplit(ctx, md, k, *runs, cms)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s k=%d: %v\n", md.name, k, err)
+				continue
+			}
+			rows = append(rows, res...)
+		}
+	}
+	report(rows)
+	if *jsonOut != "" {
+		data, _ := json.MarshalIndent(rows, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(data, '\n'), 0o644); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "fidelity:", err)
+	os.Exit(1)
+}
+
+// loadBound loads a model, binding every symbolic dimension to 1.
+func loadBound(p string) (*ingest.Model, error) {
+	m, err := ingest.Load(p, ingest.Options{})
+	if err != nil || len(m.SymbolicDims) == 0 {
+		return m, err
+	}
+	dims := map[string]int64{}
+	for _, d := range m.SymbolicDims {
+		dims[d] = 1
+	}
+	return ingest.Load(p, ingest.Options{Dims: dims})
+}
+
+// family is the architecture a model belongs to: its name up to the first underscore
+// (bert_base_like_small_op17 → bert, squeezenet1_1_small → squeezenet1).
+func family(name string) string {
+	name = strings.TrimSuffix(name, ".onnx")
+	if i := strings.IndexByte(name, '_'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// evalSplit writes the k-stage split, times every stage and predicts it in every mode.
+func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*profile.CostModel) ([]stageResult, error) {
+	g := md.m.Graph
+	labels, err := emit.EqualFLOPs(g, k)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "fidelity-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "split")
+	man, err := emit.Write(md.m, &emit.Assignment{Stage: labels, Split: emit.SplitInfo{Method: "stages", RequestedStages: k}}, out, emit.Options{})
+	if err != nil {
+		return nil, err
+	}
+	byLabel := map[string]int{}
+	for v := range g.Nodes {
+		byLabel[g.Nodes[v].Label()] = v
+	}
+	// Sessions, and the stage inputs computed by running the chain once.
+	pool, err := emit.RandomFeeds(g, 1)
+	if err != nil {
+		return nil, err
+	}
+	type stageRun struct {
+		s     *ort.Session
+		feeds map[string]*ort.Tensor
+		hints map[string]ort.OutputHint
+	}
+	sr := make([]stageRun, len(man.Stages))
+	defer func() {
+		for _, x := range sr {
+			if x.s != nil {
+				x.s.Close()
+			}
+		}
+	}()
+	for i, st := range man.Stages {
+		var ins, outs []string
+		feeds := map[string]*ort.Tensor{}
+		for _, t := range st.Inputs {
+			ins = append(ins, t.Name)
+			v, ok := pool[t.Name]
+			if !ok {
+				return nil, fmt.Errorf("stage %d input %s not computed", i, t.Name)
+			}
+			feeds[t.Name] = v
+		}
+		hints := map[string]ort.OutputHint{}
+		for _, t := range st.Outputs {
+			outs = append(outs, t.Name)
+			dt, _ := graph.ParseDType(t.DType)
+			sh := graph.Shape(t.Shape)
+			if sh.Known() && (len(sh) == 0 || dt == graph.Float16 || dt == graph.BFloat16) {
+				hints[t.Name] = ort.OutputHint{DType: dt, Shape: sh.Dims()}
+			}
+		}
+		s, err := ort.NewSession(filepath.Join(out, st.File), ins, outs, ort.Options{Optimize: true, Threads: 1})
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.Run(feeds, hints)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("stage %d: %w", i, err)
+		}
+		for name, v := range res {
+			pool[name] = v
+		}
+		sr[i] = stageRun{s, feeds, hints}
+	}
+	// The whole model joins the round-robin as a reference: its time now against its time
+	// when it was profiled shows how the machine's load drifted.
+	{
+		var ins, outs []string
+		feeds := map[string]*ort.Tensor{}
+		for _, id := range g.Inputs {
+			ins = append(ins, g.Tensors[id].Name)
+			feeds[g.Tensors[id].Name] = pool[g.Tensors[id].Name]
+		}
+		hints := map[string]ort.OutputHint{}
+		for _, id := range g.Outputs {
+			t := &g.Tensors[id]
+			outs = append(outs, t.Name)
+			if t.Shape.Known() && (len(t.Shape) == 0 || t.DType == graph.Float16 || t.DType == graph.BFloat16) {
+				hints[t.Name] = ort.OutputHint{DType: t.DType, Shape: t.Shape.Dims()}
+			}
+		}
+		s, err := ort.NewSession(md.path, ins, outs, ort.Options{Optimize: true, Threads: 1})
+		if err != nil {
+			return nil, err
+		}
+		sr = append(sr, stageRun{s, feeds, hints})
+	}
+	// Timing: round-robin over the stages.
+	cpu := make([][]float64, len(sr))
+	wall := make([][]float64, len(sr))
+	for r := range 3 + runs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for i, x := range sr {
+			w, c, err := profile.TimeCall(func() error { _, err := x.s.Run(x.feeds, x.hints); return err })
+			if err != nil {
+				return nil, err
+			}
+			if r >= 3 {
+				cpu[i] = append(cpu[i], c)
+				wall[i] = append(wall[i], w)
+			}
+		}
+	}
+	whole := median(cpu[len(sr)-1])
+	fmt.Fprintf(os.Stderr, "%s k=%d: whole model %s now, %s when profiled (%+.0f%%)\n", md.name, k, ms(whole), ms(md.meas.Call), (whole/md.meas.Call-1)*100)
+	var rows []stageResult
+	for i, st := range man.Stages {
+		row := stageResult{Model: md.name, K: k, Stage: i, Nodes: len(st.Nodes), Measured: median(cpu[i]), Wall: median(wall[i]),
+			Pred: map[string]float64{}}
+		for _, t := range st.Inputs {
+			row.InBytes += max(t.Bytes, 0)
+		}
+		for _, t := range st.Outputs {
+			row.OutBytes += max(t.Bytes, 0)
+		}
+		var nodes []int
+		for _, name := range st.Nodes {
+			v, ok := byLabel[name]
+			if !ok {
+				return nil, fmt.Errorf("stage %d: node %q not in the graph", i, name)
+			}
+			nodes = append(nodes, v)
+		}
+		for mode, cm := range cms {
+			row.Pred[mode] = cm.StageTime(g, nodes, 0)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func ms(s float64) string { return strconv.FormatFloat(s*1e3, 'f', 3, 64) }
+
+func report(rows []stageResult) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tk\tstage\tnodes\tin KB\tout KB\tmeasured ms\twall ms\tpred family\terr\tpred model\terr\tpred measured\terr\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t", strings.TrimSuffix(r.Model, ".onnx"), r.K, r.Stage, r.Nodes, r.InBytes>>10, r.OutBytes>>10, ms(r.Measured), ms(r.Wall))
+		for _, mode := range modes {
+			p := r.Pred[mode]
+			fmt.Fprintf(tw, "%s\t%+.0f%%\t", ms(p), (p/r.Measured-1)*100)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+
+	// Splits: group rows by (model, k).
+	type split struct {
+		model string
+		k     int
+		rows  []stageResult
+	}
+	var splits []split
+	for _, r := range rows {
+		if n := len(splits); n == 0 || splits[n-1].model != r.Model || splits[n-1].k != r.K {
+			splits = append(splits, split{model: r.Model, k: r.K})
+		}
+		splits[len(splits)-1].rows = append(splits[len(splits)-1].rows, r)
+	}
+	fmt.Printf("\n%d stages in %d splits of %d models\n", len(rows), len(splits), countModels(rows))
+	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "calibration\tmedian |err| per stage\tstages within 20%\tbottleneck predicted (exact)\t(within 5% of the true max)\tmedian |err|, k=2/4/8")
+	for _, mode := range modes {
+		var errs []float64
+		within := 0
+		byK := map[int][]float64{}
+		for _, r := range rows {
+			e := math.Abs(r.Pred[mode]/r.Measured - 1)
+			errs = append(errs, e)
+			byK[r.K] = append(byK[r.K], e)
+			if e <= 0.2 {
+				within++
+			}
+		}
+		exact, near := 0, 0
+		for _, s := range splits {
+			if len(s.rows) < 2 {
+				continue
+			}
+			trueB, predB := 0, 0
+			for i, r := range s.rows {
+				if r.Measured > s.rows[trueB].Measured {
+					trueB = i
+				}
+				if r.Pred[mode] > s.rows[predB].Pred[mode] {
+					predB = i
+				}
+			}
+			if trueB == predB {
+				exact++
+			}
+			if s.rows[predB].Measured >= 0.95*s.rows[trueB].Measured {
+				near++
+			}
+		}
+		multi := 0
+		for _, s := range splits {
+			if len(s.rows) >= 2 {
+				multi++
+			}
+		}
+		var ks []string
+		for _, k := range sortedInts(byK) {
+			ks = append(ks, fmt.Sprintf("%.1f%%", median(byK[k])*100))
+		}
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d/%d\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%s\n", mode, median(errs)*100, within, len(rows),
+			exact, multi, 100*float64(exact)/float64(max(multi, 1)), near, multi, 100*float64(near)/float64(max(multi, 1)), strings.Join(ks, " / "))
+	}
+	tw.Flush()
+}
+
+func countModels(rows []stageResult) int {
+	s := map[string]bool{}
+	for _, r := range rows {
+		s[r.Model] = true
+	}
+	return len(s)
+}
+
+func sortedInts(m map[int][]float64) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}

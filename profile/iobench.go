@@ -1,0 +1,177 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+	"onnxpart/internal/ort"
+)
+
+// reluModel writes a one-node ONNX model, y = Relu(x) with x float32 [1, c, h, w]; with
+// conv, y = Conv(x, 1×1 weights c→c) instead (a kernel ONNX Runtime runs in its blocked NCHWc
+// layout, converting x and y).
+func reluModel(path string, c, h, w int64, conv bool) error {
+	vi := func(name string) *onnxpb.ValueInfoProto {
+		var dims []*onnxpb.TensorShapeProto_Dimension
+		for _, d := range []int64{1, c, h, w} {
+			dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+		}
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float)), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
+	}
+	gr := &onnxpb.GraphProto{
+		Name:   proto.String("io"),
+		Node:   []*onnxpb.NodeProto{{Name: proto.String("relu"), OpType: proto.String("Relu"), Input: []string{"x"}, Output: []string{"y"}}},
+		Input:  []*onnxpb.ValueInfoProto{vi("x")},
+		Output: []*onnxpb.ValueInfoProto{vi("y")},
+	}
+	if conv {
+		w := make([]float32, c*c)
+		for i := range w {
+			w[i] = float32(i%7) * 0.01
+		}
+		gr.Node[0] = &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"}}
+		gr.Initializer = []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{c, c, 1, 1}, DataType: proto.Int32(int32(graph.Float)), FloatData: w}}
+	}
+	m := &onnxpb.ModelProto{
+		IrVersion:   proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
+		Graph:       gr,
+	}
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// IOCost is what one ONNX Runtime call costs on top of its kernels: Fixed seconds plus
+// PerByte seconds for every byte of input it is given and output it returns (the binding's
+// copies on both sides of the call), plus LayoutPerByte for every byte of a 4-D input or
+// output that a convolution or pooling kernel reads or writes in the blocked NCHWc layout.
+type IOCost struct {
+	Fixed, PerByte, LayoutPerByte float64
+}
+
+// MeasureIO times calls of a one-Relu model on a small and a large tensor in ONNX Runtime
+// (CPU time of the calling thread, median of runs) and takes the difference per byte moved,
+// less the Relu's own pass over the data at the given memory bandwidth (0: not subtracted);
+// and profiles a 1×1 convolution for the layout conversions around it (about a second).
+func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (IOCost, error) {
+	if err := ort.Init(); err != nil {
+		return IOCost{}, err
+	}
+	dir, err := os.MkdirTemp("", "onnxpart-io-*")
+	if err != nil {
+		return IOCost{}, err
+	}
+	defer os.RemoveAll(dir)
+	rng := rand.New(rand.NewSource(1))
+	time := func(side int64) (float64, float64, error) {
+		p := filepath.Join(dir, fmt.Sprintf("relu%d.onnx", side))
+		if err := reluModel(p, 16, side, side, false); err != nil {
+			return 0, 0, err
+		}
+		t := &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(1, 16, side, side)}
+		x, err := RandomTensor(rng, t)
+		if err != nil {
+			return 0, 0, err
+		}
+		s, err := ort.NewSession(p, []string{"x"}, []string{"y"}, ort.Options{Optimize: true, Threads: threads})
+		if err != nil {
+			return 0, 0, err
+		}
+		defer s.Close()
+		cpus, _, err := timeRuns(ctx, s, map[string]*ort.Tensor{"x": x}, nil, 3, runs)
+		if err != nil {
+			return 0, 0, err
+		}
+		return median(cpus), float64(2 * len(x.Data)), nil
+	}
+	t1, b1, err := time(8)
+	if err != nil {
+		return IOCost{}, err
+	}
+	t2, b2, err := time(256)
+	if err != nil {
+		return IOCost{}, err
+	}
+	per := (t2 - t1) / (b2 - b1)
+	if bandwidth > 0 {
+		per -= 1 / bandwidth // the Relu reads its input and writes its output once
+	}
+	per = math.Max(per, 0)
+	layout, err := layoutCost(ctx, threads, runs)
+	if err != nil {
+		return IOCost{}, err
+	}
+	return IOCost{Fixed: math.Max(t1-per*b1, 0), PerByte: per, LayoutPerByte: layout}, nil
+}
+
+// layoutCost measures ONNX Runtime's conversion of a call's inputs and outputs to and from its
+// blocked NCHWc layout, per byte: the durations of the ReorderInput/ReorderOutput kernels
+// around a 1×1 convolution on a 4 MiB tensor, from a profile.
+func layoutCost(ctx context.Context, threads, runs int) (float64, error) {
+	if err := ort.Init(); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "onnxpart-layout-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	const side = 256
+	p := filepath.Join(dir, "conv.onnx")
+	if err := reluModel(p, 16, side, side, true); err != nil {
+		return 0, err
+	}
+	x, err := RandomTensor(rand.New(rand.NewSource(1)), &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(1, 16, side, side)})
+	if err != nil {
+		return 0, err
+	}
+	prefix := filepath.Join(dir, "trace")
+	s, err := ort.NewSession(p, []string{"x"}, []string{"y"}, ort.Options{Optimize: true, Threads: threads, ProfilePrefix: prefix})
+	if err != nil {
+		return 0, err
+	}
+	_, _, err = timeRuns(ctx, s, map[string]*ort.Tensor{"x": x}, nil, 3, runs)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	traces, _ := filepath.Glob(prefix + "*.json")
+	if len(traces) != 1 {
+		return 0, fmt.Errorf("ONNX Runtime wrote %d profile files, want 1", len(traces))
+	}
+	f, err := os.Open(traces[0])
+	if err != nil {
+		return 0, err
+	}
+	prof, err := ParseORTProfile(f)
+	f.Close()
+	if err != nil {
+		return 0, err
+	}
+	var per []float64
+	for _, r := range prof.Runs[3:] {
+		var t float64
+		for _, k := range r.Kernels {
+			if strings.HasPrefix(k.Op, "Reorder") {
+				t += k.Dur
+			}
+		}
+		per = append(per, t)
+	}
+	return median(per) / float64(2*len(x.Data)), nil
+}
