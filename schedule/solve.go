@@ -180,7 +180,6 @@ type solver struct {
 	bounds   []Bound
 	cands    []candidate
 	notes    []string
-	optimal  bool
 	modules  int
 }
 
@@ -383,10 +382,7 @@ func (s *solver) milp() {
 		s.add(MILP, nil, t0, run.bound, joinNote(note, "no incumbent"))
 		return
 	}
-	c := s.add(MILP, run.pl, t0, run.bound, note)
-	if run.optimal && c.Feasible {
-		s.optimal = true
-	}
+	s.add(MILP, run.pl, t0, run.bound, note)
 }
 
 func (s *solver) split() {
@@ -409,10 +405,7 @@ func (s *solver) split() {
 	}
 	note := fmt.Sprintf("%d modules, %d blocks, %d sub-solves", out.modules, out.blocks, out.solves)
 	note = joinNote(note, out.note)
-	c := s.add(Split, out.pl, t0, out.bound, note)
-	if out.optimal && c.Feasible {
-		s.optimal = true
-	}
+	s.add(Split, out.pl, t0, out.bound, note)
 }
 
 // safeStart is a plan for the MILP's horizon when no heuristic plan fits memory: the
@@ -471,7 +464,11 @@ func (s *solver) result() (*Result, error) {
 	if r.Makespan > 0 {
 		r.Gap = math.Max(0, 1-lb/r.Makespan)
 	}
-	r.Optimal = chosen.Feasible && (r.Gap <= 1e-4 || (s.optimal && chosen.Method == s.bestCandidate().Method && chosen.Makespan <= s.best))
+	gap := s.o.RelGap
+	if gap == 0 {
+		gap = 1e-4
+	}
+	r.Optimal = chosen.Feasible && r.Gap <= gap*(1+1e-9)
 	for _, c := range s.cands {
 		r.Candidates = append(r.Candidates, c.Candidate)
 	}

@@ -166,7 +166,7 @@ func NewStack(cfg StackConfig) (*Stack, error) {
 	if cfg.N < 2 || cfg.Modules < 1 || cfg.Channels < 1 {
 		return nil, fmt.Errorf("randwire: need N ≥ 2, Modules ≥ 1, Channels ≥ 1 (got %d, %d, %d)", cfg.N, cfg.Modules, cfg.Channels)
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5851f42d4c957f2d))
+	rng := newRNG(cfg.Seed)
 	s := &Stack{}
 	src := s.add("source", -1, RoleSource)
 	var prevOut []int
@@ -353,3 +353,5 @@ func (s *Stack) Problem(pf Platform, cc CostConfig) (*schedule.Problem, error) {
 	}
 	return p, p.Validate()
 }
+
+func newRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d)) }
