@@ -29,8 +29,14 @@
 //     and went with their consumers) is dropped, with a note in the manifest.
 //   - Boundary tensors carry their element type and onnxpart's inferred shape (symbolic
 //     dimensions as dim_param; an unknown rank leaves the shape out, with a note). Nodes
-//     keep the source's order; ir_version, opset_import, the model-local functions used and
-//     metadata are carried over, and metadata names the source model and the stage.
+//     keep the source's order; ir_version, opset_import, the model-local functions used,
+//     doc strings, domain, model_version and metadata_props are carried over.
+//   - Provenance (model-hub conventions): producer_name is "onnxpart" and producer_version
+//     Options.Producer; metadata_props gain onnxpart.source_model (the source's file name),
+//     onnxpart.source_sha256, onnxpart.source_producer_name and
+//     onnxpart.source_producer_version (the source's producer, when it names one),
+//     onnxpart.stage (the stage index) and onnxpart.stages (the stage count), so that a
+//     stage file found on its own can be traced back to its model.
 //   - Weights are written as external data (stage<i>.onnx.data, relative location) where
 //     the source stored them externally, or when a stage would not fit protobuf's 2 GiB limit.
 //

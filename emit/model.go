@@ -138,6 +138,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 		{"onnxpart.stage", strconv.Itoa(i)},
 		{"onnxpart.stages", strconv.Itoa(len(l.stages))},
 	}
+	ours = append(ours, sourceProducer(src)...)
 	for _, kv := range ours {
 		if _, ok := meta[kv[0]]; !ok {
 			keys = append(keys, kv[0])
