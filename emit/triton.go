@@ -357,9 +357,11 @@ func pbQuote(s string) string {
 	return b.String()
 }
 
-// tensors writes an input or output list. Symbolic dimensions are -1; a scalar is
-// declared as dims [1] reshaped to [] (Triton wants non-empty dims).
-func (p *pbtxt) tensors(field string, ts []TensorRef, what string) error {
+// tensors writes an input or output list. Symbolic dimensions are -1. Triton wants
+// non-empty dims: a scalar is declared as dims [1], reshaped to [] for a stage model (whose
+// ONNX tensor is a scalar); an ensemble passes tensors on as a client would, so its own
+// scalars stay [1].
+func (p *pbtxt) tensors(field string, ts []TensorRef, what string, reshape bool) error {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -377,7 +379,9 @@ func (p *pbtxt) tensors(field string, ts []TensorRef, what string) error {
 		p.line("data_type: %s", dt)
 		if len(t.Shape) == 0 {
 			p.line("dims: [ 1 ]")
-			p.line("reshape: { shape: [ ] }")
+			if reshape {
+				p.line("reshape: { shape: [ ] }")
+			}
 		} else {
 			dims := make([]string, len(t.Shape))
 			for j, d := range t.Shape {
@@ -415,10 +419,10 @@ func stageConfig(m *Manifest, i int, name string, gpus map[string]int) ([]byte, 
 	p.line(`platform: "onnxruntime_onnx"`)
 	p.line("max_batch_size: 0")
 	what := fmt.Sprintf("stage %d", st.Index)
-	if err := p.tensors("input", st.Inputs, what); err != nil {
+	if err := p.tensors("input", st.Inputs, what, true); err != nil {
 		return nil, err
 	}
-	if err := p.tensors("output", st.Outputs, what); err != nil {
+	if err := p.tensors("output", st.Outputs, what, true); err != nil {
 		return nil, err
 	}
 	p.open("instance_group [")
@@ -452,15 +456,18 @@ func stageConfig(m *Manifest, i int, name string, gpus map[string]int) ([]byte, 
 }
 
 // ensembleConfig wires the stages by tensor name: every stage input is a model input or
-// the output of an earlier stage; ensemble tensors keep the model's tensor names.
+// the output of an earlier stage; ensemble tensors keep the model's tensor names. Model
+// inputs that no stage reads are left out (Triton refuses ensemble inputs no step maps).
 func ensembleConfig(m *Manifest, name string, stageNames []string) ([]byte, error) {
 	inputs := map[string]bool{}
 	for _, t := range m.Model.Inputs {
 		inputs[t.Name] = true
 	}
+	read := map[string]bool{}
 	produced := map[string]int{}
 	for i, st := range m.Stages {
 		for _, t := range st.Inputs {
+			read[t.Name] = true
 			if _, ok := produced[t.Name]; !ok && !inputs[t.Name] {
 				return nil, tritonErrorf("stage %d reads %q, which is neither a model input nor an output of an earlier stage", st.Index, t.Name)
 			}
@@ -483,15 +490,21 @@ func ensembleConfig(m *Manifest, name string, stageNames []string) ([]byte, erro
 			return nil, tritonErrorf("model output %q is produced by no stage", t.Name)
 		}
 	}
+	var used []TensorRef
+	for _, t := range m.Model.Inputs {
+		if read[t.Name] {
+			used = append(used, t)
+		}
+	}
 	var p pbtxt
 	p.line("# onnxpart: %s as a pipeline of %d stage%s", oneLine(m.Model.File), len(m.Stages), plural(len(m.Stages)))
 	p.line("name: %s", pbQuote(name))
 	p.line(`platform: "ensemble"`)
 	p.line("max_batch_size: 0")
-	if err := p.tensors("input", m.Model.Inputs, "model"); err != nil {
+	if err := p.tensors("input", used, "model", false); err != nil {
 		return nil, err
 	}
-	if err := p.tensors("output", m.Model.Outputs, "model"); err != nil {
+	if err := p.tensors("output", m.Model.Outputs, "model", false); err != nil {
 		return nil, err
 	}
 	p.open("ensemble_scheduling {")

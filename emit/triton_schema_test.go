@@ -129,11 +129,16 @@ func tritonSchema(t testing.TB) protoreflect.MessageDescriptor {
 	return tritonConfigDesc
 }
 
-// tritonTensor is an input or output of a parsed config.
+// tritonTensor is an input or output of a parsed config: the data type, the dims clients
+// see, and the reshape the backend applies ("" for none).
 type tritonTensor struct {
-	dtype string
-	dims  string
+	dtype   string
+	dims    string
+	reshape string
 }
+
+// api is what an ensemble compares: the type and the dims as a client sends them.
+func (tt tritonTensor) api() tritonTensor { return tritonTensor{dtype: tt.dtype, dims: tt.dims} }
 
 // tritonConfig is a config.pbtxt parsed against the schema.
 type tritonConfig struct {
@@ -168,14 +173,23 @@ func parseTritonConfig(t testing.TB, data []byte) *tritonConfig {
 			for j := 0; j < dl.Len(); j++ {
 				dims = append(dims, fmt.Sprint(dl.Get(j).Int()))
 			}
+			tt := tritonTensor{dtype: string(dt), dims: strings.Join(dims, ",")}
+			if len(dims) == 0 {
+				t.Errorf("config %s: %s %q has empty dims", c.name, field, name)
+			}
 			if e.Has(ef.ByName("reshape")) {
 				rl := e.Get(ef.ByName("reshape")).Message()
-				dims = append(dims, fmt.Sprintf("reshape%d", rl.Get(rl.Descriptor().Fields().ByName("shape")).List().Len()))
+				sl := rl.Get(rl.Descriptor().Fields().ByName("shape")).List()
+				var rs []string
+				for j := 0; j < sl.Len(); j++ {
+					rs = append(rs, fmt.Sprint(sl.Get(j).Int()))
+				}
+				tt.reshape = "[" + strings.Join(rs, ",") + "]"
 			}
 			if _, dup := into[name]; dup {
 				t.Errorf("config %s: %s %q declared twice", c.name, field, name)
 			}
-			into[name] = tritonTensor{dtype: string(dt), dims: strings.Join(dims, ",")}
+			into[name] = tt
 			*order = append(*order, name)
 		}
 	}
@@ -221,8 +235,9 @@ type tritonStep struct {
 // checkTritonRepo checks a whole repository the way Triton's ensemble loader does: the
 // ensemble names existing models, every step input is mapped to an ensemble tensor that
 // is an ensemble input or some step's output (with the same type and dims), no ensemble
-// tensor is produced twice, every ensemble output is produced, and every step's inputs
-// are all mapped. It returns the ensemble's name.
+// tensor is produced twice, every ensemble input is used and every ensemble output
+// produced, the ensemble reshapes nothing, and every step's inputs are all mapped. It
+// returns the ensemble's name.
 func checkTritonRepo(t testing.TB, configs map[string]*tritonConfig) string {
 	t.Helper()
 	var ensembles []string
@@ -242,6 +257,14 @@ func checkTritonRepo(t testing.TB, configs map[string]*tritonConfig) string {
 	for n, tt := range ens.inputs {
 		avail[n] = tt
 	}
+	for _, io := range []map[string]tritonTensor{ens.inputs, ens.outputs} {
+		for n, tt := range io {
+			if tt.reshape != "" {
+				t.Errorf("ensemble tensor %q is reshaped; ensembles pass tensors on as clients send them", n)
+			}
+		}
+	}
+	mapped := map[string]bool{}
 	produced := map[string]bool{}
 	steps := ens.steps()
 	if len(steps) != len(configs)-1 {
@@ -276,12 +299,13 @@ func checkTritonRepo(t testing.TB, configs map[string]*tritonConfig) string {
 				t.Errorf("step %s maps %d inputs, the model has %d", s.model, len(s.in), len(mc.inputs))
 			}
 			for mt, et := range s.in {
+				mapped[et] = true
 				want, ok := mc.inputs[mt]
 				if !ok {
 					t.Errorf("step %s maps %q, not an input of the model", s.model, mt)
 					continue
 				}
-				if got := avail[et]; got != want {
+				if got := avail[et]; got.api() != want.api() {
 					t.Errorf("step %s input %q: ensemble tensor %q is %v, the model wants %v", s.model, mt, et, got, want)
 				}
 			}
@@ -295,7 +319,7 @@ func checkTritonRepo(t testing.TB, configs map[string]*tritonConfig) string {
 					t.Errorf("ensemble tensor %q is produced twice", et)
 				}
 				produced[et] = true
-				avail[et] = tt
+				avail[et] = tt.api()
 			}
 		}
 	}
@@ -309,6 +333,11 @@ func checkTritonRepo(t testing.TB, configs map[string]*tritonConfig) string {
 			}
 			sort.Strings(missing)
 			t.Errorf("step %s never runs: no producer for %q", steps[i].model, missing)
+		}
+	}
+	for n := range ens.inputs {
+		if !mapped[n] {
+			t.Errorf("ensemble input %q is mapped by no step", n)
 		}
 	}
 	for n, want := range ens.outputs {
@@ -348,6 +377,8 @@ func TestTritonRepoCheckerCatches(t *testing.T) {
 		{"unmapped input", `      input_map { key: "attention_mask" value: "attention_mask" }` + "\n", "", "maps 1 inputs, the model has 2"},
 		{"type mismatch", "    name: \"attention_mask\"\n    data_type: TYPE_BOOL", "    name: \"attention_mask\"\n    data_type: TYPE_INT8", "the model wants"},
 		{"produced twice", `output_map { key: "logits" value: "logits" }`, `output_map { key: "logits" value: "pooled" }`, "produced twice"},
+		{"unused input", `input_map { key: "attention_mask" value: "attention_mask" }`, `input_map { key: "attention_mask" value: "input_ids" }`, `ensemble input "attention_mask" is mapped by no step`},
+		{"reshaped ensemble tensor", "    name: \"n_tokens\"\n    data_type: TYPE_INT64\n    dims: [ 1 ]\n", "    name: \"n_tokens\"\n    data_type: TYPE_INT64\n    dims: [ 1 ]\n    reshape: { shape: [ ] }\n", "is reshaped"},
 	} {
 		rec := &recorder{TB: t}
 		configs := map[string]*tritonConfig{}

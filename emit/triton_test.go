@@ -196,8 +196,11 @@ func TestTritonStageSettings(t *testing.T) {
 	if got := c0.outputs["/emb/Add_output_0"]; got.dtype != "TYPE_FP16" || got.dims != "-1,128,64" {
 		t.Errorf("/emb/Add_output_0: %+v", got)
 	}
-	if got := cfg(2).outputs["n_tokens"]; got.dims != "1,reshape0" {
+	if got := cfg(2).outputs["n_tokens"]; got.dims != "1" || got.reshape != "[]" {
 		t.Errorf("scalar output: %+v, want dims [1] reshaped to []", got)
+	}
+	if got := cfg(3).outputs["n_tokens"]; got.dims != "1" || got.reshape != "" {
+		t.Errorf("scalar ensemble output: %+v, want dims [1] as clients see it", got)
 	}
 	ens := cfg(3)
 	if ens.platform != "ensemble" || len(ens.steps()) != 3 {
@@ -317,6 +320,17 @@ func TestTritonRefuses(t *testing.T) {
 		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want a TritonError with %q", c.name, err, c.want)
 		}
+	}
+	// A model input no stage reads is left out of the ensemble (Triton refuses unmapped
+	// ensemble inputs).
+	m := tritonEncoder()
+	m.Model.Inputs = append(m.Model.Inputs, TensorRef{Name: "unused", DType: "float32", Shape: Shape{tdim(1)}, Stage: -1, ModelInput: true})
+	models, err := TritonModels(m, TritonOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ens := parseTritonConfig(t, models[len(models)-1].Config); len(ens.inputs) != 2 || ens.inputs["unused"].dtype != "" {
+		t.Errorf("ensemble inputs %v, want input_ids and attention_mask", ens.inOrder)
 	}
 	if _, err := TritonModels(&Manifest{}, TritonOptions{}); err == nil {
 		t.Error("a manifest without stages gave a repository")
@@ -497,6 +511,9 @@ func TestTritonCorpus(t *testing.T) {
 			for _, io := range side.io {
 				d, ok := side.decl[io.Name]
 				want := tritonTensor{dtype: tritonTypes[io.DType.String()], dims: joinDims(io.Shape)}
+				if len(io.Shape) == 0 {
+					want.reshape = "[]"
+				}
 				if !ok || d != want {
 					t.Errorf("%s %s %q: config %+v, model %+v", name, side.what, io.Name, d, want)
 				}
@@ -556,7 +573,7 @@ func TestTritonCorpus(t *testing.T) {
 
 func joinDims(s []int64) string {
 	if len(s) == 0 {
-		return "1,reshape0"
+		return "1"
 	}
 	parts := make([]string, len(s))
 	for i, d := range s {
