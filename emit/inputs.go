@@ -96,12 +96,21 @@ func indexRange(g *graph.Graph, id int) (int64, string) {
 
 // RandomFeeds makes one deterministic value for every model input from seed, in the
 // ranges InputRanges chooses. Every input's shape must be fully known (bind symbolic
-// dimensions when loading the model).
+// dimensions when loading the model), and no input may take more than
+// DefaultMaxTensorBytes (a *SizeLimitError, before anything is allocated).
 func RandomFeeds(g *graph.Graph, seed int64) (map[string]*ort.Tensor, error) {
+	return randomFeeds(g, seed, DefaultMaxTensorBytes, nil)
+}
+
+// randomFeeds is RandomFeeds with a size limit per input; inputs named in skip are left out.
+func randomFeeds(g *graph.Graph, seed, limit int64, skip map[string]bool) (map[string]*ort.Tensor, error) {
 	ranges := InputRanges(g)
 	feeds := map[string]*ort.Tensor{}
 	for k, id := range g.Inputs {
 		t := &g.Tensors[id]
+		if skip[t.Name] {
+			continue
+		}
 		if !t.Shape.Known() {
 			return nil, fmt.Errorf("input %q has shape %s: bind its symbolic dimensions", t.Name, t.Shape)
 		}
@@ -109,7 +118,13 @@ func RandomFeeds(g *graph.Graph, seed int64) (map[string]*ort.Tensor, error) {
 		rng := rand.New(rand.NewSource(seed*1000003 + int64(k)))
 		n, err := t.Shape.NumElements()
 		if err != nil {
-			return nil, err
+			return nil, &SizeLimitError{Tensor: t.Name, What: "model input", DType: t.DType, Shape: t.Shape, Bytes: -1, Limit: limit}
+		}
+		if b, err := graph.ByteSize(t.DType, t.Shape); err != nil || b > limit {
+			if err != nil {
+				b = -1
+			}
+			return nil, &SizeLimitError{Tensor: t.Name, What: "model input", DType: t.DType, Shape: t.Shape, Bytes: b, Limit: limit}
 		}
 		r, ok := ranges[t.Name]
 		if !ok {

@@ -51,6 +51,79 @@ type VerifyOptions struct {
 	// ONNX Runtime skips float16 rounding (see VerifyReport.Reference); such chains then
 	// differ by float16 rounding and fail.
 	PlainReference bool
+	// MaxTensorBytes bounds the size of every tensor verification holds in memory (random
+	// inputs, stage boundaries, model outputs), checked from the declared shapes before
+	// anything is allocated or run (default DefaultMaxTensorBytes).
+	MaxTensorBytes int64
+}
+
+// DefaultMaxTensorBytes is Verify's default bound on one tensor's size: a model (or a
+// --dim binding) declaring a larger input or boundary tensor is refused rather than
+// allocated.
+const DefaultMaxTensorBytes = 4 << 30
+
+// SizeLimitError reports a tensor too large to verify.
+type SizeLimitError struct {
+	Tensor string
+	What   string // "model input", "stage boundary tensor", "model output"
+	DType  graph.DType
+	Shape  graph.Shape
+	Bytes  int64 // -1 when the size overflows int64
+	Limit  int64
+}
+
+func (e *SizeLimitError) Error() string {
+	size := fmt.Sprintf("%d bytes", e.Bytes)
+	if e.Bytes < 0 {
+		size = "more bytes than int64 can count"
+	}
+	return fmt.Sprintf("%s %q (%s %s) would take %s in memory, over the %d-byte limit for one tensor when verifying (bind smaller dimensions, or raise the limit)",
+		e.What, e.Tensor, e.DType, e.Shape, size, e.Limit)
+}
+
+// checkTensorSizes refuses, before anything is allocated, tensors verification would hold
+// over limit bytes: model inputs (made here unless given), tensors sent between stages,
+// and model outputs.
+func checkTensorSizes(g *graph.Graph, man *Manifest, given map[string]*npy.Array, limit int64) error {
+	check := func(name, what string) error {
+		id, ok := g.TensorByName(name)
+		if !ok {
+			return nil
+		}
+		t := &g.Tensors[id]
+		if !t.Shape.Known() {
+			return nil
+		}
+		b, err := graph.ByteSize(t.DType, t.Shape)
+		if err != nil {
+			b = -1
+		}
+		if b < 0 && err == nil {
+			return nil // no fixed size (strings)
+		}
+		if err != nil || b > limit {
+			return &SizeLimitError{Tensor: name, What: what, DType: t.DType, Shape: t.Shape, Bytes: b, Limit: limit}
+		}
+		return nil
+	}
+	for _, id := range g.Inputs {
+		if given[g.Tensors[id].Name] == nil {
+			if err := check(g.Tensors[id].Name, "model input"); err != nil {
+				return err
+			}
+		}
+	}
+	for _, tr := range man.Transfers {
+		if err := check(tr.Tensor, "stage boundary tensor"); err != nil {
+			return err
+		}
+	}
+	for _, r := range man.Model.Outputs {
+		if err := check(r.Name, "model output"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DefaultDim is the size Verify gives a symbolic dimension nothing binds.
@@ -244,6 +317,16 @@ func Verify(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, 
 		return nil, err
 	}
 	g := m.Graph
+	if opt.MaxTensorBytes <= 0 {
+		opt.MaxTensorBytes = DefaultMaxTensorBytes
+	}
+	if err := checkTensorSizes(g, man, given, opt.MaxTensorBytes); err != nil {
+		return nil, err
+	}
+	givenNames := map[string]bool{}
+	for name := range given {
+		givenNames[name] = true
+	}
 	rep := &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
 		Seed: opt.Seed, Dims: dims, Tolerance: opt.Tolerance}
 	if !opt.Optimize {
@@ -345,7 +428,7 @@ func Verify(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		feeds, err := RandomFeeds(g, opt.Seed+int64(run))
+		feeds, err := randomFeeds(g, opt.Seed+int64(run), opt.MaxTensorBytes, givenNames)
 		if err != nil {
 			return nil, err
 		}

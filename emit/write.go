@@ -17,9 +17,16 @@ import (
 )
 
 // ExistsError reports an output directory that already exists (and Force was not set).
-type ExistsError struct{ Dir string }
+// Link is set when it is a symbolic link, which is never followed.
+type ExistsError struct {
+	Dir  string
+	Link bool
+}
 
 func (e *ExistsError) Error() string {
+	if e.Link {
+		return fmt.Sprintf("output directory %s is a symbolic link (use --force to replace the link itself; what it points to is left alone)", e.Dir)
+	}
 	return fmt.Sprintf("output directory %s already exists (use --force to replace it)", e.Dir)
 }
 
@@ -49,7 +56,9 @@ func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, 
 // into dir, atomically: everything goes into a temporary directory beside dir, is synced,
 // and is renamed into place; on any error the temporary directory is removed and dir is
 // untouched. An existing dir is refused unless Options.Force, and a dir holding the input
-// model is always refused. The manifest's file hashes are filled in.
+// model is always refused. A symbolic link at dir is never followed: it is refused, or with
+// Force the link itself is replaced and what it points to is left alone. The manifest's
+// file hashes are filled in.
 func (l *Layout) WriteDir(dir string) (err error) {
 	if dir == "" {
 		return &WriteError{Dir: dir, Err: errors.New("no output directory given")}
@@ -61,8 +70,12 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err := l.refuseModelInside(abs); err != nil {
 		return &WriteError{Dir: dir, Err: err}
 	}
-	exists := false
+	exists, link := false, false
 	switch fi, err := os.Lstat(abs); {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0 && !l.opt.Force:
+		return &ExistsError{Dir: dir, Link: true}
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		exists, link = true, true
 	case err == nil && !fi.IsDir():
 		return &WriteError{Dir: dir, Err: errors.New("exists and is not a directory")}
 	case err == nil && !l.opt.Force:
@@ -118,7 +131,11 @@ func (l *Layout) WriteDir(dir string) (err error) {
 			}
 			return fail(err)
 		}
-		os.RemoveAll(old)
+		if link {
+			os.Remove(old) // the link, not what it points to
+		} else {
+			os.RemoveAll(old)
+		}
 	} else {
 		if _, err := os.Lstat(abs); err == nil {
 			return &ExistsError{Dir: dir}
