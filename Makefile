@@ -21,7 +21,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 FUZZTIME ?= 3s
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix bench-emit bench-fusion bench-fusion-quick
+	test-matrix bench-emit bench-fusion bench-fusion-quick test-report
 
 all: build
 
@@ -77,6 +77,13 @@ bench-fusion: bench-fusion-quick
 bench-fusion-quick: deps
 	$(CGO_ENV) $(GO) test -count=1 -run '^TestCorpusTable$$' -v ./fusion | grep '^ *|' | sed 's/^ *//'
 	$(CGO_ENV) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkCoarsen$$' -benchtime 5x ./fusion | grep -E '^(Benchmark|ok)'
+
+# Renders report.html of a 4-stage ResNet-50 split in headless Chromium (Debian chromium is
+# installed when missing) and checks the screenshot and the rendered DOM; the screenshot is
+# copied to /tmp/onnxpart-report.png.
+test-report: deps
+	scripts/deps.sh apt chromium chromium
+	$(CGO_ENV) $(GO) test -count=1 -run '^TestReportChromium$$' -v ./emit
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:

@@ -190,7 +190,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 				}
 			}
 			if want["triton"] {
-				if err := emit.WriteTriton(man, dir, filepath.Join(dir, "triton"), emit.TritonOptions{}); err != nil {
+				if err := emit.WriteTriton(man, dir, filepath.Join(dir, emit.TritonDir), emit.TritonOptions{}); err != nil {
 					return err
 				}
 			}
@@ -364,7 +364,7 @@ func extrasText(dir string) string {
 	if _, err := os.Stat(filepath.Join(dir, emit.ReportFile)); err == nil {
 		s += ", " + emit.ReportFile
 	}
-	if _, err := os.Stat(filepath.Join(dir, "triton")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, emit.TritonDir)); err == nil {
 		s += ", triton/"
 	}
 	return s
