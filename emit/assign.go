@@ -48,6 +48,7 @@ type CutError struct {
 	Reason string
 }
 
+// Error returns `cut "TENSOR": REASON`.
 func (e *CutError) Error() string { return fmt.Sprintf("cut %q: %s", e.Tensor, e.Reason) }
 
 // StageCountError reports a stage count the graph cannot be cut into.
@@ -56,6 +57,7 @@ type StageCountError struct {
 	Max    int // nodes that can start a stage
 }
 
+// Error says how many stages the graph can be cut into at most.
 func (e *StageCountError) Error() string {
 	if e.Stages < 1 {
 		return fmt.Sprintf("cannot cut into %d stages: need at least 1", e.Stages)
@@ -68,6 +70,7 @@ type AssignmentError struct {
 	Msg string
 }
 
+// Error returns the message.
 func (e *AssignmentError) Error() string { return e.Msg }
 
 // CutAfter splits the graph's topological order (g.TopoOrder: model order where the model

@@ -21,6 +21,7 @@ type CheckError struct {
 	Problems []string
 }
 
+// Error names the directory and the first problem, with the count of the others.
 func (e *CheckError) Error() string {
 	s := fmt.Sprintf("%s: %s", e.Dir, e.Problems[0])
 	if len(e.Problems) > 1 {

@@ -37,16 +37,21 @@ const Domain = "onnxpart.fusion"
 //     OutputBytes the tensors leaving the group. Intermediates are neither read nor written.
 //     A roofline over these fields is the roofline of the fused kernel.
 type Coarse struct {
+	// Graph is the coarse graph, one node per group; Orig the graph that was coarsened.
 	Graph *graph.Graph
 	Orig  *graph.Graph
 	// RuleSet names the rule set used.
 	RuleSet string
-	Groups  [][]int
+	// Groups[i] are the primary members of coarse node i (original node indices, ascending).
+	Groups [][]int
 	// Rule is the rule that formed each group: a rule's name, "views" for a node with folded
 	// views only, "" for a single node (possibly with absorbed constants).
-	Rule     []string
-	GroupOf  []int
-	Dup      map[int][]int
+	Rule []string
+	// GroupOf[v] is the group holding original node v as a primary member.
+	GroupOf []int
+	// Dup[v] lists the other groups that recompute absorbed node v (ascending).
+	Dup map[int][]int
+	// Absorbed[v] marks original nodes absorbed as constants (folded before run time).
 	Absorbed []bool
 
 	dupIn [][]int // per group: the absorbed nodes it recomputes besides its primaries

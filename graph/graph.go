@@ -27,6 +27,7 @@ const (
 	Initializer                   // weight stored in the model
 )
 
+// String returns input, initializer or activation.
 func (k TensorKind) String() string {
 	switch k {
 	case Input:
@@ -382,6 +383,7 @@ type Error struct {
 	Problems []string
 }
 
+// Error returns the first problem, with the count of the others.
 func (e *Error) Error() string {
 	if len(e.Problems) == 1 {
 		return e.Problems[0]
@@ -394,6 +396,7 @@ type CycleError struct {
 	Nodes []string
 }
 
+// Error lists the cycle, "a -> b -> a".
 func (e *CycleError) Error() string {
 	return "the graph has a cycle: " + strings.Join(e.Nodes, " -> ") + " -> " + e.Nodes[0]
 }

@@ -170,6 +170,7 @@ type StageOrderError struct {
 	Consumer string
 }
 
+// Error names the tensor, its stages and the nodes at both ends.
 func (e *StageOrderError) Error() string {
 	return fmt.Sprintf("tensor %q flows backwards from stage %d (node %s) to stage %d (node %s)",
 		e.Tensor, e.From, e.Producer, e.To, e.Consumer)
@@ -206,6 +207,7 @@ type StageCycleError struct {
 	Tensors []string
 }
 
+// Error lists the stages of the cycle and the tensors that close it.
 func (e *StageCycleError) Error() string {
 	return fmt.Sprintf("the stage graph has a cycle through stages %v, closed by tensors %v", e.Stages, e.Tensors)
 }

@@ -24,6 +24,7 @@ func Static(v int64) Dim { return Dim{Value: v} }
 // Symbolic returns an unknown dimension named p ("" for anonymous).
 func Symbolic(p string) Dim { return Dim{Value: -1, Param: p} }
 
+// String returns the size, the symbolic name, or "?" for an anonymous unknown dimension.
 func (d Dim) String() string {
 	if d.Known() {
 		return strconv.FormatInt(d.Value, 10)

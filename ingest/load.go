@@ -84,6 +84,7 @@ type Error struct {
 	Err  error
 }
 
+// Error returns "PATH: MSG" (MSG alone when no file is involved).
 func (e *Error) Error() string {
 	if e.Path == "" {
 		return e.Msg
@@ -91,12 +92,14 @@ func (e *Error) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
+// Unwrap returns the underlying error (a file-system or protobuf error), if any.
 func (e *Error) Unwrap() error { return e.Err }
 
 // UsageError is a problem with how ingest was asked to load the model (e.g. a --dim naming
 // no symbolic dimension of the model).
 type UsageError struct{ Msg string }
 
+// Error returns the message.
 func (e *UsageError) Error() string { return e.Msg }
 
 // Load reads, validates and analyses the model at path.

@@ -10,38 +10,60 @@ import (
 // Summary is what `onnxpart inspect` reports about a model; its JSON form is a contract
 // (field names are stable across onnxpart's --json outputs).
 type Summary struct {
-	Path                string           `json:"path"`
-	SHA256              string           `json:"sha256"`
-	IRVersion           int64            `json:"ir_version"`
-	Producer            string           `json:"producer,omitempty"`
-	Opsets              map[string]int64 `json:"opsets"`
-	Nodes               int              `json:"nodes"`
-	Edges               int              `json:"edges"`
-	Ops                 map[string]int   `json:"ops"`
-	Params              int64            `json:"params"`
-	ParamsBytes         int64            `json:"params_bytes"`
-	FLOPs               int64            `json:"flops"`
-	ActivationBytes     int64            `json:"activation_bytes"`
-	Inputs              []TensorInfo     `json:"inputs"`
-	Outputs             []TensorInfo     `json:"outputs"`
-	UnsupportedOps      []string         `json:"unsupported_ops"`
-	UnknownShapeTensors int              `json:"unknown_shape_tensors"`
-	UnknownShapeNames   []string         `json:"unknown_shape_names,omitempty"`
-	SymbolicDims        []string         `json:"symbolic_dims"`
-	ExternalData        bool             `json:"external_data"`
-	Warnings            []string         `json:"warnings,omitempty"`
-	Tensors             []TensorInfo     `json:"tensors,omitempty"`
+	// Path is the model file as given, SHA256 its hash (hex).
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	// IRVersion is the model's ir_version; Producer its producer_name and producer_version,
+	// space-separated.
+	IRVersion int64  `json:"ir_version"`
+	Producer  string `json:"producer,omitempty"`
+	// Opsets maps each domain to its opset version ("ai.onnx" for the default domain).
+	Opsets map[string]int64 `json:"opsets"`
+	// Nodes and Edges count the graph's nodes and node-to-node dependencies; Ops counts
+	// nodes per op type (domain-qualified outside ONNX, e.g. "com.microsoft:FusedConv").
+	Nodes int            `json:"nodes"`
+	Edges int            `json:"edges"`
+	Ops   map[string]int `json:"ops"`
+	// Params counts the elements of the initializers some node reads, ParamsBytes their
+	// bytes. FLOPs sums the nodes' FLOPs (nodes with tensors of unknown shape count 0) and
+	// ActivationBytes the sizes of the activations whose size is known.
+	Params          int64 `json:"params"`
+	ParamsBytes     int64 `json:"params_bytes"`
+	FLOPs           int64 `json:"flops"`
+	ActivationBytes int64 `json:"activation_bytes"`
+	// Inputs and Outputs are the graph's, in model order.
+	Inputs  []TensorInfo `json:"inputs"`
+	Outputs []TensorInfo `json:"outputs"`
+	// UnsupportedOps are the op types shape inference does not know.
+	UnsupportedOps []string `json:"unsupported_ops"`
+	// UnknownShapeTensors counts the tensors whose shape is not fully known (symbolic
+	// dimensions included); UnknownShapeNames names them, sorted.
+	UnknownShapeTensors int      `json:"unknown_shape_tensors"`
+	UnknownShapeNames   []string `json:"unknown_shape_names,omitempty"`
+	// SymbolicDims are the dim_param names left unbound (see Options.Dims).
+	SymbolicDims []string `json:"symbolic_dims"`
+	// ExternalData is true when some weight lives in an external data file.
+	ExternalData bool     `json:"external_data"`
+	Warnings     []string `json:"warnings,omitempty"`
+	// Tensors lists every tensor, with producer and consumers (Summarize(true) only).
+	Tensors []TensorInfo `json:"tensors,omitempty"`
 }
 
-// TensorInfo describes one tensor in JSON outputs.
+// TensorInfo describes one tensor in JSON outputs: {name, dtype, shape, bytes} as in every
+// onnxpart output, plus its kind and, in a tensor list, the nodes at its ends.
 type TensorInfo struct {
-	Name      string    `json:"name"`
-	DType     string    `json:"dtype"`
-	Shape     ShapeJSON `json:"shape"`
-	Bytes     int64     `json:"bytes"`
-	Kind      string    `json:"kind,omitempty"`
-	Producer  string    `json:"producer,omitempty"`
-	Consumers []string  `json:"consumers,omitempty"`
+	Name string `json:"name"`
+	// DType is the element type's name (float32, …), or the type of a non-tensor value
+	// such as seq(tensor(float32)).
+	DType string    `json:"dtype"`
+	Shape ShapeJSON `json:"shape"`
+	// Bytes is the size, -1 when the shape or element size is unknown.
+	Bytes int64 `json:"bytes"`
+	// Kind is input, initializer or activation.
+	Kind string `json:"kind,omitempty"`
+	// Producer and Consumers are node labels (graph.Node.Label), filled by Info withEdges.
+	Producer  string   `json:"producer,omitempty"`
+	Consumers []string `json:"consumers,omitempty"`
 }
 
 // ShapeJSON marshals a shape as a JSON array of sizes, with symbolic dimensions as their

@@ -67,6 +67,7 @@ const (
 
 var precisionNames = [NumPrecisions]string{"fp32", "tf32", "fp16", "int8"}
 
+// String returns the precision's name: fp32, tf32, fp16 or int8.
 func (p Precision) String() string {
 	if p >= 0 && p < NumPrecisions {
 		return precisionNames[p]

@@ -32,6 +32,7 @@ type Options struct {
 // is a *SpecError).
 type UsageError struct{ Msg string }
 
+// Error returns the message.
 func (e *UsageError) Error() string { return e.Msg }
 
 func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }

@@ -19,6 +19,7 @@ type SpecError struct {
 	Msg    string
 }
 
+// Error returns "FILE:LINE: FIELD: MSG", leaving out what is unknown.
 func (e *SpecError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
