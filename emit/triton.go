@@ -46,6 +46,7 @@ type TritonModel struct {
 // Triton lacks, a model output that is a model input).
 type TritonError struct{ Msg string }
 
+// Error returns "triton: MSG".
 func (e *TritonError) Error() string { return "triton: " + e.Msg }
 
 func tritonErrorf(format string, a ...any) error { return &TritonError{Msg: fmt.Sprintf(format, a...)} }

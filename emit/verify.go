@@ -72,6 +72,7 @@ type SizeLimitError struct {
 	Limit  int64
 }
 
+// Error names the tensor, its size and the limit.
 func (e *SizeLimitError) Error() string {
 	size := fmt.Sprintf("%d bytes", e.Bytes)
 	if e.Bytes < 0 {
@@ -212,6 +213,7 @@ func (c *ReferenceCache) Close() {
 // an error; Verify itself reports it through VerifyReport.Pass.
 type MismatchError struct{ Report *VerifyReport }
 
+// Error names the outputs that differ.
 func (e *MismatchError) Error() string {
 	var bad []string
 	for _, o := range e.Report.Outputs {
@@ -487,6 +489,7 @@ func Verify(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, 
 // InputError reports unusable verification inputs (a bad --input file or --dim).
 type InputError struct{ Msg string }
 
+// Error returns the message.
 func (e *InputError) Error() string { return e.Msg }
 
 // ModelMismatchError reports that the model given to Verify is not the one the stages
@@ -497,6 +500,7 @@ type ModelMismatchError struct {
 	ManifestPath string
 }
 
+// Error gives both hashes, shortened.
 func (e *ModelMismatchError) Error() string {
 	return fmt.Sprintf("%s has sha256 %s, but the stages were made from a model with sha256 %s (%s)", e.Path, short(e.Got), short(e.Want), e.ManifestPath)
 }
