@@ -42,6 +42,7 @@ func TestScripts(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("MODELS", models)
+			env.Setenv("BENCH", filepath.Join(filepath.Dir(models), "benchmarks"))
 			env.Setenv("TESTDATA", testdata)
 			for _, k := range []string{"ONNXPART_ORT_LIB", "HOME", "XDG_CACHE_HOME", "ONNXPART_CACHE"} {
 				if v := os.Getenv(k); v != "" {

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"onnxpart/partition"
+	"onnxpart/partition/instances"
+	"onnxpart/schedule"
+	schedinst "onnxpart/schedule/instances"
+)
+
+func init() {
+	register(&command{
+		name:    "plan",
+		summary: "solve a partitioning instance (ONNX, dnn-partitioning JSON, Moirai CSV) and print the plan",
+		usage: `Usage: onnxpart plan INSTANCE [--input-format onnx|dnn-partitioning|moirai] [-k K] [--cpus N]
+                     [--bounds none|simple|fast|full] [--time-limit D] [--gap G] [--seed S] [--json]
+
+Solves an instance and prints the plan with its certified lower bound and gap; writes nothing.
+
+  onnx               an ONNX model, planned like the main command (takes its device flags:
+                     --devices, --link, --objective, --fusion, …) but without emitting
+  dnn-partitioning   a JSON instance of Tarnawski et al. (maxFPGAs, nodes, edges): a k-stage
+                     pipeline (MTPP) minimising the slowest stage; --cpus N adds N
+                     communication-free CPU stages anywhere in the chain
+  moirai             a Moirai placement spreadsheet (CSV): a latency placement on its devices
+                     with per-link transfer times and congestion
+
+The format is guessed from the extension (.onnx, .json, .csv) when not given.
+
+--json prints one object with at least objective (the plan's value, an upper bound),
+lower_bound, gap (1 − lower/upper), stages (node ids per stage) and seconds.
+
+Examples:
+  onnxpart plan LayerGraphs/resnet50_inference.json -k 4
+  onnxpart plan OperatorGraphs/bert_l-3_inference.json -k 2 --cpus 1 --json
+  onnxpart plan GoogLeNet.csv --time-limit 60s
+  onnxpart plan resnet50.onnx --devices 4xH100-SXM -k 4
+`,
+		run: runPlan,
+	})
+}
+
+// instancePlan is plan --json for instances (schema onnxpart.plan/v1, instance form).
+type instancePlan struct {
+	Format      string      `json:"format"`
+	Instance    string      `json:"instance"`
+	InputFormat string      `json:"input_format"`
+	Objective   float64     `json:"objective"`
+	LowerBound  float64     `json:"lower_bound"`
+	BoundMethod string      `json:"bound_method"`
+	Gap         float64     `json:"gap"`
+	Stages      [][]int     `json:"stages"`
+	StageDevice []string    `json:"stage_device_names,omitempty"`
+	StageCosts  []float64   `json:"stage_costs,omitempty"`
+	Devices     []string    `json:"devices,omitempty"`
+	Bounds      []planBound `json:"bounds"`
+	Algorithm   string      `json:"algorithm"`
+	Seed        int64       `json:"seed"`
+	Seconds     float64     `json:"seconds"`
+	Notes       []string    `json:"notes"`
+}
+
+type planBound struct {
+	Method     string  `json:"method"`
+	LowerBound float64 `json:"lower_bound"`
+}
+
+func runPlan(ctx context.Context, e *env, args []string) error {
+	c := commands["plan"]
+	// ONNX instances go through the main command's planner without writing anything.
+	format, rest := "", args
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--input-format" && i+1 < len(args) {
+			format = args[i+1]
+		} else if v, ok := strings.CutPrefix(a, "--input-format="); ok {
+			format = v
+		}
+	}
+	if format == "" {
+		for _, a := range args {
+			if f := guessFormat(a); !strings.HasPrefix(a, "-") && f != "" {
+				format = f
+				break
+			}
+		}
+	}
+	if format == "onnx" {
+		var pass []string
+		for i := 0; i < len(rest); i++ {
+			a := rest[i]
+			if a == "--input-format" {
+				i++
+				continue
+			}
+			if strings.HasPrefix(a, "--input-format=") {
+				continue
+			}
+			pass = append(pass, a)
+		}
+		return runMain(ctx, e, append(pass, "-o", "-"))
+	}
+	fs := newFlags(e, c)
+	fs.String("input-format", "", "onnx, dnn-partitioning or moirai (default: by extension)")
+	k := fs.IntP("stages", "k", 0, "accelerator stages (dnn-partitioning; default: the file's maxFPGAs)")
+	cpus := fs.Int("cpus", 0, "extra CPU stages (dnn-partitioning)")
+	bounds := fs.String("bounds", "fast", "lower-bound effort: none, simple, fast, full")
+	timeLimit := fs.Duration("time-limit", 60*time.Second, "time budget")
+	gap := fs.Float64("gap", 0, "stop when proved within this relative gap")
+	seed := fs.Int64("seed", 1, "random seed")
+	solver := fs.String("solver", "auto", "moirai: auto, met, greedy, heft, ea, sa, milp, split")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErrorf("plan takes one instance file, got %d arguments", fs.NArg())
+	}
+	path := fs.Arg(0)
+	if *timeLimit <= 0 {
+		return usageErrorf("--time-limit must be positive")
+	}
+	var out *instancePlan
+	var err error
+	switch format {
+	case "dnn-partitioning":
+		out, err = planDNN(ctx, path, *k, *cpus, *bounds, *timeLimit, *gap, *seed)
+	case "moirai":
+		out, err = planMoirai(ctx, path, *solver, *timeLimit, *seed)
+	default:
+		return usageErrorf("--input-format %q: want onnx, dnn-partitioning or moirai", format)
+	}
+	if err != nil {
+		return err
+	}
+	out.Format, out.Instance, out.InputFormat, out.Seed = "onnxpart.plan/v1", path, format, *seed
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printInstancePlan(e.stdout, out)
+	return nil
+}
+
+func guessFormat(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".onnx":
+		return "onnx"
+	case ".json":
+		return "dnn-partitioning"
+	case ".csv":
+		return "moirai"
+	}
+	return ""
+}
+
+func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit time.Duration, gap float64, seed int64) (*instancePlan, error) {
+	if k < 0 || cpus < 0 {
+		return nil, usageErrorf("-k and --cpus must not be negative")
+	}
+	inst, err := instances.LoadDNN(path, k, cpus)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	be, err := partition.ParseBounds(bounds)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	plan, err := partition.Solve(ctx, inst.Problem, partition.Options{Seed: seed, TimeLimit: limit, Gap: gap, Bounds: be})
+	if err != nil {
+		return nil, planError(err)
+	}
+	o := &instancePlan{Objective: plan.Objective, LowerBound: plan.LowerBound, BoundMethod: plan.BoundMethod, Gap: plan.Gap,
+		StageDevice: plan.StageDeviceNames, Algorithm: plan.Algorithm, Seconds: round3(plan.Seconds), Notes: append([]string{}, plan.Notes...)}
+	for _, st := range plan.Stages {
+		ids := make([]int, len(st))
+		for i, v := range st {
+			ids[i] = inst.IDs[v]
+		}
+		o.Stages = append(o.Stages, ids)
+	}
+	for _, sc := range plan.StageCosts {
+		o.StageCosts = append(o.StageCosts, sc.Total)
+	}
+	for _, b := range plan.Bounds {
+		o.Bounds = append(o.Bounds, planBound{Method: b.Method, LowerBound: b.Value})
+	}
+	return o, nil
+}
+
+func planMoirai(ctx context.Context, path, solver string, limit time.Duration, seed int64) (*instancePlan, error) {
+	p, err := schedinst.ReadMoiraiFile(path)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
+	if solver == "" {
+		solver = "auto"
+	}
+	res, err := schedule.Solve(ctx, p, schedule.Options{Method: solver, TimeLimit: limit, Seed: uint64(seed)})
+	if err != nil {
+		return nil, planError(err)
+	}
+	o := &instancePlan{Objective: res.Makespan, LowerBound: res.LowerBound, Gap: res.Gap, Algorithm: res.Method,
+		Seconds: round3(res.Seconds), Notes: append([]string{}, res.Notes...)}
+	for _, d := range p.Devices {
+		o.Devices = append(o.Devices, d.Name)
+	}
+	// One "stage" per device: the nodes it runs.
+	o.Stages = make([][]int, len(p.Devices))
+	for i := range o.Stages {
+		o.Stages[i] = []int{}
+	}
+	for _, np := range res.Nodes {
+		if np.Device >= 0 {
+			o.Stages[np.Device] = append(o.Stages[np.Device], np.Node)
+		}
+	}
+	o.StageDevice = o.Devices
+	best := math.Inf(-1)
+	for _, b := range res.Bounds {
+		o.Bounds = append(o.Bounds, planBound{Method: b.Method, LowerBound: b.Value})
+		if b.Value > best {
+			best, o.BoundMethod = b.Value, b.Method
+		}
+	}
+	return o, nil
+}
+
+func printInstancePlan(w io.Writer, o *instancePlan) {
+	fmt.Fprintf(w, "instance   %s (%s)\n", o.Instance, o.InputFormat)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tdevice\tnodes\tcost\t")
+	for i, st := range o.Stages {
+		dev, cost := "", ""
+		if i < len(o.StageDevice) {
+			dev = o.StageDevice[i]
+		}
+		if i < len(o.StageCosts) {
+			cost = fmt.Sprintf("%.6g", o.StageCosts[i])
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t\n", i, dev, len(st), cost)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "objective  %.9g (%s, %.2fs)\n", o.Objective, o.Algorithm, o.Seconds)
+	if o.LowerBound > 0 {
+		fmt.Fprintf(w, "bound      %.9g (%s): gap %.2f%%\n", o.LowerBound, o.BoundMethod, 100*o.Gap)
+	} else {
+		fmt.Fprintln(w, "bound      none")
+	}
+	for _, n := range o.Notes {
+		fmt.Fprintf(w, "note       %s\n", n)
+	}
+}
