@@ -32,7 +32,8 @@ deps:
 	@test -f /usr/lib/x86_64-linux-gnu/libz.a -o -f /usr/lib/libz.a || scripts/deps.sh apt-pkg zlib1g-dev
 
 build: deps
-	$(CGO_ENV) $(GO) build -o $(BIN) ./cmd/onnxpart
+	@echo "go build -o $(BIN) ./cmd/onnxpart"
+	@$(CGO_ENV) $(GO) build -o $(BIN) ./cmd/onnxpart
 	@$(MAKE) -s check-link
 
 # go-nvml links with --unresolved-symbols=ignore-in-object-files, which hides a missing
@@ -49,7 +50,7 @@ demo: build
 	@echo; echo '$$ onnxpart verify out'
 	@$(CGO_ENV) ./$(BIN) verify out
 
-test: build vet unit fuzz-short
+test: build vet unit fuzz-short test-report
 
 vet: deps
 	$(CGO_ENV) $(GO) vet ./...
