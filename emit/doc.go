@@ -6,7 +6,8 @@
 // Assignment giving a stage label to every node (from a planner, or from the manual split
 // helpers CutAfter, EqualFLOPs and ReadAssignment). What comes out: a directory holding
 // stage<i>.onnx (+ stage<i>.onnx.data when weights are stored externally) for every stage
-// and manifest.json (format onnxpart.manifest/v1, see Manifest), written atomically.
+// and manifest.json (format onnxpart.manifest/v1, see Manifest; its JSON Schema is
+// emit/schema's manifest.v1), written atomically.
 //
 // Rules the stage models follow:
 //

@@ -5,7 +5,11 @@
 // holding the decoded protobuf (kept for emit, never modified and never written back) and a
 // validated graph.Graph in which every tensor has a dtype, a shape (inferred by onnxpart's own
 // shape inference with constant folding of shape computations) and a byte size, and every
-// node its FLOPs, bytes read and written, and parameter bytes.
+// node its FLOPs, bytes read and written, and parameter bytes. Model.Summarize gives the
+// object `onnxpart inspect --json` prints (JSON Schema: emit/schema's inspect.v1).
+//
+//	m, err := ingest.Load("model.onnx", ingest.Options{Dims: map[string]int64{"batch": 8}})
+//	// m.Graph goes to profile (costs), fusion (coarsening) and emit (stage files).
 //
 // Errors a user can cause (missing file, not ONNX, truncated protobuf, a cycle, a tensor
 // produced twice, a dangling name, a bad external-data reference, an overflowing shape) come
