@@ -1,0 +1,230 @@
+// Command bench measures package schedule on the benchmarks of issue 7 and prints Markdown
+// tables:
+//
+//   - moirai: Moirai's example-1 (makespan 30, proved optimal) and GoogLeNet (a plan with a
+//     bound and a gap within the GoogLeNet budget), every method;
+//   - latency, throughput: RandWire ER(0.2) stacks of 10 modules with 1–4 channels, strongly
+//     (sd) and weakly (wd) dependent, on a CPU, a T4 and an A100 with seed 003's relative
+//     speeds and PCIe-class links, every method at the same time budget, like seed 003's
+//     Tables 4.1 and 4.4 (throughput with a batch of B inputs in four granules);
+//   - timing: the solve time of the full MILP against MILP-SPLIT's on single-channel stacks
+//     of 5, 10 and 20 modules (seed 003 Table 4.3), both run to optimality (the MILP within
+//     a cap).
+//
+// Run it from the repository root: go run ./schedule/internal/bench [-tables …] [-budget …].
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"onnxpart/schedule"
+	"onnxpart/schedule/instances"
+)
+
+func main() {
+	tables := flag.String("tables", "moirai,latency,throughput,timing", "comma list of tables: moirai, latency, throughput, timing")
+	moiraiDir := flag.String("moirai", "../shared/benchmarks/moirai", "directory of the Moirai CSV instances")
+	budget := flag.Duration("budget", 30*time.Second, "time budget of every search method per RandWire instance")
+	gBudget := flag.Duration("googlenet-budget", 60*time.Second, "time budget of every search method on GoogLeNet")
+	batch := flag.Int("batch", 16, "batch of inputs for the throughput table (split into 4 granules)")
+	nodes := flag.Int("n", 10, "random-graph nodes per RandWire module")
+	modules := flag.Int("modules", 10, "modules per RandWire stack (latency and throughput tables)")
+	capT := flag.Duration("cap", 180*time.Second, "time cap of the full MILP in the timing table")
+	seed := flag.Uint64("seed", 1, "seed of the instances and of EA/SA")
+	flag.Parse()
+	fmt.Printf("# onnxpart schedule benchmarks\n\nGo %s, %s/%s, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), time.Now().Format("2006-01-02 15:04"))
+	for _, t := range strings.Split(*tables, ",") {
+		switch strings.TrimSpace(t) {
+		case "moirai":
+			moirai(*moiraiDir, *gBudget, *seed)
+		case "latency":
+			randwire(false, *nodes, *modules, *batch, *budget, *seed)
+		case "throughput":
+			randwire(true, *nodes, *modules, *batch, *budget, *seed)
+		case "timing":
+			timing(*nodes, *capT, *seed)
+		case "":
+		default:
+			fmt.Fprintf(os.Stderr, "bench: unknown table %q\n", t)
+			os.Exit(2)
+		}
+	}
+}
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+func solve(p *schedule.Problem, o schedule.Options) *schedule.Result {
+	r, err := schedule.Solve(context.Background(), p, o)
+	if err != nil {
+		logf("  %s: %v", o.Method, err)
+		return nil
+	}
+	logf("  %-11s makespan %.6g bound %.6g (%.1fs) %s", o.Method, r.Makespan, r.LowerBound, r.Seconds, strings.Join(r.Notes, "; "))
+	return r
+}
+
+var heuristics = []string{schedule.BestDevice, schedule.MET, schedule.Greedy, schedule.HEFT}
+
+func moirai(dir string, budget time.Duration, seed uint64) {
+	fmt.Printf("## Moirai instances (latency, congestion on)\n\n")
+	fmt.Printf("Search methods (EA, SA, MILP, SPLIT) get %v each on GoogLeNet; example-1's MILP runs to optimality.\n\n", budget)
+	fmt.Printf("| instance | nodes | method | makespan | lower bound | gap | optimal | seconds | note |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, name := range []string{"example-1", "GoogLeNet"} {
+		p, err := instances.ReadMoiraiFile(filepath.Join(dir, name+".csv"))
+		if err != nil {
+			fmt.Printf("| %s | | | | | | | | %v |\n", name, err)
+			continue
+		}
+		logf("moirai %s", name)
+		methods := append(append([]string(nil), heuristics...), schedule.EA, schedule.SA, schedule.MILP, schedule.Split)
+		for _, m := range methods {
+			o := schedule.Options{Method: m, Seed: seed}
+			if name != "example-1" || m == schedule.EA || m == schedule.SA {
+				o.TimeLimit = budget
+			}
+			if name == "example-1" && (m == schedule.EA || m == schedule.SA) {
+				o.TimeLimit = 5 * time.Second
+			}
+			r := solve(p, o)
+			if r == nil {
+				note := "no plan fits in memory"
+				fmt.Printf("| %s | %d | %s | – | | | | | %s |\n", name, len(p.Nodes), m, note)
+				continue
+			}
+			note := ""
+			if r.Method != m {
+				note = "kept " + r.Method + "'s plan"
+			}
+			for _, c := range r.Candidates {
+				if c.Method == m && !c.Feasible && c.Makespan > 0 {
+					note = joinNote(note, fmt.Sprintf("%s's own plan (%.4g) overflows memory", m, c.Makespan))
+				}
+			}
+			fmt.Printf("| %s | %d | %s | %.6g | %.6g | %.1f%% | %v | %.1f | %s |\n", name, len(p.Nodes), m, r.Makespan, r.LowerBound, 100*r.Gap, r.Optimal, r.Seconds, note)
+		}
+	}
+	fmt.Println()
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+type stackCase struct {
+	name     string
+	channels int
+	strong   bool
+}
+
+var stackCases = []stackCase{{"1-ch", 1, true}, {"sd, 2-ch", 2, true}, {"sd, 3-ch", 3, true}, {"sd, 4-ch", 4, true}, {"wd, 2-ch", 2, false}, {"wd, 3-ch", 3, false}, {"wd, 4-ch", 4, false}}
+
+func makeStack(c stackCase, n, modules, batch int, seed uint64) *schedule.Problem {
+	s, err := instances.NewStack(instances.StackConfig{Model: instances.ER, P: 0.2, N: n, Modules: modules, Channels: c.channels, Strong: c.strong, Seed: seed})
+	if err != nil {
+		panic(err)
+	}
+	cc := instances.ThesisCosts()
+	cc.Seed = seed
+	if batch > 1 {
+		cc.Batch, cc.Granules = batch, 4
+	}
+	p, err := s.Problem(instances.ThesisPlatform(), cc)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func randwire(throughput bool, n, modules, batch int, budget time.Duration, seed uint64) {
+	what, unit := "Latency (ms)", "ms"
+	b := 1
+	if throughput {
+		what, unit, b = fmt.Sprintf("Throughput (inputs/s, batch of %d in 4 granules)", batch), "inputs/s", batch
+	}
+	fmt.Printf("## RandWire ER(0.2), %d modules of %d nodes: %s\n\n", modules, n, what)
+	fmt.Printf("CPU/T4/A100 at 7.10/1.26/1 (seed 003 Table 4.2), 12 GB/s + 10 µs links, 1 MB tensors per input. EA, SA, MILP and SPLIT get %v each; Bound is the best proved lower bound (on the makespan; as a throughput it is an upper bound). Ratio = best of MET/Greedy/HEFT/EA/SA ÷ SPLIT (latency) or SPLIT ÷ best (throughput).\n\n", budget)
+	cols := []string{"BD", "MET", "Greedy", "HEFT", "EA", "SA", "MILP", "SPLIT", "Bound", "ratio", "SPLIT gap"}
+	fmt.Printf("| model | nodes | %s |\n|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	methods := append(append([]string(nil), heuristics...), schedule.EA, schedule.SA, schedule.MILP, schedule.Split)
+	for _, c := range stackCases {
+		p := makeStack(c, n, modules, b, seed)
+		logf("randwire %s %s", c.name, unit)
+		vals := map[string]float64{}
+		bound := 0.0
+		var splitGap float64
+		for _, m := range methods {
+			o := schedule.Options{Method: m, Seed: seed}
+			if m == schedule.EA || m == schedule.SA || m == schedule.MILP || m == schedule.Split {
+				o.TimeLimit = budget
+			}
+			r := solve(p, o)
+			if r == nil {
+				vals[m] = math.NaN()
+				continue
+			}
+			own := math.NaN()
+			for _, cd := range r.Candidates {
+				if cd.Method == m && cd.Feasible {
+					own = cd.Makespan
+				}
+			}
+			vals[m] = own
+			bound = math.Max(bound, r.LowerBound)
+			if m == schedule.Split {
+				splitGap = 1 - r.LowerBound/math.Max(own, 1e-300)
+			}
+		}
+		conv := func(mk float64) float64 {
+			if !throughput {
+				return mk
+			}
+			return float64(batch) / mk * 1000 // inputs per second (times are in ms)
+		}
+		row := []string{c.name, fmt.Sprint(len(p.Nodes))}
+		for _, m := range methods {
+			row = append(row, fmt.Sprintf("%.4g", conv(vals[m])))
+		}
+		row = append(row, fmt.Sprintf("%.4g", conv(bound)))
+		best := math.Inf(1)
+		for _, m := range []string{schedule.MET, schedule.Greedy, schedule.HEFT, schedule.EA, schedule.SA} {
+			if !math.IsNaN(vals[m]) {
+				best = math.Min(best, vals[m])
+			}
+		}
+		row = append(row, fmt.Sprintf("%.3f", best/vals[schedule.Split]), fmt.Sprintf("%.1f%%", 100*splitGap))
+		fmt.Printf("| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Println()
+}
+
+func timing(n int, capT time.Duration, seed uint64) {
+	fmt.Printf("## Solve time: full MILP vs MILP-SPLIT (single-channel ER(0.2) stacks, N = %d, latency)\n\n", n)
+	fmt.Printf("Both run to optimality (relative gap 1e-4); the full MILP is capped at %v. Ratio = MILP seconds ÷ SPLIT seconds (a lower bound on it when the MILP hits the cap).\n\n", capT)
+	fmt.Printf("| modules | nodes | SPLIT makespan | SPLIT s | SPLIT gap | MILP makespan | MILP s | MILP gap | ratio |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, mods := range []int{5, 10, 20} {
+		p := makeStack(stackCase{"1-ch", 1, true}, n, mods, 1, seed)
+		logf("timing %d modules", mods)
+		sp := solve(p, schedule.Options{Method: schedule.Split, Seed: seed})
+		full := solve(p, schedule.Options{Method: schedule.MILP, TimeLimit: capT, Seed: seed})
+		if sp == nil || full == nil {
+			continue
+		}
+		ratio := fmt.Sprintf("%.0f×", full.Seconds/sp.Seconds)
+		if !full.Optimal {
+			ratio = "> " + ratio
+		}
+		fmt.Printf("| %d | %d | %.5g | %.2f | %.2f%% | %.5g | %.1f | %.2f%% | %s |\n", mods, len(p.Nodes), sp.Makespan, sp.Seconds, 100*sp.Gap, full.Makespan, full.Seconds, 100*full.Gap, ratio)
+	}
+	fmt.Println()
+}
