@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,8 +9,8 @@ import (
 )
 
 // TestCLIOutputs validates what the onnxpart binary prints and writes: inspect --json,
-// profile --json for every device spec of testdata/devices and for catalog lists, and the
-// manifest and verify --json of a split.
+// profile --json for every device spec of testdata/devices and for catalog lists, the
+// manifests of the main command (planned) and of split, and verify --json.
 func TestCLIOutputs(t *testing.T) {
 	model, err := filepath.Abs(repoModel)
 	if err != nil {
@@ -38,6 +39,21 @@ func TestCLIOutputs(t *testing.T) {
 		args = append([]string{"profile", "--json", "--no-bench"}, args...)
 		doc := runCLI(t, work, args...)
 		mustValidate(t, "profile.v1", strings.Join(args, " "), doc)
+	}
+
+	// Manifests the planner writes: a pipeline on identical devices and a placement on
+	// mixed ones.
+	for i, devices := range []string{"2xa100-80g", "a100-80g,t4"} {
+		dir := fmt.Sprintf("planned%d", i)
+		runCLI(t, work, model, "--devices", devices, "-o", dir, "-q", "--time-limit", "5s")
+		man, err := os.ReadFile(filepath.Join(work, dir, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(man), `"lower_bound_s"`) {
+			t.Errorf("--devices %s: the manifest has no bounds", devices)
+		}
+		mustValidate(t, "manifest.v1", "onnxpart MODEL --devices "+devices, man)
 	}
 
 	runCLI(t, work, "split", model, "-o", "out", "--stages", "3")

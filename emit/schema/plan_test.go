@@ -1,76 +1,60 @@
 package schema_test
 
 import (
-	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
-
-	"onnxpart/graph"
-	"onnxpart/partition"
-	"onnxpart/profile"
 )
 
-// problemOf prices g on the cluster's devices with profile's roofline and turns it into an
-// MTPP instance: work per node on device 0 (or per device when heterogeneous), parameter
-// bytes, and every activation a node sends to others.
-func problemOf(t *testing.T, g *graph.Graph, spec string, k int, hetero bool) *partition.Problem {
+var benchDir = filepath.Join("..", "..", "..", "shared", "benchmarks")
+
+// TestPlans validates plan.v1 on what the binary prints: the model form (the main command
+// with -o -, for a pipeline on identical devices and a placement on mixed ones, and
+// `plan MODEL.onnx`) and the instance form (dnn-partitioning and Moirai instances).
+func TestPlans(t *testing.T) {
+	model, _ := filepath.Abs(repoModel)
+	work := t.TempDir()
+	runs := [][]string{
+		{model, "--devices", "2xa100-80g", "--json", "-o", "-", "-q", "--time-limit", "5s"},
+		{model, "--devices", "a100-80g,t4", "--json", "-o", "-", "-q", "--time-limit", "5s"},
+		{"plan", model, "--devices", "4xH100-SXM", "-k", "3", "--json", "-q", "--time-limit", "5s"},
+	}
+	dnn := filepath.Join(benchDir, "dnn-partitioning", "LayerGraphs", "resnet50_inference.json")
+	moirai := filepath.Join(benchDir, "moirai", "example-1.csv")
+	if _, err := os.Stat(dnn); err == nil {
+		runs = append(runs, []string{"plan", abs(t, dnn), "-k", "4", "--json", "--time-limit", "10s"})
+	}
+	if _, err := os.Stat(moirai); err == nil {
+		runs = append(runs, []string{"plan", abs(t, moirai), "--json", "--time-limit", "10s"})
+	}
+	for _, args := range runs {
+		doc := runCLI(t, work, args...)
+		mustValidate(t, "plan.v1", strings.Join(args, " "), doc)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("planning with -o - wrote %d files", len(entries))
+	}
+}
+
+func TestPlanMutations(t *testing.T) {
+	model, _ := filepath.Abs(repoModel)
+	doc := runCLI(t, t.TempDir(), model, "--devices", "2xa100-80g", "-k", "2", "--json", "-o", "-", "-q", "--time-limit", "5s")
+	checkMutations(t, "plan.v1", doc, []mutation{
+		{what: "missing gap", change: deleteField(t, "gap"), where: ""},
+		{what: "stages as a flat list", change: setField(t, "stages", []any{"a", "b"}), where: "/stages/0"},
+		{what: "lower_bound renamed lower_bound_s", change: renameField(t, "lower_bound", "lower_bound_s"), where: ""},
+		{what: "a stage cost without comm_s", change: deleteField(t, "stage_costs/0/comm_s"), where: "/stage_costs/0"},
+		{what: "an unknown objective", change: setField(t, "objective", "energy"), where: "/objective"},
+		{what: "an undeclared field", change: setField(t, "stage_costs/1/energy_j", 1), strictOnly: true, where: "/stage_costs/1"},
+	})
+}
+
+func abs(t *testing.T, p string) string {
 	t.Helper()
-	cl, err := profile.Resolve(context.Background(), spec, profile.Options{Host: profile.HostOptions{NoBench: true, NoCache: true}})
+	a, err := filepath.Abs(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := profile.NewCostModel(cl, profile.CostOptions{}).Costs(g)
-	p := &partition.Problem{Name: g.Name, Work: tab.Node[0], Params: make([]float64, len(g.Nodes)), K: k,
-		Bandwidth: tab.Bandwidth[0][len(tab.Bandwidth)-1]}
-	for v := range g.Nodes {
-		p.Params[v] = float64(g.Nodes[v].ParamBytes)
-		p.NodeNames = append(p.NodeNames, g.Nodes[v].Label())
-	}
-	for i := range g.Tensors {
-		tt := &g.Tensors[i]
-		if tt.Producer < 0 || len(tt.Consumers) == 0 {
-			continue
-		}
-		p.Tensors = append(p.Tensors, partition.Tensor{Name: tt.Name, Producer: tt.Producer, Consumers: tt.Consumers, Size: float64(max(tt.Bytes, 0))})
-	}
-	if hetero {
-		p.K = 0
-		for d, name := range tab.Devices {
-			p.Devices = append(p.Devices, partition.Device{Name: name, Count: 1, Work: tab.Node[d]})
-		}
-	}
-	return p
-}
-
-// TestPlans validates partition.Plan's JSON (provisional plan.v1) for homogeneous and
-// heterogeneous pipelines, with and without lower bounds.
-func TestPlans(t *testing.T) {
-	g := load(t, repoModel, nil).Graph
-	quick := partition.Options{Seed: 1, Workers: 1, Bounds: partition.BoundsSimple,
-		BRKGA: partition.BRKGAOptions{Population: 20, Generations: 5}}
-	none := quick
-	none.Bounds = partition.BoundsNone
-	cases := []struct {
-		what string
-		p    *partition.Problem
-		opt  partition.Options
-	}{
-		{"3 stages", problemOf(t, g, "2xa100-80g", 3, false), quick},
-		{"3 stages, no bounds", problemOf(t, g, "2xa100-80g", 3, false), none},
-		{"a100 + t4", problemOf(t, g, "a100-80g,t4", 0, true), quick},
-	}
-	for _, c := range cases {
-		plan, err := partition.Solve(context.Background(), c.p, c.opt)
-		if err != nil {
-			t.Fatalf("%s: %v", c.what, err)
-		}
-		mustValidate(t, "plan.v1", c.what, marshal(t, plan))
-		if c.what == "3 stages" {
-			checkMutations(t, "plan.v1", marshal(t, plan), []mutation{
-				{what: "missing gap", change: deleteField(t, "gap"), where: ""},
-				{what: "stages as a flat list", change: setField(t, "stages", []any{1, 2}), where: "/stages/0"},
-				{what: "lower_bound renamed lower_bound_s", change: renameField(t, "lower_bound", "lower_bound_s"), where: ""},
-				{what: "a stage cost without comm", change: deleteField(t, "stage_costs/0/comm"), where: "/stage_costs/0"},
-			})
-		}
-	}
+	return a
 }

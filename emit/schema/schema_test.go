@@ -49,10 +49,22 @@ func TestSchemaFiles(t *testing.T) {
 		if s, _ := doc["title"].(string); s == "" {
 			t.Errorf("%s: no title", name)
 		}
+		// Every "format" property (one per form) names the schema.
 		kind, version, _ := strings.Cut(name, ".")
-		f, _ := doc["properties"].(map[string]any)["format"].(map[string]any)
-		if f["const"] != "onnxpart."+kind+"/"+version {
-			t.Errorf("%s: format const %v, want onnxpart.%s/%s", name, f["const"], kind, version)
+		formats := 0
+		eachObject(doc, "", func(path string, obj map[string]any) {
+			props, _ := obj["properties"].(map[string]any)
+			f, ok := props["format"].(map[string]any)
+			if !ok {
+				return
+			}
+			formats++
+			if f["const"] != "onnxpart."+kind+"/"+version {
+				t.Errorf("%s %s: format const %v, want onnxpart.%s/%s", name, path, f["const"], kind, version)
+			}
+		})
+		if formats == 0 {
+			t.Errorf("%s: no format property", name)
 		}
 		// Both modes compile.
 		if err := schema.Validate(name, []byte(`{}`)); err == nil || strings.HasPrefix(err.Error(), "schema ") {
@@ -264,20 +276,22 @@ func typesOf(root map[string]any, s any) string {
 // owns the output). A new conflict fails the test: reuse a field name only with the same
 // meaning and type, or choose another name.
 var knownConflicts = map[string]string{
-	"bounds":    "the certificate object (manifest) but the list of computed bounds (plan; null with no bounds)",
-	"devices":   "the device list (manifest) but the --devices argument (profile, whose list is device_list)",
-	"inputs":    "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
-	"outputs":   "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
-	"label":     "the assignment's stage label (manifest stages[]) but the event's text (manifest timeline[])",
-	"model":     "the model object (manifest, profile) but a path (verify) or a product name (profile device_list[])",
-	"nodes":     "a count (model, inspect, profile, fusion) but the node names (manifest stages[])",
-	"notes":     "always an array, but null when empty in profile",
-	"objective": "the objective's name (manifest) but the bottleneck value (plan)",
-	"ops":       "the op histogram (inspect) but a group's op list (inspect fusion.largest[])",
-	"params":    "an element count (inspect) but parameter bytes (plan stage_costs[])",
-	"seconds":   "a duration, but per-device durations in profile model.classes[]",
-	"shape":     "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
-	"stages":    "stage objects (manifest), stage indices (manifest duplicated_weights[]), node lists (plan), a count (verify)",
+	"bounds":      "the certificate object (manifest) but the list of computed bounds (plan)",
+	"devices":     "device objects (manifest), device names (plan), the --devices argument (profile, whose list is device_list)",
+	"inputs":      "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
+	"outputs":     "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
+	"label":       "the assignment's stage label (manifest stages[]) but the event's text (manifest timeline[])",
+	"model":       "the model object (manifest, profile) but a path (verify, plan) or a product name (profile device_list[])",
+	"nodes":       "a count (model, inspect, profile, fusion) but the node names (manifest stages[])",
+	"notes":       "always an array, but null when empty in profile",
+	"objective":   "the objective's name (manifest, plan model form) but the plan's value (plan instance form)",
+	"ops":         "the op histogram (inspect), a group's op list (inspect fusion.largest[]), a node count (plan stage_costs[])",
+	"fusion":      "the coarsening summary (inspect --fusion) but the rule set's name (plan)",
+	"stage_costs": "cost objects (plan, model form) but plain numbers (plan, instance form)",
+	"params":      "an element count (inspect) but parameter bytes (plan stage_costs[])",
+	"seconds":     "a duration, but per-device durations in profile model.classes[]",
+	"shape":       "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
+	"stages":      "stage objects (manifest), stage indices (manifest duplicated_weights[]), node names (plan model form) or ids (plan instance form), a count (verify)",
 }
 
 // TestFieldNamesAgree checks that a field name has the same type wherever it appears, and
