@@ -25,12 +25,17 @@ import (
 	"strings"
 	"time"
 
+	"onnxpart/ingest"
+	"onnxpart/profile"
 	"onnxpart/schedule"
+	"onnxpart/schedule/fromgraph"
 	"onnxpart/schedule/instances"
 )
 
 func main() {
-	tables := flag.String("tables", "moirai,latency,throughput,timing", "comma list of tables: moirai, latency, throughput, timing")
+	tables := flag.String("tables", "moirai,latency,throughput,timing,corpus", "comma list of tables: moirai, latency, throughput, timing, corpus")
+	models := flag.String("models", "../shared/models", "directory of the corpus ONNX models")
+	devices := flag.String("devices", "cpu,t4,a100-80g", "--devices of the corpus table")
 	moiraiDir := flag.String("moirai", "../shared/benchmarks/moirai", "directory of the Moirai CSV instances")
 	budget := flag.Duration("budget", 30*time.Second, "time budget of every search method per RandWire instance")
 	gBudget := flag.Duration("googlenet-budget", 60*time.Second, "time budget of every search method on GoogLeNet")
@@ -51,6 +56,8 @@ func main() {
 			randwire(true, *nodes, *modules, *batch, *budget, *seed)
 		case "timing":
 			timing(*nodes, *capT, *seed)
+		case "corpus":
+			corpus(*models, *devices, *budget, *seed)
 		case "":
 		default:
 			fmt.Fprintf(os.Stderr, "bench: unknown table %q\n", t)
@@ -225,6 +232,46 @@ func timing(n int, capT time.Duration, seed uint64) {
 			ratio = "> " + ratio
 		}
 		fmt.Printf("| %d | %d | %.5g | %.2f | %.2f%% | %.5g | %.1f | %.2f%% | %s |\n", mods, len(p.Nodes), sp.Makespan, sp.Seconds, 100*sp.Gap, full.Makespan, full.Seconds, 100*full.Gap, ratio)
+	}
+	fmt.Println()
+}
+
+var corpusModels = []string{"squeezenet1_1_small", "vgg16_small", "resnet50_small", "googlenet_small", "mobilenet_v2_small", "efficientnet_b0_small", "randwire_ws_small_small", "bert_base_like_small_op17"}
+
+func corpus(dir, devices string, budget time.Duration, seed uint64) {
+	fmt.Printf("## Corpus ONNX models on --devices %s (latency, roofline cost model, no fusion)\n\n", devices)
+	cl, err := profile.Resolve(context.Background(), devices, profile.Options{})
+	if err != nil {
+		fmt.Printf("not run: %v\n\n", err)
+		return
+	}
+	cm := profile.NewCostModel(cl, profile.CostOptions{})
+	var names []string
+	for _, d := range cl.Devices {
+		names = append(names, d.Name+" ("+d.Model+")")
+	}
+	fmt.Printf("Devices: %s. Auto gets %v. Speedup = best single device ÷ auto's plan.\n\n", strings.Join(names, ", "), budget)
+	fmt.Printf("| model | nodes | best device (ms) | HEFT (ms) | auto (ms) | method | bound (ms) | gap | speedup |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, name := range corpusModels {
+		m, err := ingest.Load(filepath.Join(dir, name+".onnx"), ingest.Options{})
+		if err != nil {
+			fmt.Printf("| %s | | | | | | | | %v |\n", name, err)
+			continue
+		}
+		p, _, err := fromgraph.Problem(m.Graph, cm, fromgraph.Options{})
+		if err != nil {
+			fmt.Printf("| %s | | | | | | | | %v |\n", name, err)
+			continue
+		}
+		logf("corpus %s (%d nodes)", name, len(p.Nodes))
+		bd := solve(p, schedule.Options{Method: schedule.BestDevice})
+		heft := solve(p, schedule.Options{Method: schedule.HEFT})
+		auto := solve(p, schedule.Options{Method: schedule.Auto, TimeLimit: budget, Seed: seed})
+		if bd == nil || heft == nil || auto == nil {
+			fmt.Printf("| %s | %d | | | | | | | failed |\n", name, len(p.Nodes))
+			continue
+		}
+		fmt.Printf("| %s | %d | %.4g | %.4g | %.4g | %s | %.4g | %.1f%% | %.2f× |\n", name, len(p.Nodes), bd.Makespan, heft.Makespan, auto.Makespan, auto.Method, auto.LowerBound, 100*auto.Gap, bd.Makespan/auto.Makespan)
 	}
 	fmt.Println()
 }
