@@ -10,7 +10,9 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -406,4 +408,53 @@ func TestVerifyRefusesHugeTensors(t *testing.T) {
 func ortAvailable() bool {
 	_, err := ort.LibraryPath()
 	return err == nil
+}
+
+// TestCheckDataFileStaysInside: Check (and so Verify) reads a stage's data file only when
+// the manifest names a plain file in the directory, and only a regular file: a manifest
+// naming "../secret" or a FIFO is a problem, not a read (a FIFO would block).
+func TestCheckDataFileStaysInside(t *testing.T) {
+	l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{ExternalData: ExternalAlways})
+	root := t.TempDir()
+	out := filepath.Join(root, "out")
+	if err := l.WriteDir(out); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "secret"), []byte("secret"), 0o644)
+	if err := syscall.Mkfifo(filepath.Join(out, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"../secret", `bad data file name "../secret"`},
+		{filepath.Join(root, "secret"), "bad data file name"},
+		{"fifo", "fifo is not a regular file"},
+	} {
+		man, err := ReadManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		withData := -1
+		for i, st := range man.Stages {
+			if st.DataFile != "" && withData < 0 {
+				withData = i
+			}
+		}
+		if withData < 0 {
+			t.Fatal("no stage has a data file")
+		}
+		man.Stages[withData].DataFile = tc.file
+		js, _ := man.MarshalIndent()
+		os.WriteFile(filepath.Join(out, ManifestFile), js, 0o644)
+		done := make(chan error, 1)
+		go func() { _, err := Check(out); done <- err }()
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("data file %q: Check did not return within 30s", tc.file)
+		}
+		var ce *CheckError
+		if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Problems, "\n"), tc.want) {
+			t.Errorf("data file %q: %v, want a problem mentioning %q", tc.file, err, tc.want)
+		}
+	}
 }
