@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"onnxpart/emit/schema"
 )
 
 // TestMain lets the scripts in testdata/script run `onnxpart` as a command in-process.
@@ -39,6 +41,18 @@ func TestScripts(t *testing.T) {
 				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// schema NAME FILE|stdout: the document satisfies emit/schema's NAME strictly.
+			"schema": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: schema NAME FILE")
+				}
+				err := schema.ValidateStrict(args[0], []byte(ts.ReadFile(args[1])))
+				if neg != (err != nil) {
+					ts.Fatalf("schema %s %s: %v (negated: %v)", args[0], args[1], err, neg)
+				}
+			},
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("MODELS", models)

@@ -49,31 +49,6 @@ Examples:
 	})
 }
 
-// instancePlan is plan --json for instances (schema onnxpart.plan/v1, instance form).
-type instancePlan struct {
-	Format      string      `json:"format"`
-	Instance    string      `json:"instance"`
-	InputFormat string      `json:"input_format"`
-	Objective   float64     `json:"objective"`
-	LowerBound  float64     `json:"lower_bound"`
-	BoundMethod string      `json:"bound_method"`
-	Gap         float64     `json:"gap"`
-	Stages      [][]int     `json:"stages"`
-	StageDevice []string    `json:"stage_device_names,omitempty"`
-	StageCosts  []float64   `json:"stage_costs,omitempty"`
-	Devices     []string    `json:"devices,omitempty"`
-	Bounds      []planBound `json:"bounds"`
-	Algorithm   string      `json:"algorithm"`
-	Seed        int64       `json:"seed"`
-	Seconds     float64     `json:"seconds"`
-	Notes       []string    `json:"notes"`
-}
-
-type planBound struct {
-	Method     string  `json:"method"`
-	LowerBound float64 `json:"lower_bound"`
-}
-
 func runPlan(ctx context.Context, e *env, args []string) error {
 	c := commands["plan"]
 	// ONNX instances go through the main command's planner without writing anything.
@@ -129,7 +104,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	if *timeLimit <= 0 {
 		return usageErrorf("--time-limit must be positive")
 	}
-	var out *instancePlan
+	var out *planJSON
 	var err error
 	switch format {
 	case "dnn-partitioning":
@@ -142,7 +117,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out.Format, out.Instance, out.InputFormat, out.Seed = "onnxpart.plan/v1", path, format, *seed
+	out.Format, out.Input, out.InputFormat, out.Seed = "onnxpart.plan/v1", path, format, *seed
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -164,7 +139,7 @@ func guessFormat(path string) string {
 	return ""
 }
 
-func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit time.Duration, gap float64, seed int64) (*instancePlan, error) {
+func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit time.Duration, gap float64, seed int64) (*planJSON, error) {
 	if k < 0 || cpus < 0 {
 		return nil, usageErrorf("-k and --cpus must not be negative")
 	}
@@ -180,25 +155,42 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit
 	if err != nil {
 		return nil, planError(err)
 	}
-	o := &instancePlan{Objective: plan.Objective, LowerBound: plan.LowerBound, BoundMethod: plan.BoundMethod, Gap: plan.Gap,
-		StageDevice: plan.StageDeviceNames, Algorithm: plan.Algorithm, Seconds: round3(plan.Seconds), Notes: append([]string{}, plan.Notes...)}
-	for _, st := range plan.Stages {
+	o := &planJSON{Objective: plan.Objective, ObjectiveKind: "throughput", LowerBound: plan.LowerBound,
+		BoundMethod: plan.BoundMethod, Gap: plan.Gap, StageDeviceNames: plan.StageDeviceNames, Algorithm: plan.Algorithm,
+		Seconds: round3(plan.Seconds), Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, plan.Notes...)}
+	seen := map[string]bool{}
+	for _, d := range plan.StageDeviceNames {
+		if !seen[d] {
+			seen[d] = true
+			o.Devices = append(o.Devices, d)
+		}
+	}
+	if plan.Objective > 0 {
+		o.ThroughputPerS = 1 / plan.Objective
+	}
+	bott := -1
+	for i, sc := range plan.StageCosts {
+		if bott < 0 || sc.Total > plan.StageCosts[bott].Total {
+			bott = i
+		}
+	}
+	for i, st := range plan.Stages {
 		ids := make([]int, len(st))
-		for i, v := range st {
-			ids[i] = inst.IDs[v]
+		for j, v := range st {
+			ids[j] = inst.IDs[v]
 		}
 		o.Stages = append(o.Stages, ids)
-	}
-	for _, sc := range plan.StageCosts {
-		o.StageCosts = append(o.StageCosts, sc.Total)
+		sc := plan.StageCosts[i]
+		o.StageCosts = append(o.StageCosts, stageCostJSON{Work: sc.Work, Comm: sc.Comm, Overflow: sc.Overflow, Total: sc.Total,
+			ParamsBytes: int64(sc.Params), Nodes: len(st), Bottleneck: i == bott})
 	}
 	for _, b := range plan.Bounds {
-		o.Bounds = append(o.Bounds, planBound{Method: b.Method, LowerBound: b.Value})
+		o.Bounds = append(o.Bounds, boundJSON{Method: b.Method, LowerBound: b.Value})
 	}
 	return o, nil
 }
 
-func planMoirai(ctx context.Context, path, solver string, limit time.Duration, seed int64) (*instancePlan, error) {
+func planMoirai(ctx context.Context, path, solver string, limit time.Duration, seed int64) (*planJSON, error) {
 	p, err := schedinst.ReadMoiraiFile(path)
 	if err != nil {
 		return nil, inputErrorf("%v", err)
@@ -210,12 +202,13 @@ func planMoirai(ctx context.Context, path, solver string, limit time.Duration, s
 	if err != nil {
 		return nil, planError(err)
 	}
-	o := &instancePlan{Objective: res.Makespan, LowerBound: res.LowerBound, Gap: res.Gap, Algorithm: res.Method,
-		Seconds: round3(res.Seconds), Notes: append([]string{}, res.Notes...)}
+	o := &planJSON{Objective: res.Makespan, ObjectiveKind: "latency", LowerBound: res.LowerBound, Gap: res.Gap,
+		LatencyS: res.Makespan, Algorithm: res.Method, Seconds: round3(res.Seconds), Devices: []string{},
+		Bounds: []boundJSON{}, Notes: append([]string{}, res.Notes...)}
 	for _, d := range p.Devices {
 		o.Devices = append(o.Devices, d.Name)
 	}
-	// One "stage" per device: the nodes it runs.
+	// One stage per device: the tasks it runs, and its busy time as the stage's work.
 	o.Stages = make([][]int, len(p.Devices))
 	for i := range o.Stages {
 		o.Stages[i] = []int{}
@@ -225,10 +218,13 @@ func planMoirai(ctx context.Context, path, solver string, limit time.Duration, s
 			o.Stages[np.Device] = append(o.Stages[np.Device], np.Node)
 		}
 	}
-	o.StageDevice = o.Devices
+	o.StageDeviceNames = o.Devices
+	for i, dp := range res.Devices {
+		o.StageCosts = append(o.StageCosts, stageCostJSON{Work: dp.Busy, Total: dp.Busy, Nodes: len(o.Stages[i])})
+	}
 	best := math.Inf(-1)
 	for _, b := range res.Bounds {
-		o.Bounds = append(o.Bounds, planBound{Method: b.Method, LowerBound: b.Value})
+		o.Bounds = append(o.Bounds, boundJSON{Method: b.Method, LowerBound: b.Value})
 		if b.Value > best {
 			best, o.BoundMethod = b.Value, b.Method
 		}
@@ -236,22 +232,25 @@ func planMoirai(ctx context.Context, path, solver string, limit time.Duration, s
 	return o, nil
 }
 
-func printInstancePlan(w io.Writer, o *instancePlan) {
-	fmt.Fprintf(w, "instance   %s (%s)\n", o.Instance, o.InputFormat)
+func printInstancePlan(w io.Writer, o *planJSON) {
+	fmt.Fprintf(w, "instance   %s (%s)\n", o.Input, o.InputFormat)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tdevice\tnodes\tcost\t")
+	fmt.Fprintln(tw, "stage\tdevice\tnodes\tcost\t\t")
 	for i, st := range o.Stages {
-		dev, cost := "", ""
-		if i < len(o.StageDevice) {
-			dev = o.StageDevice[i]
+		dev, cost, mark := "", "", ""
+		if i < len(o.StageDeviceNames) {
+			dev = o.StageDeviceNames[i]
 		}
 		if i < len(o.StageCosts) {
-			cost = fmt.Sprintf("%.6g", o.StageCosts[i])
+			cost = fmt.Sprintf("%.6g", o.StageCosts[i].Total)
+			if o.StageCosts[i].Bottleneck {
+				mark = "◀ bottleneck"
+			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t\n", i, dev, len(st), cost)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t\n", i, dev, len(st), cost, mark)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "objective  %.9g (%s, %.2fs)\n", o.Objective, o.Algorithm, o.Seconds)
+	fmt.Fprintf(w, "objective  %.9g (%s, %s, %.2fs)\n", o.Objective, o.ObjectiveKind, o.Algorithm, o.Seconds)
 	if o.LowerBound > 0 {
 		fmt.Fprintf(w, "bound      %.9g (%s): gap %.2f%%\n", o.LowerBound, o.BoundMethod, 100*o.Gap)
 	} else {

@@ -58,43 +58,6 @@ devices), 4 verification mismatch, 130 interrupted (the best plan so far is stil
 	})
 }
 
-// runOutput is the --json form of a plan (schema onnxpart.plan/v1). Field names follow
-// partition.Plan's.
-type runOutput struct {
-	Format          string            `json:"format"`
-	Model           string            `json:"model"`
-	Devices         []string          `json:"devices"`
-	Objective       string            `json:"objective"`
-	ObjectiveReason string            `json:"objective_reason,omitempty"`
-	RuleSet         string            `json:"fusion"`
-	PlanNodes       int               `json:"plan_nodes"`
-	Upper           float64           `json:"objective_s"`
-	LowerBound      float64           `json:"lower_bound"`
-	BoundMethod     string            `json:"bound_method"`
-	Gap             float64           `json:"gap"`
-	ThroughputPerS  float64           `json:"throughput_per_s"`
-	LatencyS        float64           `json:"latency_s"`
-	Algorithm       string            `json:"algorithm"`
-	Seed            int64             `json:"seed"`
-	Seconds         float64           `json:"seconds"`
-	Stages          [][]string        `json:"stages"`
-	StageDevices    []string          `json:"stage_device_names"`
-	StageCosts      []runStageCost    `json:"stage_costs"`
-	Bounds          []emit.BoundValue `json:"bounds"`
-	Output          string            `json:"output"`
-	Interrupted     bool              `json:"interrupted,omitempty"`
-	Notes           []string          `json:"notes"`
-}
-
-type runStageCost struct {
-	Compute    float64 `json:"compute_s"`
-	Comm       float64 `json:"comm_s"`
-	Total      float64 `json:"total_s"`
-	Params     int64   `json:"params_bytes"`
-	Ops        int     `json:"ops"`
-	Bottleneck bool    `json:"bottleneck"`
-}
-
 func runMain(ctx context.Context, e *env, args []string) error {
 	c := commands["run"]
 	fs := newFlags(e, c)
@@ -286,24 +249,39 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 	return out, nil
 }
 
-func jsonPlan(m *ingest.Model, r *planner.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *runOutput {
-	o := &runOutput{Format: "onnxpart.plan/v1", Model: m.Path, Objective: r.Objective, ObjectiveReason: r.ObjectiveChosen,
-		RuleSet: r.RuleSet, PlanNodes: r.CoarseNodes, Upper: r.Upper, LowerBound: r.Lower, BoundMethod: r.BoundMethod,
-		Gap: r.Gap, ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Algorithm: r.Algorithm, Seed: seed,
-		Seconds: round3(r.Seconds), Bounds: r.Bounds, Output: out, Interrupted: interrupted, Notes: append([]string{}, man.Notes...)}
+func jsonPlan(m *ingest.Model, r *planner.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
+	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: r.Objective,
+		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap,
+		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
+		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
+		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...)}
 	for _, d := range r.Devices {
 		o.Devices = append(o.Devices, r.Cluster.Devices[d].Name)
+	}
+	for _, b := range r.Bounds {
+		o.Bounds = append(o.Bounds, boundJSON{Method: b.Method, LowerBound: b.LowerBoundS})
 	}
 	byLabel := map[int]planner.StageSummary{}
 	for _, s := range r.Stages {
 		byLabel[s.Stage] = s
 	}
+	index := map[string]int{}
+	for i := range m.Graph.Nodes {
+		if _, dup := index[m.Graph.Nodes[i].Label()]; !dup {
+			index[m.Graph.Nodes[i].Label()] = i
+		}
+	}
 	for _, st := range man.Stages {
-		o.Stages = append(o.Stages, st.Nodes)
-		o.StageDevices = append(o.StageDevices, st.Device)
+		ids := make([]int, len(st.Nodes))
+		for i, n := range st.Nodes {
+			ids[i] = index[n]
+		}
+		o.Stages = append(o.Stages, ids)
+		o.StageNodeNames = append(o.StageNodeNames, st.Nodes)
+		o.StageDeviceNames = append(o.StageDeviceNames, st.Device)
 		s := byLabel[st.Label]
-		o.StageCosts = append(o.StageCosts, runStageCost{Compute: s.ComputeS, Comm: s.CommS, Total: s.TotalS,
-			Params: st.ParamsBytes, Ops: len(st.Nodes), Bottleneck: s.Bottleneck})
+		o.StageCosts = append(o.StageCosts, stageCostJSON{Work: s.ComputeS, Comm: s.CommS, Total: s.TotalS,
+			ParamsBytes: st.ParamsBytes, Nodes: len(st.Nodes), Bottleneck: s.Bottleneck})
 	}
 	return o
 }

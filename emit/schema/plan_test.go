@@ -42,10 +42,11 @@ func TestPlanMutations(t *testing.T) {
 	doc := runCLI(t, t.TempDir(), model, "--devices", "2xa100-80g", "-k", "2", "--json", "-o", "-", "-q", "--time-limit", "5s")
 	checkMutations(t, "plan.v1", doc, []mutation{
 		{what: "missing gap", change: deleteField(t, "gap"), where: ""},
-		{what: "stages as a flat list", change: setField(t, "stages", []any{"a", "b"}), where: "/stages/0"},
+		{what: "stages as a flat list", change: setField(t, "stages", []any{1, 2}), where: "/stages/0"},
 		{what: "lower_bound renamed lower_bound_s", change: renameField(t, "lower_bound", "lower_bound_s"), where: ""},
-		{what: "a stage cost without comm_s", change: deleteField(t, "stage_costs/0/comm_s"), where: "/stage_costs/0"},
-		{what: "an unknown objective", change: setField(t, "objective", "energy"), where: "/objective"},
+		{what: "a stage cost without comm", change: deleteField(t, "stage_costs/0/comm"), where: "/stage_costs/0"},
+		{what: "an unknown objective kind", change: setField(t, "objective_kind", "energy"), where: "/objective_kind"},
+		{what: "the objective as a name", change: setField(t, "objective", "throughput"), where: "/objective"},
 		{what: "an undeclared field", change: setField(t, "stage_costs/1/energy_j", 1), strictOnly: true, where: "/stage_costs/1"},
 	})
 }

@@ -281,17 +281,15 @@ var knownConflicts = map[string]string{
 	"inputs":      "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
 	"outputs":     "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
 	"label":       "the assignment's stage label (manifest stages[]) but the event's text (manifest timeline[])",
-	"model":       "the model object (manifest, profile) but a path (verify, plan) or a product name (profile device_list[])",
+	"model":       "the model object (manifest, profile) but a path (verify) or a product name (profile device_list[])",
 	"nodes":       "a count (model, inspect, profile, fusion) but the node names (manifest stages[])",
 	"notes":       "always an array, but null when empty in profile",
-	"objective":   "the objective's name (manifest, plan model form) but the plan's value (plan instance form)",
-	"ops":         "the op histogram (inspect), a group's op list (inspect fusion.largest[]), a node count (plan stage_costs[])",
+	"objective":   "the objective's name (manifest; plan calls it objective_kind) but the plan's value (plan, as issue 6 specifies)",
+	"ops":         "the op histogram (inspect) but a group's op list (inspect fusion.largest[])",
 	"fusion":      "the coarsening summary (inspect --fusion) but the rule set's name (plan)",
-	"stage_costs": "cost objects (plan, model form) but plain numbers (plan, instance form)",
-	"params":      "an element count (inspect) but parameter bytes (plan stage_costs[])",
 	"seconds":     "a duration, but per-device durations in profile model.classes[]",
 	"shape":       "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
-	"stages":      "stage objects (manifest), stage indices (manifest duplicated_weights[]), node names (plan model form) or ids (plan instance form), a count (verify)",
+	"stages":      "stage objects (manifest), stage indices (manifest duplicated_weights[]), node ids (plan), a count (verify)",
 }
 
 // TestFieldNamesAgree checks that a field name has the same type wherever it appears, and

@@ -1,0 +1,55 @@
+package main
+
+// planJSON is the --json form of every plan, from the main command and from `plan` (schema
+// onnxpart.plan/v1, emit/schema/plan.v1.json). Costs are in seconds for ONNX models and in
+// the instance's own units for dnn-partitioning and Moirai instances.
+type planJSON struct {
+	Format      string `json:"format"`
+	Input       string `json:"input"`
+	InputFormat string `json:"input_format"` // onnx, dnn-partitioning, moirai
+	// Objective is the plan's value, an upper bound on the optimum: the bottleneck stage's
+	// cost (throughput) or the makespan of one input (latency).
+	Objective       float64  `json:"objective"`
+	ObjectiveKind   string   `json:"objective_kind"` // throughput or latency
+	ObjectiveReason string   `json:"objective_reason,omitempty"`
+	LowerBound      float64  `json:"lower_bound"`
+	BoundMethod     string   `json:"bound_method"`
+	Gap             float64  `json:"gap"`
+	ThroughputPerS  float64  `json:"throughput_per_s,omitempty"`
+	LatencyS        float64  `json:"latency_s,omitempty"`
+	Devices         []string `json:"devices"`
+	// Fusion and PlanNodes describe the coarse graph an ONNX model was planned on.
+	Fusion    string `json:"fusion,omitempty"`
+	PlanNodes int    `json:"plan_nodes,omitempty"`
+	// Stages are the node ids of each stage in pipeline order (ONNX: node indices in the
+	// model; dnn-partitioning: the file's ids; Moirai: task ids, one stage per device).
+	Stages           [][]int         `json:"stages"`
+	StageNodeNames   [][]string      `json:"stage_node_names,omitempty"`
+	StageDeviceNames []string        `json:"stage_device_names"`
+	StageCosts       []stageCostJSON `json:"stage_costs"`
+	Bounds           []boundJSON     `json:"bounds"`
+	Algorithm        string          `json:"algorithm"`
+	Seed             int64           `json:"seed"`
+	Seconds          float64         `json:"seconds"`
+	// Output is the directory written ("-": nothing); absent for instances.
+	Output      string   `json:"output,omitempty"`
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Notes       []string `json:"notes"`
+}
+
+// stageCostJSON is one stage's predicted cost: work (compute), communication, parameter
+// overflow streaming and their total.
+type stageCostJSON struct {
+	Work        float64 `json:"work"`
+	Comm        float64 `json:"comm"`
+	Overflow    float64 `json:"overflow"`
+	Total       float64 `json:"total"`
+	ParamsBytes int64   `json:"params_bytes"`
+	Nodes       int     `json:"node_count"`
+	Bottleneck  bool    `json:"bottleneck"`
+}
+
+type boundJSON struct {
+	Method     string  `json:"method"`
+	LowerBound float64 `json:"lower_bound"`
+}
