@@ -276,20 +276,20 @@ func typesOf(root map[string]any, s any) string {
 // owns the output). A new conflict fails the test: reuse a field name only with the same
 // meaning and type, or choose another name.
 var knownConflicts = map[string]string{
-	"bounds":      "the certificate object (manifest) but the list of computed bounds (plan)",
-	"devices":     "device objects (manifest), device names (plan), the --devices argument (profile, whose list is device_list)",
-	"inputs":      "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
-	"outputs":     "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
-	"label":       "the assignment's stage label (manifest stages[]) but the event's text (manifest timeline[])",
-	"model":       "the model object (manifest, profile) but a path (verify) or a product name (profile device_list[])",
-	"nodes":       "a count (model, inspect, profile, fusion) but the node names (manifest stages[])",
-	"notes":       "always an array, but null when empty in profile",
-	"objective":   "the objective's name (manifest; plan calls it objective_kind) but the plan's value (plan, as issue 6 specifies)",
-	"ops":         "the op histogram (inspect) but a group's op list (inspect fusion.largest[])",
-	"fusion":      "the coarsening summary (inspect --fusion) but the rule set's name (plan)",
-	"seconds":     "a duration, but per-device durations in profile model.classes[]",
-	"shape":       "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
-	"stages":      "stage objects (manifest), stage indices (manifest duplicated_weights[]), node ids (plan), a count (verify)",
+	"bounds":    "the certificate object (manifest) but the list of computed bounds (plan)",
+	"devices":   "device objects (manifest), device names (plan), the --devices argument (profile, whose list is device_list)",
+	"inputs":    "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
+	"outputs":   "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
+	"label":     "the assignment's stage label (manifest stages[]) but the event's text (manifest timeline[])",
+	"model":     "the model object (manifest, profile) but a path (verify) or a product name (profile device_list[])",
+	"nodes":     "a count (model, inspect, profile, fusion) but the node names (manifest stages[])",
+	"notes":     "always an array, but null when empty in profile",
+	"objective": "the objective's name (manifest; plan calls it objective_kind) but the plan's value (plan, as issue 6 specifies)",
+	"ops":       "the op histogram (inspect) but a group's op list (inspect fusion.largest[])",
+	"fusion":    "the coarsening summary (inspect --fusion) but the rule set's name (plan)",
+	"seconds":   "a duration, but per-device durations in profile model.classes[]",
+	"shape":     "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
+	"stages":    "stage objects (manifest), stage indices (manifest duplicated_weights[]), node ids (plan), a count (verify)",
 }
 
 // TestFieldNamesAgree checks that a field name has the same type wherever it appears, and
