@@ -1,25 +1,29 @@
-// Package profile describes devices and predicts how long graph nodes and transfers take on
-// them.
+// Package profile describes devices and predicts how long graph nodes, pipeline stages and
+// transfers take on them.
 //
 // What goes in: a --devices value — "auto" (NVML discovery through go-nvml, falling back to
 // the host CPU with a one-line reason), a list of built-in catalog devices ("4xH100-SXM",
 // "a100-80g,t4,cpu") with a --link choice, or a YAML/JSON spec file for any cluster
 // (asymmetric link matrices as in Moirai's Table III, per-device memory caps, per-op-type
 // efficiencies) — and a graph.Graph from package ingest. Optionally, an ONNX Runtime
-// profiling run of the model (MeasureORT) to calibrate the host CPU.
+// profiling run of the model (MeasureORT, MeasureIO) to calibrate the host CPU.
 //
 // What comes out: a Cluster (Devices with memory, peak FLOP/s per precision, memory
-// bandwidth, launch and per-call overheads, host link, NVLink; a directional Links matrix
-// with bandwidth and latency), every figure tagged with its Source (nvml, catalog, spec,
-// measured, host, default); and a CostModel giving NodeTime (roofline per node and device,
-// with efficiencies per op class) and TransferTime (bytes / bandwidth + latency along the
-// widest route, host-staged where devices have no peer-to-peer path), also as plain arrays
+// bandwidth, launch and per-call overheads, stage I/O and layout-conversion rates, host
+// link, NVLink; a directional Links matrix with bandwidth and latency), every figure tagged
+// with its Source (nvml, catalog, spec, measured, host, default); and a CostModel giving
+// NodeTime (roofline per node and device, with efficiencies per op class), StageTime (a
+// pipeline stage: its nodes, the call's overhead, its boundary tensors, fusions a cut breaks),
+// KernelTime (a fused group) and TransferTime (bytes / bandwidth + latency along the widest
+// route, host-staged where devices have no peer-to-peer path), also as plain arrays
 // (CostTable) for the partition and schedule solvers.
 //
-// The host CPU's peak is measured with a float32 GEMM on gorgonia tensor and its bandwidth
-// with a memory copy (about a second), cached in
-// ${XDG_CACHE_HOME:-$HOME/.cache}/onnxpart/host-<key>.json keyed by CPU model and core count.
-// Calibration (Calibrate) fits per-op-class efficiencies and overheads of a device from
+// The host CPU: model, cores, ISA flags (AVX2, AVX-512, AMX) and RAM from the operating
+// system; the fp32 peak from the ISA and clock (the gorgonia-tensor GEMM microbenchmark is
+// recorded beside it, see Host.Device for why it is not the peak); memory bandwidth from a
+// copy microbenchmark. The microbenchmarks take about a second and are cached in
+// ${XDG_CACHE_HOME:-$HOME/.cache}/onnxpart/host-<key>.json, keyed by CPU model, core count
+// and architecture. Calibrate fits per-op-class efficiencies and overheads of a device from
 // measured per-node times, so that the roofline matches ONNX Runtime on that device.
 //
 // The package decides nothing about placement.

@@ -59,6 +59,9 @@ type stageResult struct {
 	Measured float64            `json:"measured_cpu_s"`
 	Wall     float64            `json:"measured_wall_s"`
 	Pred     map[string]float64 `json:"predicted_s"` // by calibration mode
+	// Drift is how much slower the whole model ran, timed with the stages, than when it was
+	// profiled: the machine's load changing in between (not used by any prediction).
+	Drift float64 `json:"whole_model_drift"`
 }
 
 var modes = []string{"family", "model", "measured"}
@@ -223,6 +226,27 @@ func family(name string) string {
 	return name
 }
 
+// session opens a whole model with inputs from pool.
+func session(md *model, pool map[string]*ort.Tensor) (*ort.Session, map[string]*ort.Tensor, map[string]ort.OutputHint, error) {
+	g := md.m.Graph
+	var ins, outs []string
+	feeds := map[string]*ort.Tensor{}
+	for _, id := range g.Inputs {
+		ins = append(ins, g.Tensors[id].Name)
+		feeds[g.Tensors[id].Name] = pool[g.Tensors[id].Name]
+	}
+	hints := map[string]ort.OutputHint{}
+	for _, id := range g.Outputs {
+		t := &g.Tensors[id]
+		outs = append(outs, t.Name)
+		if t.Shape.Known() && (len(t.Shape) == 0 || t.DType == graph.Float16 || t.DType == graph.BFloat16) {
+			hints[t.Name] = ort.OutputHint{DType: t.DType, Shape: t.Shape.Dims()}
+		}
+	}
+	s, err := ort.NewSession(md.path, ins, outs, ort.Options{Optimize: true, Threads: 1})
+	return s, feeds, hints, err
+}
+
 // evalSplit writes the k-stage split, times every stage and predicts it in every mode.
 func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*profile.CostModel) ([]stageResult, error) {
 	g := md.m.Graph
@@ -297,23 +321,9 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 		sr[i] = stageRun{s, feeds, hints}
 	}
 	// The whole model joins the round-robin as a reference: its time now against its time
-	// when it was profiled shows how the machine's load drifted.
+	// when it was profiled shows how the machine's load drifted in between.
 	{
-		var ins, outs []string
-		feeds := map[string]*ort.Tensor{}
-		for _, id := range g.Inputs {
-			ins = append(ins, g.Tensors[id].Name)
-			feeds[g.Tensors[id].Name] = pool[g.Tensors[id].Name]
-		}
-		hints := map[string]ort.OutputHint{}
-		for _, id := range g.Outputs {
-			t := &g.Tensors[id]
-			outs = append(outs, t.Name)
-			if t.Shape.Known() && (len(t.Shape) == 0 || t.DType == graph.Float16 || t.DType == graph.BFloat16) {
-				hints[t.Name] = ort.OutputHint{DType: t.DType, Shape: t.Shape.Dims()}
-			}
-		}
-		s, err := ort.NewSession(md.path, ins, outs, ort.Options{Optimize: true, Threads: 1})
+		s, feeds, hints, err := session(md, pool)
 		if err != nil {
 			return nil, err
 		}
@@ -337,12 +347,13 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 			}
 		}
 	}
-	whole := median(cpu[len(sr)-1])
-	fmt.Fprintf(os.Stderr, "%s k=%d: whole model %s now, %s when profiled (%+.0f%%)\n", md.name, k, ms(whole), ms(md.meas.Call), (whole/md.meas.Call-1)*100)
+	whole := median(cpu[len(man.Stages)])
+	drift := whole / md.meas.Call
+	fmt.Fprintf(os.Stderr, "%s k=%d: whole model %s ms now, %s ms when profiled (%+.0f%%)\n", md.name, k, ms(whole), ms(md.meas.Call), (drift-1)*100)
 	var rows []stageResult
 	for i, st := range man.Stages {
 		row := stageResult{Model: md.name, K: k, Stage: i, Nodes: len(st.Nodes), Measured: median(cpu[i]), Wall: median(wall[i]),
-			Pred: map[string]float64{}}
+			Pred: map[string]float64{}, Drift: drift}
 		for _, t := range st.Inputs {
 			row.InBytes += max(t.Bytes, 0)
 		}
@@ -455,6 +466,12 @@ func report(rows []stageResult) {
 			exact, multi, 100*float64(exact)/float64(max(multi, 1)), near, multi, 100*float64(near)/float64(max(multi, 1)), strings.Join(ks, " / "))
 	}
 	tw.Flush()
+	var drifts []float64
+	for _, sp := range splits {
+		drifts = append(drifts, math.Abs(sp.rows[0].Drift-1))
+	}
+	fmt.Printf("\nnoise floor: the whole model, timed with its stages, differed from its time when profiled by %.1f%% (median over splits)\n",
+		median(drifts)*100)
 }
 
 func countModels(rows []stageResult) int {
