@@ -224,3 +224,105 @@ func (c *core) markRelatives(v int, mark []uint8) {
 		}
 	}
 }
+
+// flowSplits proposes re-splits of the union C of stages a and a+1 for wide graphs, where
+// enumerating ideals is hopeless. C's nodes are laid out in the order given (stage a first)
+// and, for a band of that order (by cumulative work: fractions lo..hi of C's work), the nodes
+// before the band are forced into the downset D, those after it out of D, and a minimum cut
+// over the downsets D with (stages < a) ⊆ D ⊆ (stages ≤ a+1) picks the cheapest boundary
+// inside the band: Lawler's gadget charges each tensor that D splits once, and infinite
+// edges v → p keep D down-closed. Each band gives one candidate boundary, to be judged by
+// the true stage costs. It returns, for each distinct candidate, the nodes of C inside D.
+func (c *core) flowSplits(stage []int, device []int, a int, order []int32, bands [][2]float64) [][]int {
+	nt := len(c.tProd)
+	N := c.n + 2*nt + 2
+	src, sink := c.n+2*nt, c.n+2*nt+1
+	coef := math.Max(c.coef[device[a]], c.coef[device[a+1]])
+	if coef == 0 {
+		return nil
+	}
+	W, S := 0.0, 0.0
+	var C []int
+	for _, v := range order {
+		if s := stage[v]; s == a || s == a+1 {
+			C = append(C, int(v))
+			W += c.minWork[v]
+		}
+	}
+	for _, s := range c.tSize {
+		S += s * coef
+	}
+	if W <= 0 || len(C) < 2 {
+		return nil
+	}
+	cum := make(map[int]float64, len(C))
+	acc := 0.0
+	for _, v := range C {
+		cum[v] = acc + c.minWork[v]/2
+		acc += c.minWork[v]
+	}
+	inf := 4*(W+S) + 1
+	var out [][]int
+	seen := map[string]bool{}
+	for _, band := range bands {
+		f := newFlowNet(N)
+		for v := 0; v < c.n; v++ {
+			switch s := stage[v]; {
+			case s < a:
+				f.addEdge(src, v, inf)
+			case s > a+1:
+				f.addEdge(v, sink, inf)
+			default:
+				switch x := cum[v] / W; {
+				case x < band[0]:
+					f.addEdge(src, v, inf)
+				case x > band[1]:
+					f.addEdge(v, sink, inf)
+				}
+			}
+			for _, p := range c.predOf(v) {
+				f.addEdge(v, int(p), inf) // downset: v ∈ D ⇒ p ∈ D
+			}
+		}
+		for t := 0; t < nt; t++ {
+			ct := coef * c.tSize[t]
+			if ct <= 0 {
+				continue
+			}
+			x, y := c.n+2*t, c.n+2*t+1
+			f.addEdge(x, y, ct)
+			f.addEdge(int(c.tProd[t]), x, inf)
+			f.addEdge(y, int(c.tProd[t]), inf)
+			for _, g := range c.consOf(t) {
+				f.addEdge(int(g), x, inf)
+				f.addEdge(y, int(g), inf)
+			}
+		}
+		f.maxFlow(src, sink)
+		in := make([]bool, N)
+		in[src] = true
+		queue := []int32{int32(src)}
+		for i := 0; i < len(queue); i++ {
+			x := queue[i]
+			for e := f.head[x]; e >= 0; e = f.next[e] {
+				if f.cap[e] > 1e-12 && !in[f.to[e]] {
+					in[f.to[e]] = true
+					queue = append(queue, f.to[e])
+				}
+			}
+		}
+		var D []int
+		key := make([]byte, len(C))
+		for i, v := range C {
+			if in[v] {
+				D = append(D, v)
+				key[i] = 1
+			}
+		}
+		if k := string(key); !seen[k] {
+			seen[k] = true
+			out = append(out, D)
+		}
+	}
+	return out
+}

@@ -497,6 +497,11 @@ func (c *core) solveMIP(ctx context.Context, spec mipSpec, anc, desc []float64, 
 		return out
 	}
 	out.vars, out.rows = m.m.NumVars(), m.m.NumRows()
+	if limit <= 0 {
+		out.status = "time-limit"
+		out.seconds = time.Since(t0).Seconds()
+		return out
+	}
 	opt := milp.Options{TimeLimit: limit, RelGap: relGap, Seed: 1}
 	if relGap <= 0 {
 		opt.RelGap = 1e-9

@@ -20,6 +20,12 @@ type refiner struct {
 	params []float64
 	cut    []float64
 	cost   []float64
+	// cluster-move scratch
+	inM   []uint32
+	mark  uint32
+	cnt   []int32
+	cntM  []uint32
+	stack []int
 }
 
 func newRefiner(c *core, stage, device []int) *refiner {
@@ -65,7 +71,100 @@ func newRefiner(c *core, stage, device []int) *refiner {
 	for s := range r.cost {
 		r.cost[s] = r.stageCost(s, r.work[s], r.params[s], r.cut[s])
 	}
+	r.inM = make([]uint32, c.n)
+	r.cnt = make([]int32, len(c.tProd))
+	r.cntM = make([]uint32, len(c.tProd))
 	return r
+}
+
+// cluster returns v together with its descendants (forward) or ancestors (backward) that
+// share v's stage: the smallest set containing v that can move to the next (previous) stage
+// without a tensor flowing backwards. nil when larger than limit.
+func (r *refiner) cluster(v int, forward bool, limit int) []int {
+	c := r.c
+	a := r.stage[v]
+	r.mark++
+	M := []int{v}
+	r.inM[v] = r.mark
+	r.stack = append(r.stack[:0], v)
+	for len(r.stack) > 0 {
+		x := r.stack[len(r.stack)-1]
+		r.stack = r.stack[:len(r.stack)-1]
+		next := c.succOf(x)
+		if !forward {
+			next = c.predOf(x)
+		}
+		for _, y := range next {
+			if r.stage[y] == a && r.inM[y] != r.mark {
+				r.inM[y] = r.mark
+				M = append(M, int(y))
+				if len(M) > limit {
+					return nil
+				}
+				r.stack = append(r.stack, int(y))
+			}
+		}
+	}
+	return M
+}
+
+// clusterDelta evaluates moving the set M (marked in inM with r.mark) from stage a to b:
+// the new costs of both stages.
+func (r *refiner) clusterDelta(M []int, a, b int) (na, nb float64) {
+	c := r.c
+	da, db := r.device[a], r.device[b]
+	wa, wb := r.work[a], r.work[b]
+	pa, pb := r.params[a], r.params[b]
+	for _, x := range M {
+		wa -= c.work[da][x]
+		wb += c.work[db][x]
+		pa -= c.params[x]
+		pb += c.params[x]
+	}
+	dA, dB := 0.0, 0.0
+	m := r.mark
+	for _, x := range M {
+		for _, t := range c.incOf(x) {
+			if r.cntM[t] == m {
+				continue // tensor already counted
+			}
+			r.cntM[t] = m
+			card := int(c.tCard[t])
+			ca, cb, inMoved := 0, 0, 0
+			count := func(g int) {
+				s := r.stage[g]
+				if r.inM[g] == m {
+					inMoved++
+				}
+				if s == a {
+					ca++
+				} else if s == b {
+					cb++
+				}
+			}
+			count(int(c.tProd[t]))
+			for _, g := range c.consOf(int(t)) {
+				count(int(g))
+			}
+			charged := func(x int) float64 {
+				if x > 0 && x < card {
+					return 1
+				}
+				return 0
+			}
+			sz := c.tSize[t]
+			dA += sz * (charged(ca-inMoved) - charged(ca))
+			dB += sz * (charged(cb+inMoved) - charged(cb))
+		}
+	}
+	return r.stageCost(a, wa, pa, r.cut[a]+dA), r.stageCost(b, wb, pb, r.cut[b]+dB)
+}
+
+// applyCluster moves M (just evaluated by clusterDelta) from a to b.
+func (r *refiner) applyCluster(M []int, a, b int) {
+	for _, x := range M {
+		r.apply(x, b)
+	}
 }
 
 func (r *refiner) stageCost(s int, work, params, cut float64) float64 {
@@ -183,6 +282,29 @@ func (r *refiner) run(ctx context.Context, maxMoves int) int {
 				r.apply(v, bestB)
 				moves++
 				improved = true
+				continue
+			}
+			// Cluster moves: v with its same-stage descendants to the next stage, or with
+			// its same-stage ancestors to the previous one.
+			for _, fwd := range []bool{true, false} {
+				b := a + 1
+				if !fwd {
+					b = a - 1
+				}
+				if b < 0 || b >= len(r.device) {
+					continue
+				}
+				M := r.cluster(v, fwd, 64)
+				if len(M) < 2 {
+					continue
+				}
+				na, nb := r.clusterDelta(M, a, b)
+				if better(na, nb, r.cost[a], r.cost[b]) {
+					r.applyCluster(M, a, b)
+					moves++
+					improved = true
+					break
+				}
 			}
 		}
 	}

@@ -184,3 +184,71 @@ func (r *resplitter) apply(stage []int, C []int, best []uint64, a int, has func(
 	}
 	return true
 }
+
+// flowPair tries the flow-based re-splits of stages a and a+1 (see flowSplits) over bands
+// centred at 30–70% of the pair's work, and keeps the best if it improves the pair
+// lexicographically.
+func (r *resplitter) flowPair(stage, device []int, a int, order []int32) bool {
+	c := r.c
+	var inA, inB, C []int
+	for v, s := range stage {
+		if s == a {
+			inA = append(inA, v)
+		} else if s == a+1 {
+			inB = append(inB, v)
+		}
+		if s == a || s == a+1 {
+			C = append(C, v)
+		}
+	}
+	if len(C) < 2 {
+		return false
+	}
+	da, db := device[a], device[a+1]
+	bestA, bestB := r.cost(inA, da), r.cost(inB, db)
+	var bands [][2]float64
+	for _, centre := range []float64{0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7} {
+		for _, half := range []float64{0.1, 0.25} {
+			bands = append(bands, [2]float64{centre - half, centre + half})
+		}
+	}
+	var best []int
+	inD := make([]bool, c.n)
+	for _, D := range c.flowSplits(stage, device, a, order, bands) {
+		for _, v := range C {
+			inD[v] = false
+		}
+		for _, v := range D {
+			inD[v] = true
+		}
+		var sa, sb []int
+		for _, v := range C {
+			if inD[v] {
+				sa = append(sa, v)
+			} else {
+				sb = append(sb, v)
+			}
+		}
+		fa, fb := r.cost(sa, da), r.cost(sb, db)
+		if better(fa, fb, bestA, bestB) {
+			bestA, bestB, best = fa, fb, D
+		}
+	}
+	if best == nil {
+		return false
+	}
+	for _, v := range C {
+		inD[v] = false
+	}
+	for _, v := range best {
+		inD[v] = true
+	}
+	for _, v := range C {
+		if inD[v] {
+			stage[v] = a
+		} else {
+			stage[v] = a + 1
+		}
+	}
+	return true
+}

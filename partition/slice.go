@@ -179,8 +179,10 @@ func (s *slicer) run(order []int32, bound float64) float64 {
 			for ulo <= K && float64(ulo)*bound*slack <= prefix[r] {
 				ulo++
 			}
-			for uhi >= 0 && float64(K-uhi)*bound*slack <= total-prefix[r] {
-				uhi--
+			if suffix := total - prefix[r]; suffix > 0 {
+				for uhi >= 0 && float64(K-uhi)*bound*slack <= suffix {
+					uhi--
+				}
 			}
 			if ulo < 1 {
 				ulo = 1

@@ -223,10 +223,13 @@ func (s *solveState) offerPlan(stage, device []int, order []int32, source string
 func (s *solveState) offerBound(b BoundInfo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if math.IsNaN(b.Value) || math.IsInf(b.Value, 0) {
+		b.Value, b.Status = 0, "no-bound"
+	}
 	if b.Value > s.best*(1+1e-7)+1e-12 {
 		s.notes = append(s.notes, fmt.Sprintf("solver fault: %s bound %.10g exceeds the plan value %.10g; bound discarded", b.Method, b.Value, s.best))
 		b.Status = "fault"
-		b.Value = math.NaN()
+		b.Value = 0
 		s.bounds = append(s.bounds, b)
 		return
 	}
@@ -555,6 +558,8 @@ func (e *engine) refine(ctx context.Context, w int, stage, device []int, order [
 		split := false
 		for a := 0; a+1 < len(device) && ctx.Err() == nil; a++ {
 			if rs.pair(cur, device, a) {
+				split = true
+			} else if c.n <= 5000 && rs.flowPair(cur, device, a, order) {
 				split = true
 			}
 		}
@@ -950,6 +955,44 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 		if s := results[j].status; s != "optimal" && s != "fixings-infeasible" && s != "infeasible" {
 			status = s
 		}
+		if results[j].fault != "" {
+			st.note("bottleneck-guess j=%d: %s", j, results[j].fault)
+		}
 	}
 	return BoundInfo{Method: BoundBottleneckGuess, Value: bound, Status: status, Seconds: time.Since(t0).Seconds()}
+}
+
+// SliceGraph is seed 000's SliceGraph(G, k, x) (Algorithms 1 and 3): Kahn's algorithm with
+// the node priorities x (highest first, ties by node index; len = number of nodes; nil:
+// model order) gives a topological order of p's nodes (colocation groups contracted), which is
+// cut optimally into at most K contiguous stages. It returns the stage of every node, the
+// device of every stage and the objective recomputed by Evaluate.
+func SliceGraph(p *Problem, x []float64) (stage, device []int, value float64, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, 0, err
+	}
+	if x != nil && len(x) != p.NumNodes() {
+		return nil, nil, 0, fmt.Errorf("partition: %d priorities for %d nodes", len(x), p.NumNodes())
+	}
+	c := compile(p)
+	prio := make([]float64, c.n)
+	if x != nil {
+		// A contracted node takes the highest priority of its members.
+		for g := range prio {
+			prio[g] = math.Inf(-1)
+		}
+		for v, g := range c.group {
+			prio[g] = math.Max(prio[g], x[v])
+		}
+	}
+	var ks kahnScratch
+	order := c.kahn(prio, &ks, make([]int32, 0, c.n))
+	e := newEngine(c, 1)
+	cs, dev, val := e.sliceFull(0, order)
+	if math.IsInf(val, 1) {
+		return nil, nil, 0, &InfeasibleError{"no slicing of the order satisfies the memory caps"}
+	}
+	stage = c.expand(cs)
+	_, value, err = p.Evaluate(stage, dev)
+	return stage, dev, value, err
 }
