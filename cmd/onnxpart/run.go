@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"onnxpart"
 	"onnxpart/emit"
 	"onnxpart/ingest"
-	"onnxpart/internal/planner"
 	"onnxpart/profile"
 )
 
@@ -131,11 +131,11 @@ func runMain(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	popt := planner.Options{K: *k, Objective: *objective, Fusion: *fusionName, FusionRules: *fusionRules,
+	popt := onnxpart.Options{K: *k, Objective: *objective, Fusion: *fusionName, FusionRules: *fusionRules,
 		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured,
 		Progress: prog.update}
 	prog.phase("planning")
-	res, err := planner.Plan(ctx, m, cluster, popt)
+	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	prog.done()
 	interrupted := ctx.Err() != nil
 	if err != nil {
@@ -160,7 +160,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 			return nil
 		}
 	}
-	layout, err := planner.Prepare(m, res, eopt, *seed)
+	layout, err := onnxpart.Prepare(m, res, eopt, *seed)
 	if err != nil {
 		return splitError(err)
 	}
@@ -211,8 +211,8 @@ func deviceError(err error) error {
 }
 
 func planError(err error) error {
-	var ie *planner.InfeasibleError
-	var ue *planner.UsageError
+	var ie *onnxpart.InfeasibleError
+	var ue *onnxpart.UsageError
 	switch {
 	case errors.As(err, &ie):
 		return &exitError{code: exitInfeasible, err: err}
@@ -249,7 +249,7 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 	return out, nil
 }
 
-func jsonPlan(m *ingest.Model, r *planner.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
+func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
 	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: r.Objective,
 		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
@@ -261,7 +261,7 @@ func jsonPlan(m *ingest.Model, r *planner.Result, man *emit.Manifest, out string
 	for _, b := range r.Bounds {
 		o.Bounds = append(o.Bounds, boundJSON{Method: b.Method, LowerBound: b.LowerBoundS})
 	}
-	byLabel := map[int]planner.StageSummary{}
+	byLabel := map[int]onnxpart.StageSummary{}
 	for _, s := range r.Stages {
 		byLabel[s.Stage] = s
 	}
@@ -288,7 +288,7 @@ func jsonPlan(m *ingest.Model, r *planner.Result, man *emit.Manifest, out string
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
-func printPlan(w io.Writer, m *ingest.Model, r *planner.Result, man *emit.Manifest, out string) {
+func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string) {
 	devs := map[string]int{}
 	for _, d := range r.Devices {
 		devs[r.Cluster.Devices[d].Model]++
@@ -306,7 +306,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *planner.Result, man *emit.Manife
 	}
 	fmt.Fprintf(w, "objective  %s\n", obj)
 	fmt.Fprintf(w, "planned on %d fused groups (%s rules), %s in %.1fs\n\n", r.CoarseNodes, r.RuleSet, r.Algorithm, r.Seconds)
-	byLabel := map[int]planner.StageSummary{}
+	byLabel := map[int]onnxpart.StageSummary{}
 	for _, s := range r.Stages {
 		byLabel[s.Stage] = s
 	}
@@ -323,7 +323,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *planner.Result, man *emit.Manife
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	if r.Objective == planner.Throughput {
+	if r.Objective == onnxpart.Throughput {
 		fmt.Fprintf(w, "throughput %.1f inferences/s (bottleneck stage %s), latency %s\n", r.ThroughputPerS, dur(r.Upper), dur(r.LatencyS))
 	} else {
 		fmt.Fprintf(w, "latency    %s per inference (%.1f inferences/s one at a time)\n", dur(r.LatencyS), r.ThroughputPerS)
@@ -349,9 +349,9 @@ func extrasText(dir string) string {
 }
 
 // boundWords says how far the plan can be from the best possible one.
-func boundWords(r *planner.Result) string {
+func boundWords(r *onnxpart.Result) string {
 	what := "split"
-	if r.Objective == planner.Latency {
+	if r.Objective == onnxpart.Latency {
 		what = "placement"
 	}
 	switch {
@@ -399,7 +399,7 @@ func (p *progress) phase(s string) {
 	p.line(fmt.Sprintf("[%5.1fs] %s", time.Since(p.start).Seconds(), s), true)
 }
 
-func (p *progress) update(pr planner.Progress) {
+func (p *progress) update(pr onnxpart.Progress) {
 	if p.quiet {
 		return
 	}

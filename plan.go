@@ -1,12 +1,21 @@
-// Package planner wires the phases together for the main command: an ingested model and a
-// device cluster go in; a plan (pipeline stages or a heterogeneous placement, with predicted
-// times and a certified lower bound) and an emit.Layout ready to write come out.
+// Package onnxpart plans how to split an ONNX model across devices, in a few lines:
 //
-// Throughput plans of identical devices are MTPP pipelines (package partition); mixed devices
-// default to a latency placement (package schedule), turned into acyclic stages for emit.
-// Planning happens on the coarse graph when a fusion rule set is given; plans are expanded
-// back to the original nodes before emit.
-package planner
+//	m, _ := ingest.Load("model.onnx", ingest.Options{})
+//	c, _ := profile.Resolve(ctx, "4xA100-80G", profile.Options{})
+//	r, _ := onnxpart.Plan(ctx, m, c, onnxpart.Options{TimeLimit: 30 * time.Second})
+//	l, _ := onnxpart.Prepare(m, r, emit.Options{}, 0)
+//	_ = l.WriteDir("out")                       // stage files, manifest.json
+//	rep, _ := emit.Verify(ctx, "out", emit.VerifyOptions{}) // chained stages == the model?
+//
+// What goes in: an ingested model (package ingest) and a device cluster (package profile).
+// What comes out: a Result — pipeline stages or a heterogeneous placement with predicted
+// times, a certified lower bound and the gap between them — and, from Prepare, an
+// emit.Layout ready to write. Throughput plans of identical devices are MTPP pipelines
+// (package partition); mixed devices default to a latency placement (package schedule),
+// turned into acyclic stages for emit. Planning runs on the graph coarsened by a fusion rule
+// set (package fusion), and plans are expanded back to the original nodes before emit.
+// This is what the onnxpart command runs.
+package onnxpart
 
 import (
 	"context"
