@@ -133,6 +133,8 @@ func TestHugeModel(t *testing.T) {
 	if weights <= 2<<30 {
 		t.Fatalf("the model's weights are %d bytes, not over 2 GiB", weights)
 	}
+	began := time.Now()
+	defer func() { t.Logf("test body %v (then removing the files)", time.Since(began).Round(time.Millisecond)) }()
 	canReset := resetPeak()
 	rss0, _ := memStatus()
 	t.Logf("weights %s (%d bytes); RSS at start %s; peak reset %v", mib(weights), weights, mib(rss0), canReset)
