@@ -196,7 +196,9 @@ func TestExternalDataReplacedAfterLoad(t *testing.T) {
 
 // TestHugeDeclarationsAllocateNothing: sizes are checked before anything is read or
 // allocated. A model file over the limit is refused from its size alone (a sparse 2 GiB
-// file), and a shape tensor whose external data is a sparse 4 GiB file is never decoded.
+// file), and a shape tensor whose external data is a sparse 4 GiB file is never decoded,
+// nor is its length (2^29) taken as the rank of the Reshape's output (the rank bound).
+// Without the file-size limit, the fold limit or the rank bound, this allocates GiBs.
 func TestHugeDeclarationsAllocateNothing(t *testing.T) {
 	dir := t.TempDir()
 	allocs := func(f func()) uint64 {
