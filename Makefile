@@ -21,7 +21,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 FUZZTIME ?= 3s
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix bench-emit bench-fusion bench-fusion-quick test-report
+	test-matrix bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt
 
 all: build
 
@@ -64,7 +64,7 @@ fuzz-short: deps
 # Every corpus model × k ∈ {2,3,5,8} × 6 assignments, each chain verified in ONNX Runtime
 # (bit-exact with optimizations disabled, 1e-4 with them enabled). About 1 minute on 2 cores.
 test-matrix: deps
-	ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrix$$' -v ./emit \
+	set -o pipefail; ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrix$$' -v ./emit \
 		| grep -E '^(--- |    --- |ok|FAIL)|splits, '
 
 bench-emit: deps
@@ -73,11 +73,11 @@ bench-emit: deps
 # Nodes before/after coarsening per corpus model and rule set, and coarsening speed;
 # bench-fusion adds MTPP solve time and plan quality with and without coarsening (minutes).
 bench-fusion: bench-fusion-quick
-	ONNXPART_MTPP=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMTPPWithCoarsening$$' -v ./fusion | grep -E '^ *(\||MTPP|total)' | sed 's/^ *//'
+	set -o pipefail; ONNXPART_MTPP=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMTPPWithCoarsening$$' -v ./fusion | grep -E '^ *(\||MTPP|total)' | sed 's/^ *//'
 
 bench-fusion-quick: deps
-	$(CGO_ENV) $(GO) test -count=1 -run '^TestCorpusTable$$' -v ./fusion | grep '^ *|' | sed 's/^ *//'
-	$(CGO_ENV) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkCoarsen$$' -benchtime 5x ./fusion | grep -E '^(Benchmark|ok)'
+	set -o pipefail; $(CGO_ENV) $(GO) test -count=1 -run '^TestCorpusTable$$' -v ./fusion | grep '^ *|' | sed 's/^ *//'
+	set -o pipefail; $(CGO_ENV) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkCoarsen$$' -benchtime 5x ./fusion | grep -E '^(Benchmark|ok)'
 
 # Renders report.html of a 4-stage ResNet-50 split in headless Chromium (Debian chromium is
 # installed when missing) and checks the screenshot and the rendered DOM; the screenshot is
@@ -85,6 +85,17 @@ bench-fusion-quick: deps
 test-report: deps
 	scripts/deps.sh apt chromium chromium
 	$(CGO_ENV) $(GO) test -count=1 -run '^TestReportChromium$$' -v ./emit
+
+# 2.5 GiB of generated external weights: load, split in 4, write, check, verify in ONNX
+# Runtime; time and peak RSS per phase. ~0.5-2 min, ~3 GiB of disk (ONNXPART_HUGE_DIR=...).
+test-huge: deps
+	set -o pipefail; ONNXPART_HUGE=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestHugeModel$$' -v ./emit \
+		| grep -E '^(--- |ok|FAIL)|huge_test.go'
+
+# Every corpus model truncated at 16 places and with 16 sets of bit flips (~15 s).
+test-corrupt: deps
+	set -o pipefail; ONNXPART_FULL_CORRUPT=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestCorruptedCorpus$$' -v ./emit \
+		| grep -E '^(--- |ok|FAIL)|cases of'
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:

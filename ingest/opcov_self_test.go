@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -138,18 +137,15 @@ func TestNestedLoopsBounded(t *testing.T) {
 	m.op("Loop", ins(m.scalarI(2), "", x), aG("body", body(0).g))
 	path := t.TempDir() + "/nested.onnx"
 	ocWrite(t, path, m.modelProto())
-	start := time.Now()
+	// The work on nested bodies is capped (maxSubgraphWork); this model would take minutes
+	// without the cap, so a test deadline catches its loss (no timing assertion here).
 	im, err := Load(path, Options{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("loading took %v", d)
 	}
 	// Too big to infer: the carried value that grows keeps no (wrong) shape.
 	out := ocNodeOf(t, im, "Loop").Outputs[0]
 	if s := im.Graph.Tensors[out].Shape; s != nil {
 		t.Errorf("carried value that grows: shape %v, want unknown", s)
 	}
-	t.Logf("loaded in %v", time.Since(start))
 }

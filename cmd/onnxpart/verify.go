@@ -59,13 +59,18 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	threads := fs.Int("threads", 1, "ONNX Runtime intra-op threads")
 	plain := fs.Bool("plain-reference", false, "compare float16 models with the unmodified original (no boundary rounding)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	maxTensor := fs.Int64("max-tensor-bytes", emit.DefaultMaxTensorBytes, "refuse to run when an input, boundary or output tensor would exceed this size")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErrorf("verify takes one directory, got %d arguments", fs.NArg())
 	}
-	opt := emit.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads, PlainReference: *plain}
+	if *maxTensor <= 0 {
+		return usageErrorf("--max-tensor-bytes must be positive")
+	}
+	opt := emit.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
+		PlainReference: *plain, MaxTensorBytes: *maxTensor}
 	switch *optLevel {
 	case "disabled":
 	case "all":

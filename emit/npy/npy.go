@@ -116,9 +116,14 @@ func Read(r io.Reader) (*Array, error) {
 	if n > MaxBytes/size {
 		return nil, fmt.Errorf(".npy array of %d elements is too large", n)
 	}
-	data := make([]byte, n*size)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return nil, fmt.Errorf(".npy data is truncated (want %d bytes)", len(data))
+	// Read what the file has rather than allocating what the header claims: a short file
+	// cannot make us allocate gigabytes.
+	data, err := io.ReadAll(io.LimitReader(r, n*size))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != n*size {
+		return nil, fmt.Errorf(".npy data is truncated (have %d bytes, the header's shape needs %d)", len(data), n*size)
 	}
 	if order == '>' && size > 1 {
 		for i := int64(0); i < n; i++ {

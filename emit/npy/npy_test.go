@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -139,5 +140,28 @@ np.save(sys.argv[2] + "/be.npy", x.astype(">i8"))
 				t.Errorf("%s: element %d is %d", name, i, v)
 			}
 		}
+	}
+}
+
+// TestReadHugeHeaderSmallFile checks that a tiny file whose header claims a huge array fails
+// on its real size without allocating what the header claims.
+func TestReadHugeHeaderSmallFile(t *testing.T) {
+	hdr := "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000,), }"
+	for (10+len(hdr)+1)%64 != 0 {
+		hdr += " "
+	}
+	hdr += "\n"
+	b := append([]byte("\x93NUMPY\x01\x00"), byte(len(hdr)), byte(len(hdr)>>8))
+	b = append(b, hdr...)
+	b = append(b, make([]byte, 64)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := Read(bytes.NewReader(b))
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("want a truncation error, got %v", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("reading a %d-byte file allocated %d bytes", len(b), grew)
 	}
 }
