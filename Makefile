@@ -21,7 +21,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 FUZZTIME ?= 3s
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt
+	test-matrix bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity
 
 all: build
 
@@ -96,6 +96,13 @@ test-huge: deps
 test-corrupt: deps
 	set -o pipefail; ONNXPART_FULL_CORRUPT=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestCorruptedCorpus$$' -v ./emit \
 		| grep -E '^(--- |ok|FAIL)|cases of'
+
+# Cost-model fidelity: every corpus model split into 2, 4 and 8 stages; predicted stage times
+# on this CPU (1 thread, calibrated three ways) against ONNX Runtime. Prints a table; about
+# 10 minutes on 2 cores. Run it on an otherwise idle machine.
+MODELS ?= ../shared/models
+fidelity: deps
+	$(CGO_ENV) $(GO) run ./profile/internal/fidelity -models $(MODELS)
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:
