@@ -158,7 +158,9 @@ func randomDAG(t testing.TB, rng *rand.Rand, n int, p float64) *Graph {
 	return g
 }
 
-func name(v int) string { return "t" + string(rune('A'+v%26)) + string(rune('a'+v/26%26)) + string(rune('0'+v/676)) }
+func name(v int) string {
+	return "t" + string(rune('A'+v%26)) + string(rune('a'+v/26%26)) + string(rune('0'+v/676))
+}
 
 func TestOrdersOnRandomDAGs(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
