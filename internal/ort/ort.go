@@ -93,7 +93,7 @@ type Options struct {
 	// Threads is the intra-op thread count (0 means 1, for reproducible timings and results).
 	Threads int
 	// ProfilePrefix, when set, enables ORT's profiler; the JSON trace is written when the
-	// session is closed, to a file starting with this prefix (see Session.ProfileFile).
+	// session is closed, to a file whose name starts with this prefix.
 	ProfilePrefix string
 }
 

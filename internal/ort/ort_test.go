@@ -1,0 +1,159 @@
+package ort
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// addModel writes y = a + b for two tensors of dtype dt and shape dims (dims nil: scalars).
+func addModel(t *testing.T, dt graph.DType, dims []int64) string {
+	t.Helper()
+	vi := func(name string) *onnxpb.ValueInfoProto {
+		s := &onnxpb.TensorShapeProto{}
+		for _, d := range dims {
+			s.Dim = append(s.Dim, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+		}
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(dt)), Shape: s}}}}
+	}
+	m := &onnxpb.ModelProto{
+		IrVersion:   proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: proto.Int64(17)}},
+		Graph: &onnxpb.GraphProto{
+			Name:   proto.String("add"),
+			Input:  []*onnxpb.ValueInfoProto{vi("a"), vi("b")},
+			Output: []*onnxpb.ValueInfoProto{vi("y")},
+			Node:   []*onnxpb.NodeProto{{OpType: proto.String("Add"), Input: []string{"a", "b"}, Output: []string{"y"}}},
+		},
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "add.onnx")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func needORT(t *testing.T) {
+	t.Helper()
+	if _, err := LibraryPath(); err != nil {
+		t.Skip(err)
+	}
+}
+
+func f32(vs ...float32) []byte {
+	b := make([]byte, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
+
+func TestRunFloat(t *testing.T) {
+	needORT(t)
+	s, err := NewSession(addModel(t, graph.Float, []int64{3}), []string{"a", "b"}, []string{"y"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run(map[string]*Tensor{
+		"a": {DType: graph.Float, Shape: []int64{3}, Data: f32(1, 2, 3)},
+		"b": {DType: graph.Float, Shape: []int64{3}, Data: f32(10, 20, 30)},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := out["y"]
+	if y.DType != graph.Float || len(y.Shape) != 1 || y.Shape[0] != 3 || string(y.Data) != string(f32(11, 22, 33)) {
+		t.Fatalf("y = %+v", y)
+	}
+	if y.Elements() != 3 {
+		t.Errorf("Elements %d", y.Elements())
+	}
+}
+
+// Scalars and float16 outputs must be preallocated from hints; the binding cannot return
+// them otherwise. Without the hint the float16 run fails with a clear error.
+func TestRunScalarAndFloat16(t *testing.T) {
+	needORT(t)
+	s, err := NewSession(addModel(t, graph.Int64, nil), []string{"a", "b"}, []string{"y"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	i64 := func(v int64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, uint64(v)); return b }
+	out, err := s.Run(map[string]*Tensor{"a": {DType: graph.Int64, Data: i64(40)}, "b": {DType: graph.Int64, Data: i64(2)}},
+		map[string]OutputHint{"y": {DType: graph.Int64, Shape: []int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := out["y"]; len(y.Shape) != 0 || int64(binary.LittleEndian.Uint64(y.Data)) != 42 {
+		t.Fatalf("scalar y = %+v", y)
+	}
+
+	h, err := NewSession(addModel(t, graph.Float16, []int64{2}), []string{"a", "b"}, []string{"y"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	one, two := []byte{0x00, 0x3c}, []byte{0x00, 0x40} // 1.0, 2.0 in binary16
+	feeds := map[string]*Tensor{
+		"a": {DType: graph.Float16, Shape: []int64{2}, Data: append(append([]byte{}, one...), two...)},
+		"b": {DType: graph.Float16, Shape: []int64{2}, Data: append(append([]byte{}, one...), one...)},
+	}
+	if _, err := h.Run(feeds, map[string]OutputHint{"y": {DType: graph.Float16}}); err == nil || !strings.Contains(err.Error(), "needs a known shape") {
+		t.Errorf("float16 output without a shape: %v", err)
+	}
+	out, err = h.Run(feeds, map[string]OutputHint{"y": {DType: graph.Float16, Shape: []int64{2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := out["y"]; y.DType != graph.Float16 || string(y.Data) != string([]byte{0x00, 0x40, 0x00, 0x42}) { // 2.0, 3.0
+		t.Fatalf("float16 y = %+v", y)
+	}
+}
+
+func TestRunRejectsBadFeeds(t *testing.T) {
+	needORT(t)
+	s, err := NewSession(addModel(t, graph.Float, []int64{3}), []string{"a", "b"}, []string{"y"}, Options{Optimize: true, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(map[string]*Tensor{"a": {DType: graph.Float, Shape: []int64{3}, Data: f32(1, 2, 3)}}, nil); err == nil || !strings.Contains(err.Error(), `"b"`) {
+		t.Errorf("missing input: %v", err)
+	}
+	bad := map[string]*Tensor{
+		"a": {DType: graph.Float, Shape: []int64{3}, Data: f32(1, 2)},
+		"b": {DType: graph.Float, Shape: []int64{3}, Data: f32(1, 2, 3)},
+	}
+	if _, err := s.Run(bad, nil); err == nil || !strings.Contains(err.Error(), "8 bytes for shape [3]") {
+		t.Errorf("short data: %v", err)
+	}
+	if _, err := NewSession(filepath.Join(t.TempDir(), "none.onnx"), []string{"a"}, []string{"y"}, Options{}); err == nil {
+		t.Error("a missing model loaded")
+	}
+	ins, outs, err := ModelIO(addModel(t, graph.Float, []int64{3}))
+	if err != nil || len(ins) != 2 || len(outs) != 1 || ins[0].DType != graph.Float || ins[0].Shape[0] != 3 {
+		t.Errorf("ModelIO: %+v %+v %v", ins, outs, err)
+	}
+}
+
+func TestLibraryPathOverride(t *testing.T) {
+	t.Setenv("ONNXPART_ORT_LIB", filepath.Join(t.TempDir(), "missing.so"))
+	if _, err := LibraryPath(); err == nil || !strings.Contains(err.Error(), "ONNXPART_ORT_LIB") {
+		t.Errorf("a missing override must be an error naming the variable: %v", err)
+	}
+}
