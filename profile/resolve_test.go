@@ -85,7 +85,7 @@ func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct{ spec, link, want string }{
 		{"a200", "", `unknown device "a200" (catalog: a100-40g-sxm,`},
 		{"4xH100,", "", "empty item"},
-		{"0xt4", "", "count must be 1 to 4096"},
+		{"0xt4", "", "count must be 1 to 256"},
 		{"2xcpu", "", "the host CPU cannot be repeated"},
 		{"2xauto", "", "auto takes no count"},
 		{"cpu,t4,host", "", "the host CPU is named twice"},

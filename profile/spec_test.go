@@ -189,7 +189,7 @@ func TestSpecErrors(t *testing.T) {
 		{"json unknown field", "c.json", "{\"devices\": [\n {\"name\": \"a\", \"type\": \"t4\",\n  \"bandwith\": \"1TB/s\"}]}\n", `c.json:3: devices[0].bandwith: unknown field`},
 		{"empty file", "c.yaml", "\n", "c.yaml: empty file"},
 		{"threads on gpu", "c.yaml", "devices:\n  - {name: a, type: t4, threads: 2}\n", "devices[0].threads: only CPU devices have threads"},
-		{"count", "c.yaml", "devices:\n  - {name: a, type: t4, count: 0}\n", "devices[0].count: want a whole number from 1 to 4096"},
+		{"count", "c.yaml", "devices:\n  - {name: a, type: t4, count: 0}\n", "devices[0].count: want a whole number from 1 to 256"},
 		{"anchors", "c.yaml", "devices:\n  - &x {name: a, type: t4}\n  - *x\n", "aliases are not supported"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
