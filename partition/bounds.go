@@ -171,14 +171,16 @@ func (c *core) pairBound(u, w, d int) float64 {
 	coef := c.coef[d]
 	b := wk[u] + wk[w]
 	idx := map[int]int{}
+	seen := map[int32]bool{} // a tensor read by both u and w enters S once
 	var sizes []float64
 	var prods []int
 	add := func(v, skip int) {
 		for _, t := range c.incOf(v) {
 			p := int(c.tProd[t])
-			if p == v || p == skip {
+			if p == v || p == skip || seen[t] {
 				continue
 			}
+			seen[t] = true
 			if i, ok := idx[p]; ok {
 				sizes[i] += c.tSize[t]
 				continue

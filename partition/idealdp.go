@@ -214,8 +214,8 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 	}
 	full := N - 1 // the last ideal enumerated breadth-first is V
 	val = D[a.final*N+full]
-	if math.IsInf(val, 1) {
-		return val, nil, nil, true
+	if val >= U {
+		return math.Inf(1), nil, nil, true
 	}
 	// Reconstruct: walk back from (final, V).
 	type seg struct {

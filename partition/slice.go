@@ -266,6 +266,7 @@ func (s *slicer) run(order []int32, bound float64) float64 {
 			}
 		}
 		// Empty stages: a state may be entered by a stage holding nothing.
+		alive := false
 		for u := ulo; u <= uhi; u++ {
 			for _, st := range a.byUsed[u] {
 				cell := st*stride + r
@@ -276,7 +277,15 @@ func (s *slicer) run(order []int32, bound float64) float64 {
 						argT[cell] = int32(ti)
 					}
 				}
+				if D[cell] < bound {
+					alive = true
+				}
 			}
+		}
+		// Every solution below the bound passes through a state of the window at r; if none
+		// is below it, no solution is (this ends hopeless orders early).
+		if !alive && !math.IsInf(bound, 1) {
+			return math.Inf(1)
 		}
 	}
 	v := D[a.final*stride+n]

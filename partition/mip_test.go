@@ -1,0 +1,92 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+// TestMIPDigest checks the MIP hierarchy against the values of digest §9.5, solved without
+// any fixing (target +Inf), so each model's own optimum is compared.
+func TestMIPDigest(t *testing.T) {
+	ctx := context.Background()
+	for _, dc := range digestCases() {
+		for k, opt := range dc.opt {
+			t.Run(fmt.Sprintf("%s/k=%d", dc.name, k), func(t *testing.T) {
+				p := dc.p(k)
+				c := compile(p)
+				dev := make([]int, k)
+				ex := c.solveMIP(ctx, c.exactSpec(dev, math.Inf(1), 0, opt), nil, nil, nil, 20*time.Second, 0)
+				if !near(ex.bound, opt) || ex.status != "optimal" {
+					t.Fatalf("exact MIP bound %v (%s), OPT %v", ex.bound, ex.status, opt)
+				}
+				L := c.simpleBound()
+				if want, ok := dc.three[k]; ok {
+					sp := mipSpec{name: BoundBottleneck, K: 3, dev: []int{0, 0, 0}, span: []int{1, 1, 1}, mult: []float64{0, 0, 0},
+						objBlock: 1, heavy: 1, heavyL: L, target: math.Inf(1), scale: opt}
+					if got := c.solveMIP(ctx, sp, nil, nil, nil, 20*time.Second, 0).bound; !near(got, want) {
+						t.Fatalf("bottleneck %v, digest %v", got, want)
+					}
+				}
+				if want, ok := dc.guess[k]; ok {
+					g := math.Inf(1)
+					for j := 1; j <= k; j++ {
+						sp := mipSpec{name: BoundBottleneckGuess, K: 3, dev: []int{0, 0, 0}, span: []int{j - 1, 1, k - j},
+							mult: []float64{float64(j - 1), 1, float64(k - j)}, objBlock: -1, heavy: 1, heavyL: L,
+							target: math.Inf(1), scale: opt}
+						g = math.Min(g, c.solveMIP(ctx, sp, nil, nil, nil, 20*time.Second, 0).bound)
+					}
+					if !near(g, want) {
+						t.Fatalf("bottleneck-guess %v, digest %v", g, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMIPFixingRandom: with variable fixing at the optimum as target and the optimal plan as
+// warm start, the exact MIP proves the optimum; every MIP bound is ≤ OPT; hetero device
+// orders included.
+func TestMIPFixingRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(21))
+	for it := 0; it < 12; it++ {
+		n := 4 + rng.Intn(3)
+		k := 2 + rng.Intn(2)
+		p := randomDAG(rng, n, k, 0.4)
+		if it%3 == 2 {
+			w2 := make([]float64, n)
+			for v := range w2 {
+				w2[v] = float64(rng.Intn(12))
+			}
+			p.K = 0
+			p.Devices = []Device{{Name: "acc", Count: k}, {Name: "cpu", Count: 1, Work: w2, Bandwidth: math.Inf(1)}}
+		}
+		opt := bruteOPT(t, p)
+		pl, err := Solve(context.Background(), p, Options{Seed: 1, Bounds: BoundsNone, BRKGA: BRKGAOptions{Population: 10, Generations: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{BoundExact, BoundBottleneck, BoundBottleneckGuess} {
+			if p.Heterogeneous() && m != BoundExact {
+				continue
+			}
+			info, better, err := LowerBound(context.Background(), p, pl, m, BoundOptions{TimeLimit: 10 * time.Second, Parallel: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Value > opt*(1+1e-9) || info.Status == "fault" {
+				t.Fatalf("it %d: %s bound %v (%s) > OPT %v", it, m, info.Value, info.Status, opt)
+			}
+			if m == BoundExact && !near(info.Value, opt) {
+				t.Fatalf("it %d: exact MIP bound %v, OPT %v (status %s)", it, info.Value, opt, info.Status)
+			}
+			if better != nil {
+				checkPlan(t, p, better)
+			}
+		}
+	}
+}
