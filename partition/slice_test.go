@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand"
@@ -200,4 +201,28 @@ func TestSliceRandom(t *testing.T) {
 			t.Fatalf("it %d (hetero %v): min over orders %v, OPT %v", it, hetero, minSlice, opt)
 		}
 	}
+}
+
+// TestManyDeviceKinds: more device kinds than the count lattice allows fall back to a chain
+// whose order is searched; the plan stays valid and uses each device at most once.
+func TestManyDeviceKinds(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	n := 30
+	p := randomDAG(rng, n, 0, 0.15)
+	p.K = 0
+	for d := 0; d < 13; d++ { // 2^13 > maxCountStates
+		w := make([]float64, n)
+		for v := range w {
+			w[v] = float64(1 + rng.Intn(5+d))
+		}
+		p.Devices = append(p.Devices, Device{Name: fmt.Sprintf("d%d", d), Count: 1, Work: w, Bandwidth: float64(1 + d%3)})
+	}
+	if countAutomaton([]int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}) != nil {
+		t.Fatal("the lattice should be too large")
+	}
+	pl, err := Solve(context.Background(), p, quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, p, pl)
 }

@@ -308,6 +308,10 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	if !opts.NoRefine {
 		e.refineIncumbent(ctx, st, "refine")
 	}
+	// Too many device kinds for the count lattice: improve the fixed device order.
+	if e.a.order != nil && ctx.Err() == nil {
+		e.improveDeviceOrder(ctx, st)
+	}
 	// Exact DP over ideals, for narrow graphs (gives up quickly on wide ones).
 	if ctx.Err() == nil && st.gapLocked() > opts.Gap+1e-9 {
 		e.exactIdeals(ctx, st)
@@ -579,6 +583,43 @@ func (e *engine) refine(ctx context.Context, w int, stage, device []int, order [
 		}
 	}
 	return stage, device, order, val
+}
+
+// improveDeviceOrder is the heuristic device-order search used when the count lattice is too
+// large (many device kinds): adjacent transpositions of the stage devices, each judged by
+// slicing the incumbent's order over the new chain, until none improves. The engine then
+// searches node orders over the best chain.
+func (e *engine) improveDeviceOrder(ctx context.Context, st *solveState) {
+	c := e.c
+	best, stage, _, order, _ := st.snapshot()
+	var ks kahnScratch
+	if len(order) != c.n {
+		order = c.stageOrder(stage, c.kahn(make([]float64, c.n), &ks, nil), &ks)
+	}
+	cur := append([]int(nil), e.a.order...)
+	changed := true
+	for changed && ctx.Err() == nil {
+		changed = false
+		for i := 0; i+1 < len(cur); i++ {
+			if cur[i] == cur[i+1] {
+				continue
+			}
+			cand := append([]int(nil), cur...)
+			cand[i], cand[i+1] = cand[i+1], cand[i]
+			s := newSlicer(c, chainAutomaton(cand))
+			if v := s.run(order, best*(1-1e-12)); !math.IsInf(v, 1) {
+				cs, dev := s.segments(order)
+				st.offerPlan(cs, dev, order, "device-order")
+				best, cur, changed = v, cand, true
+			}
+		}
+	}
+	if !equalInts(cur, e.a.order) {
+		e.a = chainAutomaton(cur)
+		for i := range e.slicers {
+			e.slicers[i] = newSlicer(c, e.a)
+		}
+	}
 }
 
 // exactIdeals runs the ideal DP with the incumbent as bound; when it completes, the
