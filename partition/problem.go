@@ -190,6 +190,7 @@ type CycleError struct {
 	Nodes []string // one cycle, in dependency order
 }
 
+// Error names the cycle.
 func (e *CycleError) Error() string {
 	s := "partition: the graph has a cycle:"
 	for _, v := range e.Nodes {
@@ -293,6 +294,7 @@ type StageCost struct {
 // InfeasibleError says why an assignment is not a valid plan.
 type InfeasibleError struct{ Reason string }
 
+// Error says why the plan is infeasible.
 func (e *InfeasibleError) Error() string { return "partition: infeasible plan: " + e.Reason }
 
 // Evaluate is the single judge of a plan: stage[v] ∈ [0, NumStages) is the pipeline position

@@ -105,7 +105,6 @@ type slicer struct {
 	segW   []float64 // per device segment work
 	cost   []float64 // per device segment cost
 	devOK  []bool    // device has count > 0
-	evals  int64
 	// onSegment, when set (tests), sees every segment cost the sweep computes: the segment is
 	// order[l:r] and cost[d] its cost on device d.
 	onSegment func(l, r int, cost []float64)
@@ -152,7 +151,6 @@ func (s *slicer) run(order []int32, bound float64) float64 {
 		prefix[i+1] = prefix[i] + c.minWork[v]
 	}
 	total := prefix[n]
-	s.evals++
 	stride := n + 1
 	for st := 0; st < S; st++ {
 		D[st*stride] = 0

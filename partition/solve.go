@@ -37,6 +37,7 @@ func ParseBounds(s string) (BoundEffort, error) {
 	return 0, fmt.Errorf("partition: unknown bound effort %q (want none, simple, fast or full)", s)
 }
 
+// String is the CLI name of the effort.
 func (b BoundEffort) String() string {
 	switch b {
 	case BoundsNone:
@@ -173,6 +174,8 @@ type solveState struct {
 	bounds   []BoundInfo
 	notes    []string
 	evals    int64
+	pending  []Progress
+	cbMu     sync.Mutex // serialises Progress calls
 }
 
 func (s *solveState) gap() float64 { return gapOf(s.lb, s.best) }
@@ -183,12 +186,29 @@ func (s *solveState) gapLocked() float64 {
 	return s.gap()
 }
 
+// report queues a progress snapshot (s.mu held); flush delivers queued snapshots in order,
+// outside the lock, so that the callback may do anything but call back into this solve.
 func (s *solveState) report(phase string) {
 	if s.opts.Progress == nil {
 		return
 	}
-	s.opts.Progress(Progress{Phase: phase, Objective: s.best, LowerBound: s.lb, BoundMethod: s.lbMethod,
+	s.pending = append(s.pending, Progress{Phase: phase, Objective: s.best, LowerBound: s.lb, BoundMethod: s.lbMethod,
 		Gap: s.gap(), Elapsed: time.Since(s.t0), Evaluations: s.evals})
+}
+
+func (s *solveState) flush() {
+	if s.opts.Progress == nil {
+		return
+	}
+	s.cbMu.Lock()
+	defer s.cbMu.Unlock()
+	s.mu.Lock()
+	queued := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, pr := range queued {
+		s.opts.Progress(pr)
+	}
 }
 
 func (s *solveState) checkGap() {
@@ -199,6 +219,7 @@ func (s *solveState) checkGap() {
 
 // offerPlan judges a core plan with Problem.Evaluate and keeps it if it is strictly better.
 func (s *solveState) offerPlan(stage, device []int, order []int32, source string) bool {
+	defer s.flush()
 	_, val, err := s.p.Evaluate(s.c.expand(stage), device)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -221,6 +242,7 @@ func (s *solveState) offerPlan(stage, device []int, order []int32, source string
 
 // offerBound records a lower bound; one above the incumbent is a solver fault and is dropped.
 func (s *solveState) offerBound(b BoundInfo) {
+	defer s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if math.IsNaN(b.Value) || math.IsInf(b.Value, 0) {
@@ -313,11 +335,12 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 		e.improveDeviceOrder(ctx, st)
 	}
 	// Exact DP over ideals, for narrow graphs (gives up quickly on wide ones).
+	proved := false
 	if ctx.Err() == nil && st.gapLocked() > opts.Gap+1e-9 {
-		e.exactIdeals(ctx, st)
+		proved = e.exactIdeals(ctx, st)
 	}
 	// Order search: the first run gets every worker.
-	done := func() bool { return ctx.Err() != nil || st.gapLocked() <= opts.Gap+1e-9 }
+	done := func() bool { return proved || ctx.Err() != nil || st.gapLocked() <= opts.Gap+1e-9 }
 	if !done() {
 		e.search(ctx, st, rng, workers, opts.BRKGA)
 	}
@@ -624,10 +647,10 @@ func (e *engine) improveDeviceOrder(ctx context.Context, st *solveState) {
 
 // exactIdeals runs the ideal DP with the incumbent as bound; when it completes, the
 // incumbent (or the DP's better plan) is optimal.
-func (e *engine) exactIdeals(ctx context.Context, st *solveState) {
+func (e *engine) exactIdeals(ctx context.Context, st *solveState) bool {
 	c := e.c
 	if c.n > 2000 {
-		return
+		return false
 	}
 	budget := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
@@ -639,7 +662,7 @@ func (e *engine) exactIdeals(ctx context.Context, st *solveState) {
 	U, _, _, _, _ := st.snapshot()
 	val, stage, dev, ok := c.idealDP(dctx, e.a, U, 100000, 2000000)
 	if !ok {
-		return
+		return false
 	}
 	if !math.IsInf(val, 1) {
 		st.offerPlan(stage, dev, nil, BoundIdealDP)
@@ -649,6 +672,7 @@ func (e *engine) exactIdeals(ctx context.Context, st *solveState) {
 	if st.opts.Bounds != BoundsNone {
 		st.offerBound(BoundInfo{Method: BoundIdealDP, Value: val, Status: "optimal", Seconds: time.Since(t0).Seconds()})
 	}
+	return true
 }
 
 // refineIncumbent refines the current best plan and offers the result.
@@ -852,7 +876,7 @@ func (c *core) exactSpec(devOrder []int, target, zLo, scale float64) mipSpec {
 func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
 	c := e.c
 	t0 := time.Now()
-	U, stage, device, order, lb := st.snapshot()
+	U, stage, device, _, lb := st.snapshot()
 	var orders [][]int
 	if c.hetero {
 		orders = deviceOrders(c.counts, 64)
@@ -909,7 +933,6 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 			status = out.status
 		}
 	}
-	_ = order
 	return BoundInfo{Method: BoundExact, Value: bound, Status: status, Seconds: time.Since(t0).Seconds()}
 }
 

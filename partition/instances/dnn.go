@@ -47,6 +47,7 @@ type dnnEdge struct {
 // flexBool accepts true/false and 0/1, as the files use both.
 type flexBool bool
 
+// UnmarshalJSON accepts true, false, 0 and 1.
 func (b *flexBool) UnmarshalJSON(data []byte) error {
 	switch strings.TrimSpace(string(data)) {
 	case "true", "1", "1.0":
