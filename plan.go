@@ -60,6 +60,14 @@ type Options struct {
 	TimeLimit time.Duration
 	Gap       float64
 	Seed      int64
+	// Reproducible makes the plan, its bounds and so the output files a function of the
+	// inputs and Seed alone, whatever the machine's speed, load or GOMAXPROCS: searches run
+	// on work budgets instead of the clock (EA/SA iterations, the BRKGA budget, MIPs solved
+	// to completion), and a MIP bound or plan that the time limit cuts short is left out
+	// (Result.Notes say so). TimeLimit stays a safety net; when it cuts a search anyway, a
+	// note says that the plan depends on the machine. Without it, planning uses the whole
+	// time limit and keeps whatever the clock allowed (often better bounds, not repeatable).
+	Reproducible bool
 	// Measured holds per-node measured times per device (profile.CostOptions.Measured).
 	Measured [][]float64
 	// Progress receives progress lines (phase, objective, bound, gap) while solving.
@@ -129,6 +137,12 @@ type Result struct {
 // Plan plans model m on cluster c.
 func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options) (*Result, error) {
 	start := time.Now()
+	if opt.TimeLimit > 0 {
+		// One deadline for everything (solvers, the reproducible bounds after them).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
+		defer cancel()
+	}
 	g := m.Graph
 	r := &Result{Cluster: c}
 	devs, err := chooseDevices(c, opt.K)
@@ -451,6 +465,11 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		return nil, nil, &UsageError{Msg: err.Error()}
 	}
 	po := partition.Options{Seed: opt.Seed, TimeLimit: opt.TimeLimit, Gap: opt.Gap, Bounds: bounds}
+	mipBounds := opt.Reproducible && (bounds == partition.BoundsFast || bounds == partition.BoundsFull)
+	if mipBounds {
+		// Solve's MIP bounds run on the clock; they are run below, and kept when they finish.
+		po.Bounds = partition.BoundsSimple
+	}
 	switch opt.Solver {
 	case "", "auto", "brkga":
 		po.Search = partition.SearchBRKGA
@@ -473,6 +492,12 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 			return nil, nil, &InfeasibleError{Msg: err.Error()}
 		}
 		return nil, nil, err
+	}
+	if opt.Reproducible && ctx.Err() != nil {
+		r.Notes = append(r.Notes, clockCutNote)
+	}
+	if mipBounds {
+		plan = reproducibleMIPBounds(ctx, p, plan, bounds, opt.Gap)
 	}
 	r.Partition = plan
 	r.Algorithm = "mtpp-" + po.Search
@@ -503,6 +528,57 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	}
 	markBottleneck(r.Stages)
 	return plan.Assignment, labelDevice, nil
+}
+
+// reproducibleMIPBounds adds partition's MIP bounds to plan (the exact MIP; with BoundsFull
+// first the bottleneck MIPs, as Solve orders them) and keeps each one only if it finished:
+// a finished MIP's bound and plan are functions of its input, one the deadline stopped are
+// not. A finished exact MIP may also bring a better plan.
+func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *partition.Plan, effort partition.BoundEffort, gap float64) *partition.Plan {
+	if p.NumNodes()*p.NumStages() > 400000 { // Solve's own limit (on contracted nodes)
+		plan.Notes = append(plan.Notes, fmt.Sprintf("MIP bounds skipped: %d nodes × %d stages is too large", p.NumNodes(), p.NumStages()))
+		return plan
+	}
+	methods := []string{partition.BoundExact}
+	if effort == partition.BoundsFull && len(p.Devices) <= 1 {
+		methods = []string{partition.BoundBottleneck, partition.BoundBottleneckGuess, partition.BoundExact}
+	}
+	for _, method := range methods {
+		if gapOf(plan.LowerBound, plan.Objective) <= gap+1e-9 || ctx.Err() != nil {
+			break
+		}
+		limit := time.Duration(0) // LowerBound's default (60 s), or what the deadline leaves
+		if d, ok := ctx.Deadline(); ok {
+			limit = time.Until(d)
+			if limit <= 0 {
+				break
+			}
+		}
+		info, better, err := partition.LowerBound(ctx, p, plan, method, partition.BoundOptions{TimeLimit: limit, Gap: gap, Parallel: 1})
+		switch {
+		case err != nil:
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: %v", method, err))
+			continue
+		case info.Status == "fault":
+			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: the %s bound exceeds the plan's value; bound discarded", method))
+			continue
+		case info.Status != "optimal" && info.Status != "infeasible" && info.Status != "fixings-infeasible":
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: the MIP did not finish (%s); left out so that the output is reproducible", method, info.Status))
+			continue
+		}
+		info.Seconds = 0 // not reproducible, and the manifest leaves timings out anyway
+		plan.Bounds = append(plan.Bounds, info)
+		if better != nil && better.Objective < plan.Objective {
+			better.Bounds, better.Notes = plan.Bounds, plan.Notes
+			better.LowerBound, better.BoundMethod = plan.LowerBound, plan.BoundMethod
+			plan = better
+		}
+		if info.Value > plan.LowerBound {
+			plan.LowerBound, plan.BoundMethod = math.Min(info.Value, plan.Objective), method
+		}
+	}
+	plan.Gap = gapOf(plan.LowerBound, plan.Objective)
+	return plan
 }
 
 func markBottleneck(st []StageSummary) {
@@ -572,7 +648,7 @@ func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: gapOf(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
 		}
 	}
-	res, err := schedule.Solve(ctx, p, so)
+	res, err := solveLatency(ctx, p, so, opt.Reproducible)
 	if err != nil {
 		if strings.Contains(err.Error(), "memory") {
 			return nil, nil, &InfeasibleError{Msg: err.Error()}
@@ -623,6 +699,106 @@ func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 			StartS: tr.Start, EndS: tr.End, Stage: stage[tr.From]})
 	}
 	return stage, labelDev, nil
+}
+
+// clockCutNote says that the safety net of a reproducible plan fired.
+const clockCutNote = "the time limit cut the search short: this plan depends on the machine's speed and load; a larger --time-limit gives a reproducible plan"
+
+// reproducibleIterations is the EA and SA budget of reproducible placements.
+const reproducibleIterations = schedule.DefaultIterations
+
+// solveLatency runs schedule.Solve; reproducible, on work budgets only. Auto then keeps the
+// best of SA and EA (iteration budgets, both started from MET), the constructive heuristics
+// and, on small graphs, the full MILP when it proves its plan optimal: MILP-SPLIT's sub-solves
+// and polishing share the time limit by the clock, so Auto's own choice is not reproducible.
+func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options, reproducible bool) (*schedule.Result, error) {
+	if !reproducible {
+		return schedule.Solve(ctx, p, so)
+	}
+	cut := func(res *schedule.Result) { // the time limit stopped a search meant to run on its budget
+		if ctx.Err() != nil && res != nil {
+			res.Notes = append(res.Notes, clockCutNote)
+		}
+	}
+	switch so.Method {
+	case schedule.EA, schedule.SA:
+		so.Iterations = reproducibleIterations
+		res, err := schedule.Solve(ctx, p, so)
+		cut(res)
+		return res, err
+	case schedule.MILP, schedule.Split:
+		res, err := schedule.Solve(ctx, p, so)
+		if err == nil && !res.Optimal {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s stopped before it proved its plan optimal: the plan depends on the machine's speed (--solver auto, ea or sa are reproducible)", so.Method))
+		}
+		return res, err
+	case schedule.Auto:
+	default:
+		return schedule.Solve(ctx, p, so) // constructive: deterministic
+	}
+	var best *schedule.Result
+	var firstErr error
+	var bounds []schedule.Bound
+	try := func(method string) {
+		o := so
+		o.Method, o.Iterations = method, reproducibleIterations
+		res, err := schedule.Solve(ctx, p, o)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		if method == schedule.MILP && !res.Optimal {
+			return // stopped by the clock
+		}
+		bounds = append(bounds, res.Bounds...)
+		if best == nil || res.Makespan < best.Makespan {
+			best = res
+		}
+	}
+	try(schedule.SA)
+	try(schedule.EA)
+	if best == nil {
+		return nil, firstErr
+	}
+	for _, c := range best.Candidates { // a constructive plan better than both: fetch its placement
+		switch c.Method {
+		case schedule.BestDevice, schedule.MET, schedule.Greedy, schedule.HEFT:
+			if c.Feasible && c.Makespan < best.Makespan {
+				try(c.Method)
+			}
+		}
+	}
+	cut(best)
+	if len(p.Nodes) <= 40 && ctx.Err() == nil {
+		try(schedule.MILP) // kept only when it proves its plan optimal
+	}
+	// Every bound kept is proved (simple bounds, a finished MILP): take the best of each.
+	byMethod := map[string]float64{}
+	var order []string
+	for _, b := range bounds {
+		if _, ok := byMethod[b.Method]; !ok {
+			order = append(order, b.Method)
+		}
+		byMethod[b.Method] = math.Max(byMethod[b.Method], b.Value)
+	}
+	best.Bounds, best.LowerBound = nil, 0
+	for _, m := range order {
+		v := byMethod[m]
+		if v > best.Makespan*(1+1e-9) {
+			best.Notes = append(best.Notes, fmt.Sprintf("bound %s exceeds the plan's makespan: discarded as a fault", m))
+			continue
+		}
+		best.Bounds = append(best.Bounds, schedule.Bound{Method: m, Value: v})
+		best.LowerBound = math.Max(best.LowerBound, math.Min(v, best.Makespan))
+	}
+	best.Gap = 0
+	if best.Makespan > 0 {
+		best.Gap = math.Max(0, 1-best.LowerBound/best.Makespan)
+	}
+	best.Optimal = best.Gap <= 1e-4 // schedule's default MILP gap
+	return best, nil
 }
 
 // stagesFromPlacement turns a placement into stages: nodes are taken in order of start

@@ -51,6 +51,12 @@ Examples:
   onnxpart model.onnx --devices cluster.yaml --json -o - > plan.json   # plan only, write nothing
   onnxpart verify out                                                 # check the stages
 
+Reproducible output: with --seed, the same model, devices, flags and seed give byte-identical
+files on any machine and load: searches run on work budgets (iterations, MIPs solved to the
+end) and a bound the time limit cuts short is left out (a note says so). Without --seed the
+planner uses all of --time-limit and keeps what the clock allowed (often tighter bounds, but
+a rerun may differ). If the time limit cuts a reproducible search anyway, a note says so.
+
 Exit codes: 0 ok, 1 bad input, 2 bad usage, 3 infeasible (the model cannot fit the
 devices), 4 verification mismatch, 130 interrupted (the best plan so far is still written).
 `,
@@ -72,7 +78,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	timeLimit := fs.Duration("time-limit", 30*time.Second, "time budget for planning (search and bounds)")
 	gap := fs.Float64("gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
-	seed := fs.Int64("seed", 1, "random seed (the same seed gives the same plan and files)")
+	seed := fs.Int64("seed", 1, "random seed; given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
 	out := fs.StringP("output", "o", "out", "output directory; - writes nothing and prints the plan")
 	emitList := fs.String("emit", "onnx,manifest,report", "what to write: onnx, manifest, report, triton")
 	asJSON := fs.Bool("json", false, "print the plan as JSON on stdout")
@@ -133,7 +139,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	popt := onnxpart.Options{K: *k, Objective: *objective, Fusion: *fusionName, FusionRules: *fusionRules,
 		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured,
-		Progress: prog.update}
+		Reproducible: fs.Changed("seed"), Progress: prog.update}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	prog.done()
