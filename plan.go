@@ -499,6 +499,11 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	if mipBounds {
 		plan = reproducibleMIPBounds(ctx, p, plan, bounds, opt.Gap)
 	}
+	for _, b := range plan.Bounds {
+		if b.Status == "error" { // partition keeps going without saying so
+			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: HiGHS failed on the %s MIP; the plan is the heuristics' and the bound the best of the others", b.Method))
+		}
+	}
 	r.Partition = plan
 	r.Algorithm = "mtpp-" + po.Search
 	r.Upper, r.Lower, r.BoundMethod = plan.Objective, plan.LowerBound, plan.BoundMethod
@@ -560,7 +565,11 @@ func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *part
 			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: %v", method, err))
 			continue
 		case info.Status == "fault":
+			plan.Bounds = append(plan.Bounds, info)
 			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: the %s bound exceeds the plan's value; bound discarded", method))
+			continue
+		case info.Status == "error":
+			plan.Bounds = append(plan.Bounds, info) // noted by the caller, as for Solve's own MIPs
 			continue
 		case info.Status != "optimal" && info.Status != "infeasible" && info.Status != "fixings-infeasible":
 			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: the MIP did not finish (%s); left out so that the output is reproducible", method, info.Status))
