@@ -36,10 +36,17 @@
 //     batch selection F2 instead of the big-M (3.5)–(3.6), memory (3.7));
 //   - MILP-SPLIT (seed 003 §3.3): module detection (nodes on every source–sink path, i.e.
 //     articulation points turned into bridges; multi-channel cuts from k-edge-connected
-//     components or a topological sweep), the exact DP over single-channel modules ×
-//     (input device, output device), chained solves across multi-channel cuts, and the
-//     thesis's recursive lower bound from dependency and predecessor sets, built from the
-//     sub-solves' dual bounds when they time out.
+//     components, or at minimum-channel ideals by max-flow when those components do not split
+//     sparse modules), the exact DP over single-channel modules × (input device, output
+//     device) — pruned: only the (u, v) pairs that can still beat the best stitched plan get a
+//     MILP —, chained solves across multi-channel cuts (each module sees where its inputs were
+//     put and how long each device stays busy), a final annealing of the stitched plan, and
+//     the thesis's recursive lower bound from dependency and predecessor sets, built from the
+//     sub-solves' dual bounds (never incumbents) when they time out.
+//
+// Sub-package fromgraph builds a Problem from an operator graph and a profile cost model (the
+// CLI's path for ONNX models); sub-package instances reads Moirai's CSVs and generates RandWire
+// stacks; internal/bench prints the benchmark tables (make bench-schedule).
 //
 // Units: one time unit throughout (the benchmarks use milliseconds); bytes and bandwidth in
 // bytes per time unit. Every method is deterministic for a given seed when it stops on its

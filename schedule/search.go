@@ -15,6 +15,8 @@ import (
 // space is the search space of a problem: the choices of every gene and the fitness.
 type space struct {
 	in      *inst
+	order   []int   // the node order of the list schedule (the thesis: breadth-first)
+	heat    float64 // annealing's starting temperature as a fraction of the start's makespan
 	choices [][]int // latency: devices; batched: split indices
 	ss      *splitSet
 	lat     *latSim
@@ -26,7 +28,7 @@ type space struct {
 }
 
 func newSpace(in *inst) *space {
-	sp := &space{in: in, choices: make([][]int, in.n)}
+	sp := &space{in: in, order: in.bfs, heat: 0.05, choices: make([][]int, in.n)}
 	if in.latency() {
 		sp.lat = newLatSim(in)
 		sp.dev = make([]int, in.n)
@@ -129,13 +131,13 @@ func (sp *space) score(genes []int) float64 {
 		for i, x := range genes {
 			sp.dev[i] = sp.choices[i][x]
 		}
-		mk = sp.lat.eval(sp.dev, in.bfs)
+		mk = sp.lat.eval(sp.dev, sp.order)
 		mem = in.memoryLatency(sp.dev)
 	} else {
 		for i, x := range genes {
 			sp.g[i] = sp.ss.maps[i][x]
 		}
-		mk = sp.bat.eval(sp.g, in.bfs)
+		mk = sp.bat.eval(sp.g, sp.order)
 		mem = in.memoryBatched(sp.g)
 	}
 	if math.IsNaN(mk) {
@@ -154,13 +156,13 @@ func (sp *space) placement(genes []int) *Placement {
 		for i, x := range genes {
 			dev[i] = sp.choices[i][x]
 		}
-		return &Placement{Device: dev, Order: positions(in.bfs)}
+		return &Placement{Device: dev, Order: positions(sp.order)}
 	}
 	g := make([][]int, in.n)
 	for i, x := range genes {
 		g[i] = append([]int(nil), sp.ss.maps[i][x]...)
 	}
-	return &Placement{Granules: g, Order: positions(in.bfs)}
+	return &Placement{Granules: g, Order: positions(sp.order)}
 }
 
 // budget stops a search after a number of iterations, at a deadline, or on cancellation.
@@ -259,8 +261,8 @@ func otherChoice(rng *rand.Rand, n, old int) int {
 }
 
 // sa is simulated annealing (Kirkpatrick et al.): a move changes one gene; worse moves are
-// accepted with probability exp(−Δ/T), T cooling geometrically from 5% to 0.01% of the
-// starting makespan over the budget.
+// accepted with probability exp(−Δ/T), T cooling geometrically from 5% (sp.heat) to 0.01%
+// of the starting makespan over the budget.
 func (sp *space) sa(init []int, seed uint64, b *budget, improved func(float64)) ([]int, float64) {
 	rng := rand.New(rand.NewPCG(seed, 0x2545f4914f6cdd1d))
 	n := sp.in.n
@@ -281,7 +283,7 @@ func (sp *space) sa(init []int, seed uint64, b *budget, improved func(float64)) 
 	if base >= sp.penalty {
 		base = sp.penalty / 2
 	}
-	t0, t1 := 0.05*base, 1e-4*base
+	t0, t1 := sp.heat*base, 1e-4*base
 	for it := 0; !b.done(it); it++ {
 		temp := t0 * math.Pow(t1/t0, b.frac(it))
 		i := mutable[rng.IntN(len(mutable))]

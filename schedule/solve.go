@@ -29,7 +29,7 @@ var Methods = []string{Auto, BestDevice, MET, Greedy, HEFT, EA, SA, MILP, Split}
 // Options control Solve. The zero value runs Auto with no time limit (then EA and SA run
 // DefaultIterations, and MILPs run to optimality).
 type Options struct {
-	Method    string
+	Method    string        // one of Methods; "" means Auto
 	TimeLimit time.Duration // 0: none (a context deadline also limits)
 	// Iterations is EA's and SA's evaluation budget; 0 means DefaultIterations without a time
 	// limit, and until the time limit with one. An iteration budget makes them deterministic.
@@ -391,12 +391,19 @@ func (s *solver) split() {
 	s.report(Split, "detecting modules")
 	out, err := in.split(s.ctx, splitOptions{
 		deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
-		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.25,
+		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.2, polishShare: 0.2,
 		progress: func(msg string) { s.report(Split, msg) },
 	})
 	if err != nil {
 		s.add(Split, nil, t0, 0, err.Error())
-		s.notes = append(s.notes, fmt.Sprintf("split: %v", err))
+		if s.ctx.Err() == nil {
+			// Modules that cannot be solved on their own (memory shared too tightly, say):
+			// the full MILP gets the time that is left.
+			s.notes = append(s.notes, fmt.Sprintf("split: %v; solving the full MILP instead", err))
+			s.milp()
+		} else {
+			s.notes = append(s.notes, fmt.Sprintf("split: %v", err))
+		}
 		return
 	}
 	s.modules = out.modules

@@ -47,6 +47,7 @@ type splitOptions struct {
 	symmetry    string
 	seed        uint64
 	lbShare     float64 // share of the time for the lower-bound sub-solves (multi-channel)
+	polishShare float64 // share of the time for annealing the stitched plan (when not optimal)
 	progress    func(string)
 }
 
@@ -412,10 +413,19 @@ func (in *inst) split(ctx context.Context, o splitOptions) (*splitOutcome, error
 		}
 	}
 	lbDeadline := time.Time{}
-	if multi && !o.deadline.IsZero() {
+	var polishAt time.Time
+	if !o.deadline.IsZero() {
 		total := time.Until(o.deadline)
-		planDeadline = time.Now().Add(time.Duration(float64(total) * (1 - o.lbShare)))
-		lbDeadline = o.deadline
+		lbShare := 0.0
+		if multi || !in.latency() {
+			lbShare = o.lbShare
+		}
+		planShare := 1 - lbShare - o.polishShare
+		polishAt = time.Now().Add(time.Duration(float64(total) * (1 - lbShare)))
+		planDeadline = time.Now().Add(time.Duration(float64(total) * planShare))
+		if multi {
+			lbDeadline = o.deadline
+		}
 	}
 	var err error
 	if in.latency() {
@@ -425,6 +435,9 @@ func (in *inst) split(ctx context.Context, o splitOptions) (*splitOutcome, error
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !out.optimal && !polishAt.IsZero() && ctx.Err() == nil {
+		in.polish(ctx, out, polishAt, o)
 	}
 	if multi || !in.latency() {
 		if lbDeadline.IsZero() {
@@ -631,3 +644,29 @@ func sortedKeys(m map[int]bool) []int {
 
 // saShare is the part of a sub-solve's time given to annealing before the MILP.
 const saShare = 0.3
+
+// polish anneals the stitched plan until the deadline (digest-003 §4.3's re-timing only
+// reorders; this also moves nodes across the seams the module solves could not see). The
+// annealing schedules in the order of the stitched plan's start times, so it starts from the
+// stitched makespan; the better of the two plans is kept.
+func (in *inst) polish(ctx context.Context, out *splitOutcome, deadline time.Time, o splitOptions) {
+	sp := newSpace(in)
+	key := make([]float64, in.n)
+	for x := range key {
+		key[x] = math.Inf(1)
+	}
+	for _, t := range out.sc.Tasks {
+		key[t.Node] = math.Min(key[t.Node], t.Start)
+	}
+	sp.order = in.kahnOrder(key)
+	sp.heat = 0.01 // polish, do not restart
+	genes, f := sp.sa(sp.genesOf(out.pl), o.seed+7, &budget{ctx: ctx, start: time.Now(), deadline: deadline}, nil)
+	if f >= out.sc.Makespan {
+		return
+	}
+	pl := sp.placement(genes)
+	if sc, err := in.simulate(pl); err == nil && sc.Feasible && sc.Makespan < out.sc.Makespan {
+		out.pl, out.sc = pl, sc
+		out.note = joinNote(out.note, "stitched plan annealed")
+	}
+}

@@ -44,7 +44,11 @@ func main() {
 	modules := flag.Int("modules", 10, "modules per RandWire stack (latency and throughput tables)")
 	capT := flag.Duration("cap", 180*time.Second, "time cap of the full MILP in the timing table")
 	seed := flag.Uint64("seed", 1, "seed of the instances and of EA/SA")
+	cases := flag.String("cases", "", "comma list of RandWire cases to run (e.g. \"1-ch,wd, 4-ch\" is ambiguous: use 1-ch, sd2, sd3, sd4, wd2, wd3, wd4); empty: all")
+	only := flag.String("methods", "", "comma list of methods for the RandWire tables; empty: all")
 	flag.Parse()
+	selectCases(*cases)
+	selectMethods(*only)
 	fmt.Printf("# onnxpart schedule benchmarks\n\nGo %s, %s/%s, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), time.Now().Format("2006-01-02 15:04"))
 	for _, t := range strings.Split(*tables, ",") {
 		switch strings.TrimSpace(t) {
@@ -136,6 +140,48 @@ type stackCase struct {
 
 var stackCases = []stackCase{{"1-ch", 1, true}, {"sd, 2-ch", 2, true}, {"sd, 3-ch", 3, true}, {"sd, 4-ch", 4, true}, {"wd, 2-ch", 2, false}, {"wd, 3-ch", 3, false}, {"wd, 4-ch", 4, false}}
 
+// selectCases keeps the cases named in list (1-ch, sd2 … wd4).
+func selectCases(list string) {
+	if list == "" {
+		return
+	}
+	want := map[string]bool{}
+	for _, c := range strings.Split(list, ",") {
+		want[strings.TrimSpace(c)] = true
+	}
+	var kept []stackCase
+	for _, c := range stackCases {
+		short := c.name
+		if c.channels > 1 {
+			short = fmt.Sprintf("%s%d", c.name[:2], c.channels)
+		}
+		if want[short] {
+			kept = append(kept, c)
+		}
+	}
+	stackCases = kept
+}
+
+var randwireMethods = []string{schedule.BestDevice, schedule.MET, schedule.Greedy, schedule.HEFT, schedule.EA, schedule.SA, schedule.MILP, schedule.Split}
+
+// selectMethods keeps the RandWire methods named in list.
+func selectMethods(list string) {
+	if list == "" {
+		return
+	}
+	want := map[string]bool{}
+	for _, m := range strings.Split(list, ",") {
+		want[strings.TrimSpace(m)] = true
+	}
+	var kept []string
+	for _, m := range randwireMethods {
+		if want[m] {
+			kept = append(kept, m)
+		}
+	}
+	randwireMethods = kept
+}
+
 func makeStack(c stackCase, n, modules, batch int, seed uint64) *schedule.Problem {
 	s, err := instances.NewStack(instances.StackConfig{Model: instances.ER, P: 0.2, N: n, Modules: modules, Channels: c.channels, Strong: c.strong, Seed: seed})
 	if err != nil {
@@ -163,7 +209,7 @@ func randwire(throughput bool, n, modules, batch int, budget time.Duration, seed
 	fmt.Printf("CPU/T4/A100 at 7.10/1.26/1 (seed 003 Table 4.2), 12 GB/s + 10 µs links, 1 MB tensors per input. EA, SA, MILP and SPLIT get %v each; Bound is the best proved lower bound (on the makespan; as a throughput it is an upper bound). Ratio = best of MET/Greedy/HEFT/EA/SA ÷ SPLIT (latency) or SPLIT ÷ best (throughput).\n\n", budget)
 	cols := []string{"BD", "MET", "Greedy", "HEFT", "EA", "SA", "MILP", "SPLIT", "Bound", "ratio", "SPLIT gap"}
 	fmt.Printf("| model | nodes | %s |\n|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
-	methods := append(append([]string(nil), heuristics...), schedule.EA, schedule.SA, schedule.MILP, schedule.Split)
+	methods := randwireMethods
 	for _, c := range stackCases {
 		p := makeStack(c, n, modules, b, seed)
 		logf("randwire %s %s", c.name, unit)
