@@ -35,6 +35,11 @@ import (
 	"onnxpart/schedule"
 )
 
+// MaxPlacementDevices bounds the devices of a latency placement: schedule's route set-up
+// takes k⁵ steps and does not watch the time limit (a 10 s plan took 14 s with 64 devices,
+// 47 s with 96, hours with 256). Pipelines (package partition) take up to profile's 256.
+const MaxPlacementDevices = 32
+
 // Objectives.
 const (
 	Throughput = "throughput"
@@ -164,6 +169,14 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		}
 	default:
 		return nil, &UsageError{Msg: fmt.Sprintf("--objective %q: want throughput or latency", opt.Objective)}
+	}
+	if opt.K > len(g.Nodes) {
+		// A stage holds at least one node; larger k only allocates (-k 100000000 ran out of
+		// memory in the slicing DP).
+		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes))}
+	}
+	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
+		return nil, &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
 	}
 	if err := checkFits(g, c, devs); err != nil {
 		return nil, err

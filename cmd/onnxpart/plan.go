@@ -147,6 +147,13 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit
 	if err != nil {
 		return nil, inputErrorf("%v", err)
 	}
+	if p := inst.Problem; p.NumStages() > p.NumNodes() {
+		// A stage holds at least one node; more only allocate (a huge k ran out of memory).
+		if k == 0 {
+			return nil, inputErrorf("%s: maxFPGAs = %d stages for %d nodes; give -k", path, inst.FileK, p.NumNodes())
+		}
+		return nil, usageErrorf("-k %d and --cpus %d: %d stages for an instance of %d nodes", k, cpus, p.NumStages(), p.NumNodes())
+	}
 	be, err := partition.ParseBounds(bounds)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
