@@ -344,6 +344,8 @@ func (b *Builder) AddNode(name, opType, domain string, inputs, outputs, captures
 		t := b.Tensor(out)
 		tt := &b.g.Tensors[t]
 		switch {
+		case tt.Producer == id: // the node is not in b.g.Nodes yet
+			b.err = append(b.err, fmt.Sprintf("node %s lists output %q twice", labelOf(name, opType, id), out))
 		case tt.Producer >= 0:
 			b.err = append(b.err, fmt.Sprintf("tensor %q is produced twice: by node %s and by node %s",
 				out, b.g.Nodes[tt.Producer].Label(), labelOf(name, opType, id)))
