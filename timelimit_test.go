@@ -20,7 +20,8 @@ import (
 // fails only past 2× the limit plus 3 s, which catches hangs, not a loaded machine.
 // ONNXPART_TIMELIMIT=1 measures a table instead (about 10 minutes on 2 cores): corpus models
 // as pipelines and placements, clock-driven (no --seed) and reproducible (--seed), at 5 s
-// and 20 s, and REGAL-like graphs through partition.Solve at k = 8, 16, 32, 64 and 10 s.
+// and 20 s, and REGAL-like graphs (150–200 nodes) through partition.Solve at k = 8, 16, 32,
+// 64 and 10 s.
 // Rows whose solve finished on its own (a plan proved optimal, or every budget spent) do not
 // test the limit; they are marked "early".
 func TestTimeLimit(t *testing.T) {
@@ -77,7 +78,7 @@ func TestTimeLimit(t *testing.T) {
 	}
 	for _, k := range []int{8, 16, 32, 64} {
 		for seed := int64(1); seed <= 2; seed++ {
-			p := instances.Regal(seed, k, instances.RegalOptions{})
+			p := instances.Regal(seed, k, instances.RegalOptions{MinNodes: 150, MaxNodes: 200})
 			limit := 10 * time.Second
 			t0 := time.Now()
 			pl, err := partition.Solve(context.Background(), p, partition.Options{Seed: 1, TimeLimit: limit})
