@@ -745,10 +745,17 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 			res.Notes = append(res.Notes, clockCutNote)
 		}
 	}
+	// schedule's annealing temperature follows the larger of the iteration fraction and the
+	// elapsed fraction of the time until ctx's deadline, so a deadline makes SA read the clock
+	// even with an iteration budget. The budgeted searches get a context that is still
+	// cancelled at the deadline (the safety net) but does not report it.
+	budgeted := hiddenDeadline{ctx}
+	budgetedOpts := so
+	budgetedOpts.TimeLimit = 0
 	switch so.Method {
 	case schedule.EA, schedule.SA:
-		so.Iterations = reproducibleIterations
-		res, err := schedule.Solve(ctx, p, so)
+		budgetedOpts.Iterations = reproducibleIterations
+		res, err := schedule.Solve(budgeted, p, budgetedOpts)
 		cut(res)
 		return res, err
 	case schedule.MILP, schedule.Split:
@@ -764,10 +771,12 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	var best *schedule.Result
 	var firstErr error
 	var bounds []schedule.Bound
-	try := func(method string) {
-		o := so
+	solve := func(method string) (*schedule.Result, error) {
+		o := budgetedOpts
 		o.Method, o.Iterations = method, reproducibleIterations
-		res, err := schedule.Solve(ctx, p, o)
+		return schedule.Solve(budgeted, p, o)
+	}
+	keep := func(method string, res *schedule.Result, err error) {
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -782,8 +791,21 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 			best = res
 		}
 	}
+	try := func(method string) {
+		res, err := solve(method)
+		keep(method, res, err)
+	}
+	// SA and EA side by side (their results do not depend on it), kept in a fixed order.
+	var eaRes *schedule.Result
+	var eaErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eaRes, eaErr = solve(schedule.EA)
+	}()
 	try(schedule.SA)
-	try(schedule.EA)
+	<-done
+	keep(schedule.EA, eaRes, eaErr)
 	if best == nil {
 		return nil, firstErr
 	}
@@ -825,6 +847,12 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	best.Optimal = best.Gap <= 1e-4 // schedule's default MILP gap
 	return best, nil
 }
+
+// hiddenDeadline is ctx without its deadline: Done and Err still follow ctx (so the deadline
+// still stops the work), but Deadline reports none, so that nothing plans by the clock.
+type hiddenDeadline struct{ context.Context }
+
+func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // stagesFromPlacement turns a placement into stages: nodes are taken in order of start
 // time; a node joins its device's current stage when every predecessor on another device
