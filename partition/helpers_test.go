@@ -202,6 +202,10 @@ func toInt32(a []int) []int32 {
 	return out
 }
 
+// near compares with 1e-9 relative tolerance; infinities only equal themselves.
 func near(a, b float64) bool {
+	if math.IsInf(a, 0) || math.IsInf(b, 0) || math.IsNaN(a) || math.IsNaN(b) {
+		return a == b
+	}
 	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
 }

@@ -166,6 +166,7 @@ func (s *slicer) run(order []int32, bound float64) float64 {
 		}
 	}
 	K := a.total
+	lastAlive := 0
 	for r := 1; r <= n; r++ {
 		for st := 0; st < S; st++ {
 			D[st*stride+r] = math.Inf(1)
@@ -280,9 +281,12 @@ func (s *slicer) run(order []int32, bound float64) float64 {
 				}
 			}
 		}
-		// Every solution below the bound passes through a state of the window at r; if none
-		// is below it, no solution is (this ends hopeless orders early).
-		if !alive && !math.IsInf(bound, 1) {
+		// A solution below the bound has a stage boundary at some alive position; if the
+		// nodes since the last alive position already weigh the bound, no segment can span
+		// them and no solution is below the bound (this ends hopeless orders early).
+		if alive {
+			lastAlive = r
+		} else if !math.IsInf(bound, 1) && prefix[r]-prefix[lastAlive] >= bound*slack {
 			return math.Inf(1)
 		}
 	}

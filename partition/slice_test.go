@@ -226,3 +226,68 @@ func TestManyDeviceKinds(t *testing.T) {
 	}
 	checkPlan(t, p, pl)
 }
+
+// TestPrunedSliceExact: on larger random DAGs and orders, every pruned run (bound above the
+// optimum of the order) returns that optimum exactly and a run with bound = optimum returns
+// +Inf; this guards the work, pigeonhole and early-abort pruning.
+func TestPrunedSliceExact(t *testing.T) {
+	rng := rand.New(rand.NewSource(13))
+	for it := 0; it < 40; it++ {
+		n := 30 + rng.Intn(120)
+		k := 2 + rng.Intn(7)
+		p := randomDAG(rng, n, k, 3/float64(n))
+		if it%2 == 1 {
+			// Layered graphs with heavy tensors: cutting at most positions is expensive.
+			p = layeredForBench(n + 100)
+			p.K = k
+			for i := range p.Tensors {
+				p.Tensors[i].Size *= 4
+			}
+		}
+		if it%4 == 3 {
+			w2 := make([]float64, p.NumNodes())
+			for v := range w2 {
+				w2[v] = float64(rng.Intn(15))
+			}
+			p.K = 0
+			p.Devices = []Device{{Name: "a", Count: k - 1}, {Name: "b", Count: 2, Work: w2, Bandwidth: 3}}
+		}
+		c := compile(p)
+		s := newSlicer(c, countAutomaton(c.counts))
+		var ks kahnScratch
+		order := c.kahn(randomKeys(rng, c.n), &ks, nil)
+		opt := s.run(order, math.Inf(1))
+		for _, f := range []float64{1 + 1e-9, 1.01, 1.3, 2, 5} {
+			if got := s.run(order, opt*f); !near(got, opt) {
+				t.Fatalf("it %d (n=%d k=%d): bound %.3g·opt gives %v, want %v", it, n, k, f, got, opt)
+			}
+		}
+		if got := s.run(order, opt); !math.IsInf(got, 1) {
+			t.Fatalf("it %d: bound = opt gives %v", it, got)
+		}
+	}
+}
+
+// TestPrunedSliceExactLarge: the same at the size where a too eager early abort once
+// misfired (layered, 10000 nodes, k = 16, bounds just above the optimum); the reference is a
+// run with a looser bound.
+func TestPrunedSliceExactLarge(t *testing.T) {
+	p := layeredForBench(10000)
+	c := compile(p)
+	s := newSlicer(c, countAutomaton(c.counts))
+	var ks kahnScratch
+	order := c.kahn(make([]float64, c.n), &ks, nil)
+	simple := c.simpleBound()
+	ref := s.run(order, 2*simple)
+	if math.IsInf(ref, 1) {
+		t.Fatal("no slicing below twice the simple bound")
+	}
+	for _, b := range []float64{ref * (1 + 1e-9), 1.05 * simple, 1.2 * simple} {
+		if b <= ref {
+			continue
+		}
+		if got := s.run(order, b); !near(got, ref) {
+			t.Fatalf("bound %v gives %v, want %v", b, got, ref)
+		}
+	}
+}

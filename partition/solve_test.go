@@ -26,6 +26,12 @@ func checkPlan(t *testing.T, p *Problem, pl *Plan) {
 	if pl.LowerBound > pl.Objective*(1+1e-9) {
 		t.Fatalf("lower bound %v above objective %v", pl.LowerBound, pl.Objective)
 	}
+	// Solve clamps nothing silently: a bound above the plan would be reported as a fault.
+	for _, b := range pl.Bounds {
+		if b.Status == "fault" || b.Value > pl.Objective*(1+1e-9) {
+			t.Fatalf("bound %+v above the objective %v (notes %v)", b, pl.Objective, pl.Notes)
+		}
+	}
 	for s, nodes := range pl.Stages {
 		for _, v := range nodes {
 			if pl.Assignment[v] != s {

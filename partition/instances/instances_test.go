@@ -72,6 +72,11 @@ func TestDNNOptima(t *testing.T) {
 			if !MatchesReference(pl.Objective, want) {
 				t.Errorf("%s k=%d cpus=%d: objective %.10g, optimum %.10g", r.Instance, r.K, cpus, pl.Objective, want)
 			}
+			for _, b := range pl.Bounds {
+				if b.Status == "fault" || b.Value > pl.Objective*(1+1e-9) {
+					t.Errorf("%s k=%d cpus=%d: bound %+v above the objective %v", r.Instance, r.K, cpus, b, pl.Objective)
+				}
+			}
 			if pl.Gap > 1e-6 {
 				t.Errorf("%s k=%d cpus=%d: gap %v (bound %v by %s)", r.Instance, r.K, cpus, pl.Gap, pl.LowerBound, pl.BoundMethod)
 			}
