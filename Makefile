@@ -18,10 +18,10 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 	CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" \
 	ONNXPART_ORT_LIB="$(ORT_LIB)"
 
-FUZZTIME ?= 3s
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity
+	test-matrix bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
+	bench-schedule bench-partition
 
 all: build
 
@@ -58,8 +58,28 @@ vet: deps
 unit: deps
 	$(CGO_ENV) $(GO) test -count=1 ./...
 
+# Fuzz targets (package:Target). Each returns a value or an error for any input, never panics
+# or hangs; a crasher lands in the package's testdata/fuzz/<Target>/ and then runs in every
+# `go test`. -fuzzminimizetime=100x: minimising each new input takes up to 60 s by default,
+# which with one worker is most of the run.
+FUZZ_TARGETS := ingest:FuzzIngest profile:FuzzSpec partition/instances:FuzzLoadDNN schedule/instances:FuzzReadMoirai
+FUZZTIME ?= 2m
+FUZZTIME_SHORT ?= 3s
+FUZZ_FLAGS ?= -fuzzminimizetime=100x
+
+# A few seconds of each fuzz target (part of `make test`).
 fuzz-short: deps
-	$(CGO_ENV) $(GO) test -run='^$$' -fuzz='^FuzzIngest$$' -fuzztime=$(FUZZTIME) ./ingest
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "go test -run='^$$' -fuzz='^$${t#*:}$$' -fuzztime=$(FUZZTIME_SHORT) ./$${t%%:*}"; \
+		$(CGO_ENV) $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME_SHORT) $(FUZZ_FLAGS) ./$${t%%:*}; \
+	done
+
+# Every fuzz target for FUZZTIME each, e.g. make fuzz FUZZTIME=10m FUZZ_FLAGS='-parallel 1 -fuzzminimizetime=100x'.
+fuzz: deps
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "go test -run='^$$' -fuzz='^$${t#*:}$$' -fuzztime=$(FUZZTIME) ./$${t%%:*}"; \
+		$(CGO_ENV) $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) $(FUZZ_FLAGS) ./$${t%%:*}; \
+	done
 
 # Every corpus model × k ∈ {2,3,5,8} × 6 assignments, each chain verified in ONNX Runtime
 # (bit-exact with optimizations disabled, 1e-4 with them enabled). About 1 minute on 2 cores.
@@ -103,6 +123,19 @@ test-corrupt: deps
 MODELS ?= ../shared/models
 fidelity: deps
 	$(CGO_ENV) $(GO) run ./profile/internal/fidelity -models $(MODELS)
+
+# Benchmarks of package schedule (Moirai, RandWire latency/throughput, MILP vs SPLIT timing,
+# corpus): about 50 minutes on 2 cores. Subsets: BENCH_SCHEDULE_FLAGS="-tables moirai -budget 10s".
+bench-schedule: deps
+	@mkdir -p out
+	set -o pipefail; $(CGO_ENV) $(GO) run ./schedule/internal/bench $(BENCH_SCHEDULE_FLAGS) | tee out/bench-schedule.md
+
+# Tables of package partition: dnn-partitioning optima, REGAL-like bound quality, ONNX corpus
+# (plan, bound, baselines), SliceGraph scaling. The full REGAL table (50 graphs x 6 k x 60 s of
+# bounds) takes hours; BENCH_PARTITION_FLAGS="-regal-graphs 8 -regal-bound-time 20s" is shorter.
+bench-partition: deps
+	@mkdir -p out
+	set -o pipefail; $(CGO_ENV) $(GO) run ./partition/internal/bench $(BENCH_PARTITION_FLAGS) | tee out/bench-partition.md
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:
