@@ -525,8 +525,16 @@ func (c *core) solveMIP(ctx context.Context, spec mipSpec, anc, desc []float64, 
 	}
 	out.status = res.Status.String()
 	dual := res.DualBound * spec.scale
-	if res.Status == milp.Infeasible && opt.HasCutoff {
-		dual = target
+	switch {
+	case res.Status == milp.Infeasible && opt.HasCutoff:
+		dual = target // nothing better than the cutoff: the target is a bound
+	case res.Status == milp.Infeasible || res.Status == milp.Error:
+		// Every MTPP model has a feasible plan (one stage), so "infeasible" without a cutoff
+		// is a solver fault: it proves nothing.
+		out.status = "fault"
+		out.fault = "HiGHS reported " + res.Status.String() + " for a model that has feasible plans"
+		out.bound = spec.zLo
+		return out
 	}
 	if math.IsNaN(dual) || math.IsInf(dual, -1) {
 		dual = math.Inf(-1)

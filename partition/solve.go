@@ -894,7 +894,7 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 	status := "optimal"
 	gap := st.opts.BoundGap
 	if gap <= 0 {
-		gap = st.opts.Gap
+		gap = math.Max(st.opts.Gap, 0) // LowerBound runs with Gap −1 ("never stop early")
 	}
 	for i, devOrder := range orders {
 		left := time.Until(deadline) / time.Duration(len(orders)-i)
@@ -916,6 +916,9 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 		}
 		sp := c.exactSpec(devOrder, target, lb, U)
 		out := c.solveMIP(ctx, sp, anc, desc, start, left, 0)
+		if out.fault != "" || out.status == "error" || out.status == "fault" {
+			st.note("solver fault in the exact MIP (%s: %s); it contributes only the bounds proved without it", out.status, out.fault)
+		}
 		if out.plan != nil {
 			pstage := make([]int, c.n)
 			for v, b := range out.plan {
