@@ -194,7 +194,9 @@ func (b *budget) frac(it int) float64 {
 	if b.iters > 0 {
 		f = float64(it) / float64(b.iters)
 	}
-	if !b.deadline.IsZero() {
+	// With an iteration budget the schedule follows iterations only, so that a seeded run
+	// anneals the same way on any machine; the deadline still stops it.
+	if b.iters <= 0 && !b.deadline.IsZero() {
 		total := b.deadline.Sub(b.start)
 		if total > 0 {
 			f = math.Max(f, float64(time.Since(b.start))/float64(total))
