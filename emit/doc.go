@@ -51,4 +51,9 @@
 // VerifyReport.Reference); the difference to the unmodified model is reported as well.
 // Check performs the structural checks (every input produced earlier or a graph input, no
 // dangling names, topological order, typed boundaries) without running anything.
+//
+// Besides the stage files, a directory can get report.html (Report, WriteReport: one
+// self-contained page with the pipeline, a timeline, memory per device and the bounds) and a
+// Triton model repository (WriteTriton: one onnxruntime_onnx model per stage and an ensemble
+// wiring them by tensor name), both written inside the atomic write through Options.Extras.
 package emit
