@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"onnxpart/graph"
+	"onnxpart/ingest"
 	"onnxpart/internal/onnxpb"
 )
 
@@ -202,10 +203,10 @@ func checkStageFile(dir string, i int, st *Stage) []string {
 		reads := append([]string{}, n.Input...)
 		for _, a := range n.Attribute {
 			if a.G != nil {
-				reads = append(reads, freeNames(a.G, nil)...)
+				reads = append(reads, ingest.FreeNames(a.G)...)
 			}
 			for _, sg := range a.Graphs {
-				reads = append(reads, freeNames(sg, nil)...)
+				reads = append(reads, ingest.FreeNames(sg)...)
 			}
 		}
 		for _, r := range reads {
@@ -360,54 +361,4 @@ func externalProblem(dir string, st *Stage, t *onnxpb.TensorProto) string {
 		return fmt.Sprintf("bytes %d..%d lie outside %s (%d bytes)", off, off+length, loc, fi.Size())
 	}
 	return ""
-}
-
-// freeNames returns the names a subgraph reads from enclosing scopes (its nested subgraphs
-// included); bound holds names defined by enclosing subgraphs.
-func freeNames(g *onnxpb.GraphProto, bound map[string]bool) []string {
-	local := map[string]bool{}
-	for k := range bound {
-		local[k] = true
-	}
-	for _, vi := range g.Input {
-		local[vi.GetName()] = true
-	}
-	for _, t := range g.Initializer {
-		local[t.GetName()] = true
-	}
-	for _, st := range g.SparseInitializer {
-		local[st.GetValues().GetName()] = true
-	}
-	for _, n := range g.Node {
-		for _, o := range n.Output {
-			local[o] = true
-		}
-	}
-	var free []string
-	use := func(name string) {
-		if name != "" && !local[name] {
-			free = append(free, name)
-		}
-	}
-	for _, n := range g.Node {
-		for _, in := range n.Input {
-			use(in)
-		}
-		for _, a := range n.Attribute {
-			if a.G != nil {
-				for _, f := range freeNames(a.G, local) {
-					use(f)
-				}
-			}
-			for _, sg := range a.Graphs {
-				for _, f := range freeNames(sg, local) {
-					use(f)
-				}
-			}
-		}
-	}
-	for _, o := range g.Output {
-		use(o.GetName())
-	}
-	return free
 }

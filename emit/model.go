@@ -1,10 +1,8 @@
 package emit
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"onnxpart/graph"
+	"onnxpart/ingest"
 	"onnxpart/internal/onnxpb"
 )
 
@@ -207,7 +206,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			}
 			et.path, et.offset, et.length = ref.Path, ref.Offset, ref.Length
 		} else {
-			b, err := tensorBytes(tp)
+			b, err := ingest.TensorData(tp)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -276,69 +275,6 @@ func externalStub(tp *onnxpb.TensorProto) *onnxpb.TensorProto {
 		MetadataProps: tp.MetadataProps,
 		DataLocation:  onnxpb.TensorProto_EXTERNAL.Enum(),
 	}
-}
-
-// tensorBytes returns an inline weight's little-endian bytes (raw_data, or the typed field
-// converted).
-func tensorBytes(tp *onnxpb.TensorProto) ([]byte, error) {
-	dt := graph.DType(tp.GetDataType())
-	want, err := graph.ByteSize(dt, dimsShape(tp.Dims))
-	if err != nil || want < 0 {
-		return nil, fmt.Errorf("weight %q: cannot size %s %v", tp.GetName(), dt, tp.Dims)
-	}
-	if tp.RawData != nil {
-		if int64(len(tp.RawData)) != want {
-			return nil, fmt.Errorf("weight %q: raw_data holds %d bytes, want %d", tp.GetName(), len(tp.RawData), want)
-		}
-		return tp.RawData, nil
-	}
-	buf := make([]byte, 0, want)
-	switch dt {
-	case graph.Float, graph.Complex64:
-		for _, f := range tp.FloatData {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
-		}
-	case graph.Double, graph.Complex128:
-		for _, f := range tp.DoubleData {
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(f))
-		}
-	case graph.Int64:
-		for _, v := range tp.Int64Data {
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
-		}
-	case graph.Uint64:
-		for _, v := range tp.Uint64Data {
-			buf = binary.LittleEndian.AppendUint64(buf, v)
-		}
-	case graph.Uint32:
-		for _, v := range tp.Uint64Data {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
-		}
-	case graph.Int32:
-		for _, v := range tp.Int32Data {
-			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
-		}
-	case graph.Int16, graph.Uint16, graph.Float16, graph.BFloat16:
-		for _, v := range tp.Int32Data {
-			buf = binary.LittleEndian.AppendUint16(buf, uint16(v))
-		}
-	case graph.Int8, graph.Uint8, graph.Bool, graph.Float8E4M3FN, graph.Float8E4M3FNUZ,
-		graph.Float8E5M2, graph.Float8E5M2FNUZ, graph.Float8E8M0:
-		for _, v := range tp.Int32Data {
-			buf = append(buf, byte(v))
-		}
-	case graph.Int4, graph.Uint4, graph.Float4E2M1, graph.Int2, graph.Uint2:
-		// int32_data holds packed bytes for the sub-byte types
-		for _, v := range tp.Int32Data {
-			buf = append(buf, byte(v))
-		}
-	default:
-		return nil, fmt.Errorf("weight %q: cannot store %s externally", tp.GetName(), dt)
-	}
-	if int64(len(buf)) != want {
-		return nil, fmt.Errorf("weight %q: holds %d bytes of data, want %d", tp.GetName(), len(buf), want)
-	}
-	return buf, nil
 }
 
 // boundaryInfo is the value info of a stage input or output: element type and onnxpart's

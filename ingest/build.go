@@ -105,6 +105,11 @@ func (m *Model) build() error {
 	return nil
 }
 
+// FreeNames returns the names a subgraph (an If branch, a Loop or Scan body) reads from
+// enclosing scopes, its nested subgraphs included, in order of use with repetitions: the
+// outer-scope captures that make the node holding the subgraph depend on their producers.
+func FreeNames(g *onnxpb.GraphProto) []string { return freeNames(g, nil) }
+
 // freeNames returns the names a subgraph reads from enclosing scopes: names used by its nodes
 // (including nested subgraphs) or listed as its outputs that the subgraph does not define
 // itself (as an input, initializer or node output). bound holds names defined by enclosing

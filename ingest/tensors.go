@@ -292,55 +292,75 @@ func (m *Model) rawBytes(t *onnxpb.TensorProto) ([]byte, bool) {
 		}
 		return buf, true
 	}
-	if t.RawData != nil {
-		if int64(len(t.RawData)) != nbytes {
-			return nil, false
-		}
-		return t.RawData, true
+	buf, err := TensorData(t)
+	if err != nil {
+		return nil, false
 	}
-	// Typed fields → little-endian bytes.
-	buf := make([]byte, 0, nbytes)
+	return buf, true
+}
+
+// TensorData returns the little-endian bytes of a tensor stored inline in the model: its
+// raw_data, or its typed field (float_data, int32_data, …) converted. The size must match
+// the tensor's shape and type.
+func TensorData(tp *onnxpb.TensorProto) ([]byte, error) {
+	dt := graph.DType(tp.GetDataType())
+	want, err := graph.ByteSize(dt, graph.ShapeOf(tp.Dims...))
+	if err != nil || want < 0 {
+		return nil, fmt.Errorf("weight %q: cannot size %s %v", tp.GetName(), dt, tp.Dims)
+	}
+	if tp.RawData != nil {
+		if int64(len(tp.RawData)) != want {
+			return nil, fmt.Errorf("weight %q: raw_data holds %d bytes, want %d", tp.GetName(), len(tp.RawData), want)
+		}
+		return tp.RawData, nil
+	}
+	buf := make([]byte, 0, want)
 	switch dt {
-	case graph.Float:
-		for _, f := range t.FloatData {
+	case graph.Float, graph.Complex64:
+		for _, f := range tp.FloatData {
 			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
 		}
-	case graph.Double:
-		for _, f := range t.DoubleData {
+	case graph.Double, graph.Complex128:
+		for _, f := range tp.DoubleData {
 			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(f))
 		}
 	case graph.Int64:
-		for _, v := range t.Int64Data {
+		for _, v := range tp.Int64Data {
 			buf = binary.LittleEndian.AppendUint64(buf, uint64(v))
 		}
 	case graph.Uint64:
-		for _, v := range t.Uint64Data {
+		for _, v := range tp.Uint64Data {
 			buf = binary.LittleEndian.AppendUint64(buf, v)
 		}
 	case graph.Uint32:
-		for _, v := range t.Uint64Data {
+		for _, v := range tp.Uint64Data {
 			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
 		}
 	case graph.Int32:
-		for _, v := range t.Int32Data {
+		for _, v := range tp.Int32Data {
 			buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
 		}
 	case graph.Int16, graph.Uint16, graph.Float16, graph.BFloat16:
-		for _, v := range t.Int32Data {
+		for _, v := range tp.Int32Data {
 			buf = binary.LittleEndian.AppendUint16(buf, uint16(v))
 		}
 	case graph.Int8, graph.Uint8, graph.Bool, graph.Float8E4M3FN, graph.Float8E4M3FNUZ,
 		graph.Float8E5M2, graph.Float8E5M2FNUZ, graph.Float8E8M0:
-		for _, v := range t.Int32Data {
+		for _, v := range tp.Int32Data {
+			buf = append(buf, byte(v))
+		}
+	case graph.Int4, graph.Uint4, graph.Float4E2M1, graph.Int2, graph.Uint2:
+		// int32_data holds packed bytes for the sub-byte types
+		for _, v := range tp.Int32Data {
 			buf = append(buf, byte(v))
 		}
 	default:
-		return nil, false
+		return nil, fmt.Errorf("weight %q: cannot store %s externally", tp.GetName(), dt)
 	}
-	if int64(len(buf)) != nbytes {
-		return nil, false
+	if int64(len(buf)) != want {
+		return nil, fmt.Errorf("weight %q: holds %d bytes of data, want %d", tp.GetName(), len(buf), want)
 	}
-	return buf, true
+	return buf, nil
 }
 
 // decodeNumbers decodes a small numeric tensor into float64s (ints exactly up to 2^53) and,
