@@ -154,6 +154,21 @@ func (c *nctx) in(i int) *tinfo {
 	return &c.info[c.n.Inputs[i]]
 }
 
+// shapedInput returns input 0 when it is present with a known rank in [lo, hi]. When it is
+// present but its rank is unknown or out of range, output 0 gets the input's dtype and an
+// unknown shape; either way nil tells the shape function to stop.
+func (c *nctx) shapedInput(lo, hi int) *tinfo {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) < lo || len(x.shape) > hi {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	return x
+}
+
 func (c *nctx) nin() int  { return len(c.n.Inputs) }
 func (c *nctx) nout() int { return len(c.n.Outputs) }
 

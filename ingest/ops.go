@@ -958,12 +958,8 @@ func convTranspose(c *nctx) error {
 }
 
 func pool(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(3, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) < 3 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	nsp := len(x.shape) - 2
@@ -983,12 +979,8 @@ func pool(c *nctx) error {
 }
 
 func globalPool(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(2, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) < 2 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	out := graph.Shape{x.shape[0], x.shape[1]}

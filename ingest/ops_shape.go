@@ -78,12 +78,8 @@ func reshape(c *nctx) error {
 }
 
 func transpose(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(0, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	r := len(x.shape)
@@ -251,12 +247,8 @@ func sliceLen(dim, start, end, step int64) int64 {
 }
 
 func slice(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(0, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	r := len(x.shape)
@@ -734,12 +726,8 @@ func tile(c *nctx) error {
 }
 
 func pad(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(0, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	r := len(x.shape)
@@ -789,12 +777,8 @@ func pad(c *nctx) error {
 }
 
 func resize(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(0, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	r := len(x.shape)
@@ -1044,12 +1028,8 @@ func oneHot(c *nctx) error {
 }
 
 func depthToSpace(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(4, 4)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) != 4 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	b := graph.Static(c.n.AttrInt("blocksize", 1))
@@ -1059,12 +1039,8 @@ func depthToSpace(c *nctx) error {
 }
 
 func spaceToDepth(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(4, 4)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) != 4 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	b := graph.Static(c.n.AttrInt("blocksize", 1))
@@ -1656,12 +1632,8 @@ func col2Im(c *nctx) error {
 // dft (opset 17: axis attribute, default 1; opset 20: axis input, default -2): the DFT axis
 // becomes dft_length (floor(n/2)+1 one-sided) and the last dim 2 (complex).
 func dft(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(2, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) < 2 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	r := len(x.shape)
@@ -1708,12 +1680,8 @@ func dft(c *nctx) error {
 // stft: signal [B, L, 1|2] → [B, frames, bins, 2] with frames = (L − frame_length)/step + 1
 // and bins = frame_length/2 + 1 when onesided.
 func stft(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(3, 3)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) != 3 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	fl := unknownDim
@@ -1859,12 +1827,8 @@ func unique(c *nctx) error {
 
 // det: [*, M, M] → [*].
 func det(c *nctx) error {
-	x := c.in(0)
+	x := c.shapedInput(2, math.MaxInt)
 	if x == nil {
-		return nil
-	}
-	if x.shape == nil || len(x.shape) < 2 {
-		c.set(0, x.dt, nil)
 		return nil
 	}
 	c.set(0, x.dt, x.shape[:len(x.shape)-2].Clone())
