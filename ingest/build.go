@@ -56,12 +56,12 @@ func (m *Model) build() error {
 		if _, ok := sparse[name]; ok {
 			continue
 		}
-		if id, ok := b.Tensor(name), true; ok && b.TensorRef(id).Kind == graph.Input {
+		if b.TensorRef(b.Tensor(name)).Kind == graph.Input {
 			return &Error{Msg: fmt.Sprintf("graph input %q is declared twice", name)}
 		}
 		b.AddInput(name)
 	}
-	for i, n := range pg.Node {
+	for _, n := range pg.Node {
 		var captures []string
 		attrs := make([]graph.Attr, 0, len(n.Attribute))
 		subgraphs := 0
@@ -79,7 +79,6 @@ func (m *Model) build() error {
 		captures = dedupSorted(captures)
 		id := b.AddNode(n.GetName(), n.GetOpType(), n.GetDomain(), n.Input, n.Output, captures, attrs)
 		b.NodeRef(id).Subgraphs = subgraphs
-		_ = i
 	}
 	for _, vi := range pg.Output {
 		if vi.GetName() == "" {

@@ -153,11 +153,8 @@ func nodeFLOPs(g *graph.Graph, n *graph.Node) int64 {
 		}
 		return f
 	case "MatMul", "MatMulInteger", "QLinearMatMul", "FusedMatMul":
-		ai, bi := in(n, 0), in(n, 1)
-		if op == "QLinearMatMul" {
-			bi = in(n, 3)
-		}
-		a, oka := dimsOfTensor(g, ai)
+		// FLOPs = 2·|output|·K: the inner size K comes from A, so B's index is not needed.
+		a, oka := dimsOfTensor(g, in(n, 0))
 		o, oko := dimsOfTensor(g, y)
 		if !oka || !oko || len(a) == 0 {
 			return 0
@@ -166,7 +163,6 @@ func nodeFLOPs(g *graph.Graph, n *graph.Node) int64 {
 		if op == "FusedMatMul" && n.AttrInt("transA", 0) != 0 && len(a) >= 2 {
 			k = a[len(a)-2]
 		}
-		_ = bi
 		return 2 * prod(o) * k
 	case "Gemm", "FusedGemm":
 		a, oka := dimsOfTensor(g, in(n, 0))
