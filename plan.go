@@ -22,8 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"onnxpart/emit"
@@ -73,6 +73,12 @@ type Options struct {
 	// note says that the plan depends on the machine. Without it, planning uses the whole
 	// time limit and keeps whatever the clock allowed (often better bounds, not repeatable).
 	Reproducible bool
+	// Batch, when > 1, plans a batch of that many inputs shared among the devices (data and
+	// model parallel; seed 003 §3.2) and maximises its throughput, Batch / the batch's
+	// makespan: a batched placement instead of a pipeline or a one-input placement. An input
+	// is one call of the model as given (bind a symbolic batch dimension to 1 to count
+	// samples).
+	Batch int
 	// Measured holds per-node measured times per device (profile.CostOptions.Measured).
 	Measured [][]float64
 	// Progress receives progress lines (phase, objective, bound, gap) while solving.
@@ -137,6 +143,8 @@ type Result struct {
 	// Partition or Schedule holds the solver's own result.
 	Partition *partition.Plan
 	Schedule  *schedule.Result
+	// Batch is set for batched plans (Options.Batch > 1): the routes the granules follow.
+	Batch *BatchPlan
 }
 
 // Plan plans model m on cluster c.
@@ -156,10 +164,24 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	}
 	r.Devices = devs
 	identical := identicalDevices(c, devs)
+	batched := opt.Batch > 1
+	switch {
+	case opt.Batch < 0:
+		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d: must be positive", opt.Batch)}
+	case batched && opt.Objective == Latency:
+		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch)}
+	case batched && len(devs) > MaxPlacementDevices:
+		return nil, &UsageError{Msg: fmt.Sprintf("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))}
+	}
 	switch opt.Objective {
 	case Throughput, Latency:
 		r.Objective = opt.Objective
 	case "":
+		if batched {
+			r.Objective = Throughput
+			r.ObjectiveChosen = fmt.Sprintf("--batch %d: the batch shared among the devices", opt.Batch)
+			break
+		}
 		if identical {
 			r.Objective = Throughput
 			r.ObjectiveChosen = "identical devices: a pipeline"
@@ -218,8 +240,10 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	table := cm.Costs(&graph.Graph{}) // routes and capacities only
 	var workStage []int               // stage label per node of work
 	var labelDevice []int             // cluster device of each label
-	switch r.Objective {
-	case Throughput:
+	switch {
+	case batched:
+		workStage, labelDevice, err = planBatched(ctx, r, work, times, table, devs, opt)
+	case r.Objective == Throughput:
 		workStage, labelDevice, err = planThroughput(ctx, r, work, times, table, devs, identical, opt)
 	default:
 		workStage, labelDevice, err = planLatency(ctx, r, work, times, table, devs, opt)
@@ -227,12 +251,16 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	if err != nil {
 		return nil, err
 	}
-	stage := workStage
+	expand := func(s []int) ([]int, error) { return s, nil }
 	if coarse != nil {
-		stage, err = coarse.Expand(workStage)
-		if err != nil {
-			return nil, fmt.Errorf("expanding the coarse plan: %w", err)
-		}
+		expand = coarse.Expand
+	}
+	stage, err := expand(workStage)
+	if err != nil {
+		return nil, fmt.Errorf("expanding the coarse plan: %w", err)
+	}
+	if err := r.expandRoutes(expand); err != nil {
+		return nil, err
 	}
 	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: r.Algorithm}}
 	for _, d := range labelDevice {
@@ -245,8 +273,69 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 }
 
 // Prepare lays out the stage files of a plan and fills the manifest's planner sections.
+//
+// A batched plan with several routes (Result.Batch) lays out route 0 here and every other
+// route in its own subdirectory (RouteDir), written with the stage files by WriteDir; the
+// manifest's batch section lists them.
 func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.Layout, error) {
-	l, err := emit.Prepare(m, r.Assignment, opt)
+	if r.Batch != nil && len(r.Batch.Routes) > 1 {
+		return prepareRoutes(m, r, opt, seed)
+	}
+	return prepareOne(m, r, r.Assignment, r.Stages, opt, seed)
+}
+
+// prepareRoutes lays out route 0 with the others as extras in their directories.
+func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.Layout, error) {
+	routes := make([]*emit.Layout, len(r.Batch.Routes))
+	for i := 1; i < len(routes); i++ {
+		// Every route directory is complete: stage files, manifest and the same extras
+		// (report, Triton repository) as route 0's.
+		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras}
+		rp := &r.Batch.Routes[i]
+		l, err := prepareOne(m, r, rp.Assignment, rp.Stages, ro, seed)
+		if err != nil {
+			return nil, fmt.Errorf("route %d: %w", i, err)
+		}
+		routes[i] = l
+	}
+	extras := opt.Extras
+	opt.Extras = func(dir string, man *emit.Manifest) error {
+		for i := 1; i < len(routes); i++ {
+			if err := routes[i].WriteDir(filepath.Join(dir, RouteDir(i))); err != nil {
+				return err
+			}
+		}
+		if extras != nil {
+			return extras(dir, man)
+		}
+		return nil
+	}
+	l, err := prepareOne(m, r, r.Assignment, r.Stages, opt, seed)
+	if err != nil {
+		return nil, err
+	}
+	devices := func(i int) []string {
+		lay := l
+		if i > 0 {
+			lay = routes[i]
+		}
+		var d []string
+		for _, st := range lay.Manifest.Stages {
+			d = append(d, st.Device)
+		}
+		return d
+	}
+	l.Manifest.Batch = r.batchManifest(devices)
+	for i := 1; i < len(routes); i++ {
+		routes[i].Manifest.Batch = l.Manifest.Batch
+	}
+	return l, nil
+}
+
+// prepareOne lays out one assignment with the plan's sections; stages holds the
+// predictions of its stage labels.
+func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSummary, opt emit.Options, seed int64) (*emit.Layout, error) {
+	l, err := emit.Prepare(m, a, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +358,8 @@ func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.La
 		}
 	}
 	byLabel := map[int]*StageSummary{}
-	for i := range r.Stages {
-		byLabel[r.Stages[i].Stage] = &r.Stages[i]
+	for i := range stages {
+		byLabel[stages[i].Stage] = &stages[i]
 	}
 	for i := range man.Stages {
 		st := &man.Stages[i]
@@ -280,12 +369,21 @@ func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.La
 	}
 	man.Timeline = r.Timeline
 	man.Notes = append(man.Notes, r.Notes...)
+	if r.Batch != nil {
+		man.Batch = r.batchManifest(func(int) []string {
+			var d []string
+			for _, st := range man.Stages {
+				d = append(d, st.Device)
+			}
+			return d
+		})
+	}
 	r.Layout = l
 	return l, nil
 }
 
 func (r *Result) bottleneck() float64 {
-	if r.Objective == Throughput {
+	if r.Objective == Throughput && r.Batch == nil {
 		return r.Upper
 	}
 	b := 0.0
@@ -622,81 +720,21 @@ func markBottleneck(st []StageSummary) {
 
 func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
 	devs []int, opt Options) ([]int, []int, error) {
-	p := &schedule.Problem{Congestion: true}
-	for _, d := range devs {
-		dev := &r.Cluster.Devices[d]
-		sd := schedule.Device{Name: dev.Name}
-		if cp := dev.Capacity(); !math.IsInf(cp, 1) {
-			sd.Memory = cp
-		}
-		p.Devices = append(p.Devices, sd)
-	}
-	p.Links = make([][]schedule.Link, len(devs))
-	for i, a := range devs {
-		p.Links[i] = make([]schedule.Link, len(devs))
-		for j, b := range devs {
-			if i != j {
-				p.Links[i][j] = schedule.Link{Bandwidth: table.Bandwidth[a][b], Latency: table.Latency[a][b]}
-			}
-		}
-	}
-	for v := range g.Nodes {
-		n := schedule.Node{Name: g.Nodes[v].Label(), Weight: float64(g.Nodes[v].ParamBytes), Time: make([]float64, len(devs))}
-		for i, d := range devs {
-			n.Time[i] = times[d][v]
-		}
-		p.Nodes = append(p.Nodes, n)
-	}
-	for t := range g.Tensors {
-		tn := &g.Tensors[t]
-		if tn.Producer < 0 {
-			continue
-		}
-		for _, c := range tn.Consumers {
-			p.Edges = append(p.Edges, schedule.Edge{From: tn.Producer, To: c, Bytes: math.Max(float64(tn.Bytes), 0)})
-		}
-	}
-	method := opt.Solver
-	switch method {
-	case "", "auto":
-		method = "auto"
-	case "met", "greedy", "heft", "ea", "sa", "milp", "split":
-	default:
-		return nil, nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a latency solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver)}
-	}
-	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
-	if opt.Bounds == "none" && method == "auto" {
-		so.Method = "heft"
-	}
-	if opt.Progress != nil {
-		so.Progress = func(pr schedule.Progress) {
-			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: gapOf(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
-		}
-	}
-	res, err := solveLatency(ctx, p, so, opt.Reproducible)
+	p := placementProblem(r.Cluster, g, times, table, devs, 1, 1)
+	res, err := runPlacement(ctx, r, p, opt)
 	if err != nil {
-		if strings.Contains(err.Error(), "memory") {
-			return nil, nil, &InfeasibleError{Msg: err.Error()}
-		}
 		return nil, nil, err
-	}
-	r.Schedule = res
-	r.Algorithm = "placement-" + res.Method
-	r.Upper, r.Lower = res.Makespan, res.LowerBound
-	r.BoundMethod = ""
-	for _, b := range res.Bounds {
-		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value})
-		if b.Value >= r.Lower && r.BoundMethod == "" {
-			r.BoundMethod = b.Method
-		}
 	}
 	r.LatencyS = res.Makespan
 	if res.Makespan > 0 {
 		r.ThroughputPerS = 1 / res.Makespan
 	}
-	r.Notes = append(r.Notes, res.Notes...)
 	// Stages: split each device's work into runs so that the stage graph stays acyclic.
-	stage, labelDev := stagesFromPlacement(g, res, devs)
+	dev, start := make([]int, len(g.Nodes)), make([]float64, len(g.Nodes))
+	for v := range g.Nodes {
+		dev[v], start[v] = res.Nodes[v].Device, res.Nodes[v].Start
+	}
+	stage, labelDev := stagesFromPlacement(g, dev, start, devs)
 	for l, d := range labelDev { // labels are 0..len-1 in creation order
 		r.Stages = append(r.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
 	}
@@ -724,6 +762,73 @@ func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 			StartS: tr.Start, EndS: tr.End, Stage: stage[tr.From]})
 	}
 	return stage, labelDev, nil
+}
+
+// placementProblem is the schedule problem of placing g on devs: times[d][v] are the node
+// times of one input (seconds), table the cluster's routes. With granules > 1 it is a
+// batched problem of granules granules of per inputs each; a node's batch of c granules
+// takes over + c·per·(t − over), over = the device's per-kernel launch overhead (the part of
+// a kernel's time that does not grow with the batch), and its tensors and activations grow
+// with per. Transfers congest (Moirai eq. (8)).
+func placementProblem(c *profile.Cluster, g *graph.Graph, times [][]float64, table *profile.CostTable, devs []int, granules, per int) *schedule.Problem {
+	p := &schedule.Problem{Congestion: true}
+	if granules > 1 {
+		p.Batch, p.GranuleSize = granules, per
+	}
+	for _, d := range devs {
+		dev := &c.Devices[d]
+		sd := schedule.Device{Name: dev.Name}
+		if cp := dev.Capacity(); !math.IsInf(cp, 1) {
+			sd.Memory = cp
+		}
+		p.Devices = append(p.Devices, sd)
+	}
+	p.Links = make([][]schedule.Link, len(devs))
+	for i, a := range devs {
+		p.Links[i] = make([]schedule.Link, len(devs))
+		for j, b := range devs {
+			if i != j {
+				p.Links[i][j] = schedule.Link{Bandwidth: table.Bandwidth[a][b], Latency: table.Latency[a][b]}
+			}
+		}
+	}
+	scaled := func(t, over float64, inputs int) float64 {
+		if math.IsInf(t, 1) || math.IsNaN(t) {
+			return math.Inf(1)
+		}
+		over = math.Min(math.Max(over, 0), t)
+		return over + float64(inputs)*(t-over)
+	}
+	for v := range g.Nodes {
+		n := schedule.Node{Name: g.Nodes[v].Label(), Weight: float64(g.Nodes[v].ParamBytes), Time: make([]float64, len(devs))}
+		if granules > 1 || per > 1 {
+			n.Act = float64(max(g.Nodes[v].InputBytes, 0)+max(g.Nodes[v].OutputBytes, 0)) * float64(per)
+		}
+		if granules > 1 {
+			n.BatchTime = make([][]float64, len(devs))
+		}
+		for i, d := range devs {
+			over := c.Devices[d].Launch.Value
+			n.Time[i] = scaled(times[d][v], over, per)
+			if granules > 1 {
+				n.BatchTime[i] = make([]float64, granules)
+				for k := 1; k <= granules; k++ {
+					n.BatchTime[i][k-1] = scaled(times[d][v], over, k*per)
+				}
+			}
+		}
+		p.Nodes = append(p.Nodes, n)
+	}
+	for t := range g.Tensors {
+		tn := &g.Tensors[t]
+		if tn.Producer < 0 {
+			continue
+		}
+		for _, c := range tn.Consumers {
+			p.Edges = append(p.Edges, schedule.Edge{From: tn.Producer, To: c, Bytes: math.Max(float64(tn.Bytes), 0) * float64(per)})
+		}
+	}
+	return p
 }
 
 // clockCutNote says that the safety net of a reproducible plan fired.
@@ -818,7 +923,7 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 		}
 	}
 	cut(best)
-	if len(p.Nodes) <= 40 && ctx.Err() == nil {
+	if len(p.Nodes)*max(p.Batch, 1) <= 40 && ctx.Err() == nil { // batched MILPs grow with the granules
 		try(schedule.MILP) // kept only when it proves its plan optimal
 	}
 	// Every bound kept is proved (simple bounds, a finished MILP): take the best of each.
@@ -854,11 +959,11 @@ type hiddenDeadline struct{ context.Context }
 
 func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-// stagesFromPlacement turns a placement into stages: nodes are taken in order of start
-// time; a node joins its device's current stage when every predecessor on another device
+// stagesFromPlacement turns a placement (dev[v], an index into devs, and the start time of
+// every node) into stages: nodes are taken in order of start time; a node joins its device's current stage when every predecessor on another device
 // lies in an earlier stage, and opens a new stage otherwise. Stage numbers grow with time and
 // every edge goes from a stage to the same or a later one, so the stage graph is acyclic.
-func stagesFromPlacement(g *graph.Graph, res *schedule.Result, devs []int) (stage []int, labelDevice []int) {
+func stagesFromPlacement(g *graph.Graph, dev []int, start []float64, devs []int) (stage []int, labelDevice []int) {
 	n := len(g.Nodes)
 	order := make([]int, n)
 	for i := range order {
@@ -870,9 +975,9 @@ func stagesFromPlacement(g *graph.Graph, res *schedule.Result, devs []int) (stag
 		pos[v] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		x, y := res.Nodes[order[a]], res.Nodes[order[b]]
-		if x.Start != y.Start {
-			return x.Start < y.Start
+		x, y := start[order[a]], start[order[b]]
+		if x != y {
+			return x < y
 		}
 		return pos[order[a]] < pos[order[b]]
 	})
@@ -892,11 +997,11 @@ func stagesFromPlacement(g *graph.Graph, res *schedule.Result, devs []int) (stag
 		for _, p := range g.Preds(v) {
 			place(p)
 		}
-		d := res.Nodes[v].Device
+		d := dev[v]
 		need := 0
 		for _, p := range g.Preds(v) {
 			req := stage[p]
-			if res.Nodes[p].Device != d {
+			if dev[p] != d {
 				req++
 			}
 			if req > need {

@@ -43,6 +43,53 @@ type Manifest struct {
 	// empty (see timeline.go).
 	Timeline []TimelineEvent `json:"timeline,omitempty"`
 	Memory   []DeviceMemory  `json:"memory,omitempty"`
+	// Batch, for a batched-throughput plan (data and model parallel), says how a batch of
+	// inputs is shared among the devices; omitted otherwise.
+	Batch *Batch `json:"batch,omitempty"`
+}
+
+// Batch describes a batched-throughput plan (seed 003 §3.2): a batch of Inputs inputs is cut
+// into Granules granules of GranuleInputs inputs; every granule follows one route, a chain of
+// stages over the devices. The stages of this directory are route 0's; the other routes'
+// stage files and manifests are in their own subdirectories (Route.Dir). Granules on one
+// device are processed together as one batch per node.
+type Batch struct {
+	Inputs        int `json:"inputs"`
+	Granules      int `json:"granules"`
+	GranuleInputs int `json:"granule_inputs"`
+	// MakespanS is the predicted time of the whole batch; ThroughputPerS = Inputs / MakespanS.
+	MakespanS      float64 `json:"makespan_s"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	// Devices are the batch shares: per device, the inputs whose computation touches it.
+	Devices []BatchDevice `json:"devices"`
+	Routes  []Route       `json:"routes"`
+}
+
+// BatchDevice is one device's share of a batched plan.
+type BatchDevice struct {
+	Device string `json:"device"`
+	// Ops is the number of operators (fused groups) with work on the device; GranuleTasks
+	// the number of (operator, granule) pairs it computes.
+	Ops          int `json:"ops"`
+	GranuleTasks int `json:"granule_tasks"`
+	// Inputs is the number of inputs whose computation touches the device (the sum over the
+	// routes through it), BusyS its predicted compute time for the whole batch.
+	Inputs int     `json:"inputs"`
+	BusyS  float64 `json:"busy_s"`
+}
+
+// Route is the chain of stages a share of the batch follows.
+type Route struct {
+	Index int `json:"index"`
+	// Dir is the route's directory relative to this manifest ("." for route 0, whose stages
+	// are this directory's); it holds its own stage files and manifest.json.
+	Dir string `json:"dir"`
+	// Granules are the granules (0-based) that follow the route; Inputs = len(Granules) ×
+	// GranuleInputs.
+	Granules []int `json:"granule_ids"`
+	Inputs   int   `json:"inputs"`
+	// Devices are the devices of the route's stages, in stage order.
+	Devices []string `json:"devices"`
 }
 
 // Objective is a planner's objective; the empty objective is written as JSON null.

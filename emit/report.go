@@ -110,6 +110,47 @@ type reportView struct {
 	Transfers       []transferRow
 	Notes           []string
 	Devices         []deviceRow
+	TimelineTitle   string
+	Batch           *batchView
+}
+
+// batchView is a batched plan's shares and routes.
+type batchView struct {
+	Caption string
+	Devices []struct {
+		Name, Fill, Busy string
+		Inputs, Ops      int
+	}
+	Routes []struct {
+		Index, Inputs          int
+		Granules, Devices, Dir string
+	}
+}
+
+func buildBatch(m *Manifest, color map[string]string) *batchView {
+	b := m.Batch
+	if b == nil {
+		return nil
+	}
+	v := &batchView{Caption: fmt.Sprintf("A batch of %d inputs in %d granules of %d, %s for the batch (%s). Each granule follows one route; this directory holds route 0's stages, every other route its own directory.",
+		b.Inputs, b.Granules, b.GranuleInputs, fmtSeconds(b.MakespanS), fmtRate(b.ThroughputPerS))}
+	for _, d := range b.Devices {
+		v.Devices = append(v.Devices, struct {
+			Name, Fill, Busy string
+			Inputs, Ops      int
+		}{d.Device, color[d.Device], fmtSeconds(d.BusyS), d.Inputs, d.Ops})
+	}
+	for _, r := range b.Routes {
+		g := make([]string, len(r.Granules))
+		for i, x := range r.Granules {
+			g[i] = strconv.Itoa(x)
+		}
+		v.Routes = append(v.Routes, struct {
+			Index, Inputs          int
+			Granules, Devices, Dir string
+		}{r.Index, r.Inputs, strings.Join(g, ", "), strings.Join(r.Devices, " → "), r.Dir})
+	}
+	return v
 }
 
 type kv struct{ K, V string }
@@ -313,6 +354,9 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 		if m.Objective == "latency" {
 			v.Headline = []kv{v.Headline[2], v.Headline[1], v.Headline[0]}
 		}
+		if b := m.Batch; b != nil {
+			v.Headline = []kv{{fmt.Sprintf("batch of %d", b.Inputs), fmtSeconds(b.MakespanS)}, {"throughput", fmtRate(b.ThroughputPerS)}, {"slowest stage", fmtSeconds(p.BottleneckS)}}
+		}
 	} else {
 		v.PredictionNote = "Predictions absent: this manifest has no predicted times (a manual split, or a planner that did not price the plan)."
 	}
@@ -326,7 +370,11 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 	default:
 		v.OneNote = "No timeline: the manifest has no per-stage predicted times."
 	}
-	if stagePred && m.Objective != "latency" && len(m.Stages) > 1 {
+	v.TimelineTitle = "Timeline of one inference"
+	v.Batch = buildBatch(m, devColor)
+	if m.Batch != nil {
+		v.TimelineTitle = fmt.Sprintf("Timeline of a batch of %d", m.Batch.Inputs)
+	} else if stagePred && m.Objective != "latency" && len(m.Stages) > 1 {
 		v.Steady = steadyGantt(m, bott)
 	} else if stagePred && m.Objective != "latency" {
 		v.SteadyNote = "One stage: inferences run one after another."
@@ -529,6 +577,9 @@ func certificate(m *Manifest) certView {
 			what, upper = "latency", p.LatencyS
 		}
 	}
+	if m.Batch != nil {
+		what, upper = fmt.Sprintf("time of the batch of %d", m.Batch.Inputs), m.Batch.MakespanS
+	}
 	if upper <= 0 && b.Gap < 1 && b.LowerBoundS > 0 {
 		upper = b.LowerBoundS / (1 - b.Gap)
 	}
@@ -551,6 +602,9 @@ func certificate(m *Manifest) certView {
 // planWord names what a plan chooses: a placement for latency plans (ops placed on
 // devices), a split for pipelines.
 func planWord(m *Manifest) string {
+	if m.Batch != nil {
+		return "batched placement"
+	}
 	if m.Objective == "latency" {
 		return "placement"
 	}
@@ -976,7 +1030,11 @@ func timelineGantt(m *Manifest, color map[string]string) *gantt {
 	if transfers {
 		fr.g.Legend = []legendItem{{"url(#hatch-comm)", "transfer"}}
 	}
-	fr.g.Caption = fmt.Sprintf("The planner's schedule of one inference: %d events, %s end to end.", len(m.Timeline), fmtSeconds(end))
+	what := "one inference"
+	if m.Batch != nil {
+		what = fmt.Sprintf("the batch of %d (granules of one node on one device run as one batch)", m.Batch.Inputs)
+	}
+	fr.g.Caption = fmt.Sprintf("The planner's schedule of %s: %d events, %s end to end.", what, len(m.Timeline), fmtSeconds(end))
 	return fr.g
 }
 

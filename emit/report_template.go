@@ -117,8 +117,27 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 </div>
 </section>
 
+{{- with .Batch}}
+<section id="batch">
+<h2>Batch</h2>
+<p class="caption">{{.Caption}}</p>
+<table class="batch">
+<tr><th>device</th><th>inputs</th><th>ops</th><th>busy</th></tr>
+{{- range .Devices}}
+<tr><td><span class="swatch" style="background: {{.Fill}}"></span>{{.Name}}</td><td class="num">{{.Inputs}}</td><td class="num">{{.Ops}}</td><td class="num">{{.Busy}}</td></tr>
+{{- end}}
+</table>
+<table class="routes">
+<tr><th>route</th><th>inputs</th><th>granules</th><th>stages on</th><th>directory</th></tr>
+{{- range .Routes}}
+<tr><td>{{.Index}}</td><td class="num">{{.Inputs}}</td><td>{{.Granules}}</td><td>{{.Devices}}</td><td>{{.Dir}}</td></tr>
+{{- end}}
+</table>
+</section>
+{{- end}}
+
 <section id="timeline">
-<h2>Timeline of one inference</h2>
+<h2>{{.TimelineTitle}}</h2>
 {{- with .OneInference}}{{template "gantt" .}}{{else}}
 <p class="note">{{.OneNote}}</p>
 {{- end}}

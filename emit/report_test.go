@@ -452,3 +452,27 @@ func TestReportFormatting(t *testing.T) {
 		t.Errorf("truncate: %q", got)
 	}
 }
+
+// TestReportBatch checks a batched plan's page: the batch section lists the shares and the
+// routes, the certificate judges the time of the batch (not the slowest stage), and no
+// steady-state pipeline is drawn (a batch is not a pipeline).
+func TestReportBatch(t *testing.T) {
+	m := sampleManifest(2, true)
+	m.Objective = "throughput"
+	m.Predicted = &Predicted{BottleneckS: 2e-3, LatencyS: 1e-3, ThroughputPerS: 16000}
+	m.Bounds = &Bounds{LowerBoundS: 0.8e-3, Method: "load", Gap: 0.2}
+	m.Batch = &Batch{Inputs: 16, Granules: 8, GranuleInputs: 2, MakespanS: 1e-3, ThroughputPerS: 16000,
+		Devices: []BatchDevice{{Device: "gpu0", Ops: 10, GranuleTasks: 70, Inputs: 14, BusyS: 1e-3}, {Device: "gpu1", Ops: 4, GranuleTasks: 4, Inputs: 2, BusyS: 0.3e-3}},
+		Routes: []Route{{Index: 0, Dir: ".", Granules: []int{0, 1, 2, 3, 4, 5, 6}, Inputs: 14, Devices: []string{"gpu0"}},
+			{Index: 1, Dir: "route1", Granules: []int{7}, Inputs: 2, Devices: []string{"gpu1", "gpu0"}}}}
+	page := string(mustReport(t, m))
+	for _, want := range []string{`<section id="batch">`, "A batch of 16 inputs in 8 granules of 2", "gpu1 → gpu0", "route1",
+		"At most 25.0% slower than the best possible batched placement", "Timeline of a batch of 16"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "Steady-state") {
+		t.Error("a batched plan shows a steady-state pipeline")
+	}
+}

@@ -159,8 +159,12 @@ type VerifyReport struct {
 	Plain     []OutputReport `json:"plain,omitempty"`
 	Tolerance float64        `json:"tolerance"`
 	// Pass is true when every output agreed: bit for bit without Optimize, within Tolerance
-	// with it.
+	// with it (and, with Routes, every route passed).
 	Pass bool `json:"pass"`
+	// Routes holds the reports of a batched plan's other routes (Manifest.Batch), each in its
+	// subdirectory Dir.
+	Routes []*VerifyReport `json:"routes,omitempty"`
+	Dir    string          `json:"dir,omitempty"`
 }
 
 // InputReport describes one model input of a verification.
@@ -233,7 +237,45 @@ func (e *MismatchError) Error() string {
 // holding the model inputs and every earlier stage's outputs, and compares every model
 // output. It returns an error when something cannot be run; a disagreement is reported in
 // the report (Pass false).
+//
+// A batched plan's manifest lists routes (Manifest.Batch.Routes): each route in its own
+// subdirectory is verified the same way, and reported in Routes.
 func Verify(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, error) {
+	rep, err := verifyDir(ctx, dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	man, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if man.Batch == nil {
+		return rep, nil
+	}
+	for _, rt := range man.Batch.Routes {
+		if rt.Dir == "." {
+			continue
+		}
+		if !routeDirOK(rt.Dir) {
+			return nil, &CheckError{Dir: dir, Problems: []string{fmt.Sprintf("manifest.json: route %d's directory %q is not a plain subdirectory name", rt.Index, rt.Dir)}}
+		}
+		sub, err := verifyDir(ctx, filepath.Join(dir, rt.Dir), opt)
+		if err != nil {
+			return nil, fmt.Errorf("route %d (%s): %w", rt.Index, rt.Dir, err)
+		}
+		sub.Dir = rt.Dir
+		rep.Routes = append(rep.Routes, sub)
+		rep.Pass = rep.Pass && sub.Pass
+	}
+	return rep, nil
+}
+
+// routeDirOK accepts a route directory name: one plain path element.
+func routeDirOK(d string) bool {
+	return d != "" && d != "." && d != ".." && !strings.ContainsAny(d, `/\:`) && !strings.ContainsRune(d, 0)
+}
+
+func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, error) {
 	man, err := Check(dir)
 	if err != nil {
 		return nil, err

@@ -1,5 +1,7 @@
 package main
 
+import "onnxpart/emit"
+
 // planJSON is the --json form of every plan, from the main command and from `plan` (schema
 // onnxpart.plan/v1, emit/schema/plan.v1.json). Costs are in seconds for ONNX models and in
 // the instance's own units for dnn-partitioning and Moirai instances.
@@ -35,6 +37,9 @@ type planJSON struct {
 	Output      string   `json:"output,omitempty"`
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Notes       []string `json:"notes"`
+	// Batch is a batched plan's sharing of the batch (the manifest's batch section); stages
+	// are then route 0's.
+	Batch *emit.Batch `json:"batch,omitempty"`
 }
 
 // stageCostJSON is one stage's predicted cost: work (compute), communication, parameter

@@ -34,7 +34,11 @@ possible one: the plan's predicted time, a proved lower bound, and the gap betwe
 Identical devices get a pipeline that maximises throughput (the max-throughput partitioning
 problem: SliceGraph + BRKGA + refinement, with MIP lower bounds on HiGHS). Mixed devices get
 a placement that minimises the latency of one input (list heuristics, EA/SA, MILP,
-MILP-SPLIT, with lower bounds), unless --objective throughput asks for a pipeline. Planning
+MILP-SPLIT, with lower bounds), unless --objective throughput asks for a pipeline.
+--batch N instead shares a batch of N inputs among the devices (data and model parallel:
+the batch is cut into at most 8 equal granules, each placed on its own route of stages) and
+maximises N / the time of the batch; route 0's stages are written to DIR, any other route's
+to DIR/route1, DIR/route2, … (verify checks them all). Planning
 runs on the graph coarsened by the backend's fusion rules (--fusion) and is expanded back to
 the original nodes.
 
@@ -48,6 +52,7 @@ Examples:
   onnxpart resnet50.onnx --devices 4xA100-80G -o out
   onnxpart bert.onnx --devices 8xH100-SXM --link nvlink -k 4 --time-limit 1m -o out
   onnxpart model.onnx --devices a100-80g,t4,cpu --objective latency -o out
+  onnxpart model.onnx --devices a100-80g,t4,cpu --batch 16 -o out    # share a batch of 16
   onnxpart model.onnx --devices cluster.yaml --json -o - > plan.json   # plan only, write nothing
   onnxpart verify out                                                 # check the stages
 
@@ -71,6 +76,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
 	k := fs.IntP("stages", "k", 0, "number of pipeline stages (default: number of devices)")
 	objective := fs.String("objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
+	batch := fs.Int("batch", 0, "plan a batch of `N` inputs shared among the devices (data and model parallel) for throughput")
 	fusionName := fs.String("fusion", "", "fusion rule set to coarsen with: ort-cpu, ort-cuda, tensorrt, generic, none (default: by device)")
 	fusionRules := fs.String("fusion-rules", "", "coarsen by the rule set in `FILE` instead")
 	solver := fs.String("solver", "auto", "throughput: auto, brkga, random, mla; latency: auto, met, greedy, heft, ea, sa, milp, split")
@@ -137,7 +143,10 @@ func runMain(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	popt := onnxpart.Options{K: *k, Objective: *objective, Fusion: *fusionName, FusionRules: *fusionRules,
+	if *batch < 0 || (fs.Changed("batch") && *batch == 0) {
+		return usageErrorf("--batch %d: want a number of inputs ≥ 1", *batch)
+	}
+	popt := onnxpart.Options{K: *k, Objective: *objective, Batch: *batch, Fusion: *fusionName, FusionRules: *fusionRules,
 		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured,
 		Reproducible: fs.Changed("seed"), Progress: prog.update}
 	prog.phase("planning")
@@ -260,7 +269,7 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
-		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...)}
+		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...), Batch: man.Batch}
 	for _, d := range r.Devices {
 		o.Devices = append(o.Devices, r.Cluster.Devices[d].Name)
 	}
@@ -329,7 +338,17 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	if r.Objective == onnxpart.Throughput {
+	if b := r.Batch; b != nil {
+		fmt.Fprintf(w, "batch      %d inputs in %d granule(s) of %d: %s for the batch, %.1f inferences/s\n", b.Inputs, b.Granules, b.GranuleInputs, dur(r.Upper), r.ThroughputPerS)
+		for _, d := range b.Devices {
+			fmt.Fprintf(w, "share      %s: %d of %d inputs, %d ops, busy %s\n", d.Device, d.Inputs, b.Inputs, d.Ops, dur(d.BusyS))
+		}
+		if man.Batch != nil {
+			for _, rt := range man.Batch.Routes {
+				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), intsStr(rt.Granules), strings.Join(rt.Devices, " → "), rt.Dir)
+			}
+		}
+	} else if r.Objective == onnxpart.Throughput {
 		fmt.Fprintf(w, "throughput %.1f inferences/s (bottleneck stage %s), latency %s\n", r.ThroughputPerS, dur(r.Upper), dur(r.LatencyS))
 	} else {
 		fmt.Fprintf(w, "latency    %s per inference (%.1f inferences/s one at a time)\n", dur(r.LatencyS), r.ThroughputPerS)
@@ -341,6 +360,14 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	for _, n := range man.Notes {
 		fmt.Fprintf(w, "note       %s\n", n)
 	}
+}
+
+func intsStr(a []int) string {
+	s := make([]string, len(a))
+	for i, x := range a {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 func extrasText(dir string) string {
@@ -359,6 +386,9 @@ func boundWords(r *onnxpart.Result) string {
 	what := "split"
 	if r.Objective == onnxpart.Latency {
 		what = "placement"
+	}
+	if r.Batch != nil {
+		what = "batched placement"
 	}
 	switch {
 	case r.Lower <= 0:
@@ -440,4 +470,12 @@ func (p *progress) done() {
 		fmt.Fprint(p.e.stderr, "\r\033[K")
 		p.live = false
 	}
+}
+
+// plural is "1 input", "2 inputs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

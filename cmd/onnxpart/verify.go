@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -34,6 +35,9 @@ unbound take their size from the input files, --dim, or 1.
 For float16 models, ONNX Runtime's CPU provider computes in float32 between operators that
 lack float16 kernels, skipping the rounding a stage boundary must do; the reference then
 rounds those boundary tensors to float16 too, and the plain difference is printed as well.
+
+A batched plan (--batch) is verified route by route: DIR and every route directory its
+manifest lists (DIR/route1, …).
 
 Exit status: 0 if every output agrees, 4 if one differs, 1 if something cannot be run.
 
@@ -119,6 +123,10 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		}
 	} else {
 		printVerify(e.stdout, dir, rep)
+		for _, sub := range rep.Routes {
+			fmt.Fprintln(e.stdout)
+			printVerify(e.stdout, filepath.Join(dir, sub.Dir), sub)
+		}
 	}
 	if !rep.Pass {
 		return &exitError{code: exitMismatch, err: &emit.MismatchError{Report: rep}}

@@ -202,6 +202,9 @@ func typesOf(root map[string]any, s any) string {
 		return "any"
 	}
 	if ref, ok := m["$ref"].(string); ok {
+		if ref == "#" { // the document itself (verify's route reports)
+			return typesOf(root, map[string]any{"type": root["type"]})
+		}
 		def := strings.TrimPrefix(ref, "#/$defs/")
 		return typesOf(root, root["$defs"].(map[string]any)[def])
 	}

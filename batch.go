@@ -1,0 +1,307 @@
+package onnxpart
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"onnxpart/emit"
+	"onnxpart/graph"
+	"onnxpart/profile"
+	"onnxpart/schedule"
+)
+
+// MaxGranules is the most granules a batch is cut into: the batched problem grows with the
+// granules (every node has a device per granule), and seed 003 plans in B/4 steps.
+const MaxGranules = 8
+
+// BatchPlan is how a batched-throughput plan (Options.Batch > 1) shares the batch.
+type BatchPlan struct {
+	Inputs, Granules, GranuleInputs int
+	// Routes are the distinct chains of stages the granules follow; route 0 (the one with the
+	// most granules) is Result.Assignment and Result.Stages.
+	Routes []RoutePlan
+	// Devices are the batch shares per device (emit.Manifest.Batch.Devices).
+	Devices []emit.BatchDevice
+}
+
+// RoutePlan is one route of a batched plan.
+type RoutePlan struct {
+	Granules []int
+	Inputs   int
+	// Assignment splits the original graph for this route; Stages are its predictions.
+	Assignment *emit.Assignment
+	Stages     []StageSummary
+	// work and labelDevice: the route's stage per planned (coarse) node and cluster device
+	// per stage label, before expansion.
+	work        []int
+	labelDevice []int
+}
+
+// RouteDir is the directory of route i > 0 beside route 0's stage files.
+func RouteDir(i int) string {
+	if i == 0 {
+		return "."
+	}
+	return fmt.Sprintf("route%d", i)
+}
+
+// granulesOf cuts a batch of inputs into granules: the largest divisor of the batch that is
+// at most MaxGranules (every granule must have the same size).
+func granulesOf(inputs int) int {
+	for g := min(inputs, MaxGranules); g > 1; g-- {
+		if inputs%g == 0 {
+			return g
+		}
+	}
+	return 1
+}
+
+// planBatched plans a batch of opt.Batch inputs on devs: seed 003's batched-throughput
+// placement (data and model parallel), solved by package schedule like a latency placement
+// and judged by its simulator. It returns route 0's stages like planLatency and fills r.Batch.
+func planBatched(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+	devs []int, opt Options) ([]int, []int, error) {
+	granules := granulesOf(opt.Batch)
+	per := opt.Batch / granules
+	if granules < 4 && opt.Batch > MaxGranules {
+		r.Notes = append(r.Notes, fmt.Sprintf("--batch %d has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.Batch, MaxGranules, granules, per))
+	}
+	p := placementProblem(r.Cluster, g, times, table, devs, granules, per)
+	res, err := runPlacement(ctx, r, p, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.LatencyS = res.Makespan
+	r.ThroughputPerS = res.Throughput
+	bp := &BatchPlan{Inputs: opt.Batch, Granules: granules, GranuleInputs: per}
+	r.Batch = bp
+
+	// The device of granule l of node v, and the start of node v's batch on device u.
+	gdev := func(v, l int) int {
+		if pl := res.Placement; pl != nil && pl.Granules != nil {
+			return pl.Granules[v][l]
+		}
+		return res.Nodes[v].Device
+	}
+	type key struct{ v, u int }
+	startOf := map[key]float64{}
+	durOf := map[key]float64{}
+	for _, t := range res.Schedule.Tasks {
+		startOf[key{t.Node, t.Device}] = t.Start
+		durOf[key{t.Node, t.Device}] += t.End - t.Start
+	}
+	commInto := map[key]float64{}
+	for _, tr := range res.Schedule.Transfers {
+		commInto[key{tr.To, tr.Dst}] += tr.End - tr.Start
+	}
+
+	// Group the granules by route (the device of every node).
+	byRoute := map[string]int{}
+	var routes [][]int // granules per route, in order of first granule
+	var routeDev [][]int
+	for l := range granules {
+		dev := make([]int, len(g.Nodes))
+		var sb strings.Builder
+		for v := range g.Nodes {
+			dev[v] = gdev(v, l)
+			fmt.Fprintf(&sb, "%d,", dev[v])
+		}
+		if i, ok := byRoute[sb.String()]; ok {
+			routes[i] = append(routes[i], l)
+			continue
+		}
+		byRoute[sb.String()] = len(routes)
+		routes = append(routes, []int{l})
+		routeDev = append(routeDev, dev)
+	}
+	order := make([]int, len(routes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(routes[order[a]]) > len(routes[order[b]]) })
+
+	shares := make([]emit.BatchDevice, len(devs))
+	for i, d := range devs {
+		shares[i].Device = r.Cluster.Devices[d].Name
+		if i < len(res.Devices) {
+			shares[i].Ops = res.Devices[i].Nodes
+			shares[i].GranuleTasks = res.Devices[i].Granules
+			shares[i].BusyS = res.Devices[i].Busy
+		}
+	}
+	for _, ri := range order {
+		dev := routeDev[ri]
+		start := make([]float64, len(g.Nodes))
+		for v := range g.Nodes {
+			start[v] = startOf[key{v, dev[v]}]
+		}
+		stage, labelDev := stagesFromPlacement(g, dev, start, devs)
+		rp := RoutePlan{Granules: routes[ri], Inputs: len(routes[ri]) * per, work: stage, labelDevice: labelDev}
+		for l, d := range labelDev {
+			rp.Stages = append(rp.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
+		}
+		touched := make([]bool, len(devs))
+		for v, l := range stage {
+			s := &rp.Stages[l]
+			s.Ops++
+			s.ParamBytes += g.Nodes[v].ParamBytes
+			s.ComputeS += durOf[key{v, dev[v]}]
+			s.CommS += commInto[key{v, dev[v]}]
+			touched[dev[v]] = true
+		}
+		for i := range rp.Stages {
+			rp.Stages[i].TotalS = rp.Stages[i].ComputeS + rp.Stages[i].CommS
+		}
+		markBottleneck(rp.Stages)
+		for u, t := range touched {
+			if t {
+				shares[u].Inputs += rp.Inputs
+			}
+		}
+		bp.Routes = append(bp.Routes, rp)
+	}
+	for _, s := range shares {
+		if s.GranuleTasks > 0 {
+			bp.Devices = append(bp.Devices, s)
+		}
+	}
+	main := bp.Routes[0]
+	r.Stages = main.Stages
+	// The timeline: every batch and transfer; stages are route 0's where the device is its.
+	for _, t := range res.Schedule.Tasks {
+		st := -1
+		if routeDev[order[0]][t.Node] == t.Device {
+			st = main.work[t.Node]
+		}
+		label := t.Name
+		if t.Granules > 1 {
+			label = fmt.Sprintf("%s ×%d", t.Name, t.Granules)
+		}
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[t.Device]].Name, Kind: emit.EventCompute,
+			Label: label, StartS: t.Start, EndS: t.End, Stage: st})
+	}
+	for _, tr := range res.Schedule.Transfers {
+		st := -1
+		if routeDev[order[0]][tr.From] == tr.Src {
+			st = main.work[tr.From]
+		}
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[tr.Src]].Name,
+			ToDevice: r.Cluster.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
+			StartS: tr.Start, EndS: tr.End, Stage: st})
+	}
+	if len(bp.Routes) > 1 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the batch follows %d routes: route 0 (%d of %d inputs) is this directory's stages, the others are in %s",
+			len(bp.Routes), main.Inputs, opt.Batch, routeDirList(len(bp.Routes))))
+	}
+	return main.work, main.labelDevice, nil
+}
+
+func routeDirList(n int) string {
+	var s []string
+	for i := 1; i < n; i++ {
+		s = append(s, RouteDir(i)+"/")
+	}
+	return strings.Join(s, ", ")
+}
+
+// runPlacement solves a placement problem (latency or batched) with the chosen method and
+// records the result's plan, bounds and notes in r.
+func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Options) (*schedule.Result, error) {
+	method := opt.Solver
+	switch method {
+	case "", "auto":
+		method = "auto"
+	case "met", "greedy", "heft", "ea", "sa", "milp", "split":
+	default:
+		return nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a placement solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver)}
+	}
+	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
+	if opt.Bounds == "none" && method == "auto" {
+		so.Method = "heft"
+	}
+	if opt.Progress != nil {
+		so.Progress = func(pr schedule.Progress) {
+			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: gapOf(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
+		}
+	}
+	res, err := solveLatency(ctx, p, so, opt.Reproducible)
+	if err != nil {
+		if strings.Contains(err.Error(), "memory") {
+			return nil, &InfeasibleError{Msg: err.Error()}
+		}
+		return nil, err
+	}
+	r.Schedule = res
+	r.Algorithm = "placement-" + res.Method
+	if p.Batch > 1 {
+		r.Algorithm = "batched-" + res.Method
+	}
+	r.Upper, r.Lower = res.Makespan, res.LowerBound
+	r.BoundMethod = ""
+	for _, b := range res.Bounds {
+		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value})
+		if b.Value >= r.Lower && r.BoundMethod == "" {
+			r.BoundMethod = b.Method
+		}
+	}
+	r.Notes = append(r.Notes, res.Notes...)
+	return res, nil
+}
+
+// expandRoutes expands every route's coarse stages to the original graph and builds its
+// assignment (route 0's is r.Assignment).
+func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
+	if r.Batch == nil {
+		return nil
+	}
+	for i := range r.Batch.Routes {
+		rp := &r.Batch.Routes[i]
+		stage, err := expand(rp.work)
+		if err != nil {
+			return fmt.Errorf("expanding route %d: %w", i, err)
+		}
+		a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: r.Algorithm}}
+		for _, d := range rp.labelDevice {
+			a.Devices = append(a.Devices, emit.Device{Name: r.Cluster.Devices[d].Name, Provider: provider(&r.Cluster.Devices[d])})
+		}
+		if len(r.Batch.Routes) > 1 {
+			a.Notes = append(a.Notes, fmt.Sprintf("route %d of a batched plan: granules %s (%d of %d inputs); the whole plan is in %s",
+				i, intList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join(relUp(i), "manifest.json")))
+		}
+		rp.Assignment = a
+	}
+	return nil
+}
+
+func relUp(i int) string {
+	if i == 0 {
+		return "."
+	}
+	return ".."
+}
+
+func intList(a []int) string {
+	s := make([]string, len(a))
+	for i, x := range a {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// batchManifest is the manifest's batch section of r.
+func (r *Result) batchManifest(stageDevices func(route int) []string) *emit.Batch {
+	b := r.Batch
+	mb := &emit.Batch{Inputs: b.Inputs, Granules: b.Granules, GranuleInputs: b.GranuleInputs,
+		MakespanS: r.Upper, ThroughputPerS: r.ThroughputPerS, Devices: b.Devices}
+	if math.IsInf(mb.ThroughputPerS, 0) || math.IsNaN(mb.ThroughputPerS) {
+		mb.ThroughputPerS = 0
+	}
+	for i, rp := range b.Routes {
+		mb.Routes = append(mb.Routes, emit.Route{Index: i, Dir: RouteDir(i), Granules: rp.Granules, Inputs: rp.Inputs, Devices: stageDevices(i)})
+	}
+	return mb
+}

@@ -1,0 +1,139 @@
+package onnxpart_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"onnxpart"
+	"onnxpart/emit"
+	"onnxpart/ingest"
+	"onnxpart/internal/ort"
+	"onnxpart/profile"
+)
+
+// TestBatchedPlan plans a batch on identical and mixed devices and checks the plan's
+// bookkeeping (every granule on exactly one route, the shares, the throughput), then writes
+// it and runs every route's stages in ONNX Runtime against the model.
+func TestBatchedPlan(t *testing.T) {
+	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		devices    string
+		batch      int
+		wantRoutes int // at least
+	}{
+		{"2xT4", 8, 2},             // two identical GPUs: data parallel
+		{"a100-80g,t4,cpu", 12, 1}, // 12 = 6 granules of 2
+	} {
+		t.Run(tc.devices, func(t *testing.T) {
+			c, err := profile.Resolve(context.Background(), tc.devices, profile.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: tc.batch, Seed: 3, Reproducible: true, TimeLimit: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := r.Batch
+			if b == nil || r.Objective != onnxpart.Throughput {
+				t.Fatalf("not a batched throughput plan: %+v", r.Objective)
+			}
+			if b.Granules*b.GranuleInputs != tc.batch || b.Granules > onnxpart.MaxGranules {
+				t.Fatalf("%d granules of %d for a batch of %d", b.Granules, b.GranuleInputs, tc.batch)
+			}
+			if len(b.Routes) < tc.wantRoutes {
+				t.Fatalf("%d routes, want at least %d", len(b.Routes), tc.wantRoutes)
+			}
+			var all []int
+			inputs := 0
+			for i, rt := range b.Routes {
+				all = append(all, rt.Granules...)
+				inputs += rt.Inputs
+				if rt.Inputs != len(rt.Granules)*b.GranuleInputs {
+					t.Errorf("route %d: %d inputs for %d granules", i, rt.Inputs, len(rt.Granules))
+				}
+				if len(rt.Assignment.Stage) != len(m.Graph.Nodes) {
+					t.Errorf("route %d: assignment of %d nodes, model has %d", i, len(rt.Assignment.Stage), len(m.Graph.Nodes))
+				}
+				if i > 0 && len(rt.Granules) > len(b.Routes[0].Granules) {
+					t.Errorf("route 0 should have the most granules")
+				}
+			}
+			sort.Ints(all)
+			for i, g := range all {
+				if g != i {
+					t.Fatalf("granules of the routes %v: want each of 0..%d once", all, b.Granules-1)
+				}
+			}
+			if inputs != tc.batch {
+				t.Errorf("routes carry %d inputs, want %d", inputs, tc.batch)
+			}
+			for _, d := range b.Devices {
+				if d.Inputs < 1 || d.Inputs > tc.batch || d.Ops < 1 || d.BusyS <= 0 || d.BusyS > r.Upper*(1+1e-9) {
+					t.Errorf("share %+v (makespan %g)", d, r.Upper)
+				}
+			}
+			if got := float64(tc.batch) / r.Upper; math.Abs(got-r.ThroughputPerS) > 1e-6*got {
+				t.Errorf("throughput %g, want batch/makespan = %g", r.ThroughputPerS, got)
+			}
+			if r.Lower <= 0 || r.Lower > r.Upper*(1+1e-9) {
+				t.Errorf("bound %g for makespan %g", r.Lower, r.Upper)
+			}
+			if err := ort.Init(); err != nil {
+				t.Logf("ONNX Runtime not available (%v): the stages are not run", err)
+				return
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			l, err := onnxpart.Prepare(m, r, emit.Options{}, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.WriteDir(out); err != nil {
+				t.Fatal(err)
+			}
+			man, err := emit.ReadManifest(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if man.Batch == nil || len(man.Batch.Routes) != len(b.Routes) {
+				t.Fatalf("manifest batch section %+v", man.Batch)
+			}
+			rep, err := emit.Verify(context.Background(), out, emit.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Pass || len(rep.Routes) != len(b.Routes)-1 {
+				t.Fatalf("verify: pass %v, %d route reports for %d routes", rep.Pass, len(rep.Routes), len(b.Routes))
+			}
+		})
+	}
+}
+
+// TestBatchUsage checks the options a batch cannot be combined with.
+func TestBatchUsage(t *testing.T) {
+	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []onnxpart.Options{{Batch: -1}, {Batch: 4, Objective: onnxpart.Latency}, {Batch: 4, Solver: "brkga"}} {
+		o.Reproducible = true
+		_, err := onnxpart.Plan(context.Background(), m, c, o)
+		var ue *onnxpart.UsageError
+		if !asUsage(err, &ue) {
+			t.Errorf("%+v: got %v, want a usage error", o, err)
+		}
+	}
+}
+
+func asUsage(err error, ue **onnxpart.UsageError) bool { return errors.As(err, ue) }
