@@ -47,7 +47,16 @@ const maxEff = 1e3
 var fitOrder = []OpClass{ClassConv, ClassMatMul, ClassDepthwise, ClassPool, ClassNorm,
 	ClassElementwise, ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther}
 
-type fitPoint struct{ c, m, t float64 }
+// fitPoint is one node: its roofline terms c and m, its measured time t and the weight w of
+// its squared residual in the fit.
+type fitPoint struct{ c, m, t, w float64 }
+
+func (x fitPoint) weight() float64 {
+	if x.w > 0 {
+		return x.w
+	}
+	return 1
+}
 
 // Calibrate fits, for each op class, the compute and memory efficiencies and the per-node
 // overhead that best explain the measured node times on d, pooled over the samples:
@@ -55,8 +64,9 @@ type fitPoint struct{ c, m, t float64 }
 //	t ≈ max(c/Eff, m/MemEff) + Overhead
 //
 // with c and m the node's roofline terms at full efficiency. For each ratio ρ = Eff/MemEff on
-// a logarithmic grid the model is t ≈ a·max(c, ρ·m) + b, a linear least-squares problem
-// with a, b ≥ 0; the ρ with the least squared error wins (Eff = 1/a). When the data cannot
+// a logarithmic grid the model is t ≈ a·max(c, ρ·m) + b, a weighted linear least-squares
+// problem with a, b ≥ 0 (each node weighted by 1/t, see fitWeight); the ρ with the least
+// squared error wins (Eff = 1/a). When the data cannot
 // tell ratios apart (no node of the class near one of the roofs), the tie goes to the ρ whose
 // efficiencies are closest to the priors: the conv class's compute efficiency and the median
 // memory efficiency of the classes fitted before.
@@ -86,7 +96,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 			if c != ClassView {
 				comp, mem = roofline(d, g, n, c, PrecisionOf(g, n))
 			}
-			pts[c] = append(pts[c], fitPoint{comp, mem, m.Node[v]})
+			pts[c] = append(pts[c], fitPoint{c: comp, m: mem, t: m.Node[v], w: fitWeight(m.Node[v])})
 		}
 	}
 	priorC := 1.0
@@ -117,14 +127,15 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 
 // fitLine fits t ≈ a·z + b with a, b ≥ 0 and returns a, b and the squared error.
 func fitLine(z []float64, p []fitPoint) (a, b, sse float64) {
-	var sz, st, szz, szt float64
+	var sz, st, szz, szt, n float64
 	for i, x := range p {
-		sz += z[i]
-		st += x.t
-		szz += z[i] * z[i]
-		szt += z[i] * x.t
+		w := x.weight()
+		sz += w * z[i]
+		st += w * x.t
+		szz += w * z[i] * z[i]
+		szt += w * z[i] * x.t
+		n += w
 	}
-	n := float64(len(p))
 	mz, mt := sz/n, st/n
 	vz := szz/n - mz*mz
 	switch {
@@ -143,18 +154,19 @@ func fitLine(z []float64, p []fitPoint) (a, b, sse float64) {
 	}
 	for i, x := range p {
 		r := x.t - a*z[i] - b
-		sse += r * r
+		sse += x.weight() * r * r
 	}
 	return a, b, sse
 }
 
 func fitClass(p []fitPoint, viewOnly bool, priorC, priorM float64) ClassFit {
 	if viewOnly {
-		var s float64
+		var s, w float64
 		for _, x := range p {
-			s += x.t
+			s += x.weight() * x.t
+			w += x.weight()
 		}
-		return ClassFit{Eff: maxEff, MemEff: maxEff, Overhead: s / float64(len(p)), Nodes: len(p)}
+		return ClassFit{Eff: maxEff, MemEff: maxEff, Overhead: s / w, Nodes: len(p)}
 	}
 	if ok, computeBound := sameRatio(p, priorC, priorM); ok {
 		// The compute and memory terms are proportional across the class (matrix-vector
@@ -179,7 +191,7 @@ func fitClass(p []fitPoint, viewOnly bool, priorC, priorM float64) ClassFit {
 	}
 	var total float64
 	for _, x := range p {
-		total += x.t * x.t
+		total += x.weight() * x.t * x.t
 	}
 	z := make([]float64, len(p))
 	eval := func(rho float64) (a, b, sse float64) {
@@ -313,4 +325,20 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
+}
+
+// weightFloor is the shortest node time fitWeight tells apart: ONNX Runtime's profiler
+// reports kernel durations in whole microseconds.
+const weightFloor = 1e-6
+
+// fitWeight is the weight of a node measured at t seconds in the calibration fit: 1/t
+// (1/weightFloor below the floor). Unweighted least squares fits the few long nodes (the
+// large convolutions of the largest model) and leaves the many short ones — which make up
+// the late stages of a CNN and most of a transformer — to an intercept that fits none of them;
+// weighting by 1/t treats a node's timing variance as proportional to its length (a sum of
+// many small independent delays) and puts the errors of short and long nodes on a relative
+// footing, so that both the per-node overhead and the efficiencies are set by the nodes they
+// describe.
+func fitWeight(t float64) float64 {
+	return 1 / math.Max(t, weightFloor)
 }
