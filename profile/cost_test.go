@@ -284,3 +284,31 @@ func TestStageTime(t *testing.T) {
 		t.Errorf("table stage %g", got)
 	}
 }
+
+// A squeeze-and-excitation block: x → Conv → Sigmoid (one value per channel) scales x by
+// Mul. The Sigmoid is the 1×1 convolution's epilogue; the Mul reads the Sigmoid's output but
+// writes a tensor as large as x, which no kernel of the convolution produces: it is an
+// elementwise op of its own.
+func TestEpilogueSameSize(t *testing.T) {
+	b := graph.NewBuilder("se")
+	x := b.AddInput("x")
+	w := b.AddInitializer("w")
+	b.AddNode("conv", "Conv", "", []string{"x", "w"}, []string{"c"}, nil, nil)
+	b.AddNode("sig", "Sigmoid", "", []string{"c"}, []string{"s"}, nil, nil)
+	b.AddNode("scale", "Mul", "", []string{"x", "s"}, []string{"y"}, nil, nil)
+	b.AddOutput("y")
+	b.TensorRef(x).Shape = graph.ShapeOf(1, 16, 8, 8)
+	b.TensorRef(w).Shape = graph.ShapeOf(16, 16, 8, 8)
+	b.TensorRef(b.Tensor("c")).Shape = graph.ShapeOf(1, 16, 1, 1)
+	b.TensorRef(b.Tensor("s")).Shape = graph.ShapeOf(1, 16, 1, 1)
+	b.TensorRef(b.Tensor("y")).Shape = graph.ShapeOf(1, 16, 8, 8)
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range []OpClass{ClassConv, ClassEpilogue, ClassElementwise} {
+		if c := ClassOf(g, &g.Nodes[v]); c != want {
+			t.Errorf("%s: class %s, want %s", g.Nodes[v].Name, c, want)
+		}
+	}
+}

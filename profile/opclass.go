@@ -82,7 +82,8 @@ func init() {
 // ClassStatic; a convolution whose groups equal its input channels is ClassDepthwise; an
 // elementwise node is ClassEpilogue when it reads the only use of a convolution's or matrix
 // product's output, directly or through other epilogue nodes (bias, residual add,
-// activation: what runtimes fuse into the producing kernel).
+// activation: what runtimes fuse into the producing kernel) and writes as many elements as it
+// reads from there (see sameSize).
 func ClassOf(g *graph.Graph, n *graph.Node) OpClass {
 	return classOf(g, n, 0)
 }
@@ -118,12 +119,32 @@ func isEpilogue(g *graph.Graph, n *graph.Node, depth int) bool {
 		if tn.Producer < 0 || len(tn.Consumers) != 1 || tn.IsOutput {
 			continue
 		}
+		if !sameSize(tn, n, g) {
+			continue
+		}
 		switch classOf(g, &g.Nodes[tn.Producer], depth+1) {
 		case ClassConv, ClassDepthwise, ClassMatMul, ClassEpilogue:
 			return true
 		}
 	}
 	return false
+}
+
+// sameSize reports whether tensor t has as many elements as n's first output (unknown sizes
+// count as equal): a kernel can only post-process its own output in place, so an op that
+// broadcasts a GEMM's small result over a larger tensor (a squeeze-and-excitation scale) is
+// not its epilogue.
+func sameSize(t *graph.Tensor, n *graph.Node, g *graph.Graph) bool {
+	if len(n.Outputs) == 0 || n.Outputs[0] < 0 {
+		return true
+	}
+	o := &g.Tensors[n.Outputs[0]]
+	if !t.Shape.Known() || !o.Shape.Known() {
+		return true
+	}
+	a, err1 := t.Shape.NumElements()
+	b, err2 := o.Shape.NumElements()
+	return err1 != nil || err2 != nil || a == b
 }
 
 // tensorClasses are the classes whose math runs on matrix units (tensor cores, AMX): their
