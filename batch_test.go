@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +113,21 @@ func TestBatchedPlan(t *testing.T) {
 			}
 			if !rep.Pass || len(rep.Routes) != len(b.Routes)-1 {
 				t.Fatalf("verify: pass %v, %d route reports for %d routes", rep.Pass, len(rep.Routes), len(b.Routes))
+			}
+			if len(b.Routes) < 2 {
+				return
+			}
+			// A manifest whose route leaves the directory is refused before anything runs.
+			raw, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad := strings.Replace(string(raw), `"dir": "route1"`, `"dir": "../route1"`, 1)
+			if err := os.WriteFile(filepath.Join(out, "manifest.json"), []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := emit.Verify(context.Background(), out, emit.VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "not a plain subdirectory") {
+				t.Fatalf("route outside the directory: got %v", err)
 			}
 		})
 	}
