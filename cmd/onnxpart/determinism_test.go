@@ -14,7 +14,8 @@ import (
 
 // TestDeterminism runs the main command as a subprocess three times, with GOMAXPROCS=1, 2
 // and 8 and the same --seed, for (a) a throughput pipeline on identical devices and (b) a
-// latency placement on mixed devices with a time limit, and checks that the runs write the
+// latency placement on mixed devices with a time limit and (c) a batch of 16 shared among
+// them (every route directory included), and checks that the runs write the
 // same files, byte for byte (stage files, manifest.json, report.html). Without --seed's
 // reproducible mode (b) differed: MILP-SPLIT shares the time limit by the clock.
 // ONNXPART_DETERMINISM_FULL=1 runs more corpus models (about 3 minutes on 2 cores).
@@ -42,6 +43,7 @@ func TestDeterminism(t *testing.T) {
 	}{
 		{"pipeline", []string{"--devices", "4xA100-80G"}},
 		{"placement", []string{"--devices", "a100-80g,t4,cpu", "--time-limit", placementLimit}},
+		{"batch", []string{"--devices", "a100-80g,t4,cpu", "--batch", "16", "--time-limit", placementLimit}},
 	}
 	for _, m := range names {
 		for _, c := range cases {
