@@ -76,7 +76,9 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 		return nil, nil, err
 	}
 	r.LatencyS = res.Makespan
-	r.ThroughputPerS = res.Throughput
+	if res.Makespan > 0 {
+		r.ThroughputPerS = float64(opt.Batch) / res.Makespan // also with one granule (latency mode)
+	}
 	bp := &BatchPlan{Inputs: opt.Batch, Granules: granules, GranuleInputs: per}
 	r.Batch = bp
 

@@ -397,6 +397,9 @@ func boundWords(r *onnxpart.Result) string {
 		return fmt.Sprintf("%s, proved optimal (lower bound %s by %s)", dur(r.Upper), dur(r.Lower), r.BoundMethod)
 	}
 	slower := r.Upper/r.Lower - 1
+	if r.Gap < 5e-4 { // within a MIP's tolerance: do not print "at most 0.0% slower"
+		return fmt.Sprintf("%s, optimal to within %.2g%% (lower bound %s by %s)", dur(r.Upper), 100*slower, dur(r.Lower), r.BoundMethod)
+	}
 	return fmt.Sprintf("lower bound %s (%s): at most %.1f%% slower than the best possible %s (gap %.1f%%)",
 		dur(r.Lower), r.BoundMethod, 100*slower, what, 100*r.Gap)
 }
