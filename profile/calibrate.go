@@ -65,9 +65,9 @@ func (x fitPoint) weight() float64 {
 //
 // with c and m the node's roofline terms at full efficiency. For each ratio ρ = Eff/MemEff on
 // a logarithmic grid the model is t ≈ a·max(c, ρ·m) + b, a weighted linear least-squares
-// problem with a, b ≥ 0 (each node weighted by 1/t, see fitWeight); the ρ with the least
-// squared error wins (Eff = 1/a). When the data cannot
-// tell ratios apart (no node of the class near one of the roofs), the tie goes to the ρ whose
+// problem with a, b ≥ 0 (each node weighted by the inverse of its time, see fitWeighted);
+// the ρ with the least squared error wins (Eff = 1/a). When the data cannot tell ratios
+// apart (no node of the class near one of the roofs), the tie goes to the ρ whose
 // efficiencies are closest to the priors: the conv class's compute efficiency and the median
 // memory efficiency of the classes fitted before.
 //
@@ -96,7 +96,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 			if c != ClassView {
 				comp, mem = roofline(d, g, n, c, PrecisionOf(g, n))
 			}
-			pts[c] = append(pts[c], fitPoint{c: comp, m: mem, t: m.Node[v], w: fitWeight(m.Node[v])})
+			pts[c] = append(pts[c], fitPoint{c: comp, m: mem, t: m.Node[v]})
 		}
 	}
 	priorC := 1.0
@@ -110,7 +110,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 		if len(memEffs) > 0 {
 			priorM = median(memEffs)
 		}
-		f := fitClass(p, c == ClassView, priorC, priorM)
+		f := fitWeighted(p, c == ClassView, priorC, priorM)
 		cal.Classes[c] = f
 		if c == ClassConv {
 			priorC = f.Eff
@@ -327,18 +327,37 @@ func baseName(p string) string {
 	return p
 }
 
-// weightFloor is the shortest node time fitWeight tells apart: ONNX Runtime's profiler
+// weightFloor is the shortest node time the weights tell apart: ONNX Runtime's profiler
 // reports kernel durations in whole microseconds.
 const weightFloor = 1e-6
 
-// fitWeight is the weight of a node measured at t seconds in the calibration fit: 1/t
-// (1/weightFloor below the floor). Unweighted least squares fits the few long nodes (the
-// large convolutions of the largest model) and leaves the many short ones — which make up
-// the late stages of a CNN and most of a transformer — to an intercept that fits none of them;
-// weighting by 1/t treats a node's timing variance as proportional to its length (a sum of
-// many small independent delays) and puts the errors of short and long nodes on a relative
-// footing, so that both the per-node overhead and the efficiencies are set by the nodes they
-// describe.
-func fitWeight(t float64) float64 {
-	return 1 / math.Max(t, weightFloor)
+// reweightSteps is the number of refits in fitWeighted; the weights settle within a few.
+const reweightSteps = 4
+
+// fitWeighted fits a class by iteratively reweighted least squares: each node's squared
+// residual is weighted by 1/t̂, t̂ its time as predicted by the previous fit (the measured
+// time to start with; floored at weightFloor). That is the quasi-likelihood fit for timing
+// noise whose variance grows in proportion to the time (a node's time is a sum of many small
+// independent delays). Unweighted least squares lets the few long nodes — the large
+// convolutions of the largest model — set the fit and leaves the many short nodes, which make
+// up the late stages of a CNN and most of a transformer, to an intercept that fits none of
+// them; weights from the measured times instead of the predicted ones would favour the nodes
+// whose measurement came out short and bias every prediction low.
+func fitWeighted(p []fitPoint, viewOnly bool, priorC, priorM float64) ClassFit {
+	for i := range p {
+		p[i].w = 1 / math.Max(p[i].t, weightFloor)
+	}
+	f := fitClass(p, viewOnly, priorC, priorM)
+	for range reweightSteps {
+		for i := range p {
+			p[i].w = 1 / math.Max(f.time(p[i]), weightFloor)
+		}
+		f = fitClass(p, viewOnly, priorC, priorM)
+	}
+	return f
+}
+
+// time is the fitted time of a node with roofline terms x.c and x.m.
+func (f ClassFit) time(x fitPoint) float64 {
+	return math.Max(x.c/f.Eff, x.m/f.MemEff) + f.Overhead
 }

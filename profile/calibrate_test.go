@@ -101,18 +101,16 @@ func TestCalibrateSmallClassesKeepDefaults(t *testing.T) {
 }
 
 // Timing noise grows with a node's length. With ±20% multiplicative noise on nodes from a
-// few microseconds to a millisecond, unweighted least squares lets the long nodes' noise set
-// the per-node overhead (tens of microseconds either way); weighting each node by 1/t
-// (fitWeight) recovers it, and the efficiency.
+// microsecond to a millisecond, unweighted least squares lets the long nodes' noise set the
+// per-node overhead; the reweighted fit (fitWeighted) recovers it, and the efficiency.
 func TestCalibrateNoiseProportionalToTime(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	var p []fitPoint
 	for range 200 {
 		m := math.Exp(rng.Float64()*8) * 0.5e-6 // 0.5 µs – 1.5 ms at full bandwidth
-		tm := (m/0.6 + 2e-6) * (1 + 0.4*(rng.Float64()-0.5))
-		p = append(p, fitPoint{c: m / 10, m: m, t: tm, w: fitWeight(tm)})
+		p = append(p, fitPoint{c: m / 10, m: m, t: (m/0.6 + 2e-6) * (1 + 0.4*(rng.Float64()-0.5))})
 	}
-	f := fitClass(p, false, 1, 1)
+	f := fitWeighted(p, false, 1, 1)
 	if !near(f.Overhead, 2e-6, 0.2) || !near(f.MemEff, 0.6, 0.05) {
 		t.Errorf("fit %+v, want memory efficiency 0.6, overhead 2 µs", f)
 	}
