@@ -45,9 +45,10 @@ type Measurement struct {
 	Node    []float64
 	NodeSum float64
 	// Call is the median CPU time of one unprofiled Run call on the calling thread (see
-	// TimeCall), Wall the profiled calls' median wall time; Kernels the
-	// median sum of kernel times (each with the executor's gap before it) per run; Unmapped the median kernel time per run that could
-	// not be related to original nodes (it is spread over Node in proportion to work).
+	// TimeCall), Wall the profiled calls' median wall time; Kernels the median sum of kernel
+	// times (each with the executor's gap before it, less the profiler's overhead) per run;
+	// Unmapped the median kernel time per run that could not be related to original nodes (it
+	// is spread over Node in proportion to work).
 	Call, Wall, Kernels, Unmapped float64
 	// Overhead is the fixed CPU time of a call (IO.Fixed); the binding of the model's inputs
 	// and outputs costs IO.PerByte per byte on top.
@@ -55,6 +56,9 @@ type Measurement struct {
 	IO       IOCost
 	// KernelOverhead is the executor's time per kernel between kernels, included in Node.
 	KernelOverhead float64
+	// ProfilerOverhead is the time per kernel taken off the profiled kernel durations so
+	// that they fit the unprofiled call's CPU time (see summarize), median over runs.
+	ProfilerOverhead float64
 	// Clean is the number of runs no other process disturbed (see TimeCall); the per-node
 	// medians use only those when there are at least 5.
 	Clean int
@@ -199,11 +203,16 @@ func timeRuns(ctx context.Context, s *ort.Session, feeds map[string]*ort.Tensor,
 // A call's CPU time (unprof: runs without the profiler, whose bookkeeping would otherwise be
 // counted) is split into the call's fixed cost and its inputs' and outputs' binding (io:
 // fixed + ioBytes·per byte), the kernels' durations (from the profile), and the executor's
-// work between kernels: what remains, shared equally by the kernels. Kernel times are then
-// attributed to original nodes and summarised by their median over runs: over the
-// undisturbed runs (see cleanRun) when there are enough of them, else over all runs, scaled
-// down if they exceed the CPU time (kernel times are wall times and include whatever other
-// processes took).
+// work between kernels: what remains, shared equally by the kernels. When the kernels of a
+// profiled run add up to more than that CPU time allows, the profiler's own per-kernel
+// bookkeeping is in their durations: a fixed cost per kernel (a few µs, more than many small
+// kernels take), so the same time is taken off every kernel (commonShift), up to the
+// profiler's cost per kernel measured in CPU time (profiled against unprofiled calls);
+// scaling all of them down in proportion instead would leave short kernels several times too
+// long and make long ones too short. Kernel times are then attributed to original nodes and
+// summarised by their median over runs: over the undisturbed runs (see cleanRun) when there
+// are enough of them, else over all runs, scaled down if they still exceed the CPU time
+// (kernel times are wall times and include whatever other processes took).
 func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof []float64, io IOCost, ioBytes int64, path string, threads, optimized int) *Measurement {
 	m := &Measurement{Model: path, Threads: threads, Runs: len(runs), Node: make([]float64, len(g.Nodes)), Optimized: optimized}
 	m.Call = median(unprof)
@@ -238,8 +247,21 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 		e = math.Max(m.Call-io.Fixed-binding-median(durs), 0) / float64(k)
 	}
 	m.KernelOverhead = e
+	limit := m.Call - io.Fixed - binding
+	// The profiler's own cost per kernel, in CPU time (which other processes do not
+	// inflate): what a profiled call costs beyond an unprofiled one.
+	var profCPU []float64
+	for _, i := range use {
+		if i < len(cpus) {
+			profCPU = append(profCPU, cpus[i])
+		}
+	}
+	var perKernel float64
+	if k := len(runs[use[0]].Kernels); k > 0 && len(profCPU) > 0 {
+		perKernel = math.Max(median(profCPU)-m.Call, 0) / float64(k)
+	}
 	per := make([][]float64, len(use))
-	var kern, unm []float64
+	var kern, unm, shifts []float64
 	for j, i := range use {
 		r := runs[i]
 		adj := ORTRun{TS: r.TS, Dur: r.Dur, Kernels: append([]ORTKernel(nil), r.Kernels...)}
@@ -248,6 +270,26 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 			adj.Kernels[x].Gap = e
 			sum += adj.Kernels[x].Time()
 		}
+		if limit > 0 && sum > limit {
+			// The kernels took longer under the profiler than the whole call without it:
+			// the profiler's bookkeeping, a fixed cost per kernel. Take the same time off
+			// every kernel (none below zero) until they fit, but no more than the profiler
+			// costs per kernel; what remains is other processes' time in the wall-clock
+			// durations, scaled away in proportion below.
+			times := make([]float64, len(adj.Kernels))
+			for x, k := range adj.Kernels {
+				times[x] = k.Time()
+			}
+			d := math.Min(commonShift(times, limit), perKernel)
+			shifts = append(shifts, d)
+			sum = 0
+			for x := range adj.Kernels {
+				adj.Kernels[x].Dur, adj.Kernels[x].Gap = math.Max(times[x]-d, 0), 0
+				sum += adj.Kernels[x].Time()
+			}
+		} else {
+			shifts = append(shifts, 0)
+		}
 		t := make([]float64, len(g.Nodes))
 		u := attribute(g, km, adj, t)
 		spread(g, u, t)
@@ -255,7 +297,7 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 		kern = append(kern, sum)
 		unm = append(unm, u)
 	}
-	m.Kernels, m.Unmapped = median(kern), median(unm)
+	m.Kernels, m.Unmapped, m.ProfilerOverhead = median(kern), median(unm), median(shifts)
 	col := make([]float64, len(use))
 	for v := range g.Nodes {
 		for j := range use {
@@ -264,7 +306,7 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 		m.Node[v] = median(col)
 		m.NodeSum += m.Node[v]
 	}
-	if limit := m.Call - io.Fixed - binding; m.NodeSum > limit && limit > 0 {
+	if m.NodeSum > limit && limit > 0 {
 		f := limit / m.NodeSum
 		for v := range m.Node {
 			m.Node[v] *= f
@@ -272,6 +314,34 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 		m.NodeSum = limit
 	}
 	return m
+}
+
+// commonShift returns the d ≥ 0 for which the times, each less d and none below zero, add up
+// to limit (> 0); 0 when they already fit.
+func commonShift(times []float64, limit float64) float64 {
+	excess := func(d float64) float64 {
+		var s float64
+		for _, t := range times {
+			s += math.Max(t-d, 0)
+		}
+		return s - limit
+	}
+	lo, hi := 0.0, 0.0
+	for _, t := range times {
+		hi = math.Max(hi, t)
+	}
+	if excess(0) <= 0 {
+		return 0
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if excess(mid) > 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
 }
 
 // saveOptimized has ONNX Runtime write the graph it will run, with the session options of

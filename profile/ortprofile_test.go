@@ -153,3 +153,34 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("disturbed summary %+v", m)
 	}
 }
+
+// The profiler's bookkeeping costs a few µs per kernel, inside the kernels' durations: the
+// profiled kernels add up to more than the unprofiled call. The same time comes off every
+// kernel (not the same fraction, which would leave the 2 µs kernel at 4.7 µs).
+func TestSummarizeProfilerOverhead(t *testing.T) {
+	g := mapGraph(t)
+	km := &KernelMap{Nodes: map[string][]int{"pool": {2}, "add": {3}}}
+	var runs []ORTRun
+	var cpus, walls, unprof []float64
+	for range 9 {
+		// True kernel times 2 and 100 µs, 3 µs of profiler in each duration and 1 µs more
+		// around each kernel.
+		runs = append(runs, ORTRun{Dur: 120e-6, Kernels: []ORTKernel{{Node: "pool", Dur: 5e-6}, {Node: "add", Dur: 103e-6}}})
+		cpus = append(cpus, 115e-6)
+		walls = append(walls, 115e-6)
+		unprof = append(unprof, 107e-6) // 5 µs fixed + 102 µs of kernels
+	}
+	m := summarize(g, km, runs, cpus, walls, unprof, IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
+	if !near(m.Node[2], 2e-6, 1e-6) || !near(m.Node[3], 100e-6, 1e-6) || !near(m.ProfilerOverhead, 3e-6, 1e-6) {
+		t.Errorf("pool %g, add %g, profiler %g per kernel; want 2 µs, 100 µs, 3 µs", m.Node[2], m.Node[3], m.ProfilerOverhead)
+	}
+	// Other processes' time in wall-clock durations is not the profiler's: beyond its cost
+	// per kernel in CPU time (here 4 µs), the rest is scaled away in proportion.
+	for i := range runs {
+		runs[i].Kernels = []ORTKernel{{Node: "pool", Dur: 10e-6}, {Node: "add", Dur: 206e-6}}
+	}
+	m = summarize(g, km, runs, cpus, walls, unprof, IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
+	if !near(m.ProfilerOverhead, 4e-6, 1e-6) || !near(m.NodeSum, 102e-6, 1e-6) || !near(m.Node[2]/m.Node[3], 6.0/202, 1e-3) {
+		t.Errorf("pool %g, add %g, profiler %g per kernel", m.Node[2], m.Node[3], m.ProfilerOverhead)
+	}
+}
