@@ -20,6 +20,17 @@
 // thread ONNX Runtime computes on that thread, so this equals the wall time on an idle machine
 // and stays meaningful on a shared one (wall-time medians are printed beside it). Stages of a
 // split are timed round-robin so that load changes affect them alike.
+//
+// Whether a split's bottleneck was predicted is counted three ways. Exact: the stage with
+// the largest predicted time is the one with the largest measured median. Within 5%: its
+// measured median is at least 95% of the largest. Tied with the max: its measured time cannot
+// be told apart from the slowest stage's by the measurement itself — the paired bootstrap 95%
+// confidence interval of the difference of the two stages' medians (resampling the rounds of
+// the round-robin, see slower) contains zero. Equal-FLOP splits often leave two or more
+// stages within the run-to-run noise of each other; then the exact figure counts a coin
+// toss, while the tied figure counts a prediction wrong only when the measurement shows a
+// stage that is really slower. The summary also says in how many splits the slowest stage is
+// determined at all (measurably slower than every other stage).
 package main
 
 import (
@@ -28,6 +39,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,6 +74,9 @@ type stageResult struct {
 	// Drift is how much slower the whole model ran, timed with the stages, than when it was
 	// profiled: the machine's load changing in between (not used by any prediction).
 	Drift float64 `json:"whole_model_drift"`
+	// Runs are the per-run CPU times behind Measured, in timing order; run r of every stage of
+	// a split belongs to the same round of the round-robin.
+	Runs []float64 `json:"measured_cpu_runs_s"`
 }
 
 var modes = []string{"family", "model", "measured"}
@@ -128,8 +143,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "profiled %-34s %4d nodes → %3d kernels, %s per run, %d/%d clean runs (%.1fs)\n", name, len(m.Graph.Nodes),
-			meas.Optimized, profile.FormatQuantity(meas.Call, profile.Seconds), meas.Clean, meas.Runs, time.Since(t0).Seconds())
+		fmt.Fprintf(os.Stderr, "profiled %-34s %4d nodes → %3d kernels, %s per run, %d/%d clean runs, profiler %s per kernel removed (%.1fs)\n", name, len(m.Graph.Nodes),
+			meas.Optimized, profile.FormatQuantity(meas.Call, profile.Seconds), meas.Clean, meas.Runs,
+			profile.FormatQuantity(meas.ProfilerOverhead, profile.Seconds), time.Since(t0).Seconds())
 		models = append(models, &model{name: name, path: p, family: family(name), m: m, meas: meas})
 	}
 
@@ -353,7 +369,7 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 	var rows []stageResult
 	for i, st := range man.Stages {
 		row := stageResult{Model: md.name, K: k, Stage: i, Nodes: len(st.Nodes), Measured: median(cpu[i]), Wall: median(wall[i]),
-			Pred: map[string]float64{}, Drift: drift}
+			Pred: map[string]float64{}, Drift: drift, Runs: cpu[i]}
 		for _, t := range st.Inputs {
 			row.InBytes += max(t.Bytes, 0)
 		}
@@ -418,7 +434,7 @@ func report(rows []stageResult) {
 	}
 	fmt.Printf("\n%d stages in %d splits of %d models\n", len(rows), len(splits), countModels(rows))
 	tw = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "calibration\tmedian |err| per stage\tstages within 20%\tbottleneck predicted (exact)\t(within 5% of the true max)\tmedian |err|, k=2/4/8")
+	fmt.Fprintln(tw, "calibration\tmedian |err| per stage\tstages within 20%\tbottleneck predicted (exact)\t(within 5% of the true max)\t(tied with the max, 95% CI)\tmedian |err|, k=2/4/8")
 	for _, mode := range modes {
 		var errs []float64
 		within := 0
@@ -431,7 +447,7 @@ func report(rows []stageResult) {
 				within++
 			}
 		}
-		exact, near := 0, 0
+		exact, near, tied := 0, 0, 0
 		for _, s := range splits {
 			if len(s.rows) < 2 {
 				continue
@@ -451,6 +467,9 @@ func report(rows []stageResult) {
 			if s.rows[predB].Measured >= 0.95*s.rows[trueB].Measured {
 				near++
 			}
+			if trueB == predB || !slower(s.rows[trueB].Runs, s.rows[predB].Runs) {
+				tied++
+			}
 		}
 		multi := 0
 		for _, s := range splits {
@@ -462,16 +481,71 @@ func report(rows []stageResult) {
 		for _, k := range sortedInts(byK) {
 			ks = append(ks, fmt.Sprintf("%.1f%%", median(byK[k])*100))
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%d/%d\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%s\n", mode, median(errs)*100, within, len(rows),
-			exact, multi, 100*float64(exact)/float64(max(multi, 1)), near, multi, 100*float64(near)/float64(max(multi, 1)), strings.Join(ks, " / "))
+		pct := func(n int) float64 { return 100 * float64(n) / float64(max(multi, 1)) }
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d/%d\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%s\n", mode, median(errs)*100, within, len(rows),
+			exact, multi, pct(exact), near, multi, pct(near), tied, multi, pct(tied), strings.Join(ks, " / "))
 	}
 	tw.Flush()
 	var drifts []float64
 	for _, sp := range splits {
 		drifts = append(drifts, math.Abs(sp.rows[0].Drift-1))
 	}
-	fmt.Printf("\nnoise floor: the whole model, timed with its stages, differed from its time when profiled by %.1f%% (median over splits)\n",
+	determined := 0
+	multi := 0
+	for _, sp := range splits {
+		if len(sp.rows) < 2 {
+			continue
+		}
+		multi++
+		b := 0
+		for i, r := range sp.rows {
+			if r.Measured > sp.rows[b].Measured {
+				b = i
+			}
+		}
+		alone := true
+		for i, r := range sp.rows {
+			if i != b && !slower(sp.rows[b].Runs, r.Runs) {
+				alone = false
+			}
+		}
+		if alone {
+			determined++
+		}
+	}
+	fmt.Printf("\nsplits whose slowest stage the measurement determines (every other stage measurably faster, 95%% CI): %d/%d\n", determined, multi)
+	fmt.Printf("noise floor: the whole model, timed with its stages, differed from its time when profiled by %.1f%% (median over splits)\n",
 		median(drifts)*100)
+}
+
+// Bootstrap settings for slower.
+const (
+	bootstrapResamples = 2000
+	bootstrapSeed      = 1
+)
+
+// slower reports whether a stage timed at runs a is measurably slower than one timed at runs
+// b: the paired bootstrap 95% percentile confidence interval of median(a) − median(b) lies
+// above zero. Runs are paired by round (the round-robin times run r of every stage of a split
+// back to back, so a load change hits both alike); each resample draws rounds with
+// replacement. Fewer than 5 paired runs prove nothing (false).
+func slower(a, b []float64) bool {
+	n := min(len(a), len(b))
+	if n < 5 {
+		return false
+	}
+	rng := rand.New(rand.NewSource(bootstrapSeed))
+	diffs := make([]float64, bootstrapResamples)
+	ra, rb := make([]float64, n), make([]float64, n)
+	for k := range diffs {
+		for i := range n {
+			r := rng.Intn(n)
+			ra[i], rb[i] = a[r], b[r]
+		}
+		diffs[k] = median(ra) - median(rb)
+	}
+	sort.Float64s(diffs)
+	return diffs[int(0.025*float64(len(diffs)))] > 0
 }
 
 func countModels(rows []stageResult) int {
