@@ -273,9 +273,9 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 		if limit > 0 && sum > limit {
 			// The kernels took longer under the profiler than the whole call without it:
 			// the profiler's bookkeeping, a fixed cost per kernel. Take the same time off
-			// every kernel (none below zero) until they fit, but no more than the profiler
-			// costs per kernel; what remains is other processes' time in the wall-clock
-			// durations, scaled away in proportion below.
+			// every kernel (none below minKernelTime) until they fit, but no more than the
+			// profiler costs per kernel; what remains is other processes' time in the
+			// wall-clock durations, scaled away in proportion below.
 			times := make([]float64, len(adj.Kernels))
 			for x, k := range adj.Kernels {
 				times[x] = k.Time()
@@ -284,7 +284,7 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 			shifts = append(shifts, d)
 			sum = 0
 			for x := range adj.Kernels {
-				adj.Kernels[x].Dur, adj.Kernels[x].Gap = math.Max(times[x]-d, 0), 0
+				adj.Kernels[x].Dur, adj.Kernels[x].Gap = math.Max(times[x]-d, minKernelTime), 0
 				sum += adj.Kernels[x].Time()
 			}
 		} else {
@@ -316,13 +316,18 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 	return m
 }
 
-// commonShift returns the d ≥ 0 for which the times, each less d and none below zero, add up
-// to limit (> 0); 0 when they already fit.
+// minKernelTime is the least time a kernel that ran is left with when the profiler's
+// overhead is taken off (durations are whole microseconds; one shorter than the overhead does
+// not say how short the kernel was).
+const minKernelTime = 0.1e-6
+
+// commonShift returns the d ≥ 0 for which the times, each less d and none below
+// minKernelTime, add up to limit (> 0); 0 when they already fit.
 func commonShift(times []float64, limit float64) float64 {
 	excess := func(d float64) float64 {
 		var s float64
 		for _, t := range times {
-			s += math.Max(t-d, 0)
+			s += math.Max(t-d, minKernelTime)
 		}
 		return s - limit
 	}
