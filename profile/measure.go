@@ -306,12 +306,19 @@ func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof
 		m.Node[v] = median(col)
 		m.NodeSum += m.Node[v]
 	}
-	if m.NodeSum > limit && limit > 0 {
-		f := limit / m.NodeSum
+	// Per-node medians are robust to a run's outliers, but with right-skewed times they add
+	// up to less than the median run: scale them to its total, and no further than the CPU
+	// time allows.
+	target := m.Kernels
+	if limit > 0 && target > limit {
+		target = limit
+	}
+	if m.NodeSum > 0 && target > 0 {
+		f := target / m.NodeSum
 		for v := range m.Node {
 			m.Node[v] *= f
 		}
-		m.NodeSum = limit
+		m.NodeSum = target
 	}
 	return m
 }

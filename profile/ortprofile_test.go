@@ -184,3 +184,25 @@ func TestSummarizeProfilerOverhead(t *testing.T) {
 		t.Errorf("pool %g, add %g, profiler %g per kernel", m.Node[2], m.Node[3], m.ProfilerOverhead)
 	}
 }
+
+// Per-node medians of skewed times can add up to much less than a typical run: here each
+// run spends 40 µs in kernels (20 µs in one run), but each kernel's median is 10 µs. The
+// node times are scaled to the median run's total.
+func TestSummarizeMediansAddUp(t *testing.T) {
+	g := mapGraph(t)
+	km := &KernelMap{Nodes: map[string][]int{"pool": {2}, "add": {3}}}
+	pool := []float64{10e-6, 10e-6, 10e-6, 30e-6, 30e-6}
+	add := []float64{30e-6, 30e-6, 10e-6, 10e-6, 10e-6}
+	var runs []ORTRun
+	var cpus, walls, unprof []float64
+	for i := range pool {
+		runs = append(runs, ORTRun{Dur: 50e-6, Kernels: []ORTKernel{{Node: "pool", Dur: pool[i]}, {Node: "add", Dur: add[i]}}})
+		cpus = append(cpus, 50e-6)
+		walls = append(walls, 50e-6)
+		unprof = append(unprof, 45e-6) // 5 µs fixed, 40 µs of kernels
+	}
+	m := summarize(g, km, runs, cpus, walls, unprof, IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
+	if !near(m.NodeSum, 40e-6, 1e-6) || !near(m.Node[2], m.Node[3], 1e-6) {
+		t.Errorf("pool %g, add %g, sum %g; want 20, 20, 40 µs", m.Node[2], m.Node[3], m.NodeSum)
+	}
+}
