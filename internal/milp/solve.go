@@ -51,6 +51,10 @@ func SetThreads(n int) int {
 // Solve may be called from several goroutines at once, on different or the same Model (the
 // Model is only read).
 func (m *Model) Solve(ctx context.Context, opt Options) (*Result, error) {
+	return m.hooked(ctx, opt)
+}
+
+func (m *Model) solve(ctx context.Context, opt Options) (*Result, error) {
 	begin := time.Now()
 	sense := 1.0
 	if m.Maximize {
