@@ -363,7 +363,7 @@ func (s *solver) milp() {
 	run, err := in.solveMILP(s.ctx, start, maxBound(s.bounds), mipOptions{timeLimit: limit, relGap: o.RelGap, symmetry: o.Symmetry, seed: int(o.Seed)})
 	if err != nil {
 		s.add(MILP, nil, t0, 0, err.Error())
-		s.notes = append(s.notes, fmt.Sprintf("milp: %v", err))
+		s.notes = append(s.notes, fmt.Sprintf("full MILP failed: %v", err))
 		return
 	}
 	note := fmt.Sprintf("status %v, %d columns, %d rows, %d nodes", run.status, run.vars, run.rows, run.nodes)
@@ -380,6 +380,9 @@ func (s *solver) milp() {
 	s.addBound(MILP, run.bound)
 	if run.pl == nil {
 		s.add(MILP, nil, t0, run.bound, joinNote(note, "no incumbent"))
+		if fb := s.bestCandidate(); fb != nil {
+			s.notes = append(s.notes, fmt.Sprintf("milp: %v without an incumbent of its own; %s's plan is the best known", run.status, fb.Method))
+		}
 		return
 	}
 	s.add(MILP, run.pl, t0, run.bound, note)
@@ -389,11 +392,13 @@ func (s *solver) split() {
 	in, o := s.in, s.o
 	t0 := time.Now()
 	s.report(Split, "detecting modules")
+	log := &subLog{}
 	out, err := in.split(s.ctx, splitOptions{
-		deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
+		log: log, deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
 		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.2, polishShare: 0.2,
 		progress: func(msg string) { s.report(Split, msg) },
 	})
+	s.notes = append(s.notes, log.notes()...)
 	if err != nil {
 		s.add(Split, nil, t0, 0, err.Error())
 		if s.ctx.Err() == nil {

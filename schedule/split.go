@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"onnxpart/internal/milp"
 )
 
 // MILP-SPLIT (seed 003 §3.3).
@@ -49,6 +52,62 @@ type splitOptions struct {
 	lbShare     float64 // share of the time for the lower-bound sub-solves (multi-channel)
 	polishShare float64 // share of the time for annealing the stitched plan (when not optimal)
 	progress    func(string)
+	log         *subLog // sub-MILP outcomes worth reporting (nil: not recorded)
+}
+
+// subLog counts the sub-MILPs and records the ones that failed (a solver error, or a result
+// that contradicts the model: see mipRun.fault) or ran out of time without an incumbent.
+// Their sub-problems keep their heuristic plans and cheap bounds; split reports them in
+// Result.Notes.
+type subLog struct {
+	mu       sync.Mutex
+	milps    int      // sub-MILPs run
+	failed   int      // solver errors and faults
+	timedOut int      // stopped by their time limit with no incumbent of their own
+	first    []string // the first few failure messages
+}
+
+func (l *subLog) record(err error, run *mipRun) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.milps++
+	msg := ""
+	switch {
+	case err != nil:
+		msg = err.Error()
+	case run.fault != "":
+		msg = run.fault
+	case run.pl == nil && (run.status == milp.TimeLimit || run.status == milp.Interrupted):
+		l.timedOut++
+		return
+	default:
+		return
+	}
+	l.failed++
+	if len(l.first) < 3 {
+		l.first = append(l.first, msg)
+	}
+}
+
+// notes are the log's lines for Result.Notes (none when nothing went wrong).
+func (l *subLog) notes() []string {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	if l.failed > 0 {
+		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs failed and kept their heuristic plans and cheap bounds (%s)",
+			l.failed, l.milps, strings.Join(l.first, "; ")))
+	}
+	if l.timedOut > 0 {
+		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs stopped at their time limit without an incumbent (heuristic plans kept)", l.timedOut, l.milps))
+	}
+	return out
 }
 
 type splitOutcome struct {
@@ -197,6 +256,7 @@ type subResult struct {
 	bound   float64
 	optimal bool
 	err     error
+	fault   string // the sub-MILP failed (its error or fault); the plan and bound are the heuristics'
 }
 
 // prepare runs the constructive heuristics and the cheap bounds.
@@ -242,9 +302,15 @@ func (sp *subProblem) improve(ctx context.Context, start *Placement, startMk, lb
 		r.mk = math.Inf(1)
 	}
 	run, err := in.solveMILP(ctx, start, lb, mipOptions{timeLimit: limit, relGap: o.relGap, symmetry: o.symmetry, seed: int(o.seed)})
+	o.log.record(err, run)
 	if err != nil {
+		r.fault = err.Error()
+		if r.pl == nil {
+			r.err = fmt.Errorf("no plan found (MILP: %v)", err)
+		}
 		return r
 	}
+	r.fault = run.fault
 	if run.fault == "" {
 		r.bound = math.Max(r.bound, run.bound)
 	}
