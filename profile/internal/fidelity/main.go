@@ -24,8 +24,9 @@
 // weights and activations from the cache) and gives the measured time of the table and the
 // headline summary; the second is warm, a pipeline stage's steady state on a device that runs
 // the same stage call after call (the whole-model profiles behind the calibration are timed
-// that way), and gets a summary of its own. Warm calls ran about 12% faster (median over
-// stages, 2–30%) on the machine of results.txt.
+// that way), and gets a summary of its own. Warm calls ran 12–21% faster than cold ones
+// (median over the stages of a run; 3–44% from the 10th to the 90th percentile) on the
+// machine of results.txt.
 //
 // Whether a split's bottleneck was predicted is counted three ways. Exact: the stage with
 // the largest predicted time is the one with the largest measured median. Within 5%: its
