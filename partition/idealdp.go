@@ -18,7 +18,8 @@ const BoundIdealDP = "ideal-dp"
 // Only stages of work below the bound U are generated, so the result is exact whenever the
 // optimum is below U. It gives up (ok = false) when the DAG has more than maxIdeals ideals or
 // the transitions exceed maxPairs: it is meant for narrow graphs (chains of blocks, layer
-// graphs), where it certifies optimality outright.
+// graphs), where it certifies optimality outright. ok = false also when ctx ends first;
+// then ctx.Err() is set, which is how callers tell a clock stop from a size stop.
 func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, maxPairs int) (val float64, stage, device []int, ok bool) {
 	n := c.n
 	words := (n + 63) / 64
@@ -156,7 +157,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 				if !seen[k] && minWork() < U {
 					seen[k] = true
 					pairs++
-					if pairs > maxPairs {
+					if pairs > maxPairs || (pairs%4096 == 0 && ctx.Err() != nil) {
 						add(x, -1)
 						return false
 					}

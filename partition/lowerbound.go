@@ -60,16 +60,28 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 	case BoundNode:
 		info = BoundInfo{Method: method, Value: c.nodeBound(), Status: "proved"}
 	case BoundMinBlock:
-		info = BoundInfo{Method: method, Value: c.minBlockBound(c.nodeBound(), 64) * (1 - 1e-12), Status: "proved"}
+		mctx, cancel := context.WithTimeout(ctx, limit)
+		mb, complete := c.minBlockBound(mctx, c.nodeBound(), 64, minBlockOps)
+		cancel()
+		info = BoundInfo{Method: method, Value: mb * (1 - 1e-12), Status: "proved"}
+		if !complete {
+			info.Status = "partial"
+		}
 	case BoundCut:
 		base := math.Max(simple, c.nodeBound())
 		info = BoundInfo{Method: method, Value: c.cutBound(base), Status: "proved"}
 	case BoundIdealDP:
 		cctx, cancel := context.WithTimeout(ctx, limit)
 		val, s2, d2, ok := c.idealDP(cctx, e.a, U, 100000, 2000000)
+		stopped := cctx.Err() != nil
 		cancel()
 		if !ok {
+			// Nothing is proved by an unfinished DP: "time-limit" when the clock cut it,
+			// "gave-up" when the DAG has too many ideals.
 			info = BoundInfo{Method: method, Value: 0, Status: "gave-up"}
+			if stopped {
+				info.Status = "time-limit"
+			}
 			break
 		}
 		if !math.IsInf(val, 1) {

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"math"
 	"sort"
 )
@@ -14,6 +15,29 @@ type flowNet struct {
 	level []int32
 	iter  []int32
 	queue []int32
+	// Optional limits: the flow stops (stopped = true) when ctx ends or when more than
+	// budget arcs have been scanned (budget ≤ 0: no cap). The flow found so far is still a
+	// feasible flow, so its value is a lower bound on the minimum cut.
+	ctx     context.Context
+	budget  int64
+	ops     int64
+	stopped bool
+}
+
+// halt counts n arc scans and says whether the limits are reached (checked every 4096).
+func (f *flowNet) halt(n int64) bool {
+	if f.stopped {
+		return true
+	}
+	before := f.ops
+	f.ops += n
+	if f.ops>>12 == before>>12 {
+		return false
+	}
+	if (f.budget > 0 && f.ops > f.budget) || (f.ctx != nil && f.ctx.Err() != nil) {
+		f.stopped = true
+	}
+	return f.stopped
 }
 
 func newFlowNet(nodes int) *flowNet {
@@ -36,6 +60,10 @@ func (f *flowNet) addEdge(a, b int, c float64) {
 }
 
 func (f *flowNet) bfs(s, t int) bool {
+	// A phase costs O(nodes) to reset even when it explores little: count that too.
+	if f.halt(int64(2 * len(f.level))) {
+		return false
+	}
 	for i := range f.level {
 		f.level[i] = -1
 	}
@@ -43,7 +71,11 @@ func (f *flowNet) bfs(s, t int) bool {
 	f.queue = append(f.queue[:0], int32(s))
 	for i := 0; i < len(f.queue); i++ {
 		v := f.queue[i]
+		if f.halt(1) {
+			return false
+		}
 		for e := f.head[v]; e >= 0; e = f.next[e] {
+			f.ops++
 			if f.cap[e] > 1e-15 && f.level[f.to[e]] < 0 {
 				f.level[f.to[e]] = f.level[v] + 1
 				f.queue = append(f.queue, f.to[e])
@@ -58,6 +90,9 @@ func (f *flowNet) dfs(v, t int, pushed float64) float64 {
 		return pushed
 	}
 	for ; f.iter[v] >= 0; f.iter[v] = f.next[f.iter[v]] {
+		if f.halt(1) {
+			return 0
+		}
 		e := f.iter[v]
 		w := f.to[e]
 		if f.cap[e] <= 1e-15 || f.level[w] != f.level[v]+1 {
@@ -72,12 +107,14 @@ func (f *flowNet) dfs(v, t int, pushed float64) float64 {
 	return 0
 }
 
-// maxFlow returns the value of a maximum s–t flow (= the minimum cut).
+// maxFlow returns the value of a maximum s–t flow (= the minimum cut). When the limits
+// stop it (f.stopped), it returns the value of the feasible flow found so far, which is at
+// most the minimum cut.
 func (f *flowNet) maxFlow(s, t int) float64 {
 	total := 0.0
-	for f.bfs(s, t) {
+	for !f.stopped && f.bfs(s, t) {
 		copy(f.iter, f.head)
-		for {
+		for !f.stopped {
 			d := f.dfs(s, t, math.Inf(1))
 			if d <= 0 {
 				break
@@ -100,7 +137,13 @@ func (f *flowNet) maxFlow(s, t int) float64 {
 // must cut a_t → b_t once; a cut keeping T_t on one side need not. Nodes are processed in
 // decreasing order of f({v}), an upper bound on their min cut, and skipped once that is
 // below the best bound found, so only a few cuts are computed. maxCuts caps their number.
-func (c *core) minBlockBound(lower float64, maxCuts int) float64 {
+//
+// The work is limited: it stops when ctx ends or after budget arc scans in total (≤ 0: no
+// cap; the flows on long chains need many Dinic phases). It then returns the best value so
+// far with complete = false. That value is still a valid bound: each finished cut is one, and
+// the value of a flow stopped early is that of a feasible flow, hence at most the minimum cut
+// it was computing (weak duality).
+func (c *core) minBlockBound(ctx context.Context, lower float64, maxCuts int, budget int64) (best float64, complete bool) {
 	devs := c.activeDevices()
 	type cand struct {
 		v   int
@@ -110,12 +153,13 @@ func (c *core) minBlockBound(lower float64, maxCuts int) float64 {
 	for v := 0; v < c.n; v++ {
 		top := math.Inf(1)
 		for _, d := range devs {
-			top = math.Min(top, c.blockCost([]int{v}, d))
+			top = math.Min(top, c.singletonCost(v, d))
 		}
 		cands = append(cands, cand{v, top})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].top > cands[j].top })
-	best := lower
+	best = lower
+	var ops int64
 	nt := len(c.tProd)
 	N := c.n + 2*nt + 2
 	src, sink := c.n+2*nt, c.n+2*nt+1
@@ -137,10 +181,18 @@ func (c *core) minBlockBound(lower float64, maxCuts int) float64 {
 		if cd.top <= best*(1+1e-12) || done >= maxCuts {
 			break
 		}
+		if ctx.Err() != nil || (budget > 0 && ops >= budget) {
+			return best, false
+		}
 		val := math.Inf(1)
 		c.markRelatives(cd.v, mark)
-		for _, d := range devs {
+		stopped, all := false, false
+		for di, d := range devs {
 			f := newFlowNet(N)
+			f.ctx = ctx
+			if budget > 0 {
+				f.budget = budget - ops
+			}
 			for x := 0; x < c.n; x++ {
 				if w := c.work[d][x]; w > 0 {
 					f.addEdge(x, sink, w)
@@ -184,16 +236,37 @@ func (c *core) minBlockBound(lower float64, maxCuts int) float64 {
 			}
 			f.addEdge(src, cd.v, inf)
 			val = math.Min(val, f.maxFlow(src, sink))
-			if val <= best {
+			ops += f.ops
+			stopped = f.stopped
+			all = di == len(devs)-1
+			if val <= best || stopped {
 				break
 			}
 		}
 		done++
-		if val > best {
+		// val is min over the devices of (partial) flows; it bounds f(S) only if every
+		// device was examined (the loop also breaks early when val ≤ best, harmlessly).
+		if all && val > best {
 			best = val
 		}
+		if stopped {
+			return best, false
+		}
 	}
-	return best
+	return best, true
+}
+
+// singletonCost is f_d({v}) (= blockCost([]int{v}, d)) in O(deg v): every tensor incident to
+// v has another member (its producer or a consumer), so it is cut. blockCost scans every
+// tensor, which made the candidate list of minBlockBound quadratic.
+func (c *core) singletonCost(v, d int) float64 {
+	comm := 0.0
+	for _, t := range c.incOf(v) {
+		if c.tCard[t] > 1 {
+			comm += c.tSize[t]
+		}
+	}
+	return c.work[d][v] + comm*c.coef[d] + c.overflow(d, c.params[v])
 }
 
 // markRelatives sets mark[x] = 1 for the descendants of v, 2 for its ancestors, 0 otherwise.

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -306,7 +307,10 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 
 	// Combinatorial bounds first: they cost microseconds and may already close the gap.
 	if opts.Bounds != BoundsNone {
-		for _, b := range c.combinatorialBounds() {
+		for _, b := range c.combinatorialBounds(ctx) {
+			if b.Status == "partial" {
+				st.notes = append(st.notes, fmt.Sprintf("%s bound stopped early by its time or work budget (%.2f s); its value %.6g is valid but may be weaker than the full bound", b.Method, b.Seconds, b.Value))
+			}
 			st.bounds = append(st.bounds, b)
 			if b.Value > st.lb {
 				st.lb, st.lbMethod = b.Value, b.Method
@@ -431,8 +435,23 @@ func (s *solveState) algorithm() string {
 	return a + " (best from " + s.source + ")"
 }
 
-// combinatorialBounds computes Lemma 3.3 and the communication-aware bounds.
-func (c *core) combinatorialBounds() []BoundInfo {
+// minBlockOps caps the arc scans of one min-block computation (a few seconds at most), so
+// that it stays cheap and deterministic on long chains, where each minimum cut needs many
+// Dinic phases.
+const minBlockOps = 300_000_000
+
+// minBlockCtx gives min-block at most a tenth of the time left before ctx's deadline.
+func minBlockCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, time.Until(d)/10)
+	}
+	return context.WithCancel(ctx)
+}
+
+// combinatorialBounds computes Lemma 3.3 and the communication-aware bounds. min-block is
+// the only one that can take long; it stops at its budget (minBlockCtx, minBlockOps) with
+// Status "partial" and a value that is still proved.
+func (c *core) combinatorialBounds(ctx context.Context) []BoundInfo {
 	t := time.Now()
 	simple := c.simpleBound()
 	out := []BoundInfo{{Method: BoundSimple, Value: simple, Status: "proved", Seconds: time.Since(t).Seconds()}}
@@ -440,8 +459,15 @@ func (c *core) combinatorialBounds() []BoundInfo {
 	node := c.nodeBound()
 	out = append(out, BoundInfo{Method: BoundNode, Value: node, Status: "proved", Seconds: time.Since(t).Seconds()})
 	t = time.Now()
-	mb := c.minBlockBound(node, 64) * (1 - 1e-12)
-	out = append(out, BoundInfo{Method: BoundMinBlock, Value: mb, Status: "proved", Seconds: time.Since(t).Seconds()})
+	mctx, cancel := minBlockCtx(ctx)
+	mb, complete := c.minBlockBound(mctx, node, 64, minBlockOps)
+	cancel()
+	mb *= 1 - 1e-12
+	status := "proved"
+	if !complete {
+		status = "partial"
+	}
+	out = append(out, BoundInfo{Method: BoundMinBlock, Value: mb, Status: status, Seconds: time.Since(t).Seconds()})
 	t = time.Now()
 	cut := c.cutBound(math.Max(simple, math.Max(node, mb)))
 	out = append(out, BoundInfo{Method: BoundCut, Value: cut, Status: "proved", Seconds: time.Since(t).Seconds()})
@@ -646,7 +672,9 @@ func (e *engine) improveDeviceOrder(ctx context.Context, st *solveState) {
 }
 
 // exactIdeals runs the ideal DP with the incumbent as bound; when it completes, the
-// incumbent (or the DP's better plan) is optimal.
+// incumbent (or the DP's better plan) is optimal. It has a clock budget (30% of the time
+// left, 5 s without a time limit); a DP cut by it proves nothing, and the plan says so in a
+// note (a DP cut by its size caps is the normal outcome on wide graphs and is not noted).
 func (e *engine) exactIdeals(ctx context.Context, st *solveState) bool {
 	c := e.c
 	if c.n > 2000 {
@@ -662,6 +690,10 @@ func (e *engine) exactIdeals(ctx context.Context, st *solveState) bool {
 	U, _, _, _, _ := st.snapshot()
 	val, stage, dev, ok := c.idealDP(dctx, e.a, U, 100000, 2000000)
 	if !ok {
+		// A cancelled parent (gap reached, caller gave up) needs no note; a deadline does.
+		if errors.Is(dctx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled) {
+			st.note("%s: stopped by its time budget after %.2f s (budget %.2f s) before completing; it proves nothing, the other bounds apply", BoundIdealDP, time.Since(t0).Seconds(), budget.Seconds())
+		}
 		return false
 	}
 	if !math.IsInf(val, 1) {

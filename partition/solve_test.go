@@ -149,7 +149,7 @@ func TestCombinatorialBoundsBelowOPT(t *testing.T) {
 		opt := bruteOPT(t, p)
 		c := compile(p)
 		node := c.nodeBound()
-		mb := c.minBlockBound(0, 1000)
+		mb, _ := c.minBlockBound(context.Background(), 0, 1000, 0)
 		if mb < node*(1-1e-9) {
 			t.Fatalf("it %d: min-block %v below the node bound %v", it, mb, node)
 		}
