@@ -19,7 +19,7 @@ type BoundOptions struct {
 }
 
 // BoundMethods lists the methods LowerBound accepts, cheapest first.
-var BoundMethods = []string{BoundSimple, BoundNode, BoundMinBlock, BoundCut, BoundBottleneck, BoundBottleneckGuess, BoundExact, BoundIdealDP}
+var BoundMethods = []string{BoundSimple, BoundNode, BoundMinBlock, BoundCut, BoundBottleneck, BoundBottleneckGuess, BoundSuperblock, BoundExact, BoundIdealDP}
 
 // LowerBound computes one lower-bound method on p. incumbent must be a valid plan of p (from
 // Solve, say): the MIPs use its value to fix variables and as a cut-off, and the exact MIP
@@ -104,6 +104,12 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 			anc, desc := c.reachWork()
 			info = e.boundGuess(ctx, st, anc, desc, limit, par)
 		}
+	case BoundSuperblock:
+		if c.hetero {
+			return BoundInfo{}, nil, fmt.Errorf("partition: %s is defined for homogeneous pipelines only", method)
+		}
+		anc, desc := c.reachWork()
+		info = e.boundSuperblock(ctx, st, anc, desc, limit)
 	case BoundExact:
 		anc, desc := c.reachWork()
 		info = e.boundExact(ctx, st, anc, desc, limit)

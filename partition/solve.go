@@ -881,6 +881,11 @@ func (e *engine) mipBounds(ctx context.Context, st *solveState) {
 		if st.gapLocked() <= opts.Gap+1e-9 {
 			return
 		}
+		sb := e.boundSuperblock(ctx, st, anc, desc, limit/4)
+		st.offerBound(sb)
+		if st.gapLocked() <= opts.Gap+1e-9 {
+			return
+		}
 		g := e.boundGuess(ctx, st, anc, desc, limit/2, 1)
 		st.offerBound(g)
 		if st.gapLocked() <= opts.Gap+1e-9 {
