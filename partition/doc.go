@@ -36,9 +36,10 @@
 //   - Lower bounds: Lemma 3.3 (simple); a communication-aware node bound, its minimum-cut
 //     strengthening over convex blocks (min-block) and its k-aware extension (proofs in
 //     bounds.go and mincut.go); and on HiGHS through internal/milp the three-superblock MIP
-//     (bottleneck, §3.2), bottleneck-guess (k MIPs, §3.3) and the exact MIP (§3.1, x
-//     eliminated, branching on y) warm-started with the incumbent and with variables fixed by
-//     its value. A MIP that times out contributes its dual bound; a bound above the incumbent
+//     (bottleneck, §3.2), bottleneck-guess (k MIPs, §3.3), the superblock bound (ours: the
+//     exact MIP coarsened to two superblocks of j and k−j stages with averaged costs,
+//     maximised over j; proof in superblock.go) and the exact MIP (§3.1, x eliminated,
+//     branching on y) warm-started with the incumbent and with variables fixed by its value. A MIP that times out contributes its dual bound; a bound above the incumbent
 //     or a decoded MIP plan whose recomputed cost disagrees is a solver fault, reported in
 //     Plan.Notes and ignored.
 //   - Baselines on the same cost model: uniform layer counts, balanced parameters,
