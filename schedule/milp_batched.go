@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -41,7 +42,7 @@ type batchModel struct {
 
 type batchPair struct{ i, j, u, col int }
 
-func (in *inst) buildBatched(ub, lb float64, sym symmetry) (*batchModel, error) {
+func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) (*batchModel, error) {
 	if !(ub > 0) || math.IsInf(ub, 0) {
 		return nil, fmt.Errorf("schedule: batched MILP needs a finite positive horizon, got %v", ub)
 	}
@@ -191,6 +192,9 @@ func (in *inst) buildBatched(ub, lb float64, sym symmetry) (*batchModel, error) 
 	}
 	// F5: non-overlap on each device, for pairs whose windows intersect.
 	for a := range in.n {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the time is up: building the rest would only overshoot it
+		}
 		for bb := a + 1; bb < in.n; bb++ {
 			sa, fa := head[a]*sc, H-tail[a]*sc
 			sb, fb := head[bb]*sc, H-tail[bb]*sc

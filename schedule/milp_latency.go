@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -81,7 +82,7 @@ func (in *inst) headTail() (head, tail, fast []float64) {
 
 // buildLatency builds the model for horizon ub (problem units; the makespan of a known
 // feasible plan) and lower bound lb.
-func (in *inst) buildLatency(ub, lb float64, sym symmetry) (*latModel, error) {
+func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) (*latModel, error) {
 	if !(ub > 0) || math.IsInf(ub, 0) {
 		return nil, fmt.Errorf("schedule: latency MILP needs a finite positive horizon, got %v", ub)
 	}
@@ -244,6 +245,9 @@ func (in *inst) buildLatency(ub, lb float64, sym symmetry) (*latModel, error) {
 	// windows [head, H − tail] intersect.
 	win := func(i int) (float64, float64) { return head[i] * sc, H - tail[i]*sc }
 	for a := range in.n {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the time is up: building the rest would only overshoot it
+		}
 		for b := a + 1; b < in.n; b++ {
 			if in.comparable(a, b) {
 				continue
@@ -282,6 +286,9 @@ func (in *inst) buildLatency(ub, lb float64, sym symmetry) (*latModel, error) {
 			return (head[ed.From] + fast[ed.From]) * sc, H - (tail[ed.To]+fast[ed.To])*sc
 		}
 		for q1 := range nq {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			e1 := in.p.Edges[lm.qe[q1]]
 			for q2 := q1 + 1; q2 < nq; q2++ {
 				e2 := in.p.Edges[lm.qe[q2]]

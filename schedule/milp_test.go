@@ -88,3 +88,27 @@ func TestBatchedMILPOptimal(t *testing.T) {
 		})
 	}
 }
+
+// TestMILPSkipsWhenSetupExceedsTime: with less time than the model's uninterruptible set-up,
+// solveMILP does not call HiGHS (which would overrun the limit) and claims nothing.
+func TestMILPSkipsWhenSetupExceedsTime(t *testing.T) {
+	in, err := prepare(t4())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := in.met()
+	run, err := in.solveMILP(context.Background(), start, 3, mipOptions{timeLimit: time.Nanosecond, symmetry: SymmetryTasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.skipped == "" || run.pl != nil || run.bound != 3 || run.optimal {
+		t.Fatalf("skipped %q, plan %v, bound %v, optimal %v", run.skipped, run.pl != nil, run.bound, run.optimal)
+	}
+	// A context whose deadline has passed stops the build itself.
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	run, err = in.solveMILP(ctx, start, 3, mipOptions{symmetry: SymmetryTasks})
+	if err != nil || run.pl != nil || run.bound != 3 {
+		t.Fatalf("expired context: err %v, plan %v, bound %v", err, run.pl != nil, run.bound)
+	}
+}

@@ -366,7 +366,12 @@ func (s *solver) milp() {
 		s.notes = append(s.notes, fmt.Sprintf("full MILP failed: %v", err))
 		return
 	}
-	note := fmt.Sprintf("status %v, %d columns, %d rows, %d nodes", run.status, run.vars, run.rows, run.nodes)
+	note := fmt.Sprintf("status %v, %d columns, %d rows, %d nodes, built in %.2f s, solved in %.2f s", run.status, run.vars, run.rows, run.nodes, run.build.Seconds(), run.elapsed.Seconds())
+	if run.skipped != "" {
+		s.notes = append(s.notes, "full MILP "+run.skipped)
+		s.add(MILP, nil, t0, run.bound, joinNote(note, run.skipped))
+		return
+	}
 	if run.fault != "" {
 		fb := s.bestCandidate()
 		what := "no heuristic plan"

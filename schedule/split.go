@@ -64,6 +64,7 @@ type subLog struct {
 	milps    int      // sub-MILPs run
 	failed   int      // solver errors and faults
 	timedOut int      // stopped by their time limit with no incumbent of their own
+	skipped  int      // not started: their set-up would have overrun the time left (mipRun.skipped)
 	first    []string // the first few failure messages
 }
 
@@ -80,6 +81,9 @@ func (l *subLog) record(err error, run *mipRun) {
 		msg = err.Error()
 	case run.fault != "":
 		msg = run.fault
+	case run.skipped != "":
+		l.skipped++
+		return
 	case run.pl == nil && (run.status == milp.TimeLimit || run.status == milp.Interrupted):
 		l.timedOut++
 		return
@@ -103,6 +107,9 @@ func (l *subLog) notes() []string {
 	if l.failed > 0 {
 		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs failed and kept their heuristic plans and cheap bounds (%s)",
 			l.failed, l.milps, strings.Join(l.first, "; ")))
+	}
+	if l.skipped > 0 {
+		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs not started: too little time left for their set-up (heuristic plans kept)", l.skipped, l.milps))
 	}
 	if l.timedOut > 0 {
 		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs stopped at their time limit without an incumbent (heuristic plans kept)", l.timedOut, l.milps))
