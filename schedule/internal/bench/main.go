@@ -43,6 +43,7 @@ func main() {
 	nodes := flag.Int("n", 10, "random-graph nodes per RandWire module")
 	modules := flag.Int("modules", 10, "modules per RandWire stack (latency and throughput tables)")
 	capT := flag.Duration("cap", 180*time.Second, "time cap of the full MILP in the timing table")
+	timingMods := flag.String("timing-modules", "5,10,20", "comma list of stack sizes (modules) of the timing table")
 	seed := flag.Uint64("seed", 1, "seed of the instances and of EA/SA")
 	cases := flag.String("cases", "", "comma list of RandWire cases to run (e.g. \"1-ch,wd, 4-ch\" is ambiguous: use 1-ch, sd2, sd3, sd4, wd2, wd3, wd4); empty: all")
 	only := flag.String("methods", "", "comma list of methods for the RandWire tables; empty: all")
@@ -59,7 +60,7 @@ func main() {
 		case "throughput":
 			randwire(true, *nodes, *modules, *batch, *budget, *seed)
 		case "timing":
-			timing(*nodes, *capT, *seed)
+			timing(*nodes, *capT, *seed, *timingMods)
 		case "corpus":
 			corpus(*models, *devices, *budget, *seed)
 		case "":
@@ -261,11 +262,16 @@ func randwire(throughput bool, n, modules, batch int, budget time.Duration, seed
 	fmt.Println()
 }
 
-func timing(n int, capT time.Duration, seed uint64) {
+func timing(n int, capT time.Duration, seed uint64, modsList string) {
 	fmt.Printf("## Solve time: full MILP vs MILP-SPLIT (single-channel ER(0.2) stacks, N = %d, latency)\n\n", n)
 	fmt.Printf("Both run to optimality (relative gap 1e-4); the full MILP is capped at %v. Ratio = MILP seconds ÷ SPLIT seconds (a lower bound on it when the MILP hits the cap).\n\n", capT)
 	fmt.Printf("| modules | nodes | SPLIT makespan | SPLIT s | SPLIT gap | MILP makespan | MILP s | MILP gap | ratio |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, mods := range []int{5, 10, 20} {
+	for _, ms := range strings.Split(modsList, ",") {
+		var mods int
+		if _, err := fmt.Sscan(strings.TrimSpace(ms), &mods); err != nil || mods < 1 {
+			fmt.Fprintf(os.Stderr, "bench: bad -timing-modules entry %q\n", ms)
+			os.Exit(2)
+		}
 		p := makeStack(stackCase{"1-ch", 1, true}, n, mods, 1, seed)
 		logf("timing %d modules", mods)
 		sp := solve(p, schedule.Options{Method: schedule.Split, Seed: seed})
