@@ -83,9 +83,11 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 	return BoundInfo{Method: BoundSuperblock, Value: best, Status: status, Seconds: time.Since(t0).Seconds()}
 }
 
-// superblockCompositions lists the two-superblock compositions (j, K−j) tried, most
-// promising first: the middle, then three quarters and one quarter (on REGAL-like graphs the
-// heavier side first is often best), at most four.
+// superblockCompositions lists the compositions tried, most promising first: two
+// superblocks (j, K−j) with j at the middle, three quarters, one quarter and K−1 (on
+// REGAL-like graphs the heavier side first is often best), then balanced compositions into
+// three and four superblocks (fewer than K), which are stronger but harder; the time left by
+// MIPs that finish early goes to the later ones.
 func superblockCompositions(K int) [][]int {
 	var out [][]int
 	seen := map[int]bool{}
@@ -95,6 +97,16 @@ func superblockCompositions(K int) [][]int {
 		}
 		seen[j] = true
 		out = append(out, []int{j, K - j})
+	}
+	for r := 3; r <= 4 && r < K; r++ {
+		comp := make([]int, r)
+		for i := range comp {
+			comp[i] = K / r
+		}
+		for i := 0; i < K%r; i++ {
+			comp[(r-1)/2+(i+1)/2*(1-2*(i%2))]++ // extra stages from the middle outwards
+		}
+		out = append(out, comp)
 	}
 	return out
 }

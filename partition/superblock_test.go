@@ -48,7 +48,14 @@ func TestSuperblockBelowOPT(t *testing.T) {
 func TestSuperblockCompositions(t *testing.T) {
 	for K := 3; K <= 64; K++ {
 		for _, c := range superblockCompositions(K) {
-			if len(c) != 2 || c[0] < 1 || c[1] < 1 || c[0]+c[1] != K {
+			sum := 0
+			for _, s := range c {
+				if s < 1 {
+					t.Fatalf("K=%d: bad composition %v", K, c)
+				}
+				sum += s
+			}
+			if len(c) < 2 || len(c) >= K || sum != K {
 				t.Fatalf("K=%d: bad composition %v", K, c)
 			}
 		}
