@@ -539,6 +539,20 @@ func (c *core) solveMIP(ctx context.Context, spec mipSpec, anc, desc []float64, 
 	if math.IsNaN(dual) || math.IsInf(dual, -1) {
 		dual = math.Inf(-1)
 	}
+	if res.HasSolution && len(res.X) == m.m.NumVars() {
+		// The reported objective must be the incumbent's value (highs-mtpp.md: a presolve
+		// fault can return a wrong "optimal"); a mismatch makes the dual bound unproved.
+		val := 0.0
+		for j, cst := range m.m.Obj {
+			val += cst * res.X[j]
+		}
+		if math.Abs(val-res.Objective) > 1e-6*math.Max(1, math.Abs(val)) {
+			out.status = "fault"
+			out.fault = fmt.Sprintf("HiGHS reported objective %.9g but its solution is worth %.9g: the bound is not proved", res.Objective*spec.scale, val*spec.scale)
+			out.bound = spec.zLo
+			return out
+		}
+	}
 	b := math.Min(dual, target)
 	out.bound = math.Max(spec.zLo, b)
 	if res.HasSolution {
