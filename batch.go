@@ -195,10 +195,6 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 			ToDevice: r.Cluster.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
 			StartS: tr.Start, EndS: tr.End, Stage: st})
 	}
-	if len(bp.Routes) > 1 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the batch follows %d routes: route 0 (%d of %d inputs) is this directory's stages, the others are in %s",
-			len(bp.Routes), main.Inputs, opt.Batch, routeDirList(len(bp.Routes))))
-	}
 	return main.work, main.labelDevice, nil
 }
 
@@ -270,20 +266,17 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 		for _, d := range rp.labelDevice {
 			a.Devices = append(a.Devices, emit.Device{Name: r.Cluster.Devices[d].Name, Provider: provider(&r.Cluster.Devices[d])})
 		}
-		if len(r.Batch.Routes) > 1 {
+		if i == 0 && len(r.Batch.Routes) > 1 {
+			a.Notes = append(a.Notes, fmt.Sprintf("the batch follows %d routes: route 0 (%d of %d inputs) is this directory's stages, the others are in %s",
+				len(r.Batch.Routes), rp.Inputs, r.Batch.Inputs, routeDirList(len(r.Batch.Routes))))
+		}
+		if i > 0 { // route 0's manifest is the plan's own, with its batch section
 			a.Notes = append(a.Notes, fmt.Sprintf("route %d of a batched plan: granules %s (%d of %d inputs); the whole plan is in %s",
-				i, intList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join(relUp(i), "manifest.json")))
+				i, intList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join("..", "manifest.json")))
 		}
 		rp.Assignment = a
 	}
 	return nil
-}
-
-func relUp(i int) string {
-	if i == 0 {
-		return "."
-	}
-	return ".."
 }
 
 func intList(a []int) string {

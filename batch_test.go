@@ -107,6 +107,16 @@ func TestBatchedPlan(t *testing.T) {
 			if man.Batch == nil || len(man.Batch.Routes) != len(b.Routes) {
 				t.Fatalf("manifest batch section %+v", man.Batch)
 			}
+			if len(b.Routes) > 1 {
+				r1, err := emit.ReadManifest(filepath.Join(out, onnxpart.RouteDir(1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n0, n1 := strings.Join(man.Notes, "\n"), strings.Join(r1.Notes, "\n")
+				if !strings.Contains(n0, "the batch follows") || strings.Contains(n1, "the batch follows") || !strings.Contains(n1, "route 1 of a batched plan") {
+					t.Errorf("route notes: route 0 %q, route 1 %q", n0, n1)
+				}
+			}
 			rep, err := emit.Verify(context.Background(), out, emit.VerifyOptions{})
 			if err != nil {
 				t.Fatal(err)

@@ -267,6 +267,9 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		a.Devices = append(a.Devices, emit.Device{Name: c.Devices[d].Name, Provider: provider(&c.Devices[d])})
 	}
 	r.Assignment = a
+	if r.Batch != nil {
+		r.Assignment = r.Batch.Routes[0].Assignment // the same stages, with the routes' note
+	}
 	r.Seconds = time.Since(start).Seconds()
 	r.Gap = gapOf(r.Lower, r.Upper)
 	return r, nil
