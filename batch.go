@@ -272,19 +272,11 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 		}
 		if i > 0 { // route 0's manifest is the plan's own, with its batch section
 			a.Notes = append(a.Notes, fmt.Sprintf("route %d of a batched plan: granules %s (%d of %d inputs); the whole plan is in %s",
-				i, intList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join("..", "manifest.json")))
+				i, emit.GranuleList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join("..", "manifest.json")))
 		}
 		rp.Assignment = a
 	}
 	return nil
-}
-
-func intList(a []int) string {
-	s := make([]string, len(a))
-	for i, x := range a {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
 }
 
 // batchManifest is the manifest's batch section of r.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"onnxpart/graph"
 )
@@ -76,6 +77,15 @@ type BatchDevice struct {
 	// routes through it), BusyS its predicted compute time for the whole batch.
 	Inputs int     `json:"inputs"`
 	BusyS  float64 `json:"busy_s"`
+}
+
+// GranuleList writes granule ids as "0,1,2" (notes, the plan table, the report).
+func GranuleList(ids []int) string {
+	s := make([]string, len(ids))
+	for i, x := range ids {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // Route is the chain of stages a share of the batch follows.

@@ -117,14 +117,18 @@ type reportView struct {
 // batchView is a batched plan's shares and routes.
 type batchView struct {
 	Caption string
-	Devices []struct {
-		Name, Fill, Busy string
-		Inputs, Ops      int
-	}
-	Routes []struct {
-		Index, Inputs          int
-		Granules, Devices, Dir string
-	}
+	Devices []batchDeviceRow
+	Routes  []routeRow
+}
+
+type batchDeviceRow struct {
+	Name, Fill, Busy string
+	Inputs, Ops      int
+}
+
+type routeRow struct {
+	Index, Inputs          int
+	Granules, Devices, Dir string
 }
 
 func buildBatch(m *Manifest, color map[string]string) *batchView {
@@ -135,20 +139,11 @@ func buildBatch(m *Manifest, color map[string]string) *batchView {
 	v := &batchView{Caption: fmt.Sprintf("A batch of %d inputs in %d granules of %d, %s for the batch (%s). Each granule follows one route; this directory holds route 0's stages, every other route its own directory.",
 		b.Inputs, b.Granules, b.GranuleInputs, fmtSeconds(b.MakespanS), fmtRate(b.ThroughputPerS))}
 	for _, d := range b.Devices {
-		v.Devices = append(v.Devices, struct {
-			Name, Fill, Busy string
-			Inputs, Ops      int
-		}{d.Device, color[d.Device], fmtSeconds(d.BusyS), d.Inputs, d.Ops})
+		v.Devices = append(v.Devices, batchDeviceRow{Name: d.Device, Fill: color[d.Device], Busy: fmtSeconds(d.BusyS), Inputs: d.Inputs, Ops: d.Ops})
 	}
 	for _, r := range b.Routes {
-		g := make([]string, len(r.Granules))
-		for i, x := range r.Granules {
-			g[i] = strconv.Itoa(x)
-		}
-		v.Routes = append(v.Routes, struct {
-			Index, Inputs          int
-			Granules, Devices, Dir string
-		}{r.Index, r.Inputs, strings.Join(g, ", "), strings.Join(r.Devices, " → "), r.Dir})
+		v.Routes = append(v.Routes, routeRow{Index: r.Index, Inputs: r.Inputs, Granules: strings.ReplaceAll(GranuleList(r.Granules), ",", ", "),
+			Devices: strings.Join(r.Devices, " → "), Dir: r.Dir})
 	}
 	return v
 }

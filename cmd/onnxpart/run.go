@@ -345,7 +345,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		}
 		if man.Batch != nil {
 			for _, rt := range man.Batch.Routes {
-				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), intsStr(rt.Granules), strings.Join(rt.Devices, " → "), rt.Dir)
+				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), emit.GranuleList(rt.Granules), strings.Join(rt.Devices, " → "), rt.Dir)
 			}
 		}
 	} else if r.Objective == onnxpart.Throughput {
@@ -360,14 +360,6 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	for _, n := range man.Notes {
 		fmt.Fprintf(w, "note       %s\n", n)
 	}
-}
-
-func intsStr(a []int) string {
-	s := make([]string, len(a))
-	for i, x := range a {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
 }
 
 func extrasText(dir string) string {
