@@ -44,7 +44,7 @@ const maxEff = 1e3
 
 // fitOrder fits GEMM-like classes first: their compute efficiency is the prior of classes
 // whose nodes never reach the compute roof (a MatMul class seen only as GEMV).
-var fitOrder = []OpClass{ClassConv, ClassMatMul, ClassDepthwise, ClassPool, ClassNorm,
+var fitOrder = []OpClass{ClassConv, ClassMatMul, ClassDepthwise, ClassDepthwisePlain, ClassPool, ClassNorm,
 	ClassElementwise, ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther}
 
 // fitPoint is one node: its roofline terms c and m, its measured time t and the weight w of
@@ -73,28 +73,38 @@ func (x fitPoint) weight() float64 {
 //
 // Nodes of a fused kernel carry their share of its time and nodes the runtime removed carry
 // 0, so the fit folds fusion in: it predicts the runtime's time per node, not the kernels'.
-// Static nodes are not fitted (they cost nothing).
+// Static nodes are not fitted (they cost nothing). Nodes are classed by ClassOn with the
+// blocked layout the samples' IOCost measured, so depthwise convolutions the runtime runs
+// plain get a fit of their own.
 func Calibrate(d *Device, samples []Sample) *Calibration {
 	pts := map[OpClass][]fitPoint{}
 	cal := &Calibration{Classes: map[OpClass]ClassFit{}}
 	var runs []float64
 	for _, s := range samples {
-		g, m := s.Graph, s.Measured
-		cal.Models = append(cal.Models, m.Model)
-		runs = append(runs, m.RunOverhead())
-		if m.IO.PerByte > 0 && cal.IO == nil {
+		if m := s.Measured; m.IO.PerByte > 0 && cal.IO == nil {
 			io := m.IO
 			cal.IO = &io
 		}
+	}
+	// Nodes are classed and priced as on the calibrated device: with the runtime's channel
+	// block and alignment when the samples measured them (see Apply).
+	dev := *d
+	if cal.IO != nil {
+		cal.IO.applyLayout(&dev)
+	}
+	for _, s := range samples {
+		g, m := s.Graph, s.Measured
+		cal.Models = append(cal.Models, m.Model)
+		runs = append(runs, m.RunOverhead())
 		for v := range g.Nodes {
 			n := &g.Nodes[v]
-			c := ClassOf(g, n)
+			c := ClassOn(&dev, g, n)
 			if c == ClassStatic || v >= len(m.Node) || math.IsNaN(m.Node[v]) {
 				continue
 			}
 			var comp, mem float64
 			if c != ClassView {
-				comp, mem = roofline(d, g, n, c, PrecisionOf(g, n))
+				comp, mem = roofline(&dev, g, n, c, PrecisionOf(g, n))
 			}
 			pts[c] = append(pts[c], fitPoint{c: comp, m: mem, t: m.Node[v]})
 		}
@@ -282,8 +292,10 @@ func effOf(a float64) float64 {
 	return math.Max(1/a, 1/maxEff)
 }
 
-// Apply writes the calibration into d's efficiencies and overheads (source measured). Op-type
-// entries of d (from a spec file) still take precedence over the fitted classes.
+// Apply writes the calibration into d's efficiencies and overheads (source measured), and
+// the call costs and blocked layout measured with the samples (MeasureIO) into its run
+// overhead, IOBandwidth, LayoutBandwidth, VectorWidth and ChannelAlign. Op-type entries of d
+// (from a spec file) still take precedence over the fitted classes.
 func (c *Calibration) Apply(d *Device) {
 	if d.Efficiency == nil {
 		d.Efficiency = map[string]Figure{}
@@ -315,8 +327,19 @@ func (c *Calibration) Apply(d *Device) {
 	if c.IO != nil && c.IO.PerByte > 0 {
 		d.IOBandwidth = fig(1/c.IO.PerByte, SourceMeasured, "one-Relu ONNX Runtime calls on 16 KiB and 4 MiB tensors, per byte in and out")
 	}
+	if c.IO != nil {
+		c.IO.applyLayout(d)
+	}
 	if c.IO != nil && c.IO.LayoutPerByte > 0 {
 		d.LayoutBandwidth = fig(1/c.IO.LayoutPerByte, SourceMeasured, "NCHWc reorder kernels around a 1×1 convolution, ONNX Runtime profile")
+	}
+}
+
+// applyLayout sets d's vector width and channel alignment to the blocked layout the runtime
+// was measured to use (nothing when the probe found none).
+func (io *IOCost) applyLayout(d *Device) {
+	if io.ChannelBlock > 1 && io.ChannelAlign > 0 {
+		d.VectorWidth, d.ChannelAlign = io.ChannelBlock, io.ChannelAlign
 	}
 }
 

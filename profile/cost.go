@@ -71,7 +71,7 @@ func (m *CostModel) NodeTime(g *graph.Graph, node, device int) float64 {
 func (m *CostModel) Explain(g *graph.Graph, node, device int) Breakdown {
 	d := &m.c.Devices[device]
 	n := &g.Nodes[node]
-	b := Breakdown{Class: ClassOf(g, n), Precision: PrecisionOf(g, n)}
+	b := Breakdown{Class: ClassOn(d, g, n), Precision: PrecisionOf(g, n)}
 	if device < len(m.opts.Measured) && m.opts.Measured[device] != nil && node < len(m.opts.Measured[device]) {
 		if t := m.opts.Measured[device][node]; !math.IsNaN(t) {
 			b.Time, b.Measured = t, true
@@ -330,8 +330,8 @@ func (m *CostModel) StageTime(g *graph.Graph, nodes []int, device int) float64 {
 	for _, v := range nodes {
 		in[v] = true
 	}
-	stage := newLayoutCtx(g, in)
-	whole := newLayoutCtx(g, nil)
+	stage := newLayoutCtx(g, in, d)
+	whole := newLayoutCtx(g, nil, d)
 	t := d.RunOverhead.Value
 	for _, v := range nodes {
 		n := &g.Nodes[v]
@@ -350,21 +350,23 @@ func (m *CostModel) StageTime(g *graph.Graph, nodes []int, device int) float64 {
 }
 
 // layoutCtx answers, for a set of nodes run in one session (nil: the whole graph), which
-// nodes work in the blocked layout and which epilogues fuse.
+// nodes work in the blocked layout on device d and which epilogues fuse.
 type layoutCtx struct {
 	g       *graph.Graph
+	d       *Device
 	in      map[int]bool
 	blocked map[int]bool
 	fusedM  map[int]bool
 }
 
-func newLayoutCtx(g *graph.Graph, in map[int]bool) *layoutCtx {
-	return &layoutCtx{g: g, in: in, blocked: map[int]bool{}, fusedM: map[int]bool{}}
+func newLayoutCtx(g *graph.Graph, in map[int]bool, d *Device) *layoutCtx {
+	return &layoutCtx{g: g, d: d, in: in, blocked: map[int]bool{}, fusedM: map[int]bool{}}
 }
 
 func (c *layoutCtx) inCtx(v int) bool { return v >= 0 && (c.in == nil || c.in[v]) }
 
-// isBlocked: convolution and pooling nodes, and epilogues fused into them.
+// isBlocked: pooling nodes, convolutions the device runs blocked (Device.Blocked), and
+// epilogues fused into them.
 func (c *layoutCtx) isBlocked(v int) bool {
 	if b, ok := c.blocked[v]; ok {
 		return b
@@ -372,7 +374,9 @@ func (c *layoutCtx) isBlocked(v int) bool {
 	c.blocked[v] = false // cycles cannot occur in a DAG; this guards recursion depth
 	var b bool
 	switch ClassOf(c.g, &c.g.Nodes[v]) {
-	case ClassConv, ClassDepthwise, ClassPool:
+	case ClassConv, ClassDepthwise:
+		b = c.d == nil || c.d.Blocked(c.g, &c.g.Nodes[v])
+	case ClassPool:
 		b = true
 	case ClassEpilogue:
 		b = c.fused(v)
@@ -539,7 +543,7 @@ func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node
 	lead := -1
 	for _, v := range members {
 		n := &g.Nodes[v]
-		c := ClassOf(g, n)
+		c := ClassOn(d, g, n)
 		if c == ClassStatic {
 			continue
 		}
@@ -551,7 +555,7 @@ func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node
 		return 0
 	}
 	ln := &g.Nodes[lead]
-	c, p := ClassOf(g, ln), PrecisionOf(g, ln)
+	c, p := ClassOn(d, g, ln), PrecisionOf(g, ln)
 	eff, memEff := EfficiencyOf(d, ln.OpType, c)
 	t := OverheadOf(d, c).Value
 	if c == ClassView && kernel.FLOPs == 0 {
@@ -565,11 +569,11 @@ func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node
 	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + t
 }
 
-// ClassTimes sums the predicted times of g's nodes per op class on device d.
+// ClassTimes sums the predicted times of g's nodes per op class (ClassOn) on device d.
 func (m *CostModel) ClassTimes(g *graph.Graph, d int) map[OpClass]float64 {
 	out := map[OpClass]float64{}
 	for v := range g.Nodes {
-		out[ClassOf(g, &g.Nodes[v])] += m.NodeTime(g, v, d)
+		out[ClassOn(&m.c.Devices[d], g, &g.Nodes[v])] += m.NodeTime(g, v, d)
 	}
 	return out
 }

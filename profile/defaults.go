@@ -9,17 +9,17 @@ package profile
 // GPUs, depthwise convolution and normalisation are far from either roof, and so on.
 var defaultEfficiency = map[Kind]map[OpClass]float64{
 	GPU: {
-		ClassMatMul: 0.6, ClassConv: 0.5, ClassDepthwise: 0.25, ClassPool: 0.5, ClassNorm: 0.4,
+		ClassMatMul: 0.6, ClassConv: 0.5, ClassDepthwise: 0.25, ClassDepthwisePlain: 0.25, ClassPool: 0.5, ClassNorm: 0.4,
 		ClassElementwise: 0.7, ClassEpilogue: 0.7, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
 		ClassStatic: 1,
 	},
 	CPU: {
-		ClassMatMul: 0.7, ClassConv: 0.6, ClassDepthwise: 0.3, ClassPool: 0.5, ClassNorm: 0.4,
+		ClassMatMul: 0.7, ClassConv: 0.6, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.05, ClassPool: 0.5, ClassNorm: 0.4,
 		ClassElementwise: 0.6, ClassEpilogue: 0.6, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
 		ClassStatic: 1,
 	},
 	Accelerator: {
-		ClassMatMul: 0.5, ClassConv: 0.4, ClassDepthwise: 0.2, ClassPool: 0.4, ClassNorm: 0.3,
+		ClassMatMul: 0.5, ClassConv: 0.4, ClassDepthwise: 0.2, ClassDepthwisePlain: 0.2, ClassPool: 0.4, ClassNorm: 0.3,
 		ClassElementwise: 0.5, ClassEpilogue: 0.5, ClassData: 0.4, ClassView: 1, ClassControl: 0.05, ClassOther: 0.2,
 		ClassStatic: 1,
 	},

@@ -186,6 +186,14 @@ type Device struct {
 	// for AVX2); convolution and matrix kernels work on output channels in blocks of that
 	// many, so the roofline counts FLOPs with output channels rounded up to it. 0 for none.
 	VectorWidth int
+	// ChannelAlign is the channel multiple that the runtime's blocked-layout convolution
+	// kernels accept on a CPU device (ONNX Runtime's NCHWc kernels block VectorWidth
+	// channels; recent releases pad channel counts that are multiples of 4 up to the block,
+	// older ones take multiples of the block only). A convolution the rule excludes runs in
+	// the plain layout: a depthwise one on a generic path several times slower per FLOP (see
+	// Blocked and ClassDepthwisePlain). Measured by MeasureIO; 0: unknown, every convolution
+	// is assumed blocked.
+	ChannelAlign int
 	// Host marks the machine's own CPU (the device that ONNX Runtime measurements describe).
 	Host bool
 }

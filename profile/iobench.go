@@ -58,8 +58,11 @@ func reluModel(path string, c, h, w int64, conv bool) error {
 // PerByte seconds for every byte of input it is given and output it returns (the binding's
 // copies on both sides of the call), plus LayoutPerByte for every byte of a 4-D input or
 // output that a convolution or pooling kernel reads or writes in the blocked NCHWc layout.
+// ChannelBlock and ChannelAlign describe that layout as the runtime applies it (see
+// probeNCHWc; 0 when it uses none).
 type IOCost struct {
 	Fixed, PerByte, LayoutPerByte float64
+	ChannelBlock, ChannelAlign    int
 }
 
 // MeasureIO times calls of a one-Relu model on a small and a large tensor in ONNX Runtime
@@ -114,7 +117,116 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (IOCos
 	if err != nil {
 		return IOCost{}, err
 	}
-	return IOCost{Fixed: math.Max(t1-per*b1, 0), PerByte: per, LayoutPerByte: layout}, nil
+	block, align, err := probeNCHWc(threads)
+	if err != nil {
+		return IOCost{}, err
+	}
+	return IOCost{Fixed: math.Max(t1-per*b1, 0), PerByte: per, LayoutPerByte: layout, ChannelBlock: block, ChannelAlign: align}, nil
+}
+
+// convModel writes a one-Conv ONNX model: x float32 [1, cin, 8, 8], weights [cout, cin/group,
+// k, k], padding k/2.
+func convModel(path string, cin, cout, group, k int64) error {
+	vi := func(name string, c int64) *onnxpb.ValueInfoProto {
+		var dims []*onnxpb.TensorShapeProto_Dimension
+		for _, d := range []int64{1, c, 8, 8} {
+			dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+		}
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float)), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
+	}
+	w := make([]float32, cout*cin/group*k*k)
+	for i := range w {
+		w[i] = float32(i%5) * 0.01
+	}
+	p := k / 2
+	m := &onnxpb.ModelProto{
+		IrVersion:   proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
+		Graph: &onnxpb.GraphProto{
+			Name: proto.String("conv"),
+			Node: []*onnxpb.NodeProto{{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"},
+				Attribute: []*onnxpb.AttributeProto{
+					{Name: proto.String("group"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(group)},
+					{Name: proto.String("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{p, p, p, p}},
+				}}},
+			Initializer: []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{cout, cin / group, k, k}, DataType: proto.Int32(int32(graph.Float)), FloatData: w}},
+			Input:       []*onnxpb.ValueInfoProto{vi("x", cin)},
+			Output:      []*onnxpb.ValueInfoProto{vi("y", cout)},
+		},
+	}
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// nchwcDomain is the domain of ONNX Runtime's blocked-layout kernels.
+const nchwcDomain = "com.microsoft.nchwc"
+
+// blockedConv has ONNX Runtime optimize a one-Conv model (see convModel) and reports whether
+// the convolution became a blocked-layout kernel, and its padded output channel count.
+func blockedConv(dir string, threads int, cin, cout, group, k int64) (ok bool, paddedOut int64, err error) {
+	p := filepath.Join(dir, fmt.Sprintf("conv-%d-%d-%d-%d.onnx", cin, cout, group, k))
+	if err := convModel(p, cin, cout, group, k); err != nil {
+		return false, 0, err
+	}
+	g := &graph.Graph{Tensors: []graph.Tensor{{Name: "x"}, {Name: "y"}}, Inputs: []int{0}, Outputs: []int{1}}
+	out := p + ".opt"
+	if err := saveOptimized(p, out, g, MeasureOptions{Threads: threads}); err != nil {
+		return false, 0, err
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return false, 0, err
+	}
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(data, &m); err != nil {
+		return false, 0, err
+	}
+	dims := map[string][]int64{}
+	for _, t := range m.GetGraph().GetInitializer() {
+		dims[t.GetName()] = t.GetDims()
+	}
+	for _, n := range m.GetGraph().GetNode() {
+		if n.GetDomain() == nchwcDomain && n.GetOpType() == "Conv" && len(n.GetInput()) > 1 {
+			if d := dims[n.GetInput()[1]]; len(d) > 0 {
+				paddedOut = d[0]
+			}
+			return true, paddedOut, nil
+		}
+	}
+	return false, 0, nil
+}
+
+// probeNCHWc finds how ONNX Runtime lays out convolutions on this CPU: the channel block of
+// its NCHWc kernels (the padded output channel count of a 4-channel 1×1 convolution) and the
+// channel alignment it accepts, the least a (a power of two) for which a depthwise 3×3
+// convolution of block + a channels is still blocked (the block itself when none smaller
+// is). Both are 0 when the runtime uses no blocked layout. It optimizes a handful of one-node
+// models (milliseconds; nothing is timed).
+func probeNCHWc(threads int) (block, align int, err error) {
+	dir, err := os.MkdirTemp("", "onnxpart-nchwc-*")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	ok, padded, err := blockedConv(dir, threads, 4, 4, 1, 1)
+	if err != nil || !ok || padded < 4 {
+		return 0, 0, err
+	}
+	for a := int64(1); a < padded; a *= 2 {
+		c := padded + a
+		ok, _, err := blockedConv(dir, threads, c, c, c, 3)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			return int(padded), int(a), nil
+		}
+	}
+	return int(padded), int(padded), nil
 }
 
 // layoutCost measures ONNX Runtime's conversion of a call's inputs and outputs to and from its

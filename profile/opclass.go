@@ -10,23 +10,24 @@ type OpClass string
 
 // Op classes.
 const (
-	ClassMatMul      OpClass = "matmul"         // MatMul, Gemm, attention and their quantised forms
-	ClassConv        OpClass = "conv"           // dense and grouped convolutions
-	ClassDepthwise   OpClass = "conv-depthwise" // convolutions with one input channel per group
-	ClassPool        OpClass = "pool"           // max/average/global pooling
-	ClassNorm        OpClass = "norm"           // normalisation, softmax, reductions
-	ClassElementwise OpClass = "elementwise"    // arithmetic and activations
-	ClassEpilogue    OpClass = "epilogue"       // elementwise right after a GEMM-like node (fusable)
-	ClassData        OpClass = "data"           // data movement that copies: transpose, concat, gather, …
-	ClassView        OpClass = "view"           // metadata-only ops: reshape, squeeze, identity, …
-	ClassControl     OpClass = "control"        // If, Loop, Scan
-	ClassOther       OpClass = "other"          // anything else
-	ClassStatic      OpClass = "static"         // computable before run time (folded away): free
+	ClassMatMul         OpClass = "matmul"               // MatMul, Gemm, attention and their quantised forms
+	ClassConv           OpClass = "conv"                 // dense and grouped convolutions
+	ClassDepthwise      OpClass = "conv-depthwise"       // convolutions with one input channel per group
+	ClassDepthwisePlain OpClass = "conv-depthwise-plain" // depthwise convolutions a CPU runtime runs outside its blocked layout (Device.Blocked): a slow generic path
+	ClassPool           OpClass = "pool"                 // max/average/global pooling
+	ClassNorm           OpClass = "norm"                 // normalisation, softmax, reductions
+	ClassElementwise    OpClass = "elementwise"          // arithmetic and activations
+	ClassEpilogue       OpClass = "epilogue"             // elementwise right after a GEMM-like node (fusable)
+	ClassData           OpClass = "data"                 // data movement that copies: transpose, concat, gather, …
+	ClassView           OpClass = "view"                 // metadata-only ops: reshape, squeeze, identity, …
+	ClassControl        OpClass = "control"              // If, Loop, Scan
+	ClassOther          OpClass = "other"                // anything else
+	ClassStatic         OpClass = "static"               // computable before run time (folded away): free
 )
 
 // Classes lists every class in a fixed order.
 func Classes() []OpClass {
-	return []OpClass{ClassMatMul, ClassConv, ClassDepthwise, ClassPool, ClassNorm, ClassElementwise,
+	return []OpClass{ClassMatMul, ClassConv, ClassDepthwise, ClassDepthwisePlain, ClassPool, ClassNorm, ClassElementwise,
 		ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther, ClassStatic}
 }
 
@@ -108,6 +109,54 @@ func classOf(g *graph.Graph, n *graph.Node, depth int) OpClass {
 		}
 	}
 	return c
+}
+
+// ClassOn is ClassOf for device d: a depthwise convolution whose channel count the blocked
+// kernels of d's runtime do not accept is ClassDepthwisePlain (see Device.ChannelAlign and
+// Blocked).
+func ClassOn(d *Device, g *graph.Graph, n *graph.Node) OpClass {
+	c := ClassOf(g, n)
+	if c == ClassDepthwise && !d.Blocked(g, n) {
+		return ClassDepthwisePlain
+	}
+	return c
+}
+
+// Blocked reports whether the runtime of device d runs convolution n in its blocked channel
+// layout (ONNX Runtime's NCHWc transformer, whose rule this follows): a 2-D Conv whose input
+// channels are fewer than the block (VectorWidth) or a multiple of d.ChannelAlign (the rest is
+// padded up to the block), and a depthwise one whose channels are a multiple of
+// d.ChannelAlign; other grouped convolutions need input channels, output channels and output
+// channels per group all multiples of the block. ConvTranspose and convolutions of other
+// dimensions run plain. True for every convolution when d.ChannelAlign is 0 (no rule known)
+// and for nodes that are not convolutions.
+func (d *Device) Blocked(g *graph.Graph, n *graph.Node) bool {
+	a, b := int64(d.ChannelAlign), int64(d.VectorWidth)
+	if a <= 0 || b <= 1 {
+		return true
+	}
+	switch ClassOf(g, n) {
+	case ClassConv, ClassDepthwise:
+	default:
+		return true
+	}
+	if n.OpType != "Conv" && n.OpType != "FusedConv" || len(n.Inputs) < 2 || n.Inputs[1] < 0 {
+		return false
+	}
+	w := g.Tensors[n.Inputs[1]].Shape
+	if len(w) != 4 || !w[0].Known() || !w[1].Known() {
+		return false
+	}
+	grp := n.AttrInt("group", 1)
+	cout, cinPer := w[0].Value, w[1].Value
+	switch {
+	case grp <= 1:
+		return cinPer < b || cinPer%a == 0
+	case cinPer == 1 && cout == grp:
+		return cout%a == 0
+	default:
+		return cout%b == 0 && (cinPer*grp)%b == 0 && (cout/grp)%b == 0
+	}
 }
 
 func isEpilogue(g *graph.Graph, n *graph.Node, depth int) bool {

@@ -91,6 +91,12 @@ type stageResult struct {
 	Warm      float64   `json:"measured_warm_cpu_s"`
 	WarmRuns  []float64 `json:"measured_warm_cpu_runs_s"`
 	WarmDrift float64   `json:"whole_model_warm_drift"`
+	// ParamBytes are the bytes of the weights the stage's nodes read; Classes its predicted
+	// node times summed per op class, by calibration mode (for diagnosis; not used by the
+	// summaries).
+	ParamBytes int64                         `json:"param_bytes"`
+	Tensors    [2]int                        `json:"boundary_tensors"` // inputs, outputs
+	Classes    map[string]map[string]float64 `json:"predicted_class_s"`
 }
 
 var modes = []string{"family", "model", "measured"}
@@ -135,9 +141,9 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("call I/O: %s fixed, %s per KiB in and out (%s), layout conversion %s per KiB (%s)\n", profile.FormatQuantity(io.Fixed, profile.Seconds),
+	fmt.Printf("call I/O: %s fixed, %s per KiB in and out (%s), layout conversion %s per KiB (%s); NCHWc block %d channels, alignment %d\n", profile.FormatQuantity(io.Fixed, profile.Seconds),
 		profile.FormatQuantity(io.PerByte*1024, profile.Seconds), profile.FormatQuantity(1/io.PerByte, profile.Rate),
-		profile.FormatQuantity(io.LayoutPerByte*1024, profile.Seconds), profile.FormatQuantity(1/io.LayoutPerByte, profile.Rate))
+		profile.FormatQuantity(io.LayoutPerByte*1024, profile.Seconds), profile.FormatQuantity(1/io.LayoutPerByte, profile.Rate), io.ChannelBlock, io.ChannelAlign)
 	var models []*model
 	for _, p := range paths {
 		name := filepath.Base(p)
@@ -400,6 +406,7 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 		for _, t := range st.Outputs {
 			row.OutBytes += max(t.Bytes, 0)
 		}
+		row.Tensors = [2]int{len(st.Inputs), len(st.Outputs)}
 		var nodes []int
 		for _, name := range st.Nodes {
 			v, ok := byLabel[name]
@@ -408,8 +415,17 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 			}
 			nodes = append(nodes, v)
 		}
+		row.Classes = map[string]map[string]float64{}
 		for mode, cm := range cms {
 			row.Pred[mode] = cm.StageTime(g, nodes, 0)
+			cl := map[string]float64{}
+			for _, v := range nodes {
+				cl[string(profile.ClassOn(&cm.Cluster().Devices[0], g, &g.Nodes[v]))] += cm.NodeTime(g, v, 0)
+			}
+			row.Classes[mode] = cl
+		}
+		for _, v := range nodes {
+			row.ParamBytes += max(g.Nodes[v].ParamBytes, 0)
 		}
 		rows = append(rows, row)
 	}
