@@ -20,32 +20,42 @@ import (
 // conv, y = Conv(x, 1×1 weights c→c) instead (a kernel ONNX Runtime runs in its blocked NCHWc
 // layout, converting x and y).
 func reluModel(path string, c, h, w int64, conv bool) error {
-	vi := func(name string) *onnxpb.ValueInfoProto {
-		var dims []*onnxpb.TensorShapeProto_Dimension
-		for _, d := range []int64{1, c, h, w} {
-			dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
-		}
-		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float)), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
-	}
-	gr := &onnxpb.GraphProto{
-		Name:   proto.String("io"),
-		Node:   []*onnxpb.NodeProto{{Name: proto.String("relu"), OpType: proto.String("Relu"), Input: []string{"x"}, Output: []string{"y"}}},
-		Input:  []*onnxpb.ValueInfoProto{vi("x")},
-		Output: []*onnxpb.ValueInfoProto{vi("y")},
-	}
+	node := &onnxpb.NodeProto{Name: proto.String("relu"), OpType: proto.String("Relu"), Input: []string{"x"}, Output: []string{"y"}}
+	var inits []*onnxpb.TensorProto
 	if conv {
-		w := make([]float32, c*c)
-		for i := range w {
-			w[i] = float32(i%7) * 0.01
+		wt := make([]float32, c*c)
+		for i := range wt {
+			wt[i] = float32(i%7) * 0.01
 		}
-		gr.Node[0] = &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"}}
-		gr.Initializer = []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{c, c, 1, 1}, DataType: proto.Int32(int32(graph.Float)), FloatData: w}}
+		node = &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"}}
+		inits = []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{c, c, 1, 1}, DataType: proto.Int32(int32(graph.Float)), FloatData: wt}}
 	}
+	return writeOneNode(path, node, inits, floatVI("x", 1, c, h, w), floatVI("y", 1, c, h, w))
+}
+
+// floatVI is the value info of a float32 tensor of the given shape.
+func floatVI(name string, shape ...int64) *onnxpb.ValueInfoProto {
+	var dims []*onnxpb.TensorShapeProto_Dimension
+	for _, d := range shape {
+		dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+	}
+	return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+		TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float)), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
+}
+
+// writeOneNode writes an opset-17 model of one node with input x, output y and the given
+// initializers.
+func writeOneNode(path string, node *onnxpb.NodeProto, inits []*onnxpb.TensorProto, x, y *onnxpb.ValueInfoProto) error {
 	m := &onnxpb.ModelProto{
 		IrVersion:   proto.Int64(8),
 		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
-		Graph:       gr,
+		Graph: &onnxpb.GraphProto{
+			Name:        proto.String(node.GetName()),
+			Node:        []*onnxpb.NodeProto{node},
+			Initializer: inits,
+			Input:       []*onnxpb.ValueInfoProto{x},
+			Output:      []*onnxpb.ValueInfoProto{y},
+		},
 	}
 	data, err := proto.Marshal(m)
 	if err != nil {
@@ -127,39 +137,18 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (IOCos
 // convModel writes a one-Conv ONNX model: x float32 [1, cin, 8, 8], weights [cout, cin/group,
 // k, k], padding k/2.
 func convModel(path string, cin, cout, group, k int64) error {
-	vi := func(name string, c int64) *onnxpb.ValueInfoProto {
-		var dims []*onnxpb.TensorShapeProto_Dimension
-		for _, d := range []int64{1, c, 8, 8} {
-			dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
-		}
-		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float)), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}}
-	}
 	w := make([]float32, cout*cin/group*k*k)
 	for i := range w {
 		w[i] = float32(i%5) * 0.01
 	}
 	p := k / 2
-	m := &onnxpb.ModelProto{
-		IrVersion:   proto.Int64(8),
-		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}},
-		Graph: &onnxpb.GraphProto{
-			Name: proto.String("conv"),
-			Node: []*onnxpb.NodeProto{{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"},
-				Attribute: []*onnxpb.AttributeProto{
-					{Name: proto.String("group"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(group)},
-					{Name: proto.String("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{p, p, p, p}},
-				}}},
-			Initializer: []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{cout, cin / group, k, k}, DataType: proto.Int32(int32(graph.Float)), FloatData: w}},
-			Input:       []*onnxpb.ValueInfoProto{vi("x", cin)},
-			Output:      []*onnxpb.ValueInfoProto{vi("y", cout)},
-		},
-	}
-	data, err := proto.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
+	node := &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"},
+		Attribute: []*onnxpb.AttributeProto{
+			{Name: proto.String("group"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(group)},
+			{Name: proto.String("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{p, p, p, p}},
+		}}
+	inits := []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{cout, cin / group, k, k}, DataType: proto.Int32(int32(graph.Float)), FloatData: w}}
+	return writeOneNode(path, node, inits, floatVI("x", 1, cin, 8, 8), floatVI("y", 1, cout, 8, 8))
 }
 
 // nchwcDomain is the domain of ONNX Runtime's blocked-layout kernels.
