@@ -378,3 +378,175 @@ func ModelIO(modelPath string) (inputs, outputs []IOInfo, err error) {
 	}
 	return conv(ins), conv(outs), nil
 }
+
+// Bound is a call of a session prepared once and run repeatedly on the same buffers (see
+// Session.Prepare): its inputs are ONNX Runtime values over the caller's feed data, made
+// once, and every output whose shape is known is written in place into a buffer allocated
+// once. A Run then copies no tensor data and allocates nothing in Go (when every output is
+// preallocated), so its time is the runtime's alone, not the Go heap's.
+type Bound struct {
+	s       *Session
+	ins     []ortgo.Value
+	outs    []ortgo.Value // preallocated outputs; nil where the shape is unknown
+	scratch []ortgo.Value // outs, with the runtime's values for the unknown ones after a Run
+	tensors []*Tensor     // preallocated outputs as tensors over their buffers (nil: not one)
+	binding *ortgo.IoBinding
+}
+
+// Prepare binds feeds (by input name) and output buffers to a call of s, for Bound.Run. The
+// inputs are not copied: the runtime reads the feeds' Data in place, on every Run, so the
+// caller must keep it alive and may change its contents between runs (not its length). Every
+// output with a known shape in hints is preallocated and written in place; the others are
+// allocated by the runtime on each Run. hints must give the shape of outputs that are scalars
+// or have non-native element types (see Run). Close releases the call (not the session).
+func (s *Session) Prepare(feeds map[string]*Tensor, hints map[string]OutputHint) (*Bound, error) {
+	b := &Bound{s: s, ins: make([]ortgo.Value, len(s.inputs)), outs: make([]ortgo.Value, len(s.outputs)),
+		scratch: make([]ortgo.Value, len(s.outputs)), tensors: make([]*Tensor, len(s.outputs))}
+	for i, name := range s.inputs {
+		t, ok := feeds[name]
+		if !ok {
+			b.Close()
+			return nil, fmt.Errorf("no value for input %q", name)
+		}
+		v, err := viewValue(t)
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("input %q: %w", name, err)
+		}
+		b.ins[i] = v
+	}
+	all := true
+	for i, name := range s.outputs {
+		h, ok := hints[name]
+		if !ok || h.Shape == nil {
+			if ok && !native(h.DType) {
+				b.Close()
+				return nil, fmt.Errorf("output %q of type %s needs a known shape to be read", name, h.DType)
+			}
+			all = false
+			continue
+		}
+		t := zeroTensor(h)
+		v, err := viewValue(t)
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		b.outs[i] = v
+		if len(t.Shape) > 0 {
+			b.tensors[i] = t
+		}
+	}
+	if all {
+		bd, err := s.s.CreateIoBinding()
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.binding = bd
+		for i, name := range s.inputs {
+			if err := bd.BindInput(name, b.ins[i]); err != nil {
+				b.Close()
+				return nil, fmt.Errorf("binding input %q: %w", name, err)
+			}
+		}
+		for i, name := range s.outputs {
+			if err := bd.BindOutput(name, b.outs[i]); err != nil {
+				b.Close()
+				return nil, fmt.Errorf("binding output %q: %w", name, err)
+			}
+		}
+	}
+	return b, nil
+}
+
+// viewValue makes an ONNX Runtime value over t's data, without copying it (scalars are
+// copied: the binding has no scalar over caller memory).
+func viewValue(t *Tensor) (ortgo.Value, error) {
+	want, err := graph.ByteSize(t.DType, graph.ShapeOf(t.Shape...))
+	if err != nil || want < 0 {
+		return nil, fmt.Errorf("unsupported tensor type %s", t.DType)
+	}
+	if int64(len(t.Data)) != want {
+		return nil, fmt.Errorf("%d bytes for shape %v of %s (need %d)", len(t.Data), t.Shape, t.DType, want)
+	}
+	if len(t.Shape) == 0 {
+		return scalarValue(t)
+	}
+	if want == 0 {
+		return nil, fmt.Errorf("empty tensors (shape %v) are not supported", t.Shape)
+	}
+	return ortgo.NewCustomDataTensor(ortgo.NewShape(t.Shape...), t.Data, ortgo.TensorElementDataType(t.DType))
+}
+
+// Run calls the session on the bound inputs, writing the preallocated outputs in place.
+func (b *Bound) Run() error {
+	if b.s.s == nil {
+		return errors.New("run of a prepared call on a closed session")
+	}
+	if b.binding != nil {
+		if err := b.s.s.RunWithBinding(b.binding); err != nil {
+			return fmt.Errorf("error running network: %w", err)
+		}
+		return nil
+	}
+	b.release()
+	copy(b.scratch, b.outs)
+	return b.s.s.Run(b.ins, b.scratch)
+}
+
+// release destroys the values the runtime allocated for outputs of unknown shape in the
+// last Run.
+func (b *Bound) release() {
+	for i, v := range b.scratch {
+		if v != nil && b.outs[i] == nil {
+			v.Destroy()
+		}
+		b.scratch[i] = nil
+	}
+}
+
+// Output returns an output of the last Run. A preallocated non-scalar output is returned
+// over its buffer, not copied: its Data changes with the next Run and must not be used after
+// Close. Other outputs are copied.
+func (b *Bound) Output(name string) (*Tensor, error) {
+	for i, n := range b.s.outputs {
+		if n != name {
+			continue
+		}
+		if t := b.tensors[i]; t != nil {
+			return t, nil
+		}
+		v := b.outs[i]
+		if v == nil {
+			v = b.scratch[i]
+		}
+		if v == nil {
+			return nil, fmt.Errorf("output %q: not computed (no Run yet)", name)
+		}
+		t, err := fromValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		return t, nil
+	}
+	return nil, fmt.Errorf("output %q is not an output of the session", name)
+}
+
+// Close releases the call's values and binding (the session stays open).
+func (b *Bound) Close() error {
+	if b.binding != nil {
+		b.binding.Destroy()
+		b.binding = nil
+	}
+	b.release()
+	for _, l := range [][]ortgo.Value{b.ins, b.outs} {
+		for i, v := range l {
+			if v != nil {
+				v.Destroy()
+				l[i] = nil
+			}
+		}
+	}
+	return nil
+}

@@ -157,3 +157,133 @@ func TestLibraryPathOverride(t *testing.T) {
 		t.Errorf("a missing override must be an error naming the variable: %v", err)
 	}
 }
+
+// A prepared call gives the same outputs as Run, reads its inputs in place (a change to the
+// caller's buffer shows in the next Run), writes its outputs in place, and allocates nothing
+// in Go per call when every output is preallocated.
+func TestPrepareMatchesRun(t *testing.T) {
+	needORT(t)
+	s, err := NewSession(addModel(t, graph.Float, []int64{1024}), []string{"a", "b"}, []string{"y"}, Options{Optimize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	av, bv := make([]float32, 1024), make([]float32, 1024)
+	for i := range av {
+		av[i], bv[i] = float32(i)*0.5, float32(1024-i)
+	}
+	feeds := map[string]*Tensor{
+		"a": {DType: graph.Float, Shape: []int64{1024}, Data: f32(av...)},
+		"b": {DType: graph.Float, Shape: []int64{1024}, Data: f32(bv...)},
+	}
+	want, err := s.Run(feeds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hint := map[string]OutputHint{"y": {DType: graph.Float, Shape: []int64{1024}}}
+	for _, h := range []map[string]OutputHint{hint, nil} { // preallocated, then runtime-allocated
+		b, err := s.Prepare(feeds, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Output("y"); h == nil && err == nil {
+			t.Error("an output of unknown shape read before any Run")
+		}
+		for range 2 {
+			if err := b.Run(); err != nil {
+				t.Fatal(err)
+			}
+			y, err := b.Output("y")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if y.DType != graph.Float || len(y.Shape) != 1 || y.Shape[0] != 1024 || string(y.Data) != string(want["y"].Data) {
+				t.Fatalf("hints %v: prepared y differs from Run's (%d bytes, shape %v)", h, len(y.Data), y.Shape)
+			}
+		}
+		if _, err := b.Output("z"); err == nil || !strings.Contains(err.Error(), `"z"`) {
+			t.Errorf("unknown output name: %v", err)
+		}
+		b.Close()
+	}
+
+	b, err := s.Prepare(feeds, hint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// In place: set a[0] to 100 in the caller's buffer; y[0] = 100 + b[0] = 1124.
+	binary.LittleEndian.PutUint32(feeds["a"].Data, math.Float32bits(100))
+	if err := b.Run(); err != nil {
+		t.Fatal(err)
+	}
+	y, _ := b.Output("y")
+	if got := math.Float32frombits(binary.LittleEndian.Uint32(y.Data)); got != 1124 {
+		t.Errorf("y[0] = %v after changing a[0] in place, want 1124", got)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		if err := b.Run(); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("a prepared call with preallocated outputs allocates %v times per Run, want 0", n)
+	}
+}
+
+// Prepare checks feeds as Run does; scalar and float16 outputs are preallocated from hints.
+func TestPrepareScalarFloat16AndErrors(t *testing.T) {
+	needORT(t)
+	s, err := NewSession(addModel(t, graph.Int64, nil), []string{"a", "b"}, []string{"y"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	i64 := func(v int64) []byte { b := make([]byte, 8); binary.LittleEndian.PutUint64(b, uint64(v)); return b }
+	b, err := s.Prepare(map[string]*Tensor{"a": {DType: graph.Int64, Data: i64(40)}, "b": {DType: graph.Int64, Data: i64(2)}},
+		map[string]OutputHint{"y": {DType: graph.Int64, Shape: []int64{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if y, err := b.Output("y"); err != nil || len(y.Shape) != 0 || int64(binary.LittleEndian.Uint64(y.Data)) != 42 {
+		t.Fatalf("scalar y = %+v, %v", y, err)
+	}
+	b.Close()
+
+	h, err := NewSession(addModel(t, graph.Float16, []int64{2}), []string{"a", "b"}, []string{"y"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	feeds := map[string]*Tensor{
+		"a": {DType: graph.Float16, Shape: []int64{2}, Data: []byte{0x00, 0x3c, 0x00, 0x40}}, // 1, 2
+		"b": {DType: graph.Float16, Shape: []int64{2}, Data: []byte{0x00, 0x3c, 0x00, 0x3c}}, // 1, 1
+	}
+	if _, err := h.Prepare(feeds, map[string]OutputHint{"y": {DType: graph.Float16}}); err == nil || !strings.Contains(err.Error(), "needs a known shape") {
+		t.Errorf("float16 output without a shape: %v", err)
+	}
+	b, err = h.Prepare(feeds, map[string]OutputHint{"y": {DType: graph.Float16, Shape: []int64{2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if y, _ := b.Output("y"); y == nil || y.DType != graph.Float16 || string(y.Data) != string([]byte{0x00, 0x40, 0x00, 0x42}) { // 2, 3
+		t.Fatalf("float16 y = %+v", y)
+	}
+	if _, err := h.Prepare(map[string]*Tensor{"a": feeds["a"]}, nil); err == nil || !strings.Contains(err.Error(), `"b"`) {
+		t.Errorf("missing input: %v", err)
+	}
+	short := map[string]*Tensor{"a": feeds["a"], "b": {DType: graph.Float16, Shape: []int64{2}, Data: []byte{0, 0}}}
+	if _, err := h.Prepare(short, nil); err == nil || !strings.Contains(err.Error(), `input "b"`) {
+		t.Errorf("short data: %v", err)
+	}
+	h.Close()
+	if err := b.Run(); err == nil || !strings.Contains(err.Error(), "closed session") {
+		t.Errorf("run after the session closed: %v", err)
+	}
+}
