@@ -579,6 +579,9 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		return nil, nil, &UsageError{Msg: err.Error()}
 	}
 	po := partition.Options{Seed: opt.Seed, TimeLimit: opt.TimeLimit, Gap: opt.Gap, Bounds: bounds}
+	// Solve's window polish stops at its share of the clock; reproducible plans run it apart
+	// (reproduciblePolish) and keep it only when it ends.
+	po.NoPolish = opt.Reproducible
 	mipBounds := opt.Reproducible && (bounds == partition.BoundsFast || bounds == partition.BoundsFull)
 	if mipBounds {
 		// Solve's MIP bounds run on the clock; they are run below, and kept when they finish.
@@ -609,6 +612,9 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	}
 	if opt.Reproducible && ctx.Err() != nil {
 		r.Notes = append(r.Notes, clockCutNote)
+	}
+	if opt.Reproducible && ctx.Err() == nil {
+		plan = reproduciblePolish(ctx, p, plan, po, &r.Notes)
 	}
 	if mipBounds {
 		plan = reproducibleMIPBounds(ctx, p, plan, bounds, opt.Gap)
@@ -832,6 +838,30 @@ func placementProblem(c *profile.Cluster, g *graph.Graph, times [][]float64, tab
 		}
 	}
 	return p
+}
+
+// reproduciblePolish runs the window polish on a reproducible plan with a third of the time
+// left and keeps its plan only when it ran to its end (its effort is capped by work, so the
+// plan is then a function of the inputs); otherwise it says so in a note.
+func reproduciblePolish(ctx context.Context, p *partition.Problem, plan *partition.Plan, po partition.Options, notes *[]string) *partition.Plan {
+	if plan.Gap <= po.Gap+1e-9 {
+		return plan
+	}
+	pctx, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/3))
+	}
+	defer cancel()
+	polished, done, err := partition.Polish(pctx, p, plan, po)
+	switch {
+	case err != nil:
+		*notes = append(*notes, fmt.Sprintf("window polish failed (%v); the plan is the search's", err))
+	case !done:
+		*notes = append(*notes, "window polish: did not finish within its share of the time limit; left out so that the output is reproducible")
+	default:
+		return polished
+	}
+	return plan
 }
 
 // clockCutNote says that the safety net of a reproducible plan fired.

@@ -72,6 +72,7 @@ func TestMILPFaults(t *testing.T) {
 			p, opt := ic.p, ic.opt
 			base := quick
 			base.Bounds = BoundsSimple
+			base.NoPolish = true // the polish solves MIPs too
 			ref, err := Solve(context.Background(), p, base)
 			if err != nil {
 				t.Fatal(err)

@@ -108,6 +108,11 @@ type mipSpec struct {
 	target float64
 	zLo    float64 // a valid lower bound on the objective
 	scale  float64
+	// fixLo/fixHi, when set, confine core node v to model blocks fixLo[v]..fixHi[v] (1-based):
+	// the large-neighbourhood sub-MIPs of lns.go fix every node outside their window.
+	fixLo, fixHi []int
+	// maxNodes caps branch and bound (0: none); a deterministic effort limit.
+	maxNodes int
 }
 
 // blockMIP is a built model with the maps needed to decode and warm-start it.
@@ -157,6 +162,12 @@ func (m *blockMIP) windows(anc, desc []float64) (lo, hi []int) {
 		}
 		for hi[v] > 1 && desc[v] > float64(total-before[hi[v]-1])*T {
 			hi[v]--
+		}
+	}
+	if s.fixLo != nil {
+		for v := 0; v < c.n; v++ {
+			lo[v] = max(lo[v], s.fixLo[v])
+			hi[v] = min(hi[v], s.fixHi[v])
 		}
 	}
 	// Propagate along edges: lo non-decreasing and hi non-increasing in DAG order.
@@ -502,7 +513,7 @@ func (c *core) solveMIP(ctx context.Context, spec mipSpec, anc, desc []float64, 
 		out.seconds = time.Since(t0).Seconds()
 		return out
 	}
-	opt := milp.Options{TimeLimit: limit, RelGap: relGap, Seed: 1}
+	opt := milp.Options{TimeLimit: limit, RelGap: relGap, Seed: 1, MaxNodes: spec.maxNodes}
 	if relGap <= 0 {
 		opt.RelGap = 1e-9
 		opt.AbsGap = 1e-12

@@ -87,6 +87,10 @@ type Options struct {
 	Restarts int
 	// NoRefine turns off the refinement beyond slicing (node moves and re-slicing).
 	NoRefine bool
+	// NoPolish turns off the window polish after the first search (lns.go: exact sub-MIPs
+	// over two to four consecutive stages around the bottleneck, capped by branch-and-bound
+	// nodes so that it is deterministic).
+	NoPolish bool
 	// MIPTimeLimit caps each MIP method (exact; bottleneck; all of bottleneck-guess); 0: 60 s,
 	// or what is left of TimeLimit.
 	MIPTimeLimit time.Duration
@@ -348,6 +352,17 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	if !done() {
 		e.search(ctx, st, rng, workers, opts.BRKGA)
 	}
+	// Window polish of the search's plan (before the MIP bounds, whose variable fixings and
+	// warm start profit from a better incumbent).
+	// It gets at most a third of the time left, so that the bounds keep most of it.
+	if !opts.NoPolish && !done() {
+		pctx, pcancel := ctx, context.CancelFunc(func() {})
+		if d, ok := ctx.Deadline(); ok {
+			pctx, pcancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/3))
+		}
+		e.polishIncumbent(pctx, st)
+		pcancel()
+	}
 	// Then the MIP bounds (HiGHS's branch and bound is serial) next to further searches on the
 	// remaining workers.
 	var wg sync.WaitGroup
@@ -431,6 +446,9 @@ func (s *solveState) algorithm() string {
 	a := "slicegraph+" + search
 	if !s.opts.NoRefine {
 		a += "+refine"
+	}
+	if !s.opts.NoPolish {
+		a += "+lns"
 	}
 	return a + " (best from " + s.source + ")"
 }
