@@ -112,7 +112,6 @@ func Polish(ctx context.Context, p *Problem, plan *Plan, o Options) (*Plan, bool
 	return st.plan(time.Duration(plan.Seconds*float64(time.Second)) + time.Since(t0)), done, nil
 }
 
-
 // lnsPolish improves (stage, device) with window sub-MIPs around the bottleneck: for window
 // sizes w = minWindow..maxWindow, every window of w stages that contains a most expensive
 // stage is solved; an improvement restarts from the smallest size. It stops when no window
