@@ -368,13 +368,13 @@ func scalingTable(ns []int, seed int64) {
 			fmt.Printf("| %d | error %v |\n", n, err)
 			continue
 		}
-		// BRKGA throughput: a short run, no bounds, no refinement.
+		// BRKGA throughput: a short run, no bounds, no refinement, no polish.
 		gens := 3
 		if n >= 50000 {
 			gens = 2
 		}
 		t1 := time.Now()
-		pl, err := partition.Solve(context.Background(), p, partition.Options{Seed: seed, Bounds: partition.BoundsNone, NoRefine: true,
+		pl, err := partition.Solve(context.Background(), p, partition.Options{Seed: seed, Bounds: partition.BoundsNone, NoRefine: true, NoPolish: true,
 			BRKGA: partition.BRKGAOptions{Population: 20, Generations: gens}})
 		rate := math.NaN()
 		if err == nil {
