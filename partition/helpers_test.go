@@ -65,18 +65,22 @@ func digestCases() []digestCase {
 // for heterogeneous problems, every device order) and returns the optimum via Evaluate.
 func bruteOPT(t testing.TB, p *Problem) float64 {
 	t.Helper()
-	n := p.NumNodes()
 	K := p.NumStages()
-	var devOrders [][]int
 	if len(p.Devices) == 0 {
-		devOrders = [][]int{make([]int, K)}
-	} else {
-		counts := make([]int, len(p.Devices))
-		for d, dev := range p.Devices {
-			counts[d] = dev.Count
-		}
-		devOrders = deviceOrders(counts, 1<<20)
+		return bruteOver(p, [][]int{make([]int, K)})
 	}
+	counts := make([]int, len(p.Devices))
+	for d, dev := range p.Devices {
+		counts[d] = dev.Count
+	}
+	return bruteOver(p, deviceOrders(counts, 1<<20))
+}
+
+// bruteOver is the optimum over every labelling of the nodes with positions 0..K−1 and every
+// device order given (all of length K).
+func bruteOver(p *Problem, devOrders [][]int) float64 {
+	n := p.NumNodes()
+	K := len(devOrders[0])
 	best := math.Inf(1)
 	stage := make([]int, n)
 	total := 1
@@ -96,6 +100,28 @@ func bruteOPT(t testing.TB, p *Problem) float64 {
 		}
 	}
 	return best
+}
+
+// lemmaB2 is the worst case of Lemma B.2 (seed 000 §B) for k stages, OPT = 1, and its bad
+// order (1..k, 2k..k+1 in the paper's 1-based numbering), whose best slicing costs k.
+func lemmaB2(k int) (*Problem, []int) {
+	eps := 0.1
+	n := 2 * k
+	work := make([]float64, n)
+	for i := 0; i < k; i++ {
+		work[i] = 1 - eps
+		work[k+i] = eps
+	}
+	sizes := make([]float64, n)
+	sizes[0] = 10 * float64(k)
+	bad := make([]int, 0, n)
+	for i := 0; i < k; i++ {
+		bad = append(bad, i)
+	}
+	for i := n - 1; i >= k; i-- {
+		bad = append(bad, i)
+	}
+	return edgeProblem(work, sizes, [][2]int{{0, k}}, k), bad
 }
 
 // bruteSlice returns the best segmentation of order into at most K contiguous segments

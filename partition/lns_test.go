@@ -8,29 +8,6 @@ import (
 	"testing"
 )
 
-// bruteFixedDevices is the optimum over stage labellings for one fixed device order.
-func bruteFixedDevices(p *Problem, device []int) float64 {
-	n := p.NumNodes()
-	K := len(device)
-	best := math.Inf(1)
-	stage := make([]int, n)
-	total := 1
-	for i := 0; i < n; i++ {
-		total *= K
-	}
-	for code := 0; code < total; code++ {
-		x := code
-		for v := 0; v < n; v++ {
-			stage[v] = x % K
-			x /= K
-		}
-		if _, obj, err := p.Evaluate(stage, device); err == nil && obj < best {
-			best = obj
-		}
-	}
-	return best
-}
-
 // lnsStart is a valid but poor plan: slicing the plain index order (a topological order of
 // randomDAG) into stages of equal node counts.
 func lnsStart(c *core, K int) []int {
@@ -86,7 +63,7 @@ func TestLNSWholeWindowExact(t *testing.T) {
 		if err != nil {
 			t.Fatalf("it %d: polished plan invalid: %v", it, err)
 		}
-		if want := bruteFixedDevices(p, device); !near(obj, want) {
+		if want := bruteOver(p, [][]int{device}); !near(obj, want) {
 			t.Fatalf("it %d: whole-window polish gives %v, optimum for devices %v is %v", it, obj, device, want)
 		}
 	}
@@ -140,25 +117,9 @@ func TestLNSMonotone(t *testing.T) {
 // at 1.1: narrower windows are a local search; the refinement solves that case.)
 func TestLNSLemmaB2(t *testing.T) {
 	for _, k := range []int{2, 3, 4} {
-		eps := 0.1
-		n := 2 * k
-		work := make([]float64, n)
-		for i := 0; i < k; i++ {
-			work[i] = 1 - eps
-			work[k+i] = eps
-		}
-		sizes := make([]float64, n)
-		sizes[0] = 10 * float64(k)
-		p := edgeProblem(work, sizes, [][2]int{{0, k}}, k)
+		p, bad := lemmaB2(k)
 		c := compile(p)
 		e := newEngine(c, 1)
-		bad := make([]int, 0, n)
-		for i := 0; i < k; i++ {
-			bad = append(bad, i)
-		}
-		for i := n - 1; i >= k; i-- {
-			bad = append(bad, i)
-		}
 		stage, dev, val := e.sliceFull(0, toInt32(bad))
 		if !near(val, float64(k)) {
 			t.Fatalf("k=%d: slicing the bad order gives %v, want k·OPT", k, val)

@@ -69,25 +69,9 @@ func TestSolveDigest(t *testing.T) {
 // k·OPT, and the refinement reaches OPT = 1.
 func TestRefineLemmaB2(t *testing.T) {
 	for _, k := range []int{2, 3, 4} {
-		eps := 0.1
-		n := 2 * k
-		work := make([]float64, n)
-		for i := 0; i < k; i++ {
-			work[i] = 1 - eps
-			work[k+i] = eps
-		}
-		sizes := make([]float64, n)
-		sizes[0] = 10 * float64(k)
-		p := edgeProblem(work, sizes, [][2]int{{0, k}}, k)
+		p, bad := lemmaB2(k)
 		c := compile(p)
 		e := newEngine(c, 1)
-		bad := make([]int, 0, n) // (1..k, 2k..k+1) in the paper's 1-based numbering
-		for i := 0; i < k; i++ {
-			bad = append(bad, i)
-		}
-		for i := n - 1; i >= k; i-- {
-			bad = append(bad, i)
-		}
 		stage, dev, val := e.sliceFull(0, toInt32(bad))
 		if !near(val, float64(k)) {
 			t.Fatalf("k=%d: slicing the bad order gives %v, want k·OPT = %d", k, val, k)
