@@ -117,10 +117,11 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 		return BoundInfo{}, nil, fmt.Errorf("partition: unknown bound method %q", method)
 	}
 	info.Seconds = time.Since(t0).Seconds()
-	if info.Value > st.best*(1+1e-7)+1e-12 {
+	if info.Value > st.best*(1+mipTol)+1e-12 {
 		info.Status = "fault"
 		info.Value = 0
 	}
+	info.Value = math.Min(info.Value, st.best)
 	var better *Plan
 	if st.best < U {
 		better = st.plan(time.Since(t0))
