@@ -35,6 +35,7 @@ time of each op class on each device.
 
 --costs measured profiles the model in ONNX Runtime on this machine's CPU, uses the measured
 per-node times for the host CPU device and calibrates its roofline efficiencies with them.
+--nodes adds each node's predicted time on each device (JSON: model.node_times), in graph order.
 
 Examples:
   onnxpart profile
@@ -58,6 +59,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	catalog := fs.Bool("catalog", false, "list the built-in device catalog and exit")
 	noBench := fs.Bool("no-bench", false, "do not run the host CPU microbenchmarks (nominal figures)")
 	refresh := fs.Bool("refresh", false, "rerun the host CPU microbenchmarks instead of using the cache")
+	nodes := fs.Bool("nodes", false, "with a model, also list each node's predicted time on each device")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -72,6 +74,9 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	}
 	if *costs != "roofline" && *costs != "measured" {
 		return usageErrorf("--costs %q: want roofline or measured", *costs)
+	}
+	if *nodes && fs.NArg() == 0 {
+		return usageErrorf("--nodes needs a model")
 	}
 	if *costs == "measured" && fs.NArg() == 0 {
 		return usageErrorf("--costs measured needs a model to profile")
@@ -104,7 +109,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		rep.Links = append(rep.Links, row)
 	}
 	if fs.NArg() == 1 {
-		if err := predictModel(ctx, rep, cl, fs.Arg(0), dims, *costs, *threads); err != nil {
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), dims, *costs, *threads, *nodes); err != nil {
 			return err
 		}
 	}
@@ -162,6 +167,16 @@ type classRow struct {
 	Time  []float64 `json:"seconds"` // per device
 }
 
+// nodeRow is one node's prediction (--nodes).
+type nodeRow struct {
+	Name  string    `json:"name"`
+	Op    string    `json:"op"`
+	Class string    `json:"class"`
+	FLOPs int64     `json:"flops"`
+	Bytes int64     `json:"bytes"`   // inputs, parameters and outputs
+	Time  []float64 `json:"seconds"` // per device
+}
+
 type modelReport struct {
 	Path      string     `json:"path"`
 	Nodes     int        `json:"nodes"`
@@ -172,6 +187,7 @@ type modelReport struct {
 	Overhead  []float64  `json:"run_overhead_seconds"`
 	Measured  *float64   `json:"measured_call_seconds,omitempty"`
 	Calibrate []string   `json:"calibrated,omitempty"`
+	NodeRows  []nodeRow  `json:"node_times,omitempty"`
 }
 
 type profileReport struct {
@@ -251,7 +267,7 @@ func deviceJSON(d *profile.Device) deviceReport {
 }
 
 // predictModel fills rep.Model: per op class, the predicted time on every device.
-func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, dims map[string]int64, costs string, threads int) error {
+func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, dims map[string]int64, costs string, threads int, perNode bool) error {
 	m, err := ingest.Load(path, ingest.Options{Dims: dims})
 	if err != nil {
 		return err
@@ -310,10 +326,20 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 			rows[c] = r
 		}
 		r.Nodes++
+		var nr *nodeRow
+		if perNode {
+			n := &g.Nodes[v]
+			mr.NodeRows = append(mr.NodeRows, nodeRow{Name: n.Name, Op: n.OpType, Class: string(c), FLOPs: n.FLOPs,
+				Bytes: n.InputBytes + n.ParamBytes + n.OutputBytes, Time: make([]float64, k)})
+			nr = &mr.NodeRows[len(mr.NodeRows)-1]
+		}
 		for d := range k {
 			t := cm.NodeTime(g, v, d)
 			r.Time[d] += t
 			mr.Total[d] += t
+			if nr != nil {
+				nr.Time[d] = t
+			}
 		}
 	}
 	for d := range k {
@@ -435,6 +461,23 @@ func printProfile(w io.Writer, rep *profileReport) {
 		}
 		fmt.Fprintln(tw)
 		tw.Flush()
+		if len(m.NodeRows) > 0 {
+			fmt.Fprintln(w, "\npredicted time per node:")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprint(tw, "node\top\tclass\tFLOPs\tbytes\t")
+			for _, d := range rep.Device {
+				fmt.Fprintf(tw, "%s\t", d.Name)
+			}
+			fmt.Fprintln(tw)
+			for _, r := range m.NodeRows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t", r.Name, r.Op, r.Class, r.FLOPs, r.Bytes)
+				for _, t := range r.Time {
+					fmt.Fprintf(tw, "%s\t", timeStr(t))
+				}
+				fmt.Fprintln(tw)
+			}
+			tw.Flush()
+		}
 		if m.Measured != nil {
 			fmt.Fprintf(w, "measured in ONNX Runtime: %s per run (CPU time of the calling thread, median)\n", timeStr(*m.Measured))
 		}

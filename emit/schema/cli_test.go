@@ -33,6 +33,7 @@ func TestCLIOutputs(t *testing.T) {
 	}
 	profiles = append(profiles,
 		[]string{"--devices", "4xH100-SXM", "--link", "nvlink", model},
+		[]string{"--devices", "h100-sxm,cpu", "--nodes", model},
 		[]string{"--devices", "a100-80g,t4,cpu"},
 		[]string{"--devices", "cpu", model})
 	for _, args := range profiles {

@@ -290,7 +290,7 @@ var knownConflicts = map[string]string{
 	"objective": "the objective's name (manifest; plan calls it objective_kind) but the plan's value (plan, as issue 6 specifies)",
 	"ops":       "the op histogram (inspect) but a group's op list (inspect fusion.largest[])",
 	"fusion":    "the coarsening summary (inspect --fusion) but the rule set's name (plan)",
-	"seconds":   "a duration, but per-device durations in profile model.classes[]",
+	"seconds":   "a duration, but per-device durations in profile model.classes[] and model.node_times[]",
 	"shape":     "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
 	"stages":    "stage objects (manifest), stage indices (manifest duplicated_weights[]), node ids (plan), a count (verify)",
 }
