@@ -33,6 +33,24 @@ var (
 	defaultRun    = map[Kind]float64{GPU: 20e-6, CPU: 10e-6, Accelerator: 50e-6}
 )
 
+// defaultOverhead holds per-class fixed times on GPUs, used in place of Launch on devices
+// that have no launch figure of their own (catalog and NVML devices; a spec file's launch,
+// or a calibration, wins). They are the median device time of the smallest nodes of each
+// class (compute and bytes under 0.3 µs of roofline) measured on an H100 SXM: each node of the
+// corpus models replayed in a CUDA graph with PyTorch 2.11's kernels
+// (profile/internal/gpucheck, 2026-11-22). A tiny elementwise kernel costs 1.6 µs of device
+// time there, a library convolution or GEMM about 6 µs; a runtime that launches one op at a
+// time from the host (ONNX Runtime's CUDA provider without CUDA graphs) may pay more.
+var defaultOverhead = map[Kind]map[OpClass]float64{
+	GPU: {
+		ClassConv: 6e-6, ClassMatMul: 6e-6, ClassDepthwise: 2.5e-6, ClassDepthwisePlain: 2.5e-6,
+		ClassPool: 2.7e-6, ClassNorm: 2.3e-6, ClassElementwise: 1.6e-6, ClassEpilogue: 1.6e-6,
+		ClassData: 2e-6, ClassView: 0.5e-6,
+	},
+}
+
+const overheadNote = "device time of a tiny node of the class on an H100 (CUDA graph replay; profile/internal/gpucheck)"
+
 const (
 	launchNote = "typical kernel-launch / operator-dispatch cost of the device kind"
 	runNote    = "typical fixed cost of one inference call of the device kind"
@@ -68,6 +86,15 @@ func defaultEff(k Kind, c OpClass) float64 {
 func applyKindDefaults(d *Device) {
 	if !d.Launch.Known() {
 		d.Launch = fig(defaultLaunch[d.Kind], SourceDefault, launchNote)
+		for c, v := range defaultOverhead[d.Kind] {
+			if _, ok := d.Overhead[string(c)]; ok {
+				continue
+			}
+			if d.Overhead == nil {
+				d.Overhead = map[string]Figure{}
+			}
+			d.Overhead[string(c)] = fig(v, SourceDefault, overheadNote)
+		}
 	}
 	if !d.RunOverhead.Known() {
 		d.RunOverhead = fig(defaultRun[d.Kind], SourceDefault, runNote)

@@ -124,3 +124,34 @@ func TestResolveOrder(t *testing.T) {
 		t.Errorf("order %v", got)
 	}
 }
+
+// GPUs without a launch figure of their own take the per-class overheads measured on an
+// H100 (defaultOverhead); a spec file's launch replaces them all, and the host CPU has none.
+func TestGPUClassOverheads(t *testing.T) {
+	c, err := Resolve(context.Background(), "h100-sxm,cpu", noBench())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &c.Devices[0]
+	for cl, want := range map[OpClass]float64{ClassEpilogue: 1.6e-6, ClassConv: 6e-6, ClassView: 0.5e-6} {
+		if f := OverheadOf(g, cl); f.Value != want || f.Source != SourceDefault {
+			t.Errorf("h100 overhead %s = %+v, want %g s (default)", cl, f, want)
+		}
+	}
+	if f := OverheadOf(g, ClassControl); f.Value != g.Launch.Value {
+		t.Errorf("h100 overhead control = %+v, want the launch figure %g", f, g.Launch.Value)
+	}
+	if len(c.Devices[1].Overhead) != 0 {
+		t.Errorf("host CPU overheads %v, want none before calibration", c.Devices[1].Overhead)
+	}
+	spec := []byte("devices:\n  - name: g\n    type: h100-sxm\n    launch: 8us\n")
+	s, err := parseSpec(context.Background(), "g.yaml", spec, noBench())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range []OpClass{ClassEpilogue, ClassConv} {
+		if f := OverheadOf(&s.Devices[0], cl); f.Value != 8e-6 {
+			t.Errorf("spec launch 8us: overhead %s = %+v, want 8 µs", cl, f)
+		}
+	}
+}

@@ -278,6 +278,15 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	}
 	if x, ok := spec("launch", Seconds); ok {
 		dv.Launch = x
+		// The file's launch replaces the kind's per-class defaults (defaultOverhead) too.
+		kept := map[string]Figure{}
+		for k, f := range dv.Overhead {
+			if f.Source != SourceDefault {
+				kept[k] = f
+			}
+		}
+		dv.Overhead = kept
+
 	}
 	if x, ok := spec("run_overhead", Seconds); ok {
 		dv.RunOverhead = x

@@ -388,7 +388,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 		}
 		for _, k := range sortedKeys(d.Overhead) {
 			f := d.Overhead[k]
-			fmt.Fprintf(tw, "  overhead %s\t%s\t%s\t\n", k, profile.FormatQuantity(f.Value, profile.Seconds), f.Source)
+			fmt.Fprintf(tw, "  overhead %s\t%s\t%s\t%s\n", k, profile.FormatQuantity(f.Value, profile.Seconds), f.Source, f.Note)
 		}
 		tw.Flush()
 		for _, f := range d.Facts {
