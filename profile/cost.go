@@ -151,10 +151,15 @@ func lanePadding(g *graph.Graph, n *graph.Node, c OpClass, width int) float64 {
 
 // EfficiencyOf returns the roofline efficiencies of an op type or class on d for the compute
 // and the memory term: the device's entry for the op type, else for the class, else the
-// default of the device kind (one value for both terms unless MemEfficiency has an entry).
+// default of the device kind (one value for both terms unless MemEfficiency or
+// defaultMemEfficiency has an entry; a device's compute entry replaces the kind's memory
+// default too).
 func EfficiencyOf(d *Device, opType string, c OpClass) (compute, memory Figure) {
 	compute = fig(defaultEff(d.Kind, c), SourceDefault, effNote)
 	memory = Figure{}
+	if v, ok := defaultMemEfficiency[d.Kind][c]; ok {
+		memory = fig(v, SourceDefault, memEffNote)
+	}
 	for _, key := range []string{string(c), opType} { // the op type, looked up last, wins
 		if f, ok := d.Efficiency[key]; ok {
 			compute, memory = f, Figure{}

@@ -25,6 +25,17 @@ var defaultEfficiency = map[Kind]map[OpClass]float64{
 	},
 }
 
+// defaultMemEfficiency holds the memory-term efficiencies of the kind where they differ from
+// the compute term's: convolutions on GPUs reach about 0.3 of the DRAM bandwidth counted as
+// inputs + weights + outputs (cuDNN's implicit-GEMM kernels re-read their inputs), fitted on
+// the convolution nodes of the corpus measured on an H100 (profile/internal/gpucheck): with 0.5
+// the slowest ones came out 1.75× too fast (fp32), with 0.3 within 1.2×.
+var defaultMemEfficiency = map[Kind]map[OpClass]float64{
+	GPU: {ClassConv: 0.3, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.3},
+}
+
+const memEffNote = "memory term, measured on an H100 (profile/internal/gpucheck)"
+
 const effNote = "nominal for the device kind; calibrate with --costs measured or set it in a spec file"
 
 // Per-kernel and per-call overheads by device kind, seconds.
