@@ -63,14 +63,14 @@ func granulesOf(inputs int) int {
 // planBatched plans a batch of opt.Batch inputs on devs: seed 003's batched-throughput
 // placement (data and model parallel), solved by package schedule like a latency placement
 // and judged by its simulator. It returns route 0's stages like planLatency and fills r.Batch.
-func planBatched(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs [][]float64, table *profile.CostTable,
 	devs []int, opt Options) ([]int, []int, error) {
 	granules := granulesOf(opt.Batch)
 	per := opt.Batch / granules
 	if granules < 4 && opt.Batch > MaxGranules {
 		r.Notes = append(r.Notes, fmt.Sprintf("--batch %d has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.Batch, MaxGranules, granules, per))
 	}
-	p := placementProblem(r.Cluster, g, times, table, devs, granules, per)
+	p := placementProblem(r.Cluster, g, times, overs, table, devs, granules, per)
 	res, err := runPlacement(ctx, r, p, opt)
 	if err != nil {
 		return nil, nil, err

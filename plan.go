@@ -224,16 +224,22 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	}
 	r.CoarseNodes = len(work.Nodes)
 	times := make([][]float64, len(c.Devices))
+	overs := make([][]float64, len(c.Devices)) // the fixed part of each time (batched plans)
 	for _, d := range devs {
 		if coarse != nil {
 			d := d
 			times[d] = coarse.Times(func(_ int, members []int, kernel *graph.Node) float64 {
 				return cm.KernelTime(g, members, kernel, d)
 			}, nil)
+			overs[d] = coarse.Times(func(_ int, members []int, _ *graph.Node) float64 {
+				return cm.KernelOverhead(g, members, d)
+			}, nil)
 		} else {
 			times[d] = make([]float64, len(g.Nodes))
+			overs[d] = make([]float64, len(g.Nodes))
 			for v := range g.Nodes {
 				times[d][v] = cm.NodeTime(g, v, d)
+				overs[d][v] = cm.NodeOverhead(g, v, d)
 			}
 		}
 	}
@@ -242,7 +248,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	var labelDevice []int             // cluster device of each label
 	switch {
 	case batched:
-		workStage, labelDevice, err = planBatched(ctx, r, work, times, table, devs, opt)
+		workStage, labelDevice, err = planBatched(ctx, r, work, times, overs, table, devs, opt)
 	case r.Objective == Throughput:
 		workStage, labelDevice, err = planThroughput(ctx, r, work, times, table, devs, identical, opt)
 	default:
@@ -729,7 +735,7 @@ func markBottleneck(st []StageSummary) {
 
 func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
 	devs []int, opt Options) ([]int, []int, error) {
-	p := placementProblem(r.Cluster, g, times, table, devs, 1, 1)
+	p := placementProblem(r.Cluster, g, times, nil, table, devs, 1, 1)
 	res, err := runPlacement(ctx, r, p, opt)
 	if err != nil {
 		return nil, nil, err
@@ -776,10 +782,10 @@ func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 // placementProblem is the schedule problem of placing g on devs: times[d][v] are the node
 // times of one input (seconds), table the cluster's routes. With granules > 1 it is a
 // batched problem of granules granules of per inputs each; a node's batch of c granules
-// takes over + c·per·(t − over), over = the device's per-kernel launch overhead (the part of
-// a kernel's time that does not grow with the batch), and its tensors and activations grow
-// with per. Transfers congest (Moirai eq. (8)).
-func placementProblem(c *profile.Cluster, g *graph.Graph, times [][]float64, table *profile.CostTable, devs []int, granules, per int) *schedule.Problem {
+// takes over + c·per·(t − over), over = overs[d][v], the fixed part of the kernel's time on
+// the device (its class overhead, profile.CostModel.KernelOverhead: what does not grow with
+// the batch), and its tensors and activations grow with per. Transfers congest (Moirai eq. (8)).
+func placementProblem(c *profile.Cluster, g *graph.Graph, times, overs [][]float64, table *profile.CostTable, devs []int, granules, per int) *schedule.Problem {
 	p := &schedule.Problem{Congestion: true}
 	if granules > 1 {
 		p.Batch, p.GranuleSize = granules, per
@@ -817,7 +823,10 @@ func placementProblem(c *profile.Cluster, g *graph.Graph, times [][]float64, tab
 			n.BatchTime = make([][]float64, len(devs))
 		}
 		for i, d := range devs {
-			over := c.Devices[d].Launch.Value
+			over := 0.0
+			if overs != nil {
+				over = overs[d][v]
+			}
 			n.Time[i] = scaled(times[d][v], over, per)
 			if granules > 1 {
 				n.BatchTime[i] = make([]float64, granules)

@@ -545,17 +545,7 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 // and one overhead for the kernel; a group of static members only is free.
 func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node, device int) float64 {
 	d := &m.c.Devices[device]
-	lead := -1
-	for _, v := range members {
-		n := &g.Nodes[v]
-		c := ClassOn(d, g, n)
-		if c == ClassStatic {
-			continue
-		}
-		if lead < 0 || n.FLOPs > g.Nodes[lead].FLOPs || ClassOf(g, &g.Nodes[lead]) == ClassView && c != ClassView {
-			lead = v
-		}
-	}
+	lead := kernelLead(d, g, members)
 	if lead < 0 {
 		return 0
 	}
@@ -572,6 +562,41 @@ func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node
 		comp *= lanePadding(g, ln, c, d.VectorWidth) / lanePadding(g, kernel, c, d.VectorWidth)
 	}
 	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + t
+}
+
+// kernelLead is the member of a fused group whose op class and precision price the kernel:
+// the one with the most FLOPs, the first non-view member when none has any; -1 when every
+// member is static.
+func kernelLead(d *Device, g *graph.Graph, members []int) int {
+	lead := -1
+	for _, v := range members {
+		n := &g.Nodes[v]
+		c := ClassOn(d, g, n)
+		if c == ClassStatic {
+			continue
+		}
+		if lead < 0 || n.FLOPs > g.Nodes[lead].FLOPs || ClassOf(g, &g.Nodes[lead]) == ClassView && c != ClassView {
+			lead = v
+		}
+	}
+	return lead
+}
+
+// KernelOverhead is the fixed part of KernelTime (the lead member's class overhead): what a
+// kernel costs once however many inputs it processes together (0 for a static group).
+func (m *CostModel) KernelOverhead(g *graph.Graph, members []int, device int) float64 {
+	d := &m.c.Devices[device]
+	lead := kernelLead(d, g, members)
+	if lead < 0 {
+		return 0
+	}
+	return OverheadOf(d, ClassOn(d, g, &g.Nodes[lead])).Value
+}
+
+// NodeOverhead is the fixed part of node v's time on device (its class overhead; 0 for a
+// static node).
+func (m *CostModel) NodeOverhead(g *graph.Graph, v, device int) float64 {
+	return m.KernelOverhead(g, []int{v}, device)
 }
 
 // ClassTimes sums the predicted times of g's nodes per op class (ClassOn) on device d.
