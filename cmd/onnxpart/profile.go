@@ -229,8 +229,23 @@ func linkOf(l profile.Link) linkJSON {
 func deviceJSON(d *profile.Device) deviceReport {
 	r := deviceReport{Name: d.Name, Model: d.Model, Kind: string(d.Kind), Catalog: d.Catalog,
 		Figures: map[string]figureJSON{}, HostLink: linkOf(d.HostLink), Facts: d.Facts}
-	if r.Facts == nil {
-		r.Facts = []profile.Fact{}
+	r.Facts = append([]profile.Fact{}, d.Facts...)
+	// The CPU kernel geometry the roofline uses (lane padding of output channels, blocked
+	// layout of convolutions), so that a prediction can be traced to it.
+	if d.VectorWidth > 0 {
+		src := profile.SourceDefault
+		switch {
+		case d.ChannelAlign > 0: // both come from MeasureIO's blocked-layout probe
+			src = profile.SourceMeasured
+		case d.Host:
+			src = profile.SourceHost // the ISA flags
+		case d.Catalog != "":
+			src = profile.SourceCatalog
+		}
+		r.Facts = append(r.Facts, profile.Fact{Key: "vector width", Value: fmt.Sprintf("%d fp32 lanes (output channels are rounded up to it)", d.VectorWidth), Source: src})
+	}
+	if d.ChannelAlign > 0 {
+		r.Facts = append(r.Facts, profile.Fact{Key: "blocked-layout channel multiple", Value: fmt.Sprintf("%d (other convolutions run in the plain layout)", d.ChannelAlign), Source: profile.SourceMeasured})
 	}
 	set := func(k string, f profile.Figure, u profile.Unit) {
 		if f.Known() {
