@@ -454,41 +454,29 @@ func printProfile(w io.Writer, rep *profileReport) {
 		fmt.Fprintln(w, "\npredicted time per op class:")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "class\tnodes\t")
-		for _, d := range rep.Device {
-			fmt.Fprintf(tw, "%s\t", d.Name)
-		}
+		deviceCells(tw, rep.Device)
 		fmt.Fprintln(tw)
 		for _, r := range m.Classes {
 			fmt.Fprintf(tw, "%s\t%d\t", r.Class, r.Nodes)
-			for _, t := range r.Time {
-				fmt.Fprintf(tw, "%s\t", timeStr(t))
-			}
+			timeCells(tw, r.Time)
 			fmt.Fprintln(tw)
 		}
 		fmt.Fprint(tw, "run overhead\t\t")
-		for _, t := range m.Overhead {
-			fmt.Fprintf(tw, "%s\t", timeStr(t))
-		}
+		timeCells(tw, m.Overhead)
 		fmt.Fprintln(tw)
 		fmt.Fprintf(tw, "total\t%d\t", m.Nodes)
-		for _, t := range m.Total {
-			fmt.Fprintf(tw, "%s\t", timeStr(t))
-		}
+		timeCells(tw, m.Total)
 		fmt.Fprintln(tw)
 		tw.Flush()
 		if len(m.NodeRows) > 0 {
 			fmt.Fprintln(w, "\npredicted time per node:")
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprint(tw, "node\top\tclass\tFLOPs\tbytes\t")
-			for _, d := range rep.Device {
-				fmt.Fprintf(tw, "%s\t", d.Name)
-			}
+			deviceCells(tw, rep.Device)
 			fmt.Fprintln(tw)
 			for _, r := range m.NodeRows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t", r.Name, r.Op, r.Class, r.FLOPs, r.Bytes)
-				for _, t := range r.Time {
-					fmt.Fprintf(tw, "%s\t", timeStr(t))
-				}
+				timeCells(tw, r.Time)
 				fmt.Fprintln(tw)
 			}
 			tw.Flush()
@@ -496,6 +484,20 @@ func printProfile(w io.Writer, rep *profileReport) {
 		if m.Measured != nil {
 			fmt.Fprintf(w, "measured in ONNX Runtime: %s per run (CPU time of the calling thread, median)\n", timeStr(*m.Measured))
 		}
+	}
+}
+
+// timeCells writes one tab-terminated cell per device time.
+func timeCells(w io.Writer, ts []float64) {
+	for _, t := range ts {
+		fmt.Fprintf(w, "%s\t", timeStr(t))
+	}
+}
+
+// deviceCells writes one tab-terminated cell per device name.
+func deviceCells(w io.Writer, devs []deviceReport) {
+	for _, d := range devs {
+		fmt.Fprintf(w, "%s\t", d.Name)
 	}
 }
 
