@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -31,6 +32,16 @@ import (
 // their effort is capped by branch-and-bound nodes, not by the clock, which keeps the
 // polish deterministic for a seed (a context that ends stops it between sub-MIPs, and
 // HiGHS is interrupted inside one).
+//
+// Two devices only save time and change no plan. (1) A window whose sub-MIP failed is not
+// solved again while its sub-MIP would be the same (lnsCache: the key is the window, U and
+// the stage of every node inside it; outside the window only "fixed elsewhere" enters the
+// model, see buildMIP's cconst). A skipped window would have failed again (deterministic
+// sub-MIPs), so the sequence of accepted steps is the one without the cache, and the
+// termination argument is untouched. (2) With several workers, the windows after the one
+// being solved are solved speculatively alongside it (lnsFirst); outcomes are read in the
+// sequential order and everything after the first improvement is thrown away, so the plan
+// and the count of sub-MIPs (the solve cap) do not depend on the number of workers.
 
 // lnsOptions bound the polish.
 type lnsOptions struct {
@@ -60,8 +71,9 @@ func (e *engine) polishIncumbent(ctx context.Context, st *solveState) bool {
 	anc, desc := c.reachWork()
 	o := defaultLNS()
 	var ks kahnScratch
+	tried := lnsCache{}
 	for o.maxSolves > 0 && ctx.Err() == nil {
-		next, ok, used := e.lnsPolish(ctx, stage, device, o, anc, desc)
+		next, ok, used := e.lnsPolishCached(ctx, stage, device, o, anc, desc, tried)
 		o.maxSolves -= used
 		if !ok {
 			break
@@ -118,6 +130,46 @@ func Polish(ctx context.Context, p *Problem, plan *Plan, o Options) (*Plan, bool
 // containing a most expensive stage improves, at the solve cap, or when ctx ends. It returns
 // the (possibly unchanged) plan, whether it improved and the number of sub-MIPs solved.
 func (e *engine) lnsPolish(ctx context.Context, stage, device []int, o lnsOptions, anc, desc []float64) ([]int, bool, int) {
+	return e.lnsPolishCached(ctx, stage, device, o, anc, desc, lnsCache{})
+}
+
+// lnsCache holds the windows whose sub-MIP failed, keyed by windowKey. A window's sub-MIP
+// is a function of the window (a, w), the plan's value U (the model's scale and its
+// variable fixings) and which nodes lie in which window stage: every other node is fixed
+// outside the window, and where exactly does not enter the model (a fixed stage outside
+// the window holds none of the window's nodes; buildMIP leaves out the constant cut and
+// overflow terms of the blocks outside the window). The warm start and the acceptance
+// threshold wmax are functions of the same data. So a window with a key in the cache would
+// be solved to the same failure: it is skipped.
+type lnsCache map[[2]uint64]struct{}
+
+// windowKey hashes (a, w, U) and the stage of every node in stages a..a+w−1 (two
+// independent 64-bit hashes, so a collision that skips an improving window is beyond
+// reach).
+func windowKey(stage []int, a, w int, U float64) [2]uint64 {
+	h1, h2 := uint64(1469598103934665603), uint64(0x9e3779b97f4a7c15)
+	mix := func(x uint64) {
+		h1 ^= x
+		h1 *= 1099511628211
+		h2 += x
+		h2 ^= h2 >> 29
+		h2 *= 0xbf58476d1ce4e5b9
+		h2 ^= h2 >> 32
+	}
+	mix(uint64(a))
+	mix(uint64(w))
+	mix(math.Float64bits(U))
+	for v, s := range stage {
+		if s >= a && s < a+w {
+			mix(uint64(v)<<8 | uint64(s-a))
+		}
+	}
+	return [2]uint64{h1, h2}
+}
+
+// lnsPolishCached is lnsPolish with a cache of failed windows that the caller may keep
+// across calls.
+func (e *engine) lnsPolishCached(ctx context.Context, stage, device []int, o lnsOptions, anc, desc []float64, tried lnsCache) ([]int, bool, int) {
 	c := e.c
 	K := len(device)
 	if K < 2 || c.n < 2 {
@@ -130,15 +182,6 @@ func (e *engine) lnsPolish(ctx context.Context, stage, device []int, o lnsOption
 	}
 	improved := false
 	solves := 0
-	tried := map[[2]int]uint64{} // window → plan hash when it last failed
-	hash := func() uint64 {
-		h := uint64(1469598103934665603)
-		for _, s := range stage {
-			h ^= uint64(s)
-			h *= 1099511628211
-		}
-		return h
-	}
 	for solves < o.maxSolves && ctx.Err() == nil {
 		cost := costs()
 		U := 0.0
@@ -148,14 +191,11 @@ func (e *engine) lnsPolish(ctx context.Context, stage, device []int, o lnsOption
 		if !(U > 0) || math.IsInf(U, 1) {
 			return stage, improved, solves
 		}
-		found := false
-		h := hash()
-	sizes:
+		// The windows of this round, in the order they are tried: smallest size first, then
+		// left to right; only hot ones (containing a most expensive stage), not in the cache.
+		var cands []lnsCand
 		for w := max(o.minWindow, 2); w <= min(o.maxWindow, K); w++ {
 			for a := 0; a+w <= K; a++ {
-				if solves >= o.maxSolves || ctx.Err() != nil {
-					break sizes
-				}
 				hot := false
 				wmax := 0.0
 				free := 0
@@ -176,23 +216,104 @@ func (e *engine) lnsPolish(ctx context.Context, stage, device []int, o lnsOption
 				if free < 2 || free > o.maxFree {
 					continue
 				}
-				if tried[[2]int{a, w}] == h {
+				key := windowKey(stage, a, w, U)
+				if _, ok := tried[key]; ok {
 					continue
 				}
-				solves++
-				if next, ok := e.lnsWindow(ctx, stage, device, a, w, wmax, U, o, anc, desc); ok {
-					stage = next
-					improved, found = true, true
-					break sizes
-				}
-				tried[[2]int{a, w}] = h
+				cands = append(cands, lnsCand{a: a, w: w, wmax: wmax, key: key})
 			}
 		}
-		if !found {
+		if len(cands) > o.maxSolves-solves {
+			cands = cands[:o.maxSolves-solves]
+		}
+		next, i, n := e.lnsFirst(ctx, stage, device, cands, U, o, anc, desc)
+		solves += n
+		for j := 0; j < n; j++ {
+			if j != i && tried != nil { // nil: no cache (tests)
+				tried[cands[j].key] = struct{}{}
+			}
+		}
+		if i < 0 {
 			break
 		}
+		stage = next
+		improved = true
 	}
 	return stage, improved, solves
+}
+
+// lnsCand is a window to solve: stages a..a+w−1, their largest cost and the cache key.
+type lnsCand struct {
+	a, w int
+	wmax float64
+	key  [2]uint64
+}
+
+// lnsFirst solves the sub-MIPs of cands in order until one improves the plan, and returns
+// its plan, its index (−1 if none) and how many sub-MIPs were consumed (all of them, or
+// up to and including the improving one). With several workers, the next windows are solved
+// speculatively alongside: their outcomes are read strictly in order and those after the
+// first improvement are discarded (and their solves interrupted), so the result is that of
+// the sequential loop whatever the number of workers, and so is the count (sub-MIPs are
+// deterministic: their effort is capped by nodes).
+func (e *engine) lnsFirst(ctx context.Context, stage, device []int, cands []lnsCand, U float64, o lnsOptions, anc, desc []float64) ([]int, int, int) {
+	type result struct {
+		next []int
+		ok   bool
+	}
+	P := max(1, e.workers)
+	if P == 1 || len(cands) < 2 {
+		for i, cd := range cands {
+			if ctx.Err() != nil {
+				return nil, -1, i
+			}
+			if next, ok := e.lnsWindow(ctx, stage, device, cd.a, cd.w, cd.wmax, U, o, anc, desc); ok {
+				return next, i, i + 1
+			}
+		}
+		return nil, -1, len(cands)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel (deferred calls run last first)
+	defer cancel()
+	results := make([]chan result, len(cands))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	sem := make(chan struct{}, P)
+	wg.Add(1)
+	go func() { // launcher: at most P sub-MIPs in flight, in order
+		defer wg.Done()
+		for i, cd := range cands {
+			select {
+			case sem <- struct{}{}:
+			case <-sctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func(i int, cd lnsCand) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				next, ok := e.lnsWindow(sctx, stage, device, cd.a, cd.w, cd.wmax, U, o, anc, desc)
+				results[i] <- result{next, ok}
+			}(i, cd)
+		}
+	}()
+	for i := range cands {
+		if ctx.Err() != nil {
+			return nil, -1, i
+		}
+		r := <-results[i]
+		if ctx.Err() != nil { // the outcome may be the clock's
+			return nil, -1, i
+		}
+		if r.ok {
+			cancel() // the windows after i are not needed
+			return r.next, i, i + 1
+		}
+	}
+	return nil, -1, len(cands)
 }
 
 // lnsWindow solves the sub-MIP of stages a..a+w−1 and returns the new plan when its window

@@ -172,3 +172,46 @@ func TestPolishExported(t *testing.T) {
 		t.Fatal("Polish never improved a weakly searched plan: the test checks little")
 	}
 }
+
+// TestLNSCacheSkipsOnlyFailures: the cache of failed windows skips only sub-MIPs that would
+// fail again. The polish with the cache must end at the very plan of the polish without it
+// (which re-solves every window after each improvement), with no more sub-MIPs, and a
+// cache kept across calls (as polishIncumbent keeps it) skips every window that failed. Two
+// workers (speculative sub-MIPs, lnsFirst) give the same plan and count as one.
+func TestLNSCacheSkipsOnlyFailures(t *testing.T) {
+	rng := rand.New(rand.NewSource(53))
+	fewer := 0
+	for it := 0; it < 30; it++ {
+		n := 10 + rng.Intn(12)
+		k := 4 + rng.Intn(3)
+		p := randomDAG(rng, n, k, 0.3)
+		c := compile(p)
+		e := newEngine(c, 1)
+		device := make([]int, k)
+		anc, desc := c.reachWork()
+		o := lnsOptions{minWindow: 2, maxWindow: 3, maxFree: 1 << 20, maxNodes: 50, maxSolves: 1 << 20}
+		start := lnsStart(c, k)
+		plain, okP, usedP := e.lnsPolishCached(context.Background(), start, device, o, anc, desc, nil)
+		cache := lnsCache{}
+		cached, okC, usedC := e.lnsPolishCached(context.Background(), start, device, o, anc, desc, cache)
+		if okP != okC || !equalInts(plain, cached) || usedC > usedP {
+			t.Fatalf("it %d: without cache %v (%v, %d sub-MIPs), with cache %v (%v, %d)", it, plain, okP, usedP, cached, okC, usedC)
+		}
+		if usedC < usedP {
+			fewer++
+		}
+		// Speculative sub-MIPs on two workers change nothing but the clock.
+		two, okT, usedT := newEngine(c, 2).lnsPolishCached(context.Background(), start, device, o, anc, desc, lnsCache{})
+		if okT != okC || !equalInts(two, cached) || usedT != usedC {
+			t.Fatalf("it %d: one worker %v (%v, %d sub-MIPs), two workers %v (%v, %d)", it, cached, okC, usedC, two, okT, usedT)
+		}
+		// A second call with the same cache on the final plan solves nothing.
+		if _, ok, used := e.lnsPolishCached(context.Background(), cached, device, o, anc, desc, cache); ok || used != 0 {
+			t.Fatalf("it %d: the cached polish of its own result solved %d sub-MIPs (improved %v)", it, used, ok)
+		}
+	}
+	if fewer == 0 {
+		t.Fatal("the cache never saved a sub-MIP: the test checks little")
+	}
+	t.Logf("the cache saved sub-MIPs in %d of 30 runs", fewer)
+}

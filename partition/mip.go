@@ -275,8 +275,16 @@ func (c *core) buildMIP(spec mipSpec, anc, desc []float64) *blockMIP {
 		m.ccol[k] = col
 		return col
 	}
+	// A sub-MIP of lns.go fixes most nodes: a cut term without columns is a constant, kept
+	// out of the model (cconst) so that the model does not depend on where the fixed nodes
+	// outside its window lie.
+	cconst := map[[2]int]bool{}
 	addCut := func(t, b int, rhs lin) {
 		if rhs.maxVal() <= 1e-12 {
+			return
+		}
+		if spec.fixLo != nil && len(rhs.cols) == 0 {
+			cconst[[2]int{t, b}] = true
 			return
 		}
 		col := cutCol(t, b)
@@ -324,6 +332,10 @@ func (c *core) buildMIP(spec mipSpec, anc, desc []float64) *blockMIP {
 					if v := coef * c.tSize[t] / sc; v > 1e-12 {
 						e.add(col, v)
 					}
+				} else if cconst[[2]int{t, b}] {
+					if v := coef * c.tSize[t] / sc; v > 1e-12 {
+						e.cst += v
+					}
 				}
 			}
 		}
@@ -335,7 +347,12 @@ func (c *core) buildMIP(spec mipSpec, anc, desc []float64) *blockMIP {
 					addX(&pe, v, b, p)
 				}
 			}
-			if len(pe.cols) > 0 || pe.cst != 0 {
+			if spec.fixLo != nil && len(pe.cols) == 0 {
+				// Constant (see cconst): the incumbent, a valid plan, meets the cap.
+				if M := c.memM[d]; M > 0 && c.coef[d] > 0 && pe.cst > M {
+					e.cst += c.coef[d] / sc * (pe.cst - M)
+				}
+			} else if len(pe.cols) > 0 || pe.cst != 0 {
 				if cp := c.memCap[d]; !math.IsInf(cp, 1) && pe.maxVal() > cp {
 					mod.AddRow(math.Inf(-1), cp-pe.cst, pe.cols, pe.vals)
 				}
