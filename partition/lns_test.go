@@ -76,14 +76,8 @@ func TestLNSMonotone(t *testing.T) {
 	rng := rand.New(rand.NewSource(43))
 	improved := 0
 	for it := 0; it < 40; it++ {
-		n := 8 + rng.Intn(10)
-		k := 4 + rng.Intn(3)
-		p := randomDAG(rng, n, k, 0.3)
-		c := compile(p)
-		e := newEngine(c, 1)
-		device := make([]int, k)
+		c, e, k, device, anc, desc := lnsCase(rng, 8+rng.Intn(10))
 		stage := lnsStart(c, k)
-		anc, desc := c.reachWork()
 		before := newRefiner(c, stage, device).cost
 		for step := 0; step < 10; step++ {
 			o := lnsOptions{minWindow: 2, maxWindow: 2, maxFree: 1 << 20, maxSolves: 1}
@@ -182,13 +176,7 @@ func TestLNSCacheSkipsOnlyFailures(t *testing.T) {
 	rng := rand.New(rand.NewSource(53))
 	fewer := 0
 	for it := 0; it < 30; it++ {
-		n := 10 + rng.Intn(12)
-		k := 4 + rng.Intn(3)
-		p := randomDAG(rng, n, k, 0.3)
-		c := compile(p)
-		e := newEngine(c, 1)
-		device := make([]int, k)
-		anc, desc := c.reachWork()
+		c, e, k, device, anc, desc := lnsCase(rng, 10+rng.Intn(12))
 		o := lnsOptions{minWindow: 2, maxWindow: 3, maxFree: 1 << 20, maxNodes: 50, maxSolves: 1 << 20}
 		start := lnsStart(c, k)
 		plain, okP, usedP := e.lnsPolishCached(context.Background(), start, device, o, anc, desc, nil)
@@ -214,4 +202,14 @@ func TestLNSCacheSkipsOnlyFailures(t *testing.T) {
 		t.Fatal("the cache never saved a sub-MIP: the test checks little")
 	}
 	t.Logf("the cache saved sub-MIPs in %d of 30 runs", fewer)
+}
+
+// lnsCase is a random n-node DAG with 4 to 6 stages (in that order of draws from rng: node
+// count first, by the caller), compiled, with its one-worker engine, a homogeneous device
+// vector and the reach sums the polish takes.
+func lnsCase(rng *rand.Rand, n int) (c *core, e *engine, k int, device []int, anc, desc []float64) {
+	k = 4 + rng.Intn(3)
+	c = compile(randomDAG(rng, n, k, 0.3))
+	anc, desc = c.reachWork()
+	return c, newEngine(c, 1), k, make([]int, k), anc, desc
 }
