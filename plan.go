@@ -224,21 +224,30 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	}
 	r.CoarseNodes = len(work.Nodes)
 	times := make([][]float64, len(c.Devices))
-	overs := make([][]float64, len(c.Devices)) // the fixed part of each time (batched plans)
+	var overs [][]float64 // the fixed part of each time, which batched plans do not scale
+	if batched {
+		overs = make([][]float64, len(c.Devices))
+	}
 	for _, d := range devs {
 		if coarse != nil {
 			d := d
 			times[d] = coarse.Times(func(_ int, members []int, kernel *graph.Node) float64 {
 				return cm.KernelTime(g, members, kernel, d)
 			}, nil)
-			overs[d] = coarse.Times(func(_ int, members []int, _ *graph.Node) float64 {
-				return cm.KernelOverhead(g, members, d)
-			}, nil)
-		} else {
-			times[d] = make([]float64, len(g.Nodes))
+			if batched {
+				overs[d] = coarse.Times(func(_ int, members []int, _ *graph.Node) float64 {
+					return cm.KernelOverhead(g, members, d)
+				}, nil)
+			}
+			continue
+		}
+		times[d] = make([]float64, len(g.Nodes))
+		for v := range g.Nodes {
+			times[d][v] = cm.NodeTime(g, v, d)
+		}
+		if batched {
 			overs[d] = make([]float64, len(g.Nodes))
 			for v := range g.Nodes {
-				times[d][v] = cm.NodeTime(g, v, d)
 				overs[d][v] = cm.NodeOverhead(g, v, d)
 			}
 		}
