@@ -279,11 +279,14 @@ func (c *core) buildMIP(spec mipSpec, anc, desc []float64) *blockMIP {
 	// out of the model (cconst) so that the model does not depend on where the fixed nodes
 	// outside its window lie.
 	cconst := map[[2]int]bool{}
-	addCut := func(t, b int, rhs lin) {
-		if rhs.maxVal() <= 1e-12 {
+	// addCut adds c[t][b] ≥ rhs. plain is the textbook form of the same condition: when its
+	// largest value is ≤ 0 the term is never charged (and rhs ≤ 0 follows from the DAG rows
+	// even in the LP); when it has no columns it is a constant of the sub-MIP.
+	addCut := func(t, b int, plain, rhs lin) {
+		if plain.maxVal() <= 1e-12 {
 			return
 		}
-		if spec.fixLo != nil && len(rhs.cols) == 0 {
+		if spec.fixLo != nil && len(plain.cols) == 0 {
 			cconst[[2]int{t, b}] = true
 			return
 		}
@@ -300,18 +303,27 @@ func (c *core) buildMIP(spec mipSpec, anc, desc []float64) *blockMIP {
 		for _, w32 := range c.consOf(t) {
 			w := int(w32)
 			for b := 1; b <= K; b++ {
+				// Because the DAG rows keep u in a block ≤ w's, "u before b and w in b"
+				// is X(w,b) − X(u,b) ≥ 1 and "u in b and w after b" is X(u,b) − X(w,b) ≥ 1
+				// at integer points. These rows are tighter than the textbook
+				// y(u,b−1) + X(w,b) − 1 and X(u,b) − y(w,b) (Eqs. (9)/(10)) by 1 − y(u,b)
+				// and y(w,b−1) respectively, and equal to them at integer points.
 				if b >= 2 { // input: u before b and w in b
-					var e lin
-					addY(&e, u, b-1, 1)
+					var plain, e lin
+					addY(&plain, u, b-1, 1)
+					addX(&plain, w, b, 1)
+					plain.cst--
 					addX(&e, w, b, 1)
-					e.cst--
-					addCut(t, b, e)
+					addX(&e, u, b, -1)
+					addCut(t, b, plain, e)
 				}
 				if b <= K-1 { // output: u in b and w after b
-					var e lin
+					var plain, e lin
+					addX(&plain, u, b, 1)
+					addY(&plain, w, b, -1)
 					addX(&e, u, b, 1)
-					addY(&e, w, b, -1)
-					addCut(t, b, e)
+					addX(&e, w, b, -1)
+					addCut(t, b, plain, e)
 				}
 			}
 		}
