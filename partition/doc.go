@@ -45,7 +45,9 @@
 //     (bottleneck, §3.2), bottleneck-guess (k MIPs, §3.3), the superblock bound (ours: the
 //     exact MIP coarsened to two superblocks of j and k−j stages with averaged costs,
 //     maximised over j; proof in superblock.go) and the exact MIP (§3.1, x eliminated,
-//     branching on y) warm-started with the incumbent and with variables fixed by its value.
+//     branching on y) warm-started with the incumbent and with variables fixed by its value,
+//     then, on homogeneous pipelines, probes at rising targets T (the same MIP fixed and cut
+//     off at T: "infeasible" proves T; probe.go).
 //     A MIP that times out contributes its dual bound; a bound above the incumbent
 //     or a decoded MIP plan whose recomputed cost disagrees is a solver fault, reported in
 //     Plan.Notes and ignored.

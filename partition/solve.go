@@ -960,6 +960,9 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 	if gap <= 0 {
 		gap = math.Max(st.opts.Gap, 0) // LowerBound runs with Gap −1 ("never stop early")
 	}
+	if !c.hetero && gap == 0 {
+		return e.boundExactProbes(ctx, st, anc, desc, limit)
+	}
 	for i, devOrder := range orders {
 		left := time.Until(deadline) / time.Duration(len(orders)-i)
 		if left <= 0 || ctx.Err() != nil {
