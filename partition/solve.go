@@ -983,20 +983,8 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 		}
 		sp := c.exactSpec(devOrder, target, lb, U)
 		out := c.solveMIP(ctx, sp, anc, desc, start, left, 0)
-		if out.fault != "" || out.status == "error" || out.status == "fault" {
-			st.note("solver fault in the exact MIP (%s: %s); it contributes only the bounds proved without it", out.status, out.fault)
-		}
-		if out.plan != nil {
-			pstage := make([]int, c.n)
-			for v, b := range out.plan {
-				pstage[v] = b - 1
-			}
-			_, val, err := st.p.Evaluate(c.expand(pstage), devOrder)
-			if err != nil || math.Abs(val-out.value) > 1e-6*math.Max(1, math.Abs(val)) {
-				st.note("solver fault: the exact MIP's plan (objective %.10g) recomputes to %.10g (%v); its bound is discarded", out.value, val, err)
-				return BoundInfo{Method: BoundExact, Value: lb, Status: "fault", Seconds: time.Since(t0).Seconds()}
-			}
-			st.offerPlan(pstage, devOrder, nil, "exact-mip")
+		if _, ok := e.takeExact(st, out, devOrder, U); !ok {
+			return BoundInfo{Method: BoundExact, Value: lb, Status: "fault", Seconds: time.Since(t0).Seconds()}
 		}
 		bound = math.Min(bound, out.bound)
 		if out.status != "optimal" && out.status != "fixings-infeasible" && out.status != "infeasible" {
