@@ -517,6 +517,16 @@ type mipOutcome struct {
 	fault   string
 }
 
+// proved reports whether the outcome proves its bound: an optimum, or nothing below the target.
+func (o mipOutcome) proved() bool {
+	return o.status == "optimal" || o.status == "infeasible" || o.status == "fixings-infeasible"
+}
+
+// failed reports a solver error or a caught solver fault (the bound is then only zLo).
+func (o mipOutcome) failed() bool {
+	return o.fault != "" || o.status == "error" || o.status == "fault"
+}
+
 // solveMIP builds and solves spec, returning a valid lower bound: min(target, dual bound),
 // or target when the fixings or the cutoff prove that no plan of value below target exists.
 func (c *core) solveMIP(ctx context.Context, spec mipSpec, anc, desc []float64, start []int, limit time.Duration, relGap float64) mipOutcome {

@@ -36,23 +36,23 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 	info := func(v float64, status string) BoundInfo {
 		return BoundInfo{Method: BoundExact, Value: v, Status: status, Seconds: time.Since(t0).Seconds()}
 	}
-	start := make([]int, c.n)
-	for v := range start {
-		start[v] = stage[v] + 1
-	}
 	lo, status := lb, "time-limit"
 	if exactWarmShare > 0 {
+		start := make([]int, c.n)
+		for v := range start {
+			start[v] = stage[v] + 1
+		}
 		out := c.solveMIP(ctx, c.exactSpec(device, U, lb, U), anc, desc, start, limit/exactWarmShare, 0)
 		if _, ok := e.takeExact(st, out, device, U); !ok {
 			return info(lb, "fault")
 		}
-		if out.fault != "" || out.status == "error" {
+		if out.failed() {
 			// A solver that fails on the warm-started model is not asked to prove
 			// infeasibility, which nothing could check.
 			return info(lb, out.status)
 		}
 		lo, status = math.Max(lb, out.bound), out.status
-		if proved(out.status) {
+		if out.proved() {
 			return info(lo, "optimal")
 		}
 	}
@@ -73,18 +73,19 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 		}
 		out := c.solveMIP(ctx, c.exactSpec(device, T, lo, U), anc, desc, nil, left, 0)
 		val, ok := e.takeExact(st, out, device, U)
-		if !ok || out.fault != "" || out.status == "error" {
+		if !ok || out.failed() {
 			break // the bound proved so far stands; the note says why it stopped
 		}
 		lo = math.Max(lo, out.bound)
-		if !proved(out.status) {
+		if !out.proved() {
 			status = out.status
 			break
 		}
 		if out.plan != nil && val <= T*(1+1e-9) {
 			// The optimum itself (below T: a plan above T may come back from outside the
-			// fixings, and then proves only that nothing is below T). Its bound is the plan's value up to HiGHS's
-			// tolerance on the scaled model (as offerBound clamps a bound just above a plan).
+			// fixings, and then proves only that nothing is below T). Its bound is the
+			// plan's value up to HiGHS's tolerance on the scaled model (as offerBound clamps
+			// a bound just above a plan).
 			if out.bound >= val-1e-6*U {
 				lo = math.Max(lo, val)
 			}
@@ -109,19 +110,13 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 // tests of the probes alone).
 var exactWarmShare time.Duration = 3
 
-// proved reports whether a MIP status proves its bound (an optimum, or nothing below the
-// target).
-func proved(status string) bool {
-	return status == "optimal" || status == "infeasible" || status == "fixings-infeasible"
-}
-
 // takeExact checks an exact-MIP outcome: a solver fault is noted; a plan is recomputed and
 // offered. It returns the plan's recomputed value (NaN without a plan), and false when the
 // plan does not recompute to the MIP's value (its bound is then not to be trusted either).
 // scale is the model's objective scale: HiGHS's tolerances apply to the scaled values.
 func (e *engine) takeExact(st *solveState, out mipOutcome, devOrder []int, scale float64) (float64, bool) {
 	c := e.c
-	if out.fault != "" || out.status == "error" || out.status == "fault" {
+	if out.failed() {
 		st.note("solver fault in the exact MIP (%s: %s); it contributes only the bounds proved without it", out.status, out.fault)
 	}
 	if out.plan == nil {

@@ -987,7 +987,7 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 			return BoundInfo{Method: BoundExact, Value: lb, Status: "fault", Seconds: time.Since(t0).Seconds()}
 		}
 		bound = math.Min(bound, out.bound)
-		if out.status != "optimal" && out.status != "fixings-infeasible" && out.status != "infeasible" {
+		if !out.proved() {
 			status = out.status
 		}
 	}
@@ -1074,8 +1074,8 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 	status := "optimal"
 	for j := 1; j <= K; j++ {
 		bound = math.Min(bound, results[j].bound)
-		if s := results[j].status; s != "optimal" && s != "fixings-infeasible" && s != "infeasible" {
-			status = s
+		if !results[j].proved() {
+			status = results[j].status
 		}
 		if results[j].fault != "" {
 			st.note("bottleneck-guess j=%d: %s", j, results[j].fault)

@@ -73,7 +73,7 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 			st.note("superblock %v: %s", comp, out.fault)
 			continue
 		}
-		if out.status != "optimal" && out.status != "fixings-infeasible" && out.status != "infeasible" {
+		if !out.proved() {
 			status = out.status
 		}
 		if out.bound > best && !math.IsInf(out.bound, 1) {
