@@ -47,7 +47,8 @@
 //     maximised over j; proof in superblock.go) and the exact MIP (§3.1, x eliminated,
 //     branching on y) warm-started with the incumbent and with variables fixed by its value,
 //     then, on homogeneous pipelines, probes at rising targets T (the same MIP fixed and cut
-//     off at T: "infeasible" proves T; probe.go).
+//     off at T: "infeasible" proves T; probe.go), beside the warm-started MIP when two
+//     workers are available.
 //     A MIP that times out contributes its dual bound; a bound above the incumbent
 //     or a decoded MIP plan whose recomputed cost disagrees is a solver fault, reported in
 //     Plan.Notes and ignored.

@@ -14,7 +14,8 @@ type BoundOptions struct {
 	TimeLimit time.Duration
 	// Gap lets the exact MIP stop once it proves that no plan is below (1 − Gap)·incumbent.
 	Gap float64
-	// Parallel is the number of concurrent MIPs of bottleneck-guess; 0: GOMAXPROCS.
+	// Parallel is the number of concurrent MIPs of bottleneck-guess, and of the exact bound
+	// (two: the warm-started MIP beside the probes); 0: GOMAXPROCS.
 	Parallel int
 }
 
@@ -112,7 +113,11 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 		info = e.boundSuperblock(ctx, st, anc, desc, limit)
 	case BoundExact:
 		anc, desc := c.reachWork()
-		info = e.boundExact(ctx, st, anc, desc, limit)
+		par := o.Parallel
+		if par <= 0 {
+			par = runtime.GOMAXPROCS(0)
+		}
+		info = e.boundExact(ctx, st, anc, desc, limit, par)
 	default:
 		return BoundInfo{}, nil, fmt.Errorf("partition: unknown bound method %q", method)
 	}

@@ -28,43 +28,139 @@ import (
 // (0.3 at first), doubled (up to 0.6) after a probe that took under a quarter of the time
 // left and halved otherwise; each probe may use all the time left, since one that fails
 // ends the climb anyway.
-func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
-	c := e.c
+//
+// With par ≥ 2 the warm-started MIP and the climb run side by side, each for the
+// whole time (boundExactConcurrent).
+func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration, par int) BoundInfo {
 	t0 := time.Now()
 	deadline := t0.Add(limit)
-	U, stage, device, _, lb := st.snapshot()
+	_, _, _, _, lb := st.snapshot()
 	info := func(v float64, status string) BoundInfo {
 		return BoundInfo{Method: BoundExact, Value: v, Status: status, Seconds: time.Since(t0).Seconds()}
 	}
-	lo, status := lb, "time-limit"
-	if exactWarmShare > 0 {
-		start := make([]int, c.n)
-		for v := range start {
-			start[v] = stage[v] + 1
+	if exactWarmShare == 0 {
+		lo, status := e.exactClimb(ctx, st, anc, desc, lb, deadline)
+		if status == "" {
+			status = "fault"
 		}
-		out := c.solveMIP(ctx, c.exactSpec(device, U, lb, U), anc, desc, start, limit/exactWarmShare, 0)
-		if _, ok := e.takeExact(st, out, device, U); !ok {
-			return info(lb, "fault")
-		}
-		if out.failed() {
-			// A solver that fails on the warm-started model is not asked to prove
-			// infeasibility, which nothing could check.
-			return info(lb, out.status)
-		}
-		lo, status = math.Max(lb, out.bound), out.status
-		if out.proved() {
-			return info(lo, "optimal")
-		}
+		return info(lo, status)
 	}
+	if par >= 2 {
+		return e.boundExactConcurrent(ctx, st, anc, desc, limit)
+	}
+	out, ok := e.exactWarm(ctx, st, anc, desc, limit/exactWarmShare)
+	if !ok {
+		return info(lb, "fault")
+	}
+	if out.failed() {
+		// A solver that fails on the warm-started model is not asked to prove
+		// infeasibility, which nothing could check.
+		return info(lb, out.status)
+	}
+	lo := math.Max(lb, out.bound)
+	if out.proved() {
+		return info(lo, "optimal")
+	}
+	lo, status := e.exactClimb(ctx, st, anc, desc, lo, deadline)
+	if status == "" {
+		status = out.status
+	}
+	return info(lo, status)
+}
+
+// boundExactConcurrent runs the warm-started exact MIP and the climb side by side, each for
+// the whole time (both single-threaded HiGHS instances). Plans the
+// warm-started MIP finds lower the climb's hi at once; whichever proves the optimum stops the
+// other. A failing warm-started MIP discards the climb's bounds too, as in the sequential
+// order, where the climb never starts after one (a fault injected into every MIP makes the
+// probes "prove" anything).
+func (e *engine) boundExactConcurrent(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
+	t0 := time.Now()
+	_, _, _, _, lb := st.snapshot()
+	wctx, wcancel := context.WithCancel(ctx)
+	cctx, ccancel := context.WithCancel(ctx)
+	defer wcancel()
+	defer ccancel()
+	var out mipOutcome
+	var ok bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		out, ok = e.exactWarm(wctx, st, anc, desc, limit)
+		if !ok || out.failed() || out.proved() {
+			ccancel()
+		}
+	}()
+	lo, status := e.exactClimb(cctx, st, anc, desc, lb, t0.Add(limit))
+	if status == "optimal" {
+		// The climb's "infeasible" answers are trusted once the warm-started MIP has run
+		// as long as it would have before any probe in the sequential order, or ended,
+		// without a fault: never sooner than that order would have said "optimal".
+		if vet := limit/exactWarmShare - time.Since(t0); vet > 0 {
+			select {
+			case <-done:
+			case <-time.After(vet):
+			}
+		}
+		wcancel()
+	}
+	<-done
+	info := func(v float64, status string) BoundInfo {
+		return BoundInfo{Method: BoundExact, Value: v, Status: status, Seconds: time.Since(t0).Seconds()}
+	}
+	switch {
+	case !ok:
+		return info(lb, "fault")
+	case out.failed():
+		return info(lb, out.status)
+	case out.proved():
+		return info(math.Max(lb, out.bound), "optimal")
+	}
+	lo = math.Max(lo, out.bound)
+	if status == "optimal" {
+		return info(lo, status)
+	}
+	if ctx.Err() != nil {
+		return info(lo, "interrupted")
+	}
+	if status == "" || status == "interrupted" {
+		status = out.status
+	}
+	return info(lo, status)
+}
+
+// exactWarm is the exact MIP warm-started with the incumbent and its variables fixed by the
+// incumbent's value; ok is false when its plan fails the check of takeExact.
+func (e *engine) exactWarm(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) (mipOutcome, bool) {
+	c := e.c
+	U, stage, device, _, lb := st.snapshot()
+	start := make([]int, c.n)
+	for v := range start {
+		start[v] = stage[v] + 1
+	}
+	out := c.solveMIP(ctx, c.exactSpec(device, U, lb, U), anc, desc, start, limit, 0)
+	_, ok := e.takeExact(st, out, device, U)
+	return out, ok
+}
+
+// exactClimb probes at rising targets from the proved bound lo until deadline (see
+// boundExactProbes). It returns the bound proved and "optimal" when it reached the best
+// plan, otherwise the status of the probe that the time limit stopped, "time-limit" when the
+// time ran out between probes, "interrupted", or "" after a solver fault (noted).
+func (e *engine) exactClimb(ctx context.Context, st *solveState, anc, desc []float64, lo float64, deadline time.Time) (float64, string) {
+	c := e.c
+	U, _, device, _, _ := st.snapshot()
 	f := 0.3
 	const minProbe = 100 * time.Millisecond
+	status := ""
 	for ctx.Err() == nil {
 		hi, _, _, _, _ := st.snapshot()
 		if lo >= hi*(1-1e-9) {
-			return info(lo, "optimal")
+			return lo, "optimal"
 		}
 		left := time.Until(deadline)
 		if left < minProbe {
+			status = "time-limit"
 			break
 		}
 		T := lo + f*(hi-lo)
@@ -74,12 +170,12 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 		out := c.solveMIP(ctx, c.exactSpec(device, T, lo, U), anc, desc, nil, left, 0)
 		val, ok := e.takeExact(st, out, device, U)
 		if !ok || out.failed() {
-			break // the bound proved so far stands; the note says why it stopped
+			// The bound proved so far stands; the note says why it stopped.
+			return lo, ""
 		}
 		lo = math.Max(lo, out.bound)
 		if !out.proved() {
-			status = out.status
-			break
+			return lo, out.status
 		}
 		if out.plan != nil && val <= T*(1+1e-9) {
 			// The optimum itself (below T: a plan above T may come back from outside the
@@ -89,7 +185,7 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 			if out.bound >= val-1e-6*U {
 				lo = math.Max(lo, val)
 			}
-			return info(lo, "optimal")
+			return lo, "optimal"
 		}
 		// Nothing below T. Probes cost more the closer T is to the optimum: take bigger
 		// steps while they are cheap, smaller ones once a probe took a good part of the
@@ -103,7 +199,7 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 	if ctx.Err() != nil {
 		status = "interrupted"
 	}
-	return info(lo, status)
+	return lo, status
 }
 
 // exactWarmShare: the warm-started exact MIP gets 1/exactWarmShare of the time (0: none, for

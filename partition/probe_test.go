@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"onnxpart/internal/milp"
 )
 
 // TestExactProbes runs the exact bound by probes alone (no warm-started MIP first), from the
@@ -14,7 +16,27 @@ import (
 func TestExactProbes(t *testing.T) {
 	defer func(s time.Duration) { exactWarmShare = s }(exactWarmShare)
 	exactWarmShare = 0
-	rng := rand.New(rand.NewSource(33))
+	probeCheck(t, 33, 1)
+}
+
+// TestExactConcurrent runs the warm-started exact MIP and the probes side by side (two
+// MIPs at a time) with the same checks.
+func TestExactConcurrent(t *testing.T) {
+	probeCheck(t, 34, 2)
+	// The same with a warm-started MIP that finds nothing (a time-out after 50 ms): the
+	// probes must reach the optimum on their own and end the bound.
+	defer milp.SetTestHook(func(m *milp.Model, o milp.Options, solve func(milp.Options) (*milp.Result, error)) (*milp.Result, error) {
+		if o.Start == nil {
+			return solve(o)
+		}
+		time.Sleep(50 * time.Millisecond)
+		return milp.Inject(milp.FaultTimeoutNoIncumbent, m, &milp.Result{}), nil
+	})()
+	probeCheck(t, 35, 2)
+}
+
+func probeCheck(t *testing.T, seed int64, par int) {
+	rng := rand.New(rand.NewSource(seed))
 	probed := 0
 	for it := 0; it < 16; it++ {
 		n := 5 + rng.Intn(3)
@@ -27,7 +49,7 @@ func TestExactProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 		pl := &Plan{Objective: U, Assignment: one, StageDevice: make([]int, k)}
-		info, better, err := LowerBound(context.Background(), p, pl, BoundExact, BoundOptions{TimeLimit: 20 * time.Second})
+		info, better, err := LowerBound(context.Background(), p, pl, BoundExact, BoundOptions{TimeLimit: 20 * time.Second, Parallel: par})
 		if err != nil {
 			t.Fatal(err)
 		}

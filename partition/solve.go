@@ -75,8 +75,10 @@ type Options struct {
 	// is below (1 − BoundGap)·incumbent instead of proving the incumbent optimal, which is much
 	// cheaper. 0: Gap. The search still runs to its own end (or Gap).
 	BoundGap float64
-	// Workers is the number of goroutines decoding chromosomes; 0: GOMAXPROCS. Results do not
-	// depend on it.
+	// Workers is the number of goroutines decoding chromosomes; 0: GOMAXPROCS. The search's
+	// results do not depend on it. With two or more, the exact bound of a homogeneous
+	// pipeline runs the warm-started MIP and the probes side by side (its bound, like any
+	// MIP's stopped by the clock, depends on the machine).
 	Workers int
 	// Search is the order search: SearchBRKGA (default), SearchRandom, SearchMLAWeighted, SearchMLA.
 	Search string
@@ -919,7 +921,7 @@ func (e *engine) mipBounds(ctx context.Context, st *solveState) {
 			return
 		}
 	}
-	b := e.boundExact(ctx, st, anc, desc, limit)
+	b := e.boundExact(ctx, st, anc, desc, limit, e.workers)
 	st.offerBound(b)
 }
 
@@ -937,7 +939,8 @@ func (c *core) exactSpec(devOrder []int, target, zLo, scale float64) mipSpec {
 
 // boundExact solves the exact MIP (seed 000 §3.1), for a heterogeneous pipeline once per
 // device order, warm-started with the incumbent and with variables fixed by its value.
-func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
+// par is the number of MIPs it may run at a time (boundExactProbes).
+func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration, par int) BoundInfo {
 	c := e.c
 	t0 := time.Now()
 	U, stage, device, _, lb := st.snapshot()
@@ -961,7 +964,7 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 		gap = math.Max(st.opts.Gap, 0) // LowerBound runs with Gap −1 ("never stop early")
 	}
 	if !c.hetero && gap == 0 {
-		return e.boundExactProbes(ctx, st, anc, desc, limit)
+		return e.boundExactProbes(ctx, st, anc, desc, limit, par)
 	}
 	for i, devOrder := range orders {
 		left := time.Until(deadline) / time.Duration(len(orders)-i)
