@@ -30,7 +30,7 @@ import (
 // ends the climb anyway.
 //
 // With par ≥ 2 the warm-started MIP and the climb run side by side, each for the
-// whole time (boundExactConcurrent).
+// whole time (exactConcurrent).
 func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration, par int) BoundInfo {
 	t0 := time.Now()
 	deadline := t0.Add(limit)
@@ -46,7 +46,8 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 		return info(lo, status)
 	}
 	if par >= 2 {
-		return e.boundExactConcurrent(ctx, st, anc, desc, limit)
+		lo, status := e.exactConcurrent(ctx, st, anc, desc, lb, limit)
+		return info(lo, status)
 	}
 	out, ok := e.exactWarm(ctx, st, anc, desc, limit/exactWarmShare)
 	if !ok {
@@ -68,15 +69,14 @@ func (e *engine) boundExactProbes(ctx context.Context, st *solveState, anc, desc
 	return info(lo, status)
 }
 
-// boundExactConcurrent runs the warm-started exact MIP and the climb side by side, each for
+// exactConcurrent runs the warm-started exact MIP and the climb side by side, each for
 // the whole time (both single-threaded HiGHS instances). Plans the
 // warm-started MIP finds lower the climb's hi at once; whichever proves the optimum stops the
 // other. A failing warm-started MIP discards the climb's bounds too, as in the sequential
 // order, where the climb never starts after one (a fault injected into every MIP makes the
 // probes "prove" anything).
-func (e *engine) boundExactConcurrent(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
+func (e *engine) exactConcurrent(ctx context.Context, st *solveState, anc, desc []float64, lb float64, limit time.Duration) (float64, string) {
 	t0 := time.Now()
-	_, _, _, _, lb := st.snapshot()
 	wctx, wcancel := context.WithCancel(ctx)
 	cctx, ccancel := context.WithCancel(ctx)
 	defer wcancel()
@@ -105,28 +105,23 @@ func (e *engine) boundExactConcurrent(ctx context.Context, st *solveState, anc, 
 		wcancel()
 	}
 	<-done
-	info := func(v float64, status string) BoundInfo {
-		return BoundInfo{Method: BoundExact, Value: v, Status: status, Seconds: time.Since(t0).Seconds()}
-	}
 	switch {
 	case !ok:
-		return info(lb, "fault")
+		return lb, "fault"
 	case out.failed():
-		return info(lb, out.status)
+		return lb, out.status
 	case out.proved():
-		return info(math.Max(lb, out.bound), "optimal")
+		return math.Max(lb, out.bound), "optimal"
 	}
 	lo = math.Max(lo, out.bound)
-	if status == "optimal" {
-		return info(lo, status)
+	switch {
+	case status == "optimal":
+	case ctx.Err() != nil:
+		status = "interrupted"
+	case status == "":
+		status = out.status // a probe failed (noted): the warm-started MIP's own status
 	}
-	if ctx.Err() != nil {
-		return info(lo, "interrupted")
-	}
-	if status == "" || status == "interrupted" {
-		status = out.status
-	}
-	return info(lo, status)
+	return lo, status
 }
 
 // exactWarm is the exact MIP warm-started with the incumbent and its variables fixed by the
