@@ -53,6 +53,10 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 	e := newEngine(c, 1)
 	simple := c.simpleBound()
 	st.lb = simple
+	par := o.Parallel
+	if par <= 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
 	t0 := time.Now()
 	var info BoundInfo
 	switch method {
@@ -98,10 +102,6 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 		if method == BoundBottleneck {
 			info = e.boundBottleneck(ctx, st, limit)
 		} else {
-			par := o.Parallel
-			if par <= 0 {
-				par = runtime.GOMAXPROCS(0)
-			}
 			anc, desc := c.reachWork()
 			info = e.boundGuess(ctx, st, anc, desc, limit, par)
 		}
@@ -113,10 +113,6 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 		info = e.boundSuperblock(ctx, st, anc, desc, limit)
 	case BoundExact:
 		anc, desc := c.reachWork()
-		par := o.Parallel
-		if par <= 0 {
-			par = runtime.GOMAXPROCS(0)
-		}
 		info = e.boundExact(ctx, st, anc, desc, limit, par)
 	default:
 		return BoundInfo{}, nil, fmt.Errorf("partition: unknown bound method %q", method)

@@ -32,8 +32,8 @@ const BoundSuperblock = "superblock"
 // the model has n binaries and solves in seconds on REGAL-like graphs; it charges the
 // communication across the cut between the two superblocks, which W/k ignores. Variable
 // fixing (windows, with the spans) and the incumbent's value as target apply unchanged, and
-// the best bound so far is a valid lower bound on the bottleneck column z: it is ≤ OPT, so
-// max(B, ·) of the optimal plan's value is still ≤ OPT.
+// the best bound so far B is the floor of the bound reported: B ≤ OPT, so max(B, LB(s)) is
+// still ≤ OPT (buildMIP keeps it off z's column, where it would blind branching).
 func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration) BoundInfo {
 	c := e.c
 	t0 := time.Now()
