@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""stages.py DIR ONNXPART MODE [MODELS]: the GPU check's per-stage and per-node comparison.
+"""stages.py DIR ONNXPART MODE [MODELS [DEVICE]]: the GPU check's per-stage and per-node comparison.
 
 DIR holds TAG.pred.json (onnxpart profile --nodes --json) and TAG.meas.json (gpucheck.py
 --json) for each model of the list below; ONNXPART is the binary whose `plan` splits each
-model into k = 2, 4, 8 stages on kxH100-SXM; MODE is fp32 or tf32 (which measurement).
+model into k = 2, 4, 8 stages on k×DEVICE (a catalog id, default H100-SXM); MODE is fp32 or tf32 (which measurement).
 Per stage it sums the predicted and the measured (CUDA-graph) node times, leaving out the
 nodes onnxpart classes static (a runtime folds them; the PyTorch interpreter runs them), and
 prints the median |error| and how often the predicted slowest stage is the measured one
@@ -14,6 +14,7 @@ import json,subprocess,statistics as st,sys
 models={'resnet50_small':'resnet50_small','vgg16_small':'vgg16_small','squeezenet1_1':'squeezenet1_1','squeezenet1_1_small':'squeezenet1_1_small','googlenet_small':'googlenet_small','efficientnet_b0_small':'efficientnet_b0_small','randwire_ws_small_small':'randwire_ws_small_small','bert_base_like_small':'bert_base_like_small','mobilenet_v2_small_dynbatch_1':'mobilenet_v2_small_dynbatch','mobilenet_v2_small_dynbatch_64':'mobilenet_v2_small_dynbatch','mobilenet_v2_small_dynbatch_256':'mobilenet_v2_small_dynbatch'}
 D,B,mode=sys.argv[1],sys.argv[2],sys.argv[3]
 MODELS=sys.argv[4] if len(sys.argv)>4 else '../shared/models'
+DEV=sys.argv[5] if len(sys.argv)>5 else 'H100-SXM'
 errs=[];hit=0;tot=0;lines=[]
 for tag,m in models.items():
     pred=json.load(open(f'{D}/{tag}.pred.json')); meas=json.load(open(f'{D}/{tag}.meas.json'))[mode]['nodes']
@@ -21,7 +22,7 @@ for tag,m in models.items():
     dim=[]
     if 'dynbatch' in tag: dim=['--dim','batch='+tag.rsplit('_',1)[1]]
     for k in (2,4,8):
-        out=subprocess.run([B,'plan',f'{MODELS}/{m}.onnx','--devices',f'{k}xH100-SXM','-k',str(k),'--json','--time-limit','10s','--bounds','none','--seed','1']+dim,capture_output=True,text=True).stdout
+        out=subprocess.run([B,'plan',f'{MODELS}/{m}.onnx','--devices',f'{k}x{DEV}','-k',str(k),'--json','--time-limit','10s','--bounds','none','--seed','1']+dim,capture_output=True,text=True).stdout
         d=json.loads(out)
         P=[];M=[]
         for s in d['stages']:
