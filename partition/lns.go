@@ -55,6 +55,30 @@ func defaultLNS() lnsOptions {
 	return lnsOptions{minWindow: 2, maxWindow: 4, maxFree: 400, maxNodes: 300, maxSolves: 200}
 }
 
+// PolishOptions set the window polish's effort; a zero field keeps its default. Wider
+// windows and more nodes per sub-MIP find better plans at a cost in time that grows fast:
+// the whole exact MIP is the window of all k stages.
+type PolishOptions struct {
+	MaxWindow int // widest window, in consecutive stages (default 4)
+	MaxNodes  int // branch-and-bound nodes per sub-MIP (default 300)
+	MaxSolves int // sub-MIPs in all (default 200)
+}
+
+// lns is the polish's bounds with o's fields in place of the defaults.
+func (o PolishOptions) lns() lnsOptions {
+	l := defaultLNS()
+	if o.MaxWindow > 0 {
+		l.maxWindow = max(o.MaxWindow, l.minWindow)
+	}
+	if o.MaxNodes > 0 {
+		l.maxNodes = o.MaxNodes
+	}
+	if o.MaxSolves > 0 {
+		l.maxSolves = o.MaxSolves
+	}
+	return l
+}
+
 // lnsMaxSize is the largest core-nodes × stages for which the polish runs (each sub-MIP is
 // built over the whole plan; the MIP bounds use the same cap).
 const lnsMaxSize = 400000
@@ -69,7 +93,7 @@ func (e *engine) polishIncumbent(ctx context.Context, st *solveState) bool {
 	}
 	_, stage, device, _, _ := st.snapshot()
 	anc, desc := c.reachWork()
-	o := defaultLNS()
+	o := st.opts.Polish.lns()
 	var ks kahnScratch
 	tried := lnsCache{}
 	for o.maxSolves > 0 && ctx.Err() == nil {
@@ -90,11 +114,12 @@ func (e *engine) polishIncumbent(ctx context.Context, st *solveState) bool {
 	return ctx.Err() == nil
 }
 
-// Polish runs Solve's window polish (Options.NoPolish) alone on plan, a valid plan of p,
-// and returns the best plan (plan's bounds carried over, the gap recomputed) and whether the
-// polish ran to its end. Its effort is capped by work, so a polish that ends is a function
-// of its inputs; one that ctx stopped depends on the clock. Callers that need reproducible
-// plans solve with NoPolish and keep Polish's plan only when it ended.
+// Polish runs Solve's window polish (Options.NoPolish; its effort Options.Polish) alone on
+// plan, a valid plan of p, and returns the best plan (plan's bounds carried over, the gap
+// recomputed) and whether the polish ran to its end. Its effort is capped by work, so a
+// polish that ends is a function of its inputs; one that ctx stopped depends on the clock.
+// Callers that need reproducible plans solve with NoPolish and keep Polish's plan only when
+// it ended.
 func Polish(ctx context.Context, p *Problem, plan *Plan, o Options) (*Plan, bool, error) {
 	if err := p.Validate(); err != nil {
 		return nil, false, err

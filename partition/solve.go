@@ -93,6 +93,9 @@ type Options struct {
 	// over two to four consecutive stages around the bottleneck, capped by branch-and-bound
 	// nodes so that it is deterministic).
 	NoPolish bool
+	// Polish sets the window polish's effort (zero: windows of two to four stages, 300
+	// branch-and-bound nodes per sub-MIP, 200 sub-MIPs).
+	Polish PolishOptions
 	// MIPTimeLimit caps each MIP method (exact; bottleneck; all of bottleneck-guess); 0: 60 s,
 	// or what is left of TimeLimit.
 	MIPTimeLimit time.Duration
