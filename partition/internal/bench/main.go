@@ -57,10 +57,10 @@ func main() {
 		case "regal":
 			var po partition.PolishOptions
 			if *regalPolish != "" {
-				if w := ints(*regalPolish); len(w) == 2 {
+				if w := ints(*regalPolish); len(w) == 2 && w[0] >= 2 && w[1] > 0 {
 					po = partition.PolishOptions{MaxWindow: w[0], MaxNodes: w[1]}
 				} else {
-					fmt.Fprintln(os.Stderr, "-regal-polish wants W,N")
+					fmt.Fprintln(os.Stderr, "-regal-polish wants W,N with W ≥ 2 stages and N > 0 nodes")
 					os.Exit(2)
 				}
 			}
