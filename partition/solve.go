@@ -90,11 +90,11 @@ type Options struct {
 	// NoRefine turns off the refinement beyond slicing (node moves and re-slicing).
 	NoRefine bool
 	// NoPolish turns off the window polish after the first search (lns.go: exact sub-MIPs
-	// over two to four consecutive stages around the bottleneck, capped by branch-and-bound
-	// nodes so that it is deterministic).
+	// over consecutive stages around the bottleneck, capped by branch-and-bound nodes so
+	// that it is deterministic).
 	NoPolish bool
-	// Polish sets the window polish's effort (zero: windows of two to four stages, 300
-	// branch-and-bound nodes per sub-MIP, 200 sub-MIPs).
+	// Polish sets the window polish's effort; the zero value keeps the defaults that
+	// PolishOptions documents.
 	Polish PolishOptions
 	// MIPTimeLimit caps each MIP method (exact; bottleneck; all of bottleneck-guess); 0: 60 s,
 	// or what is left of TimeLimit.
