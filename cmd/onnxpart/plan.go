@@ -89,6 +89,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	k := fs.IntP("stages", "k", 0, "accelerator stages (dnn-partitioning; default: the file's maxFPGAs)")
 	cpus := fs.Int("cpus", 0, "extra CPU stages (dnn-partitioning)")
 	bounds := fs.String("bounds", "fast", "lower-bound effort: none, simple, fast, full")
+	polish := fs.Int("polish-window", 4, polishWindowHelp+" (dnn-partitioning)")
 	timeLimit := fs.Duration("time-limit", 60*time.Second, "time budget")
 	gap := fs.Float64("gap", 0, "stop when proved within this relative gap")
 	seed := fs.Int64("seed", 1, "random seed")
@@ -108,7 +109,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	var err error
 	switch format {
 	case "dnn-partitioning":
-		out, err = planDNN(ctx, path, *k, *cpus, *bounds, *timeLimit, *gap, *seed)
+		out, err = planDNN(ctx, path, *k, *cpus, *bounds, *polish, *timeLimit, *gap, *seed)
 	case "moirai":
 		out, err = planMoirai(ctx, path, *solver, *timeLimit, *seed)
 	default:
@@ -127,6 +128,9 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// polishWindowHelp is the help of --polish-window (the main command and plan).
+const polishWindowHelp = "widest window of the pipeline polish, in consecutive stages (exact sub-MIPs around the bottleneck); wider finds better plans on many stages, slower"
+
 func guessFormat(path string) string {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".onnx":
@@ -139,9 +143,12 @@ func guessFormat(path string) string {
 	return ""
 }
 
-func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit time.Duration, gap float64, seed int64) (*planJSON, error) {
+func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polish int, limit time.Duration, gap float64, seed int64) (*planJSON, error) {
 	if k < 0 || cpus < 0 {
 		return nil, usageErrorf("-k and --cpus must not be negative")
+	}
+	if polish < 2 {
+		return nil, usageErrorf("--polish-window %d: a window spans at least 2 stages", polish)
 	}
 	inst, err := instances.LoadDNN(path, k, cpus)
 	if err != nil {
@@ -158,7 +165,8 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, limit
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	plan, err := partition.Solve(ctx, inst.Problem, partition.Options{Seed: seed, TimeLimit: limit, Gap: gap, Bounds: be})
+	plan, err := partition.Solve(ctx, inst.Problem, partition.Options{Seed: seed, TimeLimit: limit, Gap: gap, Bounds: be,
+		Polish: partition.PolishOptions{MaxWindow: polish}})
 	if err != nil {
 		return nil, planError(err)
 	}

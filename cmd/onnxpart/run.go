@@ -81,6 +81,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	fusionRules := fs.String("fusion-rules", "", "coarsen by the rule set in `FILE` instead")
 	solver := fs.String("solver", "auto", "throughput: auto, brkga, random, mla; latency: auto, met, greedy, heft, ea, sa, milp, split")
 	bounds := fs.String("bounds", "fast", "lower-bound effort: none, simple, fast, full")
+	polish := fs.Int("polish-window", 4, polishWindowHelp)
 	timeLimit := fs.Duration("time-limit", 30*time.Second, "time budget for planning (search and bounds)")
 	gap := fs.Float64("gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
@@ -147,7 +148,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		return usageErrorf("--batch %d: want a number of inputs ≥ 1", *batch)
 	}
 	popt := onnxpart.Options{K: *k, Objective: *objective, Batch: *batch, Fusion: *fusionName, FusionRules: *fusionRules,
-		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured,
+		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured, PolishWindow: *polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
