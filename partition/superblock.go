@@ -46,7 +46,7 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 	best := lb
 	status := "optimal"
 	for i, comp := range comps {
-		left := time.Until(t0.Add(limit)) / time.Duration(len(comps)-i)
+		left := compositionBudget(time.Until(t0.Add(limit)), i, len(comps))
 		if left <= 0 || ctx.Err() != nil {
 			status = "time-limit"
 			break
@@ -83,11 +83,24 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 	return BoundInfo{Method: BoundSuperblock, Value: best, Status: status, Seconds: time.Since(t0).Seconds()}
 }
 
+// compositionBudget is the time composition i of m may use when left remains: half of it,
+// the last one all of it. The first compositions are the likeliest to give the bound and
+// the two-superblock ones usually finish in seconds, handing their time on; an equal split
+// cut the best of them short (on a 135-node REGAL-like graph at k = 8, (4, 4) needs 6 s and
+// gives 0.935 of the best plan, where an equal sixth of 30 s left it at 0.929).
+func compositionBudget(left time.Duration, i, m int) time.Duration {
+	if i < m-1 {
+		return left / 2
+	}
+	return left
+}
+
 // superblockCompositions lists the compositions tried, most promising first: two
 // superblocks (j, K−j) with j at the middle, three quarters, one quarter and K−1 (on
 // REGAL-like graphs the heavier side first is often best), then balanced compositions into
-// three and four superblocks (fewer than K), which are stronger but harder; the time left by
-// MIPs that finish early goes to the later ones.
+// three and four superblocks (fewer than K), which are stronger but harder; each may use half
+// of the time left (compositionBudget), so that what MIPs that finish early leave goes to the
+// later ones.
 func superblockCompositions(K int) [][]int {
 	var out [][]int
 	seen := map[int]bool{}
