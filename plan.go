@@ -171,9 +171,10 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	r.Devices = devs
 	identical := identicalDevices(c, devs)
 	batched := opt.Batch > 1
-	switch {
-	case opt.PolishWindow < 0 || opt.PolishWindow == 1:
+	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
 		return nil, &UsageError{Msg: fmt.Sprintf("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow)}
+	}
+	switch {
 	case opt.Batch < 0:
 		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d: must be positive", opt.Batch)}
 	case batched && opt.Objective == Latency:

@@ -64,6 +64,18 @@ type PolishOptions struct {
 	MaxSolves int // sub-MIPs in all (default 200)
 }
 
+// Validate reports a setting no polish can run with: a window under 2 stages (0 keeps the
+// default) or a negative cap. Solve and Polish refuse such options.
+func (o PolishOptions) Validate() error {
+	switch {
+	case o.MaxWindow < 0 || o.MaxWindow == 1:
+		return fmt.Errorf("PolishOptions.MaxWindow %d: a window spans at least 2 stages", o.MaxWindow)
+	case o.MaxNodes < 0 || o.MaxSolves < 0:
+		return fmt.Errorf("PolishOptions caps %d nodes, %d sub-MIPs: must not be negative", o.MaxNodes, o.MaxSolves)
+	}
+	return nil
+}
+
 // lns is the polish's bounds with o's fields in place of the defaults.
 func (o PolishOptions) lns() lnsOptions {
 	l := defaultLNS()
@@ -126,6 +138,9 @@ func Polish(ctx context.Context, p *Problem, plan *Plan, o Options) (*Plan, bool
 	}
 	if plan == nil {
 		return nil, false, fmt.Errorf("partition: Polish needs a plan")
+	}
+	if err := o.Polish.Validate(); err != nil {
+		return nil, false, fmt.Errorf("partition: %w", err)
 	}
 	_, U, err := p.Evaluate(plan.Assignment, plan.StageDevice)
 	if err != nil {

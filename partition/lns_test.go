@@ -224,6 +224,18 @@ func TestPolishOptions(t *testing.T) {
 	if got := (PolishOptions{MaxWindow: 1, MaxNodes: 7, MaxSolves: 9}).lns(); got.maxWindow != 2 || got.maxNodes != 7 || got.maxSolves != 9 {
 		t.Fatalf("PolishOptions{1, 7, 9}: %+v", got)
 	}
+	// Solve and Polish refuse options no polish can run with; zero and real windows pass.
+	p0 := randomDAG(rand.New(rand.NewSource(52)), 6, 3, 0.4)
+	for _, o := range []PolishOptions{{MaxWindow: 1}, {MaxWindow: -2}, {MaxNodes: -1}, {MaxSolves: -1}} {
+		if _, err := Solve(context.Background(), p0, Options{Seed: 1, Bounds: BoundsSimple, Polish: o}); err == nil {
+			t.Fatalf("Solve accepted %+v", o)
+		}
+	}
+	for _, o := range []PolishOptions{{}, {MaxWindow: 2}, {MaxWindow: 9, MaxNodes: 5, MaxSolves: 3}} {
+		if err := o.Validate(); err != nil {
+			t.Fatalf("%+v refused: %v", o, err)
+		}
+	}
 	rng := rand.New(rand.NewSource(53))
 	const K = 6
 	short := 0

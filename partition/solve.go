@@ -306,6 +306,9 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := opts.Polish.Validate(); err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
 	t0 := time.Now()
 	if opts.TimeLimit > 0 {
 		var cancel context.CancelFunc

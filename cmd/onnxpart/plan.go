@@ -147,7 +147,7 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polis
 	if k < 0 || cpus < 0 {
 		return nil, usageErrorf("-k and --cpus must not be negative")
 	}
-	if polish < 2 {
+	if polish < 2 { // 0 is no default here: the flag's default is 4
 		return nil, usageErrorf("--polish-window %d: a window spans at least 2 stages", polish)
 	}
 	inst, err := instances.LoadDNN(path, k, cpus)
