@@ -1029,7 +1029,10 @@ func (e *engine) boundBottleneck(ctx context.Context, st *solveState, limit time
 
 // boundGuess is bottleneck-guess (seed 000 §3.3): for each position j of a block with work
 // ≥ L, a three-superblock MIP whose outer superblocks are charged their average cost; the
-// bound is min_j LB_j. The k MIPs run `parallel` at a time.
+// bound is min_j LB_j. The k MIPs run `parallel` at a time, each with an equal share of the
+// time left for the waves still to run (one MIP that times out used to take the whole
+// limit, leaving the others none, so the minimum fell to the floor lb). As soon as one
+// LB_j is at the floor, the minimum cannot rise above it and the others are cancelled.
 func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []float64, limit time.Duration, parallel int) BoundInfo {
 	c := e.c
 	t0 := time.Now()
@@ -1048,15 +1051,28 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 			break
 		}
 	}
+	P := max(parallel, 1)
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	results := make([]mipOutcome, K+1)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(parallel, 1))
+	var mu sync.Mutex
+	started := 0
+	sem := make(chan struct{}, P)
 	for j := 1; j <= K; j++ {
 		wg.Add(1)
 		go func(j int) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			mu.Lock()
+			waves := (K - started + P - 1) / P
+			started++
+			mu.Unlock()
+			if gctx.Err() != nil {
+				results[j] = mipOutcome{name: BoundBottleneckGuess, bound: lb, status: "cancelled"}
+				return
+			}
 			sp := mipSpec{name: BoundBottleneckGuess, K: 3, dev: []int{0, 0, 0}, span: []int{j - 1, 1, K - j},
 				mult: []float64{float64(j - 1), 1, float64(K - j)}, objBlock: -1, heavy: 1, heavyL: L,
 				target: U, zLo: lb, scale: U}
@@ -1074,8 +1090,11 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 					}
 				}
 			}
-			left := time.Until(t0.Add(limit))
-			results[j] = c.solveMIP(ctx, sp, anc, desc, start, left, 0)
+			left := time.Until(t0.Add(limit)) / time.Duration(waves)
+			results[j] = c.solveMIP(gctx, sp, anc, desc, start, left, 0)
+			if results[j].bound <= lb {
+				cancel()
+			}
 		}(j)
 	}
 	wg.Wait()
@@ -1089,6 +1108,11 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 		if results[j].fault != "" {
 			st.note("bottleneck-guess j=%d: %s", j, results[j].fault)
 		}
+	}
+	if bound <= lb {
+		// Some LB_j is no better than the bound already known: nothing to gain (the
+		// others may have been cancelled).
+		status = "no-gain"
 	}
 	return BoundInfo{Method: BoundBottleneckGuess, Value: bound, Status: status, Seconds: time.Since(t0).Seconds()}
 }
