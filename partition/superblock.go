@@ -46,7 +46,7 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 	best := lb
 	status := "optimal"
 	for i, comp := range comps {
-		left := compositionBudget(time.Until(t0.Add(limit)), i, len(comps))
+		left := compositionBudget(time.Until(t0.Add(limit)), comp, i == len(comps)-1)
 		if left <= 0 || ctx.Err() != nil {
 			status = "time-limit"
 			break
@@ -83,35 +83,32 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 	return BoundInfo{Method: BoundSuperblock, Value: best, Status: status, Seconds: time.Since(t0).Seconds()}
 }
 
-// compositionBudget is the time composition i of m may use when left remains: half of it,
-// the last one all of it. The first compositions are the likeliest to give the bound and
-// the two-superblock ones usually finish in seconds, handing their time on; an equal split
-// cut the best of them short (on a 135-node REGAL-like graph at k = 8, (4, 4) needs 6 s and
-// gives 0.935 of the best plan, where an equal sixth of 30 s left it at 0.929).
-func compositionBudget(left time.Duration, i, m int) time.Duration {
-	if i < m-1 {
-		return left / 2
+// compositionBudget is the time composition comp may use when left remains and it is not
+// the last one (which gets all of it): half of it, three quarters for a composition of three
+// superblocks. The two-superblock ones usually finish in seconds, handing their time on; an
+// equal split cut the best of them short (on a 135-node REGAL-like graph at k = 8, (4, 4)
+// needs 6 s and gives 0.935 of the best plan, where an equal sixth of 30 s left it at 0.929).
+// At k = 16 the balanced three-superblock composition is the strongest (5, 6, 5 on 90- and
+// 137-node graphs: optimal in 16 and 23 s at 0.860 and 0.883 of the best plan, (8, 8) 0.842
+// and 0.870, (4, 4, 4, 4) still open at 30 s, 0.846 and 0.874).
+func compositionBudget(left time.Duration, comp []int, last bool) time.Duration {
+	switch {
+	case last:
+		return left
+	case len(comp) == 3:
+		return left * 3 / 4
 	}
-	return left
+	return left / 2
 }
 
 // superblockCompositions lists the compositions tried, most promising first: two
-// superblocks (j, K−j) with j at the middle, three quarters, one quarter and K−1 (on
-// REGAL-like graphs the heavier side first is often best), then balanced compositions into
-// three and four superblocks (fewer than K), which are stronger but harder; each may use half
-// of the time left (compositionBudget), so that what MIPs that finish early leave goes to the
-// later ones.
+// superblocks (K/2, K/2), then the balanced composition into three (extra stages from the
+// middle outwards), then (j, K−j) with j at three quarters, one quarter and K−1 (on
+// REGAL-like graphs the heavier side first is the better of those), and the balanced
+// composition into four, which is stronger in principle but seldom finishes (each into fewer
+// than K superblocks); see compositionBudget for their time.
 func superblockCompositions(K int) [][]int {
-	var out [][]int
-	seen := map[int]bool{}
-	for _, j := range []int{K / 2, (3*K + 2) / 4, K / 4, K - 1} {
-		if j < 1 || j > K-1 || seen[j] {
-			continue
-		}
-		seen[j] = true
-		out = append(out, []int{j, K - j})
-	}
-	for r := 3; r <= 4 && r < K; r++ {
+	balanced := func(r int) []int {
 		comp := make([]int, r)
 		for i := range comp {
 			comp[i] = K / r
@@ -119,7 +116,22 @@ func superblockCompositions(K int) [][]int {
 		for i := 0; i < K%r; i++ {
 			comp[(r-1)/2+(i+1)/2*(1-2*(i%2))]++ // extra stages from the middle outwards
 		}
-		out = append(out, comp)
+		return comp
+	}
+	out := [][]int{{K / 2, K - K/2}}
+	if K > 3 {
+		out = append(out, balanced(3))
+	}
+	seen := map[int]bool{K / 2: true}
+	for _, j := range []int{(3*K + 2) / 4, K / 4, K - 1} {
+		if j < 1 || j > K-1 || seen[j] {
+			continue
+		}
+		seen[j] = true
+		out = append(out, []int{j, K - j})
+	}
+	if K > 4 {
+		out = append(out, balanced(4))
 	}
 	return out
 }

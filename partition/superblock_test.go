@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"testing"
 	"time"
@@ -46,8 +47,19 @@ func TestSuperblockBelowOPT(t *testing.T) {
 }
 
 func TestSuperblockCompositions(t *testing.T) {
+	if got := fmt.Sprint(superblockCompositions(16)); got != "[[8 8] [5 6 5] [12 4] [4 12] [15 1] [4 4 4 4]]" {
+		t.Fatalf("K=16: %s", got)
+	}
+	if got := fmt.Sprint(superblockCompositions(3)); got != "[[1 2] [2 1]]" {
+		t.Fatalf("K=3: %s", got)
+	}
 	for K := 3; K <= 64; K++ {
+		seen := map[string]bool{}
 		for _, c := range superblockCompositions(K) {
+			if seen[fmt.Sprint(c)] {
+				t.Fatalf("K=%d: %v twice", K, c)
+			}
+			seen[fmt.Sprint(c)] = true
 			sum := 0
 			for _, s := range c {
 				if s < 1 {
