@@ -1109,7 +1109,10 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 			st.note("bottleneck-guess j=%d: %s", j, results[j].fault)
 		}
 	}
-	if bound <= lb {
+	switch {
+	case ctx.Err() != nil:
+		status = "time-limit" // the caller stopped it; the bound is still valid
+	case bound <= lb:
 		// Some LB_j is no better than the bound already known: nothing to gain (the
 		// others may have been cancelled).
 		status = "no-gain"
