@@ -10,7 +10,8 @@ import (
 )
 
 // TestMIPDigest checks the MIP hierarchy against the values of digest §9.5, solved without
-// any fixing (target +Inf), so each model's own optimum is compared.
+// any fixing (target +Inf), so each model's own optimum is compared; bottleneck-guess also
+// through the engine (checkGuessEngine).
 func TestMIPDigest(t *testing.T) {
 	ctx := context.Background()
 	for _, dc := range digestCases() {
@@ -42,6 +43,7 @@ func TestMIPDigest(t *testing.T) {
 					if !near(g, want) {
 						t.Fatalf("bottleneck-guess %v, digest %v", g, want)
 					}
+					checkGuessEngine(t, p, want, opt)
 				}
 			})
 		}
@@ -91,45 +93,37 @@ func TestMIPFixingRandom(t *testing.T) {
 	}
 }
 
-// TestGuessEngine runs bottleneck-guess through the engine one MIP at a time (each with its
-// share of the time): on the digest cases it reaches at least the digest's value and never
-// passes OPT; with the floor already at the incumbent's value nothing can be gained, and the
-// method says so ("no-gain") with the floor as its value.
-func TestGuessEngine(t *testing.T) {
+// checkGuessEngine runs bottleneck-guess through the engine one MIP at a time (each with its
+// share of the time): it reaches at least the digest's value want and never passes OPT; with
+// the floor already at the incumbent's value nothing can be gained, and the method says so
+// ("no-gain") with the floor as its value.
+func checkGuessEngine(t *testing.T, p *Problem, want, opt float64) {
+	t.Helper()
 	ctx := context.Background()
-	for _, dc := range digestCases() {
-		for k, want := range dc.guess {
-			t.Run(fmt.Sprintf("%s/k=%d", dc.name, k), func(t *testing.T) {
-				p := dc.p(k)
-				pl, err := Solve(ctx, p, Options{Seed: 1, Bounds: BoundsNone})
-				if err != nil {
-					t.Fatal(err)
-				}
-				info, _, err := LowerBound(ctx, p, pl, BoundBottleneckGuess, BoundOptions{TimeLimit: 20 * time.Second, Parallel: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if info.Value < want*(1-1e-9) || info.Value > dc.opt[k]*(1+1e-9) {
-					t.Fatalf("bottleneck-guess %v (%s), digest %v, OPT %v", info.Value, info.Status, want, dc.opt[k])
-				}
-				simple := compile(p).simpleBound()
-				if info.Value > simple*(1+1e-9) && info.Status == "no-gain" {
-					t.Fatalf("bottleneck-guess %v above simple %v reported %q", info.Value, simple, info.Status)
-				}
-				// Floor at the incumbent: every LB_j is at the floor.
-				c := compile(p)
-				stage := make([]int, c.n)
-				for v, g := range c.group {
-					stage[g] = pl.Assignment[v]
-				}
-				st := &solveState{p: p, c: c, t0: time.Now(), opts: Options{Gap: -1, Bounds: BoundsFull},
-					best: pl.Objective, lb: pl.Objective, stage: stage, device: pl.StageDevice, source: "incumbent"}
-				anc, desc := c.reachWork()
-				got := newEngine(c, 1).boundGuess(ctx, st, anc, desc, 20*time.Second, 1)
-				if got.Status != "no-gain" || !near(got.Value, pl.Objective) {
-					t.Fatalf("floor at the incumbent %v: bottleneck-guess %v (%s)", pl.Objective, got.Value, got.Status)
-				}
-			})
-		}
+	pl, err := Solve(ctx, p, Options{Seed: 1, Bounds: BoundsNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := LowerBound(ctx, p, pl, BoundBottleneckGuess, BoundOptions{TimeLimit: 20 * time.Second, Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Value < want*(1-1e-9) || info.Value > opt*(1+1e-9) {
+		t.Fatalf("engine bottleneck-guess %v (%s), digest %v, OPT %v", info.Value, info.Status, want, opt)
+	}
+	c := compile(p)
+	if info.Value > c.simpleBound()*(1+1e-9) && info.Status == "no-gain" {
+		t.Fatalf("engine bottleneck-guess %v above simple %v reported %q", info.Value, c.simpleBound(), info.Status)
+	}
+	stage := make([]int, c.n)
+	for v, g := range c.group {
+		stage[g] = pl.Assignment[v]
+	}
+	st := &solveState{p: p, c: c, t0: time.Now(), opts: Options{Gap: -1, Bounds: BoundsFull},
+		best: pl.Objective, lb: pl.Objective, stage: stage, device: pl.StageDevice, source: "incumbent"}
+	anc, desc := c.reachWork()
+	got := newEngine(c, 1).boundGuess(ctx, st, anc, desc, 20*time.Second, 1)
+	if got.Status != "no-gain" || !near(got.Value, pl.Objective) {
+		t.Fatalf("floor at the incumbent %v: bottleneck-guess %v (%s)", pl.Objective, got.Value, got.Status)
 	}
 }
