@@ -357,3 +357,13 @@ func (c *core) expand(stage []int) []int {
 	}
 	return out
 }
+
+// contract maps an assignment of the original nodes to the core nodes (the inverse of
+// expand for a plan that keeps each colocation group together).
+func (c *core) contract(assignment []int) []int {
+	stage := make([]int, c.n)
+	for v, g := range c.group {
+		stage[g] = assignment[v]
+	}
+	return stage
+}

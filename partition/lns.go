@@ -148,10 +148,7 @@ func Polish(ctx context.Context, p *Problem, plan *Plan, o Options) (*Plan, bool
 	}
 	t0 := time.Now()
 	c := compile(p)
-	stage := make([]int, c.n)
-	for v, g := range c.group {
-		stage[g] = plan.Assignment[v]
-	}
+	stage := c.contract(plan.Assignment)
 	o.NoPolish = false
 	st := &solveState{p: p, c: c, t0: t0, opts: o, best: U, stage: stage, device: append([]int(nil), plan.StageDevice...),
 		source: plan.source(), lb: plan.LowerBound, lbMethod: plan.BoundMethod,

@@ -40,10 +40,7 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 		return BoundInfo{}, nil, err
 	}
 	c := compile(p)
-	stage := make([]int, c.n)
-	for v, g := range c.group {
-		stage[g] = incumbent.Assignment[v]
-	}
+	stage := c.contract(incumbent.Assignment)
 	limit := o.TimeLimit
 	if limit <= 0 {
 		limit = 60 * time.Second

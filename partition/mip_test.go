@@ -112,13 +112,10 @@ func checkGuessEngine(t *testing.T, p *Problem, want, opt float64) {
 		t.Fatalf("engine bottleneck-guess %v (%s), digest %v, OPT %v", info.Value, info.Status, want, opt)
 	}
 	c := compile(p)
-	if info.Value > c.simpleBound()*(1+1e-9) && info.Status == "no-gain" {
-		t.Fatalf("engine bottleneck-guess %v above simple %v reported %q", info.Value, c.simpleBound(), info.Status)
+	if simple := c.simpleBound(); info.Value > simple*(1+1e-9) && info.Status == "no-gain" {
+		t.Fatalf("engine bottleneck-guess %v above simple %v reported %q", info.Value, simple, info.Status)
 	}
-	stage := make([]int, c.n)
-	for v, g := range c.group {
-		stage[g] = pl.Assignment[v]
-	}
+	stage := c.contract(pl.Assignment)
 	st := &solveState{p: p, c: c, t0: time.Now(), opts: Options{Gap: -1, Bounds: BoundsFull},
 		best: pl.Objective, lb: pl.Objective, stage: stage, device: pl.StageDevice, source: "incumbent"}
 	anc, desc := c.reachWork()
