@@ -23,7 +23,8 @@ import (
 //	data movement (Reshape, Transpose, Concat, Slice, Gather, Cast, Pad, …) 0
 //
 // Bytes: InputBytes sums the activations and graph inputs a node reads, ParamBytes the
-// initializers, OutputBytes what it writes; unknown sizes count 0.
+// weights (initializers and Constant-node values), OutputBytes what it writes; unknown
+// sizes count 0.
 
 var transcendental = map[string]bool{
 	"Exp": true, "Log": true, "Erf": true, "Tanh": true, "Sigmoid": true, "Sqrt": true,
@@ -58,7 +59,7 @@ func (m *Model) countCosts() {
 			}
 			seen[t] = true
 			b := max(g.Tensors[t].Bytes, 0)
-			if g.Tensors[t].Kind == graph.Initializer {
+			if isParam(g, t) {
 				n.ParamBytes += b
 			} else {
 				n.InputBytes += b
@@ -70,6 +71,34 @@ func (m *Model) countCosts() {
 			}
 		}
 	}
+}
+
+// isParam reports whether tensor t is a weight stored in the model: an initializer, or the
+// value of a Constant node (exporters such as Paddle2ONNX and PyTorch's write weights as
+// Constant nodes; ONNX Runtime turns them into initializers when it loads the model).
+func isParam(g *graph.Graph, t int) bool {
+	tn := &g.Tensors[t]
+	if tn.Kind == graph.Initializer {
+		return true
+	}
+	if tn.Producer < 0 {
+		return false
+	}
+	n := &g.Nodes[tn.Producer]
+	return n.OpType == "Constant" && (n.Domain == "" || n.Domain == "ai.onnx")
+}
+
+// ParamBytes sums the sizes of the weights some node reads, each once: initializers and
+// Constant-node values (graph.Graph.ParamBytes counts initializers only).
+func (m *Model) ParamBytes() int64 {
+	g := m.Graph
+	var s int64
+	for i := range g.Tensors {
+		if t := &g.Tensors[i]; isParam(g, i) && len(t.Consumers) > 0 && t.Bytes > 0 {
+			s += t.Bytes
+		}
+	}
+	return s
 }
 
 func elems(g *graph.Graph, t int) int64 {

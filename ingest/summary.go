@@ -24,9 +24,10 @@ type Summary struct {
 	Nodes int            `json:"nodes"`
 	Edges int            `json:"edges"`
 	Ops   map[string]int `json:"ops"`
-	// Params counts the elements of the initializers some node reads, ParamsBytes their
-	// bytes. FLOPs sums the nodes' FLOPs (nodes with tensors of unknown shape count 0) and
-	// ActivationBytes the sizes of the activations whose size is known.
+	// Params counts the elements of the weights some node reads (initializers and
+	// Constant-node values, each once), ParamsBytes their bytes. FLOPs sums the nodes' FLOPs
+	// (nodes with tensors of unknown shape count 0) and ActivationBytes the sizes of the
+	// other node outputs whose size is known.
 	Params          int64 `json:"params"`
 	ParamsBytes     int64 `json:"params_bytes"`
 	FLOPs           int64 `json:"flops"`
@@ -111,7 +112,7 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 		Path: m.Path, SHA256: m.SHA256, IRVersion: m.Proto.GetIrVersion(),
 		Producer: m.Proto.GetProducerName(), Opsets: map[string]int64{},
 		Nodes: len(g.Nodes), Edges: g.NumEdges(), Ops: map[string]int{},
-		FLOPs: g.TotalFLOPs(), ParamsBytes: g.ParamBytes(),
+		FLOPs: g.TotalFLOPs(), ParamsBytes: m.ParamBytes(),
 		UnsupportedOps: append([]string{}, m.Unsupported...),
 		SymbolicDims:   append([]string{}, m.SymbolicDims...),
 		ExternalData:   m.ExternalData, Warnings: m.Warnings,
@@ -130,11 +131,11 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 	}
 	for i := range g.Tensors {
 		t := &g.Tensors[i]
-		if t.Kind == graph.Initializer && len(t.Consumers) > 0 && t.Shape.Known() {
+		if isParam(g, i) && len(t.Consumers) > 0 && t.Shape.Known() {
 			n, _ := t.Shape.NumElements()
 			s.Params += n
 		}
-		if t.Kind == graph.Activation && t.Bytes > 0 {
+		if t.Kind == graph.Activation && t.Bytes > 0 && !isParam(g, i) {
 			s.ActivationBytes += t.Bytes
 		}
 		if (!t.Shape.Known() || t.Bytes < 0) && t.NonTensor == "" && (len(t.Consumers) > 0 || t.Producer >= 0 || t.IsOutput) {
