@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"google.golang.org/protobuf/proto"
 
@@ -17,17 +18,43 @@ import (
 )
 
 // ExistsError reports an output directory that already exists (and Force was not set).
-// Link is set when it is a symbolic link, which is never followed.
+// Link is set when it is a symbolic link, which is never followed. Foreign, when set, is
+// the first entry of the directory that onnxpart did not write: Force would not replace it
+// either, so the message does not suggest it.
 type ExistsError struct {
-	Dir  string
-	Link bool
+	Dir     string
+	Link    bool
+	Foreign string
 }
 
 func (e *ExistsError) Error() string {
-	if e.Link {
+	switch {
+	case e.Link:
 		return fmt.Sprintf("output directory %s is a symbolic link (use --force to replace the link itself; what it points to is left alone)", e.Dir)
+	case e.Foreign != "":
+		return fmt.Sprintf("output directory %s already exists and holds %s, which onnxpart did not write (choose another directory)", e.Dir, e.Foreign)
 	}
 	return fmt.Sprintf("output directory %s already exists (use --force to replace it)", e.Dir)
+}
+
+// ForeignFileError reports an output directory that Force may not replace: it holds File
+// (a path relative to Dir), which is not part of a previous onnxpart output. Force replaces
+// only an empty directory or one holding onnxpart's output, and removes only the files its
+// manifest lists, so that a user's file is never deleted.
+type ForeignFileError struct {
+	Dir  string
+	File string
+	// Why says what is wrong with File when the name alone does not (a manifest that is
+	// not onnxpart's).
+	Why string
+}
+
+func (e *ForeignFileError) Error() string {
+	why := "which onnxpart did not write"
+	if e.Why != "" {
+		why = e.Why
+	}
+	return fmt.Sprintf("output directory %s holds %s, %s; --force replaces only an empty directory or onnxpart's own output (move the file or choose another directory)", e.Dir, e.File, why)
 }
 
 // WriteError reports a failure to write the output directory; nothing is left behind.
@@ -55,36 +82,18 @@ func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, 
 // WriteDir writes stage<i>.onnx (+ stage<i>.onnx.data) for every stage and manifest.json
 // into dir, atomically: everything goes into a temporary directory beside dir, is synced,
 // and is renamed into place; on any error the temporary directory is removed and dir is
-// untouched. An existing dir is refused unless Options.Force, and a dir holding the input
-// model is always refused. A symbolic link at dir is never followed: it is refused, or with
-// Force the link itself is replaced and what it points to is left alone. The manifest's
-// file hashes are filled in.
+// untouched. An existing dir is refused unless Options.Force, and Force replaces only an
+// empty directory or a previous onnxpart output, removing only the files its manifest lists
+// (see CheckOutput). A dir holding the input model, the root, the current or the home
+// directory or a parent of them is always refused. A symbolic link at dir is never
+// followed: it is refused, or with Force the link itself is replaced and what it points to
+// is left alone. The manifest's file hashes are filled in.
 func (l *Layout) WriteDir(dir string) (err error) {
-	if dir == "" {
-		return &WriteError{Dir: dir, Err: errors.New("no output directory given")}
-	}
-	abs, err := filepath.Abs(dir)
+	o, err := checkOutput(dir, l.opt.Force, modelFiles(l.m))
 	if err != nil {
-		return &WriteError{Dir: dir, Err: err}
+		return err
 	}
-	if err := l.refuseModelInside(abs); err != nil {
-		return &WriteError{Dir: dir, Err: err}
-	}
-	exists, link := false, false
-	switch fi, err := os.Lstat(abs); {
-	case err == nil && fi.Mode()&os.ModeSymlink != 0 && !l.opt.Force:
-		return &ExistsError{Dir: dir, Link: true}
-	case err == nil && fi.Mode()&os.ModeSymlink != 0:
-		exists, link = true, true
-	case err == nil && !fi.IsDir():
-		return &WriteError{Dir: dir, Err: errors.New("exists and is not a directory")}
-	case err == nil && !l.opt.Force:
-		return &ExistsError{Dir: dir}
-	case err == nil:
-		exists = true
-	case !errors.Is(err, os.ErrNotExist):
-		return &WriteError{Dir: dir, Err: err}
-	}
+	abs := o.abs
 	parent := filepath.Dir(abs)
 	created, err := mkdirParents(parent)
 	if err != nil {
@@ -120,32 +129,205 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err := syncDir(tmp); err != nil {
 		return fail(err)
 	}
-	if exists {
-		old := tmp + ".old"
-		if err := os.Rename(abs, old); err != nil {
-			return fail(err)
-		}
-		if err := os.Rename(tmp, abs); err != nil {
-			if rerr := os.Rename(old, abs); rerr != nil {
-				return fail(fmt.Errorf("%v; the previous directory is left at %s", err, old))
-			}
-			return fail(err)
-		}
-		if link {
-			os.Remove(old) // the link, not what it points to
-		} else {
-			os.RemoveAll(old)
-		}
-	} else {
+	if !o.exists {
 		if _, err := os.Lstat(abs); err == nil {
 			return &ExistsError{Dir: dir}
 		}
 		if err := os.Rename(tmp, abs); err != nil {
 			return fail(err)
 		}
+		syncDir(parent)
+		return nil
+	}
+	old := tmp + ".old"
+	if err := os.Rename(abs, old); err != nil {
+		return fail(err)
+	}
+	owned := o.owned
+	if !o.link {
+		// Checked again under the private name: a file that appeared since the first check
+		// puts the directory back and keeps it.
+		if owned, err = ownedEntries(old, "", true); err != nil {
+			os.Rename(old, abs)
+			var fe *ForeignFileError
+			if errors.As(err, &fe) {
+				fe.Dir = dir
+				return fe
+			}
+			return fail(err)
+		}
+	}
+	if err := os.Rename(tmp, abs); err != nil {
+		if rerr := os.Rename(old, abs); rerr != nil {
+			return fail(fmt.Errorf("%v; the previous directory is left at %s", err, old))
+		}
+		return fail(err)
+	}
+	if o.link {
+		os.Remove(old) // the link, not what it points to
+	} else {
+		for _, name := range owned {
+			os.RemoveAll(filepath.Join(old, name))
+		}
+		if err := os.Remove(old); err != nil {
+			return fail(fmt.Errorf("wrote it, but the previous directory's other files are left at %s: %v", old, err))
+		}
 	}
 	syncDir(parent)
 	return nil
+}
+
+// CheckOutput runs WriteDir's checks of the output directory dir for the model m without
+// writing anything, and one more that WriteDir finds out only by writing: that the nearest
+// existing directory on the way to dir is writable. Callers run it before planning so that
+// a bad output directory is reported at once; WriteDir checks again. The errors are those of
+// WriteDir: a WriteError (the model's directory, the root, the current or home directory or
+// a parent of them, a file in the way, no permission), an ExistsError (dir exists and force
+// is false) or a ForeignFileError (force, but dir holds a file onnxpart did not write).
+func CheckOutput(m *ingest.Model, dir string, force bool) error {
+	o, err := checkOutput(dir, force, modelFiles(m))
+	if err != nil {
+		return err
+	}
+	p := filepath.Dir(o.abs)
+	for {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				return &WriteError{Dir: dir, Err: fmt.Errorf("%s is not a directory", p)}
+			}
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || filepath.Dir(p) == p {
+			return &WriteError{Dir: dir, Err: err}
+		}
+		p = filepath.Dir(p)
+	}
+	probe, err := os.MkdirTemp(p, "."+tempBase(o.abs)+".probe-")
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			err = fmt.Errorf("%s is not writable", p)
+		}
+		return &WriteError{Dir: dir, Err: err}
+	}
+	return os.Remove(probe)
+}
+
+// outputDir is what checkOutput found at an output path.
+type outputDir struct {
+	abs          string
+	exists, link bool
+	// owned are the entries of an existing directory, all written by a previous onnxpart
+	// run: the only ones a replacement removes.
+	owned []string
+}
+
+// checkOutput checks an output path: not one of the protected directories (see
+// refuseInputsInside and refuseProtected), not a file, and, when it exists, replaceable:
+// force is set and it is a symbolic link, an empty directory or a previous output.
+func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
+	if dir == "" {
+		return nil, &WriteError{Dir: dir, Err: errors.New("no output directory given")}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, &WriteError{Dir: dir, Err: err}
+	}
+	if err := refuseInputsInside(abs, inputs); err != nil {
+		return nil, &WriteError{Dir: dir, Err: err}
+	}
+	if err := refuseProtected(abs); err != nil {
+		return nil, &WriteError{Dir: dir, Err: err}
+	}
+	o := &outputDir{abs: abs}
+	fi, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return o, nil // a file on the way is reported when the parents are made
+	case err != nil:
+		return nil, &WriteError{Dir: dir, Err: err}
+	case fi.Mode()&os.ModeSymlink != 0:
+		if !force {
+			return nil, &ExistsError{Dir: dir, Link: true}
+		}
+		o.exists, o.link = true, true
+		return o, nil
+	case !fi.IsDir():
+		return nil, &WriteError{Dir: dir, Err: errors.New("exists and is not a directory")}
+	}
+	owned, err := ownedEntries(abs, "", true)
+	var fe *ForeignFileError
+	switch {
+	case errors.As(err, &fe) && !force:
+		return nil, &ExistsError{Dir: dir, Foreign: fe.File}
+	case errors.As(err, &fe):
+		fe.Dir = dir
+		return nil, fe
+	case err != nil:
+		return nil, &WriteError{Dir: dir, Err: err}
+	case !force:
+		return nil, &ExistsError{Dir: dir}
+	}
+	o.exists, o.owned = true, owned
+	return o, nil
+}
+
+// ownedEntries returns the names of dir's entries when every one of them is part of a
+// previous onnxpart output: manifest.json, the stage and data files it lists, report.html,
+// the Triton repository and, at the top (top), the batch's route directories, each checked
+// the same way by its own manifest. The first other entry in name order is a
+// ForeignFileError whose File is relative to the top directory (rel is dir's path from it).
+// An empty directory has no entries.
+func ownedEntries(dir, rel string, top bool) ([]string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil || len(es) == 0 {
+		return nil, err
+	}
+	foreign := func(name, why string) error {
+		return &ForeignFileError{File: filepath.Join(rel, name), Why: why}
+	}
+	man, err := ReadManifest(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, foreign(es[0].Name(), "")
+	} else if err != nil {
+		return nil, foreign(ManifestFile, "which is not an onnxpart manifest")
+	}
+	// The kind each owned name must have (a symbolic link is never ours).
+	kind := map[string]os.FileMode{ManifestFile: 0, ReportFile: 0, TritonDir: os.ModeDir}
+	for _, st := range man.Stages {
+		for _, f := range []string{st.File, st.DataFile} {
+			if plainName(f) && (strings.HasSuffix(f, ".onnx") || strings.HasSuffix(f, ".onnx.data")) {
+				kind[f] = 0
+			}
+		}
+	}
+	routes := map[string]bool{}
+	if top && man.Batch != nil {
+		for _, r := range man.Batch.Routes {
+			if r.Dir != "." && plainName(r.Dir) {
+				kind[r.Dir], routes[r.Dir] = os.ModeDir, true
+			}
+		}
+	}
+	owned := make([]string, 0, len(es))
+	for _, e := range es {
+		k, ok := kind[e.Name()]
+		if !ok || e.Type() != k {
+			return nil, foreign(e.Name(), "")
+		}
+		if routes[e.Name()] {
+			if _, err := ownedEntries(filepath.Join(dir, e.Name()), filepath.Join(rel, e.Name()), false); err != nil {
+				return nil, err
+			}
+		}
+		owned = append(owned, e.Name())
+	}
+	return owned, nil
+}
+
+// plainName reports whether name is one file name, not a path or a hidden name.
+func plainName(name string) bool {
+	return name != "" && name == filepath.Base(name) && !strings.HasPrefix(name, ".") && !strings.ContainsAny(name, `/\`)
 }
 
 // writeFiles writes every stage and the manifest into tmp.
@@ -330,35 +512,67 @@ func tempBase(abs string) string {
 	return strings.TrimLeft(b.String(), ".")
 }
 
-// refuseModelInside refuses an output directory that holds the input model or its
-// external data (replacing it would delete them).
-func (l *Layout) refuseModelInside(abs string) error {
-	real := func(p string) string {
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		if r, err := filepath.EvalSymlinks(a); err == nil {
-			return r
-		}
-		return a
-	}
-	out := real(abs)
-	paths := []string{l.m.Path}
-	for _, tp := range l.m.Proto.Graph.Initializer {
-		if ref, err := l.m.ExternalRef(tp.GetName()); err == nil && ref != nil {
+// modelFiles are the input model's file and its external data files.
+func modelFiles(m *ingest.Model) []string {
+	paths := []string{m.Path}
+	seen := map[string]bool{m.Path: true}
+	for _, tp := range m.Proto.Graph.Initializer {
+		if ref, err := m.ExternalRef(tp.GetName()); err == nil && ref != nil && !seen[ref.Path] {
+			seen[ref.Path] = true
 			paths = append(paths, ref.Path)
 		}
 	}
-	seen := map[string]bool{}
-	for _, p := range paths {
-		if seen[p] {
+	return paths
+}
+
+// realPath makes p absolute and resolves its symbolic links as far as it exists.
+func realPath(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(a); err == nil {
+		return r
+	}
+	return a
+}
+
+// within reports whether p is dir or lies beneath it (both cleaned and absolute).
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// refuseInputsInside refuses an output directory that holds one of the input model's
+// files (replacing it would delete them).
+func refuseInputsInside(abs string, inputs []string) error {
+	out := realPath(abs)
+	for _, p := range inputs {
+		if within(out, realPath(p)) {
+			return fmt.Errorf("it holds the input model's file %s, which onnxpart never overwrites", p)
+		}
+	}
+	return nil
+}
+
+// refuseProtected refuses the directories whose replacement would take a user's whole
+// work away: the root, the current directory, the home directory and their parents.
+func refuseProtected(abs string) error {
+	out := realPath(abs)
+	if filepath.Dir(out) == out {
+		return errors.New("it is the root directory, which onnxpart never replaces")
+	}
+	cwd, _ := os.Getwd()
+	home, _ := os.UserHomeDir()
+	for _, d := range []struct{ path, name string }{{cwd, "the current directory"}, {home, "your home directory"}} {
+		if d.path == "" {
 			continue
 		}
-		seen[p] = true
-		rp := real(p)
-		if rel, err := filepath.Rel(out, rp); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("it holds the input model's file %s, which onnxpart never overwrites", p)
+		switch p := realPath(d.path); {
+		case p == out:
+			return fmt.Errorf("it is %s, which onnxpart never replaces", d.name)
+		case within(out, p):
+			return fmt.Errorf("it holds %s, which onnxpart never replaces", d.name)
 		}
 	}
 	return nil

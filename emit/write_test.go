@@ -45,20 +45,12 @@ func TestWriteRefusesExistingDir(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
 	os.Mkdir(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644)
 	l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{})
-	err := l.WriteDir(dir)
 	var ee *ExistsError
-	if !errors.As(err, &ee) {
-		t.Fatalf("got %v, want ExistsError", err)
+	if err := l.WriteDir(dir); !errors.As(err, &ee) || ee.Foreign != "" || !strings.Contains(err.Error(), "use --force") {
+		t.Fatalf("an empty directory: got %v, want ExistsError", err)
 	}
-	if got := listDir(t, dir); len(got) != 1 || got[0] != "keep.txt" {
-		t.Errorf("existing directory changed: %v", got)
-	}
-	if got := listDir(t, parent); len(got) != 1 {
-		t.Errorf("left behind: %v", got)
-	}
-	// --force replaces it whole.
+	// --force replaces an empty directory.
 	l = prepared(t, "squeezenet1_1_small.onnx", 2, Options{Force: true})
 	if err := l.WriteDir(dir); err != nil {
 		t.Fatal(err)
@@ -74,6 +66,227 @@ func TestWriteRefusesExistingDir(t *testing.T) {
 	os.WriteFile(f, []byte("x"), 0o644)
 	if err := l.WriteDir(f); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("over a file: %v", err)
+	}
+}
+
+// previousOutput writes an onnxpart output into dir as a batched plan of two routes does:
+// stage files, manifest, report.html, a Triton repository and route1/ with its own.
+func previousOutput(t *testing.T, dir string) {
+	t.Helper()
+	extras := func(tmp string, man *Manifest) error {
+		os.WriteFile(filepath.Join(tmp, ReportFile), []byte("<html>"), 0o644)
+		os.MkdirAll(filepath.Join(tmp, TritonDir, "stage0", "1"), 0o755)
+		return os.WriteFile(filepath.Join(tmp, TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
+	}
+	route := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Extras: extras})
+	l := prepared(t, "squeezenet1_1_small.onnx", 3, Options{Force: true, Extras: func(tmp string, man *Manifest) error {
+		if err := route.WriteDir(filepath.Join(tmp, "route1")); err != nil {
+			return err
+		}
+		return extras(tmp, man)
+	}})
+	l.Manifest.Batch = &Batch{Routes: []Route{{Index: 0, Dir: "."}, {Index: 1, Dir: "route1"}}}
+	route.Manifest.Batch = l.Manifest.Batch
+	if err := l.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteForceKeepsUserFiles: --force replaces a previous onnxpart output (every file it
+// wrote, route directories included) but never a directory holding anything else, wherever
+// the foreign file sits; the refused directory and its parent are left exactly as they were.
+func TestWriteForceKeepsUserFiles(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	previousOutput(t, dir)
+	before := listTree(t, parent)
+	if want := "out/route1/stage1.onnx"; !strings.Contains(strings.Join(before, " "), want) {
+		t.Fatalf("the previous output has no %s: %v", want, before)
+	}
+	// Replacing a previous output removes all of it.
+	l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Force: true})
+	if err := l.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := listTree(t, parent); strings.Join(got, " ") != "out out/manifest.json out/stage0.onnx out/stage1.onnx" {
+		t.Errorf("after replacing a previous output: %v", got)
+	}
+
+	for _, c := range []struct {
+		name    string
+		plant   func(dir string) // called on a previous output
+		foreign string           // the entry the error names
+	}{
+		{"a user's file", func(d string) { os.WriteFile(filepath.Join(d, "thesis.tex"), []byte("mine"), 0o644) }, "thesis.tex"},
+		{"the first of several", func(d string) {
+			os.WriteFile(filepath.Join(d, "zz.txt"), []byte("mine"), 0o644)
+			os.WriteFile(filepath.Join(d, "notes.txt"), []byte("mine"), 0o644)
+		}, "notes.txt"},
+		{"a hidden file", func(d string) { os.WriteFile(filepath.Join(d, ".env"), []byte("mine"), 0o644) }, ".env"},
+		{"a user's directory", func(d string) { os.Mkdir(filepath.Join(d, "data"), 0o755) }, "data"},
+		{"inside a route directory", func(d string) { os.WriteFile(filepath.Join(d, "route1", "keep.txt"), []byte("mine"), 0o644) }, "route1/keep.txt"},
+		{"a link in a stage file's place", func(d string) {
+			os.Remove(filepath.Join(d, "stage1.onnx"))
+			os.Symlink(filepath.Join(parent, "elsewhere"), filepath.Join(d, "stage1.onnx"))
+		}, "stage1.onnx"},
+		{"a report that is a directory", func(d string) {
+			os.Remove(filepath.Join(d, ReportFile))
+			os.Mkdir(filepath.Join(d, ReportFile), 0o755)
+		}, ReportFile},
+		{"not an onnxpart manifest", func(d string) { os.WriteFile(filepath.Join(d, ManifestFile), []byte(`{"name": "mine"}`), 0o644) }, ManifestFile},
+		{"no manifest", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "report.html"},
+		{"a manifest that lists a user's file", func(d string) {
+			man, err := ReadManifest(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			man.Stages[0].DataFile = "thesis.tex"
+			js, _ := man.MarshalIndent()
+			os.WriteFile(filepath.Join(d, ManifestFile), js, 0o644)
+			os.WriteFile(filepath.Join(d, "thesis.tex"), []byte("mine"), 0o644)
+		}, "thesis.tex"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "out")
+			previousOutput(t, dir)
+			c.plant(dir)
+			before := listTree(t, parent)
+			for _, force := range []bool{false, true} {
+				l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Force: force})
+				for _, check := range []struct {
+					name string
+					do   func() error
+				}{{"CheckOutput", func() error { return CheckOutput(l.m, dir, force) }}, {"WriteDir", func() error { return l.WriteDir(dir) }}} {
+					err := check.do()
+					var fe *ForeignFileError
+					var ee *ExistsError
+					switch {
+					case force && (!errors.As(err, &fe) || fe.File != c.foreign || fe.Dir != dir):
+						t.Errorf("%s with --force: got %v, want a ForeignFileError naming %s", check.name, err, c.foreign)
+					case !force && (!errors.As(err, &ee) || ee.Foreign != c.foreign):
+						t.Errorf("%s: got %v, want an ExistsError naming %s", check.name, err, c.foreign)
+					case !strings.Contains(err.Error(), c.foreign) || strings.Contains(err.Error(), "use --force"):
+						t.Errorf("%s: %v", check.name, err)
+					}
+					if got := listTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
+						t.Fatalf("%s (force %v) changed the tree: %v, was %v", check.name, force, got, before)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWriteProtectedDirs: the root, the current directory, the home directory and their
+// parents are never the output, with or without --force, even when empty or holding a
+// previous output; CheckOutput refuses them alike.
+func TestWriteProtectedDirs(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home", "user")
+	work := filepath.Join(root, "work", "project")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(work, 0o755)
+	previousOutput(t, filepath.Join(root, "work", "prev"))
+	// The model by its absolute path: the corpus path is relative to the package.
+	model, err := filepath.Abs(corpusModel(t, "squeezenet1_1_small.onnx").path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := loadPath(t, model)
+	stage, err := EqualFLOPs(m.Graph, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := func(force bool) *Layout {
+		l, err := Prepare(m, &Assignment{Stage: stage}, Options{Force: force})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Setenv("HOME", home)
+	t.Chdir(work)
+	os.Symlink(work, filepath.Join(root, "link_to_work"))
+	before := listTree(t, root)
+	for _, c := range []struct{ out, want string }{
+		{".", "it is the current directory"},
+		{"./", "it is the current directory"},
+		{work, "it is the current directory"},
+		{filepath.Join(root, "link_to_work"), "it is the current directory"},
+		{"sub/..", "it is the current directory"},
+		{"..", "it holds the current directory"},
+		{root, "it holds the current directory"},
+		{home, "it is your home directory"},
+		{filepath.Join(root, "home"), "it holds your home directory"},
+		{"/", "onnxpart never"},
+	} {
+		for _, force := range []bool{false, true} {
+			l := layout(force)
+			for _, err := range []error{CheckOutput(l.m, c.out, force), l.WriteDir(c.out)} {
+				var we *WriteError
+				if !errors.As(err, &we) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "--force") {
+					t.Errorf("-o %s (force %v): got %v, want %q", c.out, force, err, c.want)
+				}
+			}
+		}
+	}
+	if got := listTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
+		t.Errorf("the tree changed: %v, was %v", got, before)
+	}
+	// Beside them is fine, and so is a previous output there.
+	l := layout(true)
+	for _, out := range []string{"out", filepath.Join(home, "out"), filepath.Join(root, "work", "prev")} {
+		if err := CheckOutput(l.m, out, true); err != nil {
+			t.Errorf("CheckOutput -o %s --force: %v", out, err)
+		}
+		if err := l.WriteDir(out); err != nil {
+			t.Errorf("-o %s --force: %v", out, err)
+		}
+	}
+}
+
+// TestCheckOutput: the checks run before planning report what WriteDir would, write
+// nothing, and also find a path that cannot be created.
+func TestCheckOutput(t *testing.T) {
+	parent := t.TempDir()
+	l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{})
+	os.WriteFile(filepath.Join(parent, "file"), []byte("x"), 0o644)
+	os.Mkdir(filepath.Join(parent, "empty"), 0o755)
+	before := listTree(t, parent)
+	for _, c := range []struct {
+		out   string
+		force bool
+		want  string // "" for no error
+	}{
+		{"new/deeper/out", false, ""},
+		{"empty", true, ""},
+		{"empty", false, "already exists (use --force to replace it)"},
+		{"file", true, "exists and is not a directory"},
+		{"file/out", false, "file is not a directory"},
+		{"file/sub/out", false, "file is not a directory"},
+		{"", false, "no output directory given"},
+	} {
+		out := c.out
+		if out != "" {
+			out = filepath.Join(parent, c.out)
+		}
+		err := CheckOutput(l.m, out, c.force)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("-o %s (force %v): got %v, want %q", c.out, c.force, err, c.want)
+		}
+	}
+	if got := listTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
+		t.Errorf("CheckOutput changed the tree: %v, was %v", got, before)
+	}
+	// A read-only parent (unless running as root, which ignores permissions).
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(parent, "ro")
+		os.Mkdir(ro, 0o555)
+		defer os.Chmod(ro, 0o755)
+		if err := CheckOutput(l.m, filepath.Join(ro, "a", "out"), false); err == nil || !strings.Contains(err.Error(), "ro is not writable") {
+			t.Errorf("read-only parent: got %v", err)
+		}
 	}
 }
 
@@ -114,17 +327,17 @@ func TestWriteUnwritableLeavesNothing(t *testing.T) {
 			t.Fatalf("after %d files, left behind: %v", n, got)
 		}
 	}
-	// A failure while replacing with --force keeps the old directory.
+	// A failure while replacing a previous output with --force keeps it as it was.
 	dir := filepath.Join(parent, "old")
-	os.Mkdir(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("mine"), 0o644)
+	previousOutput(t, dir)
+	before := listTree(t, dir)
 	l.opt.Force = true
 	l.failAfterFiles = 2
 	if err := l.WriteDir(dir); err == nil {
 		t.Fatal("no error")
 	}
-	if got := listDir(t, dir); len(got) != 1 || got[0] != "keep.txt" {
-		t.Errorf("old directory changed: %v", got)
+	if got := listTree(t, dir); strings.Join(got, " ") != strings.Join(before, " ") {
+		t.Errorf("old directory changed: %v, was %v", got, before)
 	}
 }
 
