@@ -89,7 +89,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	out := fs.StringP("output", "o", "out", "output directory; - writes nothing and prints the plan")
 	emitList := fs.String("emit", "onnx,manifest,report", "what to write: onnx, manifest, report, triton")
 	asJSON := fs.Bool("json", false, "print the plan as JSON on stdout")
-	force := fs.Bool("force", false, "replace the output directory if it exists")
+	force := fs.Bool("force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
 	costs := fs.String("costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -104,6 +104,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	if *out == "" {
 		return usageErrorf("-o needs a directory (or - to write nothing)")
+	}
+	if *out != "-" && !want["onnx"] && !want["manifest"] {
+		return usageErrorf("--emit must include onnx or manifest to write %s (use -o - for a dry run)", *out)
 	}
 	if *gap < 0 || *gap >= 1 {
 		return usageErrorf("--gap %g: want a fraction in [0, 1)", *gap)
@@ -127,6 +130,12 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	if len(m.SymbolicDims) > 0 {
 		return usageErrorf("the model has symbolic dimensions %s; bind them with --dim NAME=SIZE to plan", strings.Join(m.SymbolicDims, ", "))
+	}
+	if *out != "-" {
+		// Every output check before planning, which can take minutes.
+		if err := emit.CheckOutput(m, *out, *force); err != nil {
+			return splitError(err)
+		}
 	}
 	prog.phase("devices " + *devices)
 	cluster, err := profile.Resolve(ctx, *devices, profile.Options{Link: *link})
@@ -156,9 +165,6 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	interrupted := ctx.Err() != nil
 	if err != nil {
 		return planError(err)
-	}
-	if *out != "-" && !want["onnx"] && !want["manifest"] {
-		return usageErrorf("--emit must include onnx or manifest to write %s (use -o - for a dry run)", *out)
 	}
 	eopt := emit.Options{Force: *force, Producer: version}
 	if want["report"] || want["triton"] {

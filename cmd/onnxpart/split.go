@@ -59,7 +59,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	stages := fs.Int("stages", 0, "number of equal-FLOP stages")
 	assignment := fs.String("assignment", "", `JSON file {"node name": stage, …}`)
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
-	force := fs.Bool("force", false, "replace DIR if it exists")
+	force := fs.Bool("force", false, "replace DIR if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
 	devices := fs.StringSlice("devices", nil, "device name per stage (comma-separated), or one name for all")
 	provider := fs.String("provider", emit.DefaultProvider, "ONNX Runtime execution provider recorded for every stage")
 	external := fs.String("external-data", "auto", "weights in stage<i>.onnx.data: auto (as the source, or when a stage exceeds 2 GiB), always, never")
@@ -105,6 +105,9 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
 	if err != nil {
 		return err
+	}
+	if err := emit.CheckOutput(m, *out, *force); err != nil {
+		return splitError(err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
