@@ -543,7 +543,16 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 // members are the original nodes of g it stands for. The roofline uses the op class and
 // precision of the member with the most FLOPs (the first non-view member when none has any)
 // and one overhead for the kernel; a group of static members only is free.
+//
+// With measured times for the device (CostOptions.Measured), a group costs the sum of its
+// members' measured times: each member carries its share of the kernel ONNX Runtime ran
+// (MeasureORT attributes a fused kernel's time to the nodes it stands for, and 0 to nodes
+// the runtime removed), so the sum is the measured time of the runtime's kernels for the
+// group. Members without a measurement (NaN) are priced by NodeTime's roofline.
 func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node, device int) float64 {
+	if t, ok := m.measuredSum(g, members, device); ok {
+		return t
+	}
 	d := &m.c.Devices[device]
 	lead := kernelLead(d, g, members)
 	if lead < 0 {
@@ -562,6 +571,32 @@ func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node
 		comp *= lanePadding(g, ln, c, d.VectorWidth) / lanePadding(g, kernel, c, d.VectorWidth)
 	}
 	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + t
+}
+
+// measuredSum is the sum of the members' times when the device has measured times for any of
+// them (roofline NodeTime for the others); ok is false without measurements.
+func (m *CostModel) measuredSum(g *graph.Graph, members []int, device int) (t float64, ok bool) {
+	if device >= len(m.opts.Measured) || m.opts.Measured[device] == nil {
+		return 0, false
+	}
+	meas := m.opts.Measured[device]
+	for _, v := range members {
+		if v < len(meas) && !math.IsNaN(meas[v]) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	for _, v := range members {
+		if v < len(meas) && !math.IsNaN(meas[v]) {
+			t += meas[v]
+			continue
+		}
+		t += m.NodeTime(g, v, device)
+	}
+	return t, true
 }
 
 // kernelLead is the member of a fused group whose op class and precision price the kernel:
