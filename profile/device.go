@@ -196,6 +196,9 @@ type Device struct {
 	ChannelAlign int
 	// Host marks the machine's own CPU (the device that ONNX Runtime measurements describe).
 	Host bool
+	// CPUs are the logical CPUs a host device's threads are pinned to when the host CPU is
+	// split into several devices (cpu:2x1; see pinHostDevices); nil: not pinned.
+	CPUs []int
 }
 
 // Capacity is the memory onnxpart may place on the device, in bytes: MemoryCap when set,

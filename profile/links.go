@@ -72,6 +72,9 @@ func autoLink(a, b *Device, choice string) (Link, error) {
 		}
 		return l, nil
 	}
+	if a.Host && b.Host && choice == "auto" {
+		return hostMemoryLink(a, b), nil
+	}
 	if !gpuA && !gpuB {
 		l := presetLink("ib100")
 		l.Bandwidth.Note = "two CPU devices are separate hosts: InfiniBand EDR assumed (" + l.Bandwidth.Note + ")"

@@ -58,7 +58,9 @@ func IsSpecFile(spec string) bool {
 //     loaded or finds no GPU, the host CPU, with the reason as a note;
 //   - a comma list of items "[N x]NAME" where NAME is a catalog id or alias (see Catalog),
 //     "cpu" (or "host") for this machine's measured CPU, or "auto": "4xH100-SXM",
-//     "a100-80g,t4,cpu", "auto,cpu";
+//     "a100-80g,t4,cpu", "auto,cpu"; "cpu:MxT" splits the host CPU into M devices of T
+//     threads on disjoint cores ("cpu:2x1"), "cpu:T" is one device of T threads, "Mxcpu"
+//     M devices sharing the cores equally (see pinHostDevices);
 //   - a spec file, .yaml/.yml/.json (see the package documentation of spec files).
 //
 // Devices of a list are named gpu0, gpu1, … (accelerators acc0, …; CPUs cpu, or cpu0, …) in
@@ -135,9 +137,10 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 	explicitHost := false
 	for _, it := range items {
 		k := normID(it.name)
-		explicitHost = explicitHost || k == "cpu" || k == "host"
+		_, _, split, _ := parseHostItem(it.name)
+		explicitHost = explicitHost || k == "cpu" || k == "host" || split
 	}
-	addHost := func() error {
+	probe := func() error {
 		if c.Host == nil {
 			h, err := ProbeHost(ctx, opts.Host)
 			if err != nil {
@@ -145,10 +148,53 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 			}
 			c.Host = h
 		}
+		return nil
+	}
+	addHost := func() error {
+		if err := probe(); err != nil {
+			return err
+		}
 		c.Devices = append(c.Devices, c.Host.Device("", opts.Threads))
 		return nil
 	}
+	// addHosts splits the host CPU into n devices of threads each (threads 0: an equal
+	// share of the cores).
+	hostSplit := false
+	addHosts := func(raw string, n, threads int) error {
+		if hostSplit || c.Host != nil {
+			return usagef("--devices: the host CPU is named twice (split it in one item, e.g. cpu:2x1)")
+		}
+		if err := probe(); err != nil {
+			return err
+		}
+		hostSplit = true
+		if threads == 0 {
+			threads = c.Host.Cores / n
+			if threads < 1 {
+				return usagef("--devices: %q: %d devices of the host CPU need %d cores on their own, this machine has %d", raw, n, n, c.Host.Cores)
+			}
+		}
+		if n*threads > c.Host.Cores {
+			return usagef("--devices: %q: %d device(s) of %d thread(s) need %d cores on their own, this machine has %d", raw, n, threads, n*threads, c.Host.Cores)
+		}
+		for range n {
+			c.Devices = append(c.Devices, c.Host.Device("", threads))
+		}
+		return nil
+	}
 	for _, it := range items {
+		if n, threads, ok, err := parseHostItem(it.name); ok {
+			if err != nil {
+				return nil, err
+			}
+			if it.count != 1 {
+				return nil, usagef("--devices: %q: give the number of devices after the colon (cpu:%dx%d)", it.name, it.count*n, threads)
+			}
+			if err := addHosts(it.name, n, threads); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		key := normID(it.name)
 		switch key {
 		case "auto":
@@ -179,10 +225,14 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 			c.Devices = append(c.Devices, devs...)
 		case "cpu", "host":
 			if it.count != 1 {
-				return nil, usagef("--devices: %q: the host CPU cannot be repeated; use a catalog CPU such as 2xcpu-generic", it.name)
+				// N devices sharing the cores equally.
+				if err := addHosts(fmt.Sprintf("%dx%s", it.count, it.name), it.count, 0); err != nil {
+					return nil, err
+				}
+				break
 			}
-			if c.Host != nil {
-				return nil, usagef("--devices: the host CPU is named twice")
+			if c.Host != nil || hostSplit {
+				return nil, usagef("--devices: the host CPU is named twice (to split it into several devices, say cpu:2x1)")
 			}
 			if err := addHost(); err != nil {
 				return nil, err
@@ -201,6 +251,9 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		}
 	}
 	nameDevices(c.Devices)
+	if err := pinHostDevices(c.Devices, "--devices"); err != nil {
+		return nil, err
+	}
 	k := len(c.Devices)
 	c.Links = make([][]Link, k)
 	for i := range k {

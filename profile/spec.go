@@ -172,6 +172,9 @@ func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cl
 		}
 	}
 	c.Host = host
+	if err := pinHostDevices(c.Devices, ""); err != nil {
+		return nil, &SpecError{File: file, Field: "devices", Msg: err.Error()}
+	}
 	if ln, ok := top["links"]; ok {
 		c.Links = d.specLinks(ln[1], c, opts)
 	} else {
