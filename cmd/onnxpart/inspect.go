@@ -7,7 +7,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"onnxpart/fusion"
 	"onnxpart/ingest"
@@ -94,7 +93,7 @@ func printSummary(w io.Writer, s *ingest.Summary, tensors bool) {
 	if len(s.UnsupportedOps) > 0 {
 		fmt.Fprintf(w, "unsupported ops (no shape inference) %s\n", strings.Join(s.UnsupportedOps, ", "))
 	}
-	fmt.Fprintf(w, "unknown shapes %d tensors\n", s.UnknownShapeTensors)
+	fmt.Fprintf(w, "unknown shapes %s\n", plural(s.UnknownShapeTensors, "tensor"))
 	for _, n := range firstN(s.UnknownShapeNames, 10) {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
@@ -121,7 +120,7 @@ func printSummary(w io.Writer, s *ingest.Summary, tensors bool) {
 	}
 	if tensors {
 		fmt.Fprintln(w, "\ntensors:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := newTable(w, 0)
 		fmt.Fprintln(tw, "  name\tdtype\tshape\tbytes\tproducer\tconsumers")
 		for _, t := range s.Tensors {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%d\n", t.Name, t.DType, shapeStr(t.Shape), t.Bytes, orDash(t.Producer), len(t.Consumers))

@@ -39,6 +39,9 @@ type command struct {
 	usage   string // "onnxpart NAME [flags] ARGS" plus examples
 	// run parses its own flags from args and does the work.
 	run func(ctx context.Context, env *env, args []string) error
+	// flags, when set, defines the command's flags on fs without parsing (the top-level
+	// help lists the main command's).
+	flags func(fs *pflag.FlagSet)
 }
 
 var commands = map[string]*command{}
@@ -121,13 +124,11 @@ func run(ctx context.Context, e *env, args []string) int {
 	c, ok := commands[args[0]]
 	rest := args[1:]
 	if !ok {
-		if strings.HasPrefix(args[0], "-") || !strings.HasSuffix(strings.ToLower(args[0]), ".onnx") {
-			if _, err := os.Stat(args[0]); err != nil || strings.HasPrefix(args[0], "-") {
-				fmt.Fprintf(e.stderr, "onnxpart: unknown command %q (see onnxpart --help)\n", args[0])
-				return exitUsage
-			}
+		if err := mainCommandArg(args[0]); err != nil {
+			fmt.Fprintf(e.stderr, "onnxpart: %v\n", err)
+			return exitUsage
 		}
-		// `onnxpart MODEL.onnx …` is the main job.
+		// `onnxpart MODEL.onnx …`, or its flags first, is the main job.
 		c, rest = commands["run"], args
 		if c == nil {
 			fmt.Fprintln(e.stderr, "onnxpart: the main command is not available in this build")
@@ -147,6 +148,26 @@ func run(ctx context.Context, e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stderr, "onnxpart %s: %v\n", c.name, err)
 	return code
+}
+
+// mainCommandArg checks the first argument when it names no command: a flag (the main
+// command's flags may come before the model) or a model file; anything else is a command
+// misspelt, with a suggestion when one is close.
+func mainCommandArg(a string) error {
+	if strings.HasPrefix(a, "-") || strings.HasSuffix(strings.ToLower(a), ".onnx") {
+		return nil
+	}
+	if _, err := os.Stat(a); err == nil {
+		return nil
+	}
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	if s := suggest(a, names); s != "" {
+		return fmt.Errorf("unknown command %q; did you mean %s? (see onnxpart --help)", a, s)
+	}
+	return fmt.Errorf("unknown command %q, and no model file of that name (see onnxpart --help)", a)
 }
 
 var version = "dev"
@@ -170,6 +191,14 @@ Commands:
 	sort.Strings(names)
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	if c := commands["run"]; c != nil && c.flags != nil {
+		fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+		fs.SortFlags = false
+		c.flags(fs)
+		fmt.Fprint(w, "\nFlags of the main command (onnxpart MODEL.onnx …; onnxpart run --help for more):\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
 	}
 	fmt.Fprint(w, `
 Run 'onnxpart help COMMAND' or 'onnxpart COMMAND --help' for a command's flags and examples.
@@ -195,15 +224,102 @@ func newFlags(e *env, c *command) *pflag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors.
+// parseFlags parses args, turning flag errors into usage errors that point to the
+// command's help, with a suggestion for an unknown flag close to a known one.
 func parseFlags(fs *pflag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageErrorf("%v", err)
+	err := fs.Parse(args)
+	var ne *pflag.NotExistError
+	switch {
+	case err == nil, errors.Is(err, pflag.ErrHelp):
+		return err
+	case errors.As(err, &ne):
+		return usageErrorf("%s", unknownFlag(fs, ne))
 	}
-	return nil
+	return usageErrorf("%v (see %s)", err, helpCommand(fs))
+}
+
+// helpCommand is how to get the help of the command a flag set belongs to.
+func helpCommand(fs *pflag.FlagSet) string {
+	if fs.Name() == "run" {
+		return "onnxpart --help"
+	}
+	return "onnxpart " + fs.Name() + " --help"
+}
+
+// unknownFlag words an unknown flag, with "did you mean" when a known flag is close: a long
+// flag misspelt (--devics), or one given with a single dash (-devices, which pflag reads as
+// shorthands).
+func unknownFlag(fs *pflag.FlagSet, ne *pflag.NotExistError) string {
+	var names []string
+	short := ""
+	name, group := ne.GetSpecifiedName(), ne.GetSpecifiedShortnames()
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+			if f.Shorthand != "" && f.Shorthand == name && group == "" {
+				short = "-" + f.Shorthand // --k for -k
+			}
+		}
+	})
+	given, word := "--"+name, name
+	if group != "" {
+		given, word = "-"+group, group
+	}
+	word, _, _ = strings.Cut(word, "=")
+	if s := suggest(word, names); s != "" {
+		short = "--" + s
+	}
+	if short != "" {
+		return fmt.Sprintf("unknown flag %s; did you mean %s? (see %s)", given, short, helpCommand(fs))
+	}
+	if group != "" && len(group) > 1 {
+		given = fmt.Sprintf("-%s in -%s", name, group)
+	}
+	return fmt.Sprintf("unknown flag %s (see %s)", given, helpCommand(fs))
+}
+
+// suggest returns the candidate closest to word when it is close enough to be a
+// misspelling (at most 2 edits, fewer than a third of the word) or word starts it (at least
+// 3 letters), else "". Ties go to the first in sorted order.
+func suggest(word string, candidates []string) string {
+	sort.Strings(candidates)
+	best, bestD := "", 3
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(word), c)
+		if d < bestD && 3*d <= len(word) {
+			best, bestD = c, d
+		}
+	}
+	if best == "" && len(word) >= 3 {
+		for _, c := range candidates {
+			if strings.HasPrefix(c, word) {
+				return c
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, by runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // parseDims turns --dim name=value flags into bindings.

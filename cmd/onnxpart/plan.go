@@ -249,7 +249,7 @@ func planMoirai(ctx context.Context, path, solver string, limit time.Duration, s
 
 func printInstancePlan(w io.Writer, o *planJSON) {
 	fmt.Fprintf(w, "instance   %s (%s)\n", o.Input, o.InputFormat)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w, tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tdevice\tnodes\tcost\t\t")
 	for i, st := range o.Stages {
 		dev, cost, mark := "", "", ""

@@ -378,7 +378,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 			fmt.Fprintf(w, ", catalog %s", d.Catalog)
 		}
 		fmt.Fprintln(w, ")")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := newTable(w, 0)
 		for _, fo := range figureOrder {
 			f, ok := d.Figures[fo.key]
 			if !ok {
@@ -412,7 +412,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 	}
 	if len(rep.Device) > 1 {
 		fmt.Fprintln(w, "\nlinks (rows send, columns receive; bandwidth per direction, latency):")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := newTable(w, 0)
 		fmt.Fprint(tw, " ")
 		for _, d := range rep.Device {
 			fmt.Fprintf(tw, "\t%s", d.Name)
@@ -452,7 +452,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 			fmt.Fprintf(w, " (measured and calibrated: %s)", strings.Join(m.Calibrate, ", "))
 		}
 		fmt.Fprintln(w, "\npredicted time per op class:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := newTable(w, tabwriter.AlignRight)
 		fmt.Fprint(tw, "class\tnodes\t")
 		deviceCells(tw, rep.Device)
 		fmt.Fprintln(tw)
@@ -470,7 +470,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 		tw.Flush()
 		if len(m.NodeRows) > 0 {
 			fmt.Fprintln(w, "\npredicted time per node:")
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			tw := newTable(w, 0)
 			fmt.Fprint(tw, "node\top\tclass\tFLOPs\tbytes\t")
 			deviceCells(tw, rep.Device)
 			fmt.Fprintln(tw)
@@ -548,7 +548,7 @@ func printCatalog(w io.Writer, asJSON bool) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w, 0)
 	fmt.Fprintln(tw, "id\tkind\tmemory\tfp32\tfp16\tint8\tbandwidth\tnvlink\thost\taliases")
 	for _, e := range entries {
 		nv := "-"

@@ -11,8 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"onnxpart"
 	"onnxpart/emit"
@@ -65,64 +68,91 @@ a rerun may differ). If the time limit cuts a reproducible search anyway, a note
 Exit codes: 0 ok, 1 bad input, 2 bad usage, 3 infeasible (the model cannot fit the
 devices), 4 verification mismatch, 130 interrupted (the best plan so far is still written).
 `,
-		run: runMain,
+		run:   runMain,
+		flags: func(fs *pflag.FlagSet) { new(runFlags).define(fs) },
 	})
+}
+
+// runFlags are the main command's flags (also listed by the top-level --help).
+type runFlags struct {
+	devices, link, objective, fusion, fusionRules, solver, bounds, out, costs string
+	k, batch, polish                                                          int
+	timeLimit                                                                 time.Duration
+	gap                                                                       float64
+	dims, emit                                                                []string
+	seed                                                                      int64
+	asJSON, force, quiet                                                      bool
+}
+
+func (f *runFlags) define(fs *pflag.FlagSet) {
+	fs.StringVar(&f.devices, "devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
+	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, at least 1 (default: number of devices)")
+	fs.StringVar(&f.objective, "objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
+	fs.IntVar(&f.batch, "batch", 0, "plan a batch of `N` inputs shared among the devices (data and model parallel) for throughput")
+	fs.StringVar(&f.fusion, "fusion", "", "fusion rule set to coarsen with: ort-cpu, ort-cuda, tensorrt, generic, none (default: by device)")
+	fs.StringVar(&f.fusionRules, "fusion-rules", "", "coarsen by the rule set in `FILE` instead")
+	fs.StringVar(&f.solver, "solver", "auto", "throughput: auto, brkga, random, mla; latency: auto, met, greedy, heft, ea, sa, milp, split")
+	fs.StringVar(&f.bounds, "bounds", "fast", "lower-bound effort: none, simple, fast, full")
+	fs.IntVar(&f.polish, "polish-window", 4, polishWindowHelp)
+	fs.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "time budget for planning (search and bounds)")
+	fs.Float64Var(&f.gap, "gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
+	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	fs.Int64Var(&f.seed, "seed", 1, "random seed; given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
+	fs.StringVarP(&f.out, "output", "o", "out", "output directory; - writes nothing and prints the plan")
+	fs.StringSliceVar(&f.emit, "emit", []string{"onnx", "manifest", "report"}, emitHelp)
+	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON on stdout")
+	fs.BoolVar(&f.force, "force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
+	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 }
 
 func runMain(ctx context.Context, e *env, args []string) error {
 	c := commands["run"]
 	fs := newFlags(e, c)
-	devices := fs.String("devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
-	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
-	k := fs.IntP("stages", "k", 0, "number of pipeline stages (default: number of devices)")
-	objective := fs.String("objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
-	batch := fs.Int("batch", 0, "plan a batch of `N` inputs shared among the devices (data and model parallel) for throughput")
-	fusionName := fs.String("fusion", "", "fusion rule set to coarsen with: ort-cpu, ort-cuda, tensorrt, generic, none (default: by device)")
-	fusionRules := fs.String("fusion-rules", "", "coarsen by the rule set in `FILE` instead")
-	solver := fs.String("solver", "auto", "throughput: auto, brkga, random, mla; latency: auto, met, greedy, heft, ea, sa, milp, split")
-	bounds := fs.String("bounds", "fast", "lower-bound effort: none, simple, fast, full")
-	polish := fs.Int("polish-window", 4, polishWindowHelp)
-	timeLimit := fs.Duration("time-limit", 30*time.Second, "time budget for planning (search and bounds)")
-	gap := fs.Float64("gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
-	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
-	seed := fs.Int64("seed", 1, "random seed; given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
-	out := fs.StringP("output", "o", "out", "output directory; - writes nothing and prints the plan")
-	emitList := fs.String("emit", "onnx,manifest,report", "what to write: onnx, manifest, report, triton")
-	asJSON := fs.Bool("json", false, "print the plan as JSON on stdout")
-	force := fs.Bool("force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
-	costs := fs.String("costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
-	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	f := &runFlags{}
+	f.define(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErrorf("give one model file (see onnxpart --help), got %d arguments", fs.NArg())
+	switch {
+	case fs.NArg() == 0:
+		return usageErrorf("missing MODEL.onnx: onnxpart MODEL.onnx --devices … (see onnxpart --help)")
+	case fs.NArg() > 1:
+		return usageErrorf("give one model file, got %d arguments: %s (see onnxpart --help)", fs.NArg(), strings.Join(fs.Args(), " "))
 	}
-	want, err := parseEmit(*emitList)
+	want, err := parseEmit(f.emit)
 	if err != nil {
 		return err
 	}
-	if *out == "" {
+	if f.out == "" {
 		return usageErrorf("-o needs a directory (or - to write nothing)")
 	}
-	if *out != "-" && !want["onnx"] && !want["manifest"] {
-		return usageErrorf("--emit must include onnx or manifest to write %s (use -o - for a dry run)", *out)
+	if strings.TrimSpace(f.devices) == "" {
+		return usageErrorf("--devices is empty: give auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a spec file")
 	}
-	if *gap < 0 || *gap >= 1 {
-		return usageErrorf("--gap %g: want a fraction in [0, 1)", *gap)
+	if fs.Changed("stages") && f.k < 1 {
+		return usageErrorf("-k %d: want a number of stages ≥ 1 (leave -k out for one stage per device)", f.k)
 	}
-	if *timeLimit <= 0 {
+	if f.gap < 0 || f.gap >= 1 {
+		return usageErrorf("--gap %g: want a fraction in [0, 1)", f.gap)
+	}
+	if f.timeLimit <= 0 {
 		return usageErrorf("--time-limit must be positive")
 	}
-	if *costs != "roofline" && *costs != "measured" {
-		return usageErrorf("--costs %q: want roofline or measured", *costs)
+	if f.costs != "roofline" && f.costs != "measured" {
+		return usageErrorf("--costs %q: want roofline or measured", f.costs)
 	}
-	dims, err := parseDims(*dimFlags)
+	if f.batch < 0 || (fs.Changed("batch") && f.batch == 0) {
+		return usageErrorf("--batch %d: want a number of inputs ≥ 1", f.batch)
+	}
+	dims, err := parseDims(f.dims)
 	if err != nil {
 		return err
 	}
 	begin := time.Now()
-	prog := newProgress(e, *quiet)
+	prog := newProgress(e, f.quiet)
+	defer prog.stop()
 	prog.phase("reading " + fs.Arg(0))
 	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
 	if err != nil {
@@ -131,95 +161,62 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if len(m.SymbolicDims) > 0 {
 		return usageErrorf("the model has symbolic dimensions %s; bind them with --dim NAME=SIZE to plan", strings.Join(m.SymbolicDims, ", "))
 	}
-	if *out != "-" {
+	if f.out != "-" {
 		// Every output check before planning, which can take minutes.
-		if err := emit.CheckOutput(m, *out, *force); err != nil {
+		if err := emit.CheckOutput(m, f.out, f.force); err != nil {
 			return splitError(err)
 		}
 	}
-	prog.phase("devices " + *devices)
-	cluster, err := profile.Resolve(ctx, *devices, profile.Options{Link: *link})
+	prog.phase("devices " + f.devices)
+	cluster, err := profile.Resolve(ctx, f.devices, profile.Options{Link: f.link})
 	if err != nil {
 		return deviceError(err)
 	}
 	for _, n := range cluster.Notes {
-		fmt.Fprintf(e.stderr, "note: %s\n", n)
+		prog.note(n)
 	}
 	var measured [][]float64
-	if *costs == "measured" {
+	if f.costs == "measured" {
 		prog.phase("measuring node times in ONNX Runtime")
 		measured, err = measure(ctx, m, cluster)
 		if err != nil {
 			return err
 		}
 	}
-	if *batch < 0 || (fs.Changed("batch") && *batch == 0) {
-		return usageErrorf("--batch %d: want a number of inputs ≥ 1", *batch)
-	}
-	popt := onnxpart.Options{K: *k, Objective: *objective, Batch: *batch, Fusion: *fusionName, FusionRules: *fusionRules,
-		Solver: *solver, Bounds: *bounds, TimeLimit: *timeLimit, Gap: *gap, Seed: *seed, Measured: measured, PolishWindow: *polish,
+	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
+		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: f.seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
-	prog.done()
 	interrupted := ctx.Err() != nil
 	if err != nil {
 		return planError(err)
 	}
-	eopt := emit.Options{Force: *force, Producer: version}
-	if want["report"] || want["triton"] {
-		eopt.Extras = func(dir string, man *emit.Manifest) error {
-			if want["report"] {
-				if err := emit.WriteReport(man, dir, emit.ReportOptions{}); err != nil {
-					return err
-				}
-			}
-			if want["triton"] {
-				if err := emit.WriteTriton(man, dir, filepath.Join(dir, emit.TritonDir), emit.TritonOptions{}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-	}
-	layout, err := onnxpart.Prepare(m, res, eopt, *seed)
+	prog.done()
+	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras()}
+	layout, err := onnxpart.Prepare(m, res, eopt, f.seed)
 	if err != nil {
 		return splitError(err)
 	}
-	if *out != "-" {
-		if err := layout.WriteDir(*out); err != nil {
+	if f.out != "-" {
+		if err := layout.WriteDir(f.out); err != nil {
 			return splitError(err)
 		}
 	}
 	res.Seconds = time.Since(begin).Seconds()
-	if *asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, *out, *seed, interrupted)); err != nil {
+		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, f.out, f.seed, interrupted)); err != nil {
 			return err
 		}
 	} else {
-		printPlan(e.stdout, m, res, layout.Manifest, *out)
+		printPlan(e.stdout, m, res, layout.Manifest, f.out)
 	}
 	if interrupted {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: wrote the best plan found so far")}
 	}
 	return nil
-}
-
-func parseEmit(s string) (map[string]bool, error) {
-	want := map[string]bool{}
-	for _, x := range strings.Split(s, ",") {
-		x = strings.TrimSpace(x)
-		switch x {
-		case "onnx", "manifest", "report", "triton":
-			want[x] = true
-		case "":
-		default:
-			return nil, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton", x)
-		}
-	}
-	return want, nil
 }
 
 // deviceError maps profile's errors: malformed --devices values are usage errors, spec files
@@ -332,7 +329,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	for _, s := range r.Stages {
 		byLabel[s.Stage] = s
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w, tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\ttotal\t\t")
 	for _, st := range man.Stages {
 		s := byLabel[st.Label]
@@ -346,9 +343,9 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	tw.Flush()
 	fmt.Fprintln(w)
 	if b := r.Batch; b != nil {
-		fmt.Fprintf(w, "batch      %d inputs in %d granule(s) of %d: %s for the batch, %.1f inferences/s\n", b.Inputs, b.Granules, b.GranuleInputs, dur(r.Upper), r.ThroughputPerS)
+		fmt.Fprintf(w, "batch      %s in %s of %d: %s for the batch, %.1f inferences/s\n", plural(b.Inputs, "input"), plural(b.Granules, "granule"), b.GranuleInputs, dur(r.Upper), r.ThroughputPerS)
 		for _, d := range b.Devices {
-			fmt.Fprintf(w, "share      %s: %d of %d inputs, %d ops, busy %s\n", d.Device, d.Inputs, b.Inputs, d.Ops, dur(d.BusyS))
+			fmt.Fprintf(w, "share      %s: %d of %s, %s, busy %s\n", d.Device, d.Inputs, plural(b.Inputs, "input"), plural(d.Ops, "op"), dur(d.BusyS))
 		}
 		if man.Batch != nil {
 			for _, rt := range man.Batch.Routes {
@@ -362,7 +359,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	}
 	fmt.Fprintf(w, "bound      %s\n", boundWords(r))
 	if out != "-" {
-		fmt.Fprintf(w, "wrote      %s (%d stage files, manifest.json%s)\n", out, len(man.Stages), extrasText(out))
+		fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
 	}
 	for _, n := range man.Notes {
 		fmt.Fprintf(w, "note       %s\n", n)
@@ -417,24 +414,48 @@ func dur(s float64) string {
 }
 
 // progress prints phases and solver improvements on stderr: a live line on a terminal,
-// plain lines otherwise.
+// plain lines otherwise. Nothing shows during the first progressDelay: a usage or input
+// error found at once then prints alone, and what was held back is dropped with it (stop)
+// or shown once planning has produced a plan (done).
 type progress struct {
 	e     *env
 	quiet bool
 	start time.Time
 	last  time.Time
-	live  bool
+
+	mu      sync.Mutex
+	live    bool     // a live line is on the terminal
+	shown   bool     // lines go out as they come
+	pending []string // held back before shown; notes start with "note: "
+	timer   *time.Timer
 }
 
+// progressDelay is how long progress is held back.
+const progressDelay = time.Second
+
 func newProgress(e *env, quiet bool) *progress {
-	return &progress{e: e, quiet: quiet, start: time.Now()}
+	p := &progress{e: e, quiet: quiet, start: time.Now()}
+	p.timer = time.AfterFunc(progressDelay, p.show)
+	return p
 }
 
 func (p *progress) phase(s string) {
 	if p.quiet {
 		return
 	}
-	p.line(fmt.Sprintf("[%5.1fs] %s", time.Since(p.start).Seconds(), s), true)
+	p.line(fmt.Sprintf("[%5.1fs] %s", time.Since(p.start).Seconds(), s))
+}
+
+// note prints a fact the user should know (even with -q), held back like progress.
+func (p *progress) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.shown {
+		p.pending = append(p.pending, "note: "+s)
+		return
+	}
+	p.clearLive()
+	fmt.Fprintf(p.e.stderr, "note: %s\n", s)
 }
 
 func (p *progress) update(pr onnxpart.Progress) {
@@ -455,10 +476,21 @@ func (p *progress) update(pr onnxpart.Progress) {
 	if pr.LowerBound > 0 {
 		s += fmt.Sprintf(", bound %s, gap %.1f%%", dur(pr.LowerBound), 100*pr.Gap)
 	}
-	p.line(s, false)
+	p.line(s)
 }
 
-func (p *progress) line(s string, final bool) {
+func (p *progress) line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.shown {
+		p.pending = append(p.pending, s)
+		return
+	}
+	p.print(s)
+}
+
+// print writes one progress line: on a terminal it replaces the live line.
+func (p *progress) print(s string) {
 	if p.e.isTTY {
 		fmt.Fprintf(p.e.stderr, "\r\033[K%s", s)
 		p.live = true
@@ -467,11 +499,70 @@ func (p *progress) line(s string, final bool) {
 	fmt.Fprintln(p.e.stderr, s)
 }
 
-func (p *progress) done() {
+func (p *progress) clearLive() {
 	if p.live {
 		fmt.Fprint(p.e.stderr, "\r\033[K")
 		p.live = false
 	}
+}
+
+// show lets lines out: the held-back notes, and the progress lines (on a terminal only the
+// last, which a live line would have shown).
+func (p *progress) show() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flush()
+}
+
+func (p *progress) flush() {
+	if p.shown {
+		return
+	}
+	p.shown = true
+	last := ""
+	for _, s := range p.pending {
+		switch {
+		case strings.HasPrefix(s, "note: "):
+			p.clearLive()
+			fmt.Fprintln(p.e.stderr, s)
+		case p.e.isTTY:
+			last = s
+		default:
+			p.print(s)
+		}
+	}
+	if last != "" {
+		p.print(last)
+	}
+	p.pending = nil
+}
+
+// done ends the progress once a plan is found: what was held back is shown, then the live
+// line is cleared.
+func (p *progress) done() {
+	p.timer.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flush()
+	p.clearLive()
+}
+
+// stop ends the progress on any path: held-back progress lines are dropped (an error
+// follows, and prints alone), notes are kept.
+func (p *progress) stop() {
+	p.timer.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.shown {
+		p.shown = true
+		for _, s := range p.pending {
+			if strings.HasPrefix(s, "note: ") {
+				fmt.Fprintln(p.e.stderr, s)
+			}
+		}
+		p.pending = nil
+	}
+	p.clearLive()
 }
 
 // plural is "1 input", "2 inputs".

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"onnxpart/emit"
 	"onnxpart/graph"
@@ -64,11 +63,11 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	provider := fs.String("provider", emit.DefaultProvider, "ONNX Runtime execution provider recorded for every stage")
 	external := fs.String("external-data", "auto", "weights in stage<i>.onnx.data: auto (as the source, or when a stage exceeds 2 GiB), always, never")
 	asJSON := fs.Bool("json", false, "print the manifest instead of the summary")
-	emitList := fs.StringSlice("emit", []string{"onnx", "manifest"}, "what to write: onnx and manifest (always), report, triton")
+	emitList := fs.StringSlice("emit", []string{"onnx", "manifest"}, emitHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	extra, err := parseSplitEmit(*emitList)
+	extra, err := parseEmit(*emitList)
 	if err != nil {
 		return err
 	}
@@ -232,9 +231,9 @@ func cycleText(e *graph.StageCycleError) string {
 }
 
 func printSplit(w io.Writer, dir string, man *emit.Manifest) {
-	fmt.Fprintf(w, "wrote %s: %d stages of %s (%d nodes, %s, params %s)\n", dir, len(man.Stages), man.Model.File,
-		man.Model.Nodes, flopsStr(man.Model.FLOPs), bytesStr(man.Model.ParamsBytes))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "wrote %s: %s of %s (%s, %s, params %s)\n", dir, plural(len(man.Stages), "stage"), man.Model.File,
+		plural(man.Model.Nodes, "node"), flopsStr(man.Model.FLOPs), bytesStr(man.Model.ParamsBytes))
+	tw := newTable(w, 0)
 	fmt.Fprintln(tw, "stage\tnodes\tflops\tparams\tinputs\toutputs\tdevice\tfile")
 	for _, st := range man.Stages {
 		file := st.File

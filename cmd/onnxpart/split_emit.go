@@ -9,16 +9,19 @@ import (
 	"onnxpart/emit"
 )
 
-// splitEmit is what `split --emit` asked for beyond the stage files and the manifest, which
-// split always writes.
-type splitEmit struct {
+// emitHelp is the help of --emit, the same values for the main command and split.
+const emitHelp = "what to write: onnx and manifest (always written), report (DIR/report.html), triton (a Triton model repository in DIR/triton)"
+
+// emitSet is what --emit asked for beyond the stage files and the manifest, which are
+// always written.
+type emitSet struct {
 	report, triton bool
 }
 
-// parseSplitEmit reads split's --emit list: onnx and manifest (always written), report
-// (DIR/report.html) and triton (a Triton model repository in DIR/triton).
-func parseSplitEmit(list []string) (splitEmit, error) {
-	var se splitEmit
+// parseEmit reads an --emit list (comma-separated or repeated): onnx and manifest (always
+// written), report (DIR/report.html) and triton (a Triton model repository in DIR/triton).
+func parseEmit(list []string) (emitSet, error) {
+	var se emitSet
 	for _, x := range list {
 		switch x = strings.TrimSpace(x); x {
 		case "onnx", "manifest", "":
@@ -27,7 +30,11 @@ func parseSplitEmit(list []string) (splitEmit, error) {
 		case "triton":
 			se.triton = true
 		default:
-			return se, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton", x)
+			hint := ""
+			if s := suggest(x, []string{"onnx", "manifest", "report", "triton"}); s != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", s)
+			}
+			return se, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton%s", x, hint)
 		}
 	}
 	return se, nil
@@ -36,7 +43,7 @@ func parseSplitEmit(list []string) (splitEmit, error) {
 // extras returns the emit.Options.Extras hook that writes the report and the Triton
 // repository into the output directory before its atomic rename (nil for neither), so
 // that a failure leaves nothing behind.
-func (se splitEmit) extras() func(string, *emit.Manifest) error {
+func (se emitSet) extras() func(string, *emit.Manifest) error {
 	if !se.report && !se.triton {
 		return nil
 	}
@@ -56,7 +63,7 @@ func (se splitEmit) extras() func(string, *emit.Manifest) error {
 }
 
 // print names the extra outputs after the summary.
-func (se splitEmit) print(w io.Writer, dir string) {
+func (se emitSet) print(w io.Writer, dir string) {
 	if se.report {
 		fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, emit.ReportFile))
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"onnxpart/emit"
 )
@@ -139,12 +138,12 @@ func printVerify(w io.Writer, dir string, rep *emit.VerifyReport) {
 	if rep.Optimize {
 		mode = fmt.Sprintf("all optimizations (relative error ≤ %g)", rep.Tolerance)
 	}
-	fmt.Fprintf(w, "verify %s: %d stages of %s, %s, %d runs, seed %d\n", dir, rep.Stages, rep.Model, mode, rep.Runs, rep.Seed)
+	fmt.Fprintf(w, "verify %s: %s of %s, %s, %s, seed %d\n", dir, plural(rep.Stages, "stage"), rep.Model, mode, plural(rep.Runs, "run"), rep.Seed)
 	fmt.Fprintf(w, "reference: %s\n", rep.Reference)
 	for _, in := range rep.Inputs {
 		fmt.Fprintf(w, "input  %s %s %v: %s\n", in.Name, in.DType, in.Shape, in.Source)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w, 0)
 	fmt.Fprintln(tw, "output\tdtype\tshape\tmax abs\tmax rel\tdiffering\tresult")
 	for _, o := range rep.Outputs {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%.3g\t%.3g\t%d/%d\t%s\n", o.Name, o.DType, o.Shape, o.MaxAbs, o.MaxRel, o.Differing, o.Elements, verdict(o))
