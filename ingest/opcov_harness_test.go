@@ -390,8 +390,10 @@ func runOCCase(t ocT, c ocCase) *Model {
 	if err != nil {
 		t.Fatalf("ingest: %v", err)
 	}
-	for _, w := range im.Warnings {
-		t.Errorf("ingest warning: %s", w)
+	if c.ortRejects == "" { // a model ORT rejects may well make inference report errors
+		for _, w := range im.Warnings {
+			t.Errorf("ingest warning: %s", w)
+		}
 	}
 	if len(im.Unsupported) > 0 {
 		t.Errorf("ingest does not support %v", im.Unsupported)

@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"onnxpart/graph"
 	"onnxpart/internal/onnxpb"
@@ -492,6 +494,9 @@ func elementwise2(c *nctx, outType graph.DType, f func(a, b graph.Dim) graph.Dim
 	if err != nil || n > maxFoldElements {
 		return nil
 	}
+	if !a.shape.Known() || !b.shape.Known() {
+		return nil
+	}
 	if f != nil && a.ival != nil && b.ival != nil {
 		t.ival = broadcastValues(a.shape, a.ival, b.shape, b.ival, shape, f)
 		return nil
@@ -571,8 +576,11 @@ func binaryArith(f func(a, b graph.Dim) graph.Dim) shapeFunc {
 func compare(f func(a, b int64) bool) shapeFunc {
 	return func(c *nctx) error {
 		return elementwise2(c, graph.Bool, func(a, b graph.Dim) graph.Dim {
-			if vKnown(a) && vKnown(b) {
+			switch {
+			case vKnown(a) && vKnown(b):
 				return graph.Static(b2i(f(a.Value, b.Value)))
+			case a == b && a.Param != "":
+				return graph.Static(b2i(f(0, 0))) // a dim compared with itself
 			}
 			return vUnknown("")
 		}, nil)
@@ -580,18 +588,8 @@ func compare(f func(a, b int64) bool) shapeFunc {
 }
 
 func minMax(c *nctx) error {
-	isMax := c.n.OpType == "Max"
-	f := func(a, b graph.Dim) graph.Dim {
-		if vKnown(a) && vKnown(b) {
-			if (a.Value > b.Value) == isMax {
-				return a
-			}
-			return b
-		}
-		return vUnknown("")
-	}
 	if c.nin() == 2 {
-		return elementwise2(c, graph.Undefined, f, nil)
+		return elementwise2(c, graph.Undefined, minMaxDim(c.n.OpType == "Max"), nil)
 	}
 	return variadicArith(c)
 }
@@ -616,8 +614,47 @@ func variadicArith(c *nctx) error {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	c.set(0, dt, s)
+	t := c.set(0, dt, s)
+	// Fold Sum, Min and Max of small integer values pairwise.
+	var f func(a, b graph.Dim) graph.Dim
+	switch c.n.OpType {
+	case "Sum":
+		f = intArith["Add"]
+	case "Min", "Max":
+		f = minMaxDim(c.n.OpType == "Max")
+	}
+	if _, small := foldSize(s); t == nil || f == nil || !small || dt.IsFloat() {
+		return nil
+	}
+	acc := c.in(0)
+	accShape, accVal := acc.shape, acc.ival
+	for i := 1; i < c.nin() && accVal != nil; i++ {
+		x := c.in(i)
+		if x.ival == nil || !x.shape.Known() || !accShape.Known() {
+			return nil
+		}
+		bs, _ := broadcast(accShape, x.shape)
+		accVal = broadcastValues(accShape, accVal, x.shape, x.ival, bs, f)
+		accShape = bs
+	}
+	t.ival = accVal
 	return nil
+}
+
+// minMaxDim folds Min or Max of two value elements.
+func minMaxDim(isMax bool) func(a, b graph.Dim) graph.Dim {
+	return func(a, b graph.Dim) graph.Dim {
+		switch {
+		case vKnown(a) && vKnown(b):
+			if (a.Value > b.Value) == isMax {
+				return a
+			}
+			return b
+		case a == b && a.Param != "":
+			return a
+		}
+		return vUnknown("")
+	}
 }
 
 func where(c *nctx) error {
@@ -782,47 +819,81 @@ func gemm(c *nctx) error {
 
 // --- convolution and pooling -----------------------------------------------------------
 
-// windowOut computes the output size of one spatial axis of a convolution or pool.
-// Eq.: out = floor((in + pad_begin + pad_end − dilation·(k−1) − 1) / stride) + 1 (ceil with
-// ceil_mode); auto_pad SAME_* gives ceil(in / stride), VALID ceil((in − dil·(k−1)) / stride).
-func windowOut(in graph.Dim, k, stride, dil, padB, padE int64, autoPad string, ceilMode bool) graph.Dim {
+// windowOut computes the output size of one spatial axis of a convolution or pool exactly
+// as ONNX Runtime's kernels do (pool_attributes.h, conv_attributes.h), or says why ORT
+// rejects the node:
+//
+//	dk = dilation·(k−1) + 1;  auto_pad SAME_*: pads = (ceil(in/stride)−1)·stride + k − in
+//	(ORT pads for the undilated kernel), VALID: pads = 0
+//	pool: out = trunc((in + pads − dk) / stride) + 1, with ceil_mode ceil(…) + 1, minus one
+//	      when the last window would start past the input and its head padding; out < 0 is
+//	      an error, out = 0 an empty tensor
+//	conv: out = floor((in + pads − dk) / stride) + 1, which must be positive; SAME_* with
+//	      a dilation other than 1 is an error
+//	MaxPool: negative SAME_* pads (a kernel smaller than the stride) are an error
+func windowOut(op string, in graph.Dim, k, stride, dil, padB, padE int64, autoPad string, ceilMode bool) (graph.Dim, error) {
+	isPool := strings.HasSuffix(op, "Pool")
+	same := autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"
+	if same && !isPool && dil != 1 {
+		return unknownDim, errorString("auto_pad " + autoPad + " with dilations other than 1 (ONNX Runtime rejects it)")
+	}
 	if !in.Known() {
 		// A symbolic size survives only where the output size equals the input size.
-		switch autoPad {
-		case "SAME_UPPER", "SAME_LOWER":
-			if stride == 1 {
-				return in
+		switch {
+		case same:
+			if stride == 1 && dil == 1 {
+				return in, nil
 			}
-		case "VALID":
+		case autoPad == "VALID":
 			if stride == 1 && dil*(k-1) == 0 {
-				return in
+				return in, nil
 			}
 		default:
 			if stride == 1 && padB+padE == dil*(k-1) {
-				return in
+				return in, nil
 			}
 		}
-		return unknownDim
+		return unknownDim, nil
 	}
 	x := in.Value
-	switch autoPad {
-	case "SAME_UPPER", "SAME_LOWER":
-		return graph.Static(ceilDiv(x, stride))
-	case "VALID":
-		return graph.Static(ceilDiv(x-dil*(k-1), stride))
+	switch {
+	case same:
+		padB = (ceilDiv(x, stride)-1)*stride + k - x
+		padE = 0
+		if autoPad == "SAME_LOWER" {
+			padB, padE = (padB+1)/2, padB-(padB+1)/2
+		} else {
+			padB, padE = padB/2, padB-padB/2
+		}
+		if op == "MaxPool" && (padB < 0 || padE < 0) {
+			return unknownDim, errorString(fmt.Sprintf("auto_pad %s gives negative pads (kernel %d smaller than stride %d; ONNX Runtime rejects it)", autoPad, k, stride))
+		}
+	case autoPad == "VALID":
+		padB, padE = 0, 0
 	}
-	eff := x + padB + padE - dil*(k-1) - 1
-	var out int64
+	num := x + padB + padE - dil*(k-1) - 1
+	tooLarge := func() (graph.Dim, error) {
+		return unknownDim, errorString(fmt.Sprintf("the window (kernel %d, dilation %d, so %d wide) is larger than the padded input (%d + pads %d + %d)",
+			k, dil, dil*(k-1)+1, x, padB, padE))
+	}
+	if !isPool {
+		if num < 0 {
+			return tooLarge()
+		}
+		return graph.Static(num/stride + 1), nil
+	}
+	out := num/stride + 1 // C++ integer division: toward zero
 	if ceilMode {
-		out = ceilDiv(eff, stride) + 1
-		// The last window must start inside the input or the left padding (ONNX/PyTorch).
+		out = ceilDiv(num, stride) + 1
+		// The last window must start inside the input or the head padding.
 		if (out-1)*stride >= x+padB {
 			out--
 		}
-	} else {
-		out = floorDiv(eff, stride) + 1
 	}
-	return graph.Static(out)
+	if out < 0 {
+		return tooLarge()
+	}
+	return graph.Static(out), nil
 }
 
 // spatialParams reads kernel, strides, dilations and pads for nsp spatial axes.
@@ -846,6 +917,15 @@ func spatialParams(c *nctx, nsp int, kernel []int64) (strides, dils, pads []int6
 		}
 	}
 	return
+}
+
+func allOnes(v []int64) bool {
+	for _, x := range v {
+		if x != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 func ones(n int) []int64 {
@@ -889,7 +969,11 @@ func conv(c *nctx) error {
 	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
 	out := graph.Shape{x.shape[0], w.shape[0]}
 	for i := 0; i < nsp; i++ {
-		out = append(out, windowOut(x.shape[2+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, false))
+		d, err := windowOut(c.n.OpType, x.shape[2+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, false)
+		if err != nil {
+			return c.errorf("spatial axis %d: %v", i, err)
+		}
+		out = append(out, d)
 	}
 	c.set(0, dt, out)
 	return nil
@@ -921,35 +1005,52 @@ func convTranspose(c *nctx) error {
 		outPad = make([]int64, nsp)
 	}
 	out := graph.Shape{x.shape[0], cout}
-	if os := c.n.AttrInts("output_shape"); len(os) >= nsp {
-		for _, v := range os[len(os)-nsp:] {
-			out = append(out, graph.Static(v))
-		}
-		c.set(0, x.dt, out)
-		return nil
+	given := c.n.AttrInts("output_shape")
+	if len(given) >= nsp {
+		given = given[len(given)-nsp:]
+	} else {
+		given = nil
 	}
+	same := autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"
 	for i := 0; i < nsp; i++ {
 		// out = stride·(in−1) + output_padding + dilation·(k−1) + 1 − pads. With auto_pad
 		// SAME_* the pads make out = in·stride, but ORT never pads negatively, so a kernel
 		// smaller than the stride gives min(in·stride, the unpadded size).
 		in := x.shape[2+i]
-		same := autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER"
 		padSum := pads[i] + pads[nsp+i]
 		if same || autoPad == "VALID" {
 			padSum = 0
 		}
-		grow := outPad[i] + (kernel[i]-1)*dils[i] - padSum // out − in when stride is 1
+		dk := (kernel[i]-1)*dils[i] + 1
+		grow := outPad[i] + dk - 1 - padSum // out − in when stride is 1
 		if !in.Known() {
-			if strides[i] == 1 && (grow == 0 || same) {
+			switch {
+			case given != nil:
+				out = append(out, graph.Static(given[i]))
+			case strides[i] == 1 && (grow == 0 || same):
 				out = append(out, in)
-			} else {
+			default:
 				out = append(out, unknownDim)
 			}
 			continue
 		}
-		o := strides[i]*(in.Value-1) + 1 + grow
-		if same {
-			o = min(o, in.Value*strides[i])
+		unpadded := strides[i]*(in.Value-1) + outPad[i] + dk
+		o := unpadded - padSum
+		switch {
+		case given != nil:
+			o, padSum = given[i], max(0, unpadded-given[i])
+		case same:
+			o = min(unpadded, in.Value*strides[i])
+			padSum = unpadded - o
+		}
+		if o <= 0 {
+			return c.errorf("spatial axis %d: the output size %d is not positive (ONNX Runtime rejects the node)", i, o)
+		}
+		// ORT checks that the convolution this one transposes maps the output back to the
+		// input's size, which fails when output_padding reaches the stride.
+		if back := floorDiv(o+padSum-dk, strides[i]) + 1; back != in.Value {
+			return c.errorf("spatial axis %d: output size %d maps back to input size %d, not %d (output_padding %d must be smaller than stride %d; ONNX Runtime rejects the node)",
+				i, o, back, in.Value, outPad[i], strides[i])
 		}
 		out = append(out, graph.Static(o))
 	}
@@ -968,10 +1069,24 @@ func pool(c *nctx) error {
 		return c.errorf("kernel_shape has %d entries for %d spatial axes", len(kernel), nsp)
 	}
 	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
+	for i, k := range kernel {
+		if k <= 0 || pads[i] >= k || pads[nsp+i] >= k {
+			return c.errorf("pads %v must be smaller than kernel_shape %v (ONNX Runtime rejects the node)", pads, kernel)
+		}
+	}
 	ceilMode := c.n.AttrInt("ceil_mode", 0) != 0
+	op := c.n.OpType
+	if op == "MaxPool" && (!allOnes(dils) || (c.nout() > 1 && c.n.Outputs[1] >= 0)) {
+		// Only ORT's MLAS MaxPool (undilated, without indices) refuses negative pads.
+		op = "DilatedMaxPool"
+	}
 	out := graph.Shape{x.shape[0], x.shape[1]}
 	for i := 0; i < nsp; i++ {
-		out = append(out, windowOut(x.shape[2+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, ceilMode))
+		d, err := windowOut(op, x.shape[2+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, ceilMode)
+		if err != nil {
+			return c.errorf("spatial axis %d: %v", i, err)
+		}
+		out = append(out, d)
 	}
 	c.set(0, x.dt, out)
 	c.set(1, graph.Int64, out.Clone()) // MaxPool indices

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -43,7 +44,10 @@ func flatten(c *nctx) error {
 	if axis < 0 || axis > int64(len(x.shape)) {
 		return c.errorf("axis %d out of range for rank %d", axis, len(x.shape))
 	}
-	c.set(0, x.dt, graph.Shape{product(x.shape[:axis]), product(x.shape[axis:])})
+	t := c.set(0, x.dt, graph.Shape{product(x.shape[:axis]), product(x.shape[axis:])})
+	if t != nil {
+		t.ival, t.fval = x.ival, x.fval // row-major order is unchanged
+	}
 	return nil
 }
 
@@ -67,12 +71,46 @@ func reshape(c *nctx) error {
 		return nil
 	}
 	out := reshapeTarget(x.shape, target, c.n.AttrInt("allowzero", 0) != 0)
+	if err := checkReshape(x.shape, target, out); err != nil {
+		return c.errorf("%v", err)
+	}
 	t := c.set(0, x.dt, out)
 	if t != nil && x.ival != nil {
 		t.ival = x.ival
 	}
 	if t != nil && x.fval != nil {
 		t.fval = x.fval
+	}
+	return nil
+}
+
+// checkReshape reports a Reshape whose known target cannot hold the input's known elements.
+func checkReshape(in graph.Shape, target []graph.Dim, out graph.Shape) error {
+	n, ok := foldSize(in)
+	if !ok {
+		if !in.Known() {
+			return nil
+		}
+		var err error
+		if n, err = in.NumElements(); err != nil {
+			return nil
+		}
+	}
+	prod, infer := int64(1), false
+	for i, d := range target {
+		switch {
+		case !vKnown(d):
+			return nil
+		case d.Value == -1:
+			infer = true
+		case !out[i].Known():
+			return nil
+		default:
+			prod *= out[i].Value
+		}
+	}
+	if infer && (prod == 0 && n != 0 || prod != 0 && n%prod != 0) || !infer && prod != n {
+		return errorString(fmt.Sprintf("cannot reshape %v (%d elements) to %v", in, n, dimsOfVals(target)))
 	}
 	return nil
 }
@@ -94,14 +132,26 @@ func transpose(c *nctx) error {
 		return c.errorf("perm %v does not match rank %d", perm, r)
 	}
 	out := make(graph.Shape, r)
+	axes := make([]int, r)
 	for i, p := range perm {
 		a, err := normAxis(p, r)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
 		out[i] = x.shape[a]
+		axes[i] = a
 	}
-	c.set(0, x.dt, out)
+	t := c.set(0, x.dt, out)
+	if dims, ok := valueDims(x); ok && t != nil {
+		// Output coordinate i is input coordinate perm[i].
+		tmp := make([]int64, r)
+		takeValue(t, x, gatherIndex(out.Dims(), dims, func(coord []int64) {
+			copy(tmp, coord)
+			for i, a := range axes {
+				coord[a] = tmp[i]
+			}
+		}))
+	}
 	return nil
 }
 
@@ -154,16 +204,7 @@ func concat(c *nctx) error {
 	}
 	out[axis] = sum
 	t := c.set(0, dt, out)
-	if t != nil && rank == 1 {
-		var val []graph.Dim
-		for _, x := range ins {
-			if x.ival == nil {
-				return nil
-			}
-			val = append(val, x.ival...)
-		}
-		t.ival = val
-	}
+	concatValues(t, ins, axis, out)
 	return nil
 }
 
@@ -209,6 +250,8 @@ func split(c *nctx) error {
 			}
 		}
 	}
+	dims, hasVal := valueDims(x)
+	var offset int64
 	for i := 0; i < nout; i++ {
 		s := x.shape.Clone()
 		if known && i < len(sizes) {
@@ -216,7 +259,14 @@ func split(c *nctx) error {
 		} else {
 			s[axis] = unknownDim
 		}
-		c.set(i, x.dt, s)
+		t := c.set(i, x.dt, s)
+		if hasVal && known && i < len(sizes) && sizes[i] >= 0 && offset+sizes[i] <= dims[axis] {
+			off := offset
+			takeValue(t, x, gatherIndex(s.Dims(), dims, func(coord []int64) { coord[axis] += off }))
+		}
+		if known && i < len(sizes) {
+			offset += sizes[i]
+		}
 	}
 	return nil
 }
@@ -321,9 +371,18 @@ func slice(c *nctx) error {
 		out[a] = graph.Static(sliceLen(d.Value, starts[i], ends[i], steps[i]))
 	}
 	t := c.set(0, x.dt, out)
-	if t != nil && r == 1 && x.ival != nil && len(axes) == 1 && out.Known() && x.shape.Known() {
-		start, step := starts[0], steps[0]
-		dim := x.shape[0].Value
+	dims, ok := valueDims(x)
+	if t == nil || !ok {
+		return nil
+	}
+	if _, ok := foldSize(out); !ok {
+		return nil
+	}
+	// Output coordinate o along a sliced axis is input coordinate start + o·step.
+	first, stride := make([]int64, r), ones(r)
+	for i, ax := range axes {
+		a, _ := normAxis(ax, r)
+		start, step, dim := starts[i], steps[i], dims[a]
 		if start < 0 {
 			start += dim
 		}
@@ -332,12 +391,13 @@ func slice(c *nctx) error {
 		} else {
 			start = min(max(start, 0), dim-1)
 		}
-		val := make([]graph.Dim, 0, out[0].Value)
-		for i := int64(0); i < out[0].Value; i++ {
-			val = append(val, x.ival[start+i*step])
-		}
-		t.ival = val
+		first[a], stride[a] = start, step
 	}
+	takeValue(t, x, gatherIndex(out.Dims(), dims, func(coord []int64) {
+		for a := range coord {
+			coord[a] = first[a] + coord[a]*stride[a]
+		}
+	}))
 	return nil
 }
 
@@ -358,24 +418,74 @@ func gather(c *nctx) error {
 	out = append(out, idx.shape...)
 	out = append(out, x.shape[axis+1:]...)
 	t := c.set(0, x.dt, out)
-	if t != nil && len(x.shape) == 1 && x.ival != nil && x.shape.Known() {
-		iv, ok := idx.ints()
-		if !ok {
-			return nil
-		}
-		n := x.shape[0].Value
-		val := make([]graph.Dim, len(iv))
-		for i, k := range iv {
-			if k < 0 {
-				k += n
-			}
-			if k < 0 || k >= n {
-				return c.errorf("index %d out of range for size %d", iv[i], n)
-			}
-			val[i] = x.ival[k]
-		}
-		t.ival = val
+	iv, ok := idx.ints()
+	if !ok || !idx.shape.Known() {
+		return nil
 	}
+	if n := x.shape[axis]; n.Known() {
+		for _, k := range iv {
+			if k < -n.Value || k >= n.Value {
+				return c.errorf("index %d out of range for axis %d of size %d", k, axis, n.Value)
+			}
+		}
+	}
+	dims, ok := valueDims(x)
+	if _, small := foldSize(out); t == nil || !ok || !small || int64(len(iv)) != mustElems(idx.shape) {
+		return nil
+	}
+	// Output coordinates: x's axes before axis, idx's axes, x's axes after axis.
+	ri := len(idx.shape)
+	ist := rowStrides(idx.shape.Dims())
+	n := dims[axis]
+	takeValue(t, x, gatherIndex(out.Dims(), dims, func(coord []int64) {
+		var j int64
+		for k := 0; k < ri; k++ {
+			j += coord[axis+k] * ist[k]
+		}
+		k := iv[j]
+		if k < 0 {
+			k += n
+		}
+		coord[axis] = k
+		copy(coord[axis+1:], coord[axis+ri:])
+	}))
+	return nil
+}
+
+// mustElems is the element count of a known shape (-1 when it overflows).
+func mustElems(s graph.Shape) int64 {
+	n, err := s.NumElements()
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// gatherElements: output[i][j][k] = x[index[i][j][k]][j][k] along axis 0, and so on.
+func gatherElementsValue(c *nctx, t *tinfo, x, idx *tinfo, axis int) error {
+	dims, ok := valueDims(x)
+	iv, known := idx.ints()
+	if t == nil || !ok || !known || !idx.shape.Known() || len(idx.shape) != len(dims) || int64(len(iv)) != mustElems(idx.shape) {
+		return nil
+	}
+	n := dims[axis]
+	for _, k := range iv {
+		if k < -n || k >= n {
+			return c.errorf("index %d out of range for axis %d of size %d", k, axis, n)
+		}
+	}
+	ist := rowStrides(idx.shape.Dims())
+	takeValue(t, x, gatherIndex(idx.shape.Dims(), dims, func(coord []int64) {
+		var j int64
+		for k, cv := range coord {
+			j += cv * ist[k]
+		}
+		k := iv[j]
+		if k < 0 {
+			k += n
+		}
+		coord[axis] = k
+	}))
 	return nil
 }
 
@@ -384,8 +494,15 @@ func gatherElements(c *nctx) error {
 	if x == nil || idx == nil {
 		return nil
 	}
-	c.set(0, x.dt, idx.shape.Clone())
-	return nil
+	t := c.set(0, x.dt, idx.shape.Clone())
+	if x.shape == nil {
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), len(x.shape))
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	return gatherElementsValue(c, t, x, idx, axis)
 }
 
 func gatherND(c *nctx) error {
@@ -721,7 +838,16 @@ func tile(c *nctx) error {
 			out[i] = dimMul(out[i], graph.Static(r[i]))
 		}
 	}
-	c.set(0, x.dt, out)
+	t := c.set(0, x.dt, out)
+	if dims, ok := valueDims(x); ok && t != nil {
+		if _, small := foldSize(out); small {
+			takeValue(t, x, gatherIndex(out.Dims(), dims, func(coord []int64) {
+				for i := range dims {
+					coord[i] %= dims[i]
+				}
+			}))
+		}
+	}
 	return nil
 }
 
@@ -907,34 +1033,10 @@ func reduce(c *nctx) error {
 		}
 	}
 	t := c.set(0, x.dt, out)
-	// Fold reductions of small known 1-D integer values over their only axis.
-	if t != nil && r == 1 && sel[0] && x.valueKnown() {
-		v, _ := x.ints()
-		var acc int64
-		switch c.n.OpType {
-		case "ReduceSum":
-			for _, e := range v {
-				acc += e
-			}
-		case "ReduceProd":
-			acc = 1
-			for _, e := range v {
-				acc *= e
-			}
-		case "ReduceMax", "ReduceMin":
-			if len(v) == 0 {
-				return nil
-			}
-			acc = v[0]
-			for _, e := range v[1:] {
-				if (e > acc) == (c.n.OpType == "ReduceMax") {
-					acc = e
-				}
-			}
-		default:
-			return nil
-		}
-		t.ival = []graph.Dim{graph.Static(acc)}
+	// Fold reductions of small integer values (shape arithmetic such as the product of a
+	// shape's dims).
+	if t != nil && !x.dt.IsFloat() {
+		t.ival = reduceValues(c.n.OpType, x, sel)
 	}
 	return nil
 }

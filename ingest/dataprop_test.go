@@ -1,0 +1,108 @@
+package ingest
+
+import (
+	"math"
+	"testing"
+
+	"onnxpart/internal/ort"
+)
+
+// TestDataPropagation checks, against ONNX Runtime (see opcov_harness_test.go), that small
+// integer tensors keep their values through the element-moving ops at any rank, and that
+// exporter patterns built from them fold into shapes.
+func TestDataPropagation(t *testing.T) {
+	if _, err := ort.LibraryPath(); err != nil {
+		t.Skip(err)
+	}
+	for _, c := range dataPropCases() {
+		t.Run(c.name, func(t *testing.T) { runOCCase(t, c) })
+	}
+}
+
+// fpadPattern is PyTorch's export of F.pad(x, (0, pw, 0, ph)) that pads the last two axes of
+// x up to multiples of 8 (as image models do before a patch embedding): the pads are a
+// Concat of the last-axis-first pairs, turned into ONNX's begin…end order by Reshape[-1,2] →
+// Slice(step −1) → Transpose → Reshape[-1] → Cast.
+func fpadPattern(m *ocModel, x string) string {
+	s := m.op("Shape", ins(x))
+	padTo := func(axis int64) string { // (8 − d mod 8) mod 8, as a 1-D tensor
+		d := m.op("Gather", ins(s, m.scalarI(axis)))
+		p := m.op("Mod", ins(m.op("Sub", ins(m.scalarI(8), m.op("Mod", ins(d, m.scalarI(8))))), m.scalarI(8)))
+		return m.op("Unsqueeze", ins(p, m.ints(0)))
+	}
+	pairs := m.op("Concat", ins(m.ints(0), padTo(3), m.ints(0), padTo(2)), aI("axis", 0))
+	full := m.op("Concat", ins(pairs, m.op("ConstantOfShape", ins(m.ints(4)), aT("value", ocTensor(i64, []int64{1}, []float64{0})))), aI("axis", 0))
+	rows := m.op("Reshape", ins(full, m.ints(-1, 2)))
+	rev := m.op("Slice", ins(rows, m.ints(-1), m.ints(math.MinInt64+1), m.ints(0), m.ints(-1)))
+	cols := m.op("Transpose", ins(rev), aIs("perm", 1, 0))
+	pads := m.op("Cast", ins(m.op("Reshape", ins(cols, m.ints(-1)))), aI("to", int64(i64)))
+	return m.op("Pad", ins(x, pads))
+}
+
+func dataPropCases() []ocCase {
+	return []ocCase{
+		{name: "FPadStatic", opset: 13, build: func(m *ocModel) {
+			fpadPattern(m, m.in(f32, 1, 3, 13, 21))
+		}},
+		{name: "FPadBound", opset: 13, bind: map[string]int64{"H": 30, "W": 17}, build: func(m *ocModel) {
+			fpadPattern(m, m.in(f32, 1, 3, "H", "W"))
+		}},
+		{name: "FPadOpset18", opset: 18, build: func(m *ocModel) {
+			fpadPattern(m, m.in(f32, 2, 1, 8, 3))
+		}},
+		// Every element-moving op on 2-D and 3-D integer values taken from a shape.
+		{name: "Rank2Values", opset: 13, build: func(m *ocModel) {
+			s := m.op("Shape", ins(m.in(f32, 2, 3, 4, 5, 6, 7)))
+			v := m.op("Reshape", ins(s, m.ints(2, 3))) // [[2,3,4],[5,6,7]]
+			v3 := m.op("Reshape", ins(s, m.ints(3, 1, 2)))
+			m.op("Transpose", ins(v))
+			m.op("Transpose", ins(v3), aIs("perm", 2, 0, 1))
+			m.op("Slice", ins(v, m.ints(-1, 2), m.ints(math.MinInt64, -100), m.ints(0, 1), m.ints(-1, -2)))
+			m.op("Slice", ins(v3, m.ints(1), m.ints(math.MaxInt64), m.ints(-1)))
+			m.op("Gather", ins(v, m.ints(2, 0)), aI("axis", 1))
+			m.op("Gather", ins(v, m.init(i64, []int64{2, 2}, []float64{0, -1, 1, 0})))
+			m.op("Gather", ins(v3, m.scalarI(-1)), aI("axis", 2))
+			m.op("GatherElements", ins(v, m.init(i64, []int64{2, 2}, []float64{2, 0, -1, 1})), aI("axis", 1))
+			m.op("GatherElements", ins(v, m.init(i64, []int64{1, 3}, []float64{1, 0, 1})))
+			m.op("Concat", ins(v, v), aI("axis", 1))
+			m.op("Concat", ins(v3, v3, v3), aI("axis", -1))
+			m.opN("Split", ins(v, m.ints(1, 2)), 2, aI("axis", 1))
+			m.opN("Split", ins(v3), 3)
+			m.op("Tile", ins(v, m.ints(2, 2)))
+			m.op("Flatten", ins(v3), aI("axis", 2))
+			m.op("ReduceSum", ins(v, m.ints(1)), aI("keepdims", 0))
+			m.op("ReduceSum", ins(v3, m.ints(0, 2)))
+			m.op("ReduceProd", ins(v), aI("keepdims", 0))
+			m.op("ReduceProd", ins(v3), aIs("axes", 1))
+			m.op("Max", ins(v, m.ints(4, 4, 4), m.scalarI(3)))
+			m.op("Min", ins(v, m.init(i64, []int64{2, 1}, []float64{3, 6})))
+			m.op("Equal", ins(v, m.op("Reshape", ins(m.op("Transpose", ins(v)), m.ints(2, 3)))))
+			m.op("Where", ins(m.op("Greater", ins(v, m.scalarI(4))), v, m.ints(0, 1, 2)))
+			m.op("Expand", ins(v, m.ints(2, 2, 3)))
+			m.op("Mul", ins(m.op("Neg", ins(v)), m.op("Abs", ins(m.op("Sub", ins(m.scalarI(3), v))))))
+			m.op("Div", ins(v, m.init(i64, []int64{2, 1}, []float64{2, -3})))
+			m.op("Cast", ins(m.op("Transpose", ins(v))), aI("to", int64(i32)))
+			m.op("Reshape", ins(m.in(f32, 7, 6, 5, 4, 3, 2), m.op("ReduceProd", ins(v), aIs("axes", 0), aI("keepdims", 0)))) // [10,18,28]
+		}},
+		// Symbolic dims keep their names through the same ops: the shapes built from them
+		// (ConstantOfShape, Expand, Reshape) are compared with ORT's at run sizes.
+		{name: "SymbolicValues", opset: 13, run: map[string]int64{"B": 2, "S": 5}, build: func(m *ocModel) {
+			x := m.in(f32, "B", "S", 4)
+			s := m.op("Shape", ins(x))
+			v := m.op("Reshape", ins(m.op("Concat", ins(s, m.ints(1)), aI("axis", 0)), m.ints(2, 2))) // [[B,S],[4,1]]
+			cols := m.op("Transpose", ins(v))                                                         // [[B,4],[S,1]]
+			m.op("ConstantOfShape", ins(m.op("Reshape", ins(cols, m.ints(-1)))))
+			m.op("ConstantOfShape", ins(m.op("Reshape", ins(m.op("Gather", ins(v, m.ints(1, 0)), aI("axis", 1)), m.ints(-1)))))
+			m.op("Expand", ins(m.weight(f32, 1), m.op("Slice", ins(m.op("Reshape", ins(v, m.ints(-1))), m.ints(-3), m.ints(math.MinInt64), m.ints(0), m.ints(-2)))))
+			m.loose(m.op("ConstantOfShape", ins(m.op("ReduceProd", ins(v), aIs("axes", 1), aI("keepdims", 0))))) // [B·S, 4]
+			m.op("ConstantOfShape", ins(m.op("ReduceSum", ins(m.op("Mul", ins(v, m.init(i64, []int64{2, 2}, []float64{1, 0, 0, 0}))), m.ints(0)), aI("keepdims", 0))))
+			row := m.op("Slice", ins(v, m.ints(0), m.ints(1)))
+			bs := m.op("Reshape", ins(m.op("Max", ins(row, row, m.op("Min", ins(row, row, row)))), m.ints(-1)))
+			m.op("Reshape", ins(x, m.op("Concat", ins(bs, m.ints(4)), aI("axis", 0))))
+			m.op("ConstantOfShape", ins(m.op("Reshape", ins(m.op("Tile", ins(m.op("Slice", ins(v, m.ints(0), m.ints(1))), m.ints(1, 2))), m.ints(-1)))))
+			outs := m.opN("Split", ins(m.op("Reshape", ins(v, m.ints(-1))), m.ints(1, 3)), 2)
+			m.op("Expand", ins(m.weight(f32, 1), outs[0]))
+			m.op("ConstantOfShape", ins(m.op("Where", ins(m.op("Equal", ins(outs[0], outs[0])), outs[0], m.ints(3)))))
+		}},
+	}
+}
