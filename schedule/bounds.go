@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"onnxpart/internal/milp"
@@ -15,6 +16,13 @@ type Bound struct {
 
 // criticalPath is the longest source-to-sink path with every node at its fastest time
 // (batched: its fastest supported batch), communication ignored.
+//
+// Proof: precedence alone. Along any path i₁→…→i_m every plan runs i_{r+1} after i_r ends,
+// so the makespan is at least Σ_r (the time i_r takes where it runs) ≥ Σ_r fast(i_r). In
+// batched mode the argument follows one granule: the batches that hold it form such a chain
+// (F4a, digest-003 §3.4), and each batch takes at least the fastest batch time of its node.
+// This is the critical-path term of the thesis's B&B bound (digest-003 §2, LB(st, k)) and the
+// head/tail bounds of the MILPs' valid inequalities.
 func (in *inst) criticalPath() float64 {
 	head, tail, fast := in.headTail()
 	best := 0.0
@@ -27,6 +35,15 @@ func (in *inst) criticalPath() float64 {
 // loadBound is the LP relaxation of the devices' load: every node's L granules are split
 // fractionally over the devices, each granule costing the device's best time per granule,
 // and no device may be busy longer than C. Communication and precedence are ignored.
+//
+// Proof: a device runs one task at a time, so every plan's makespan is at least each
+// device's busy time. A plan puts c_iu granules of node i on device u in one batch of time
+// bt[i][u][c_iu] ≥ c_iu·rate[i][u] (rate = the best time per granule over the supported
+// sizes), with Σ_u c_iu = L: the integral plan is a feasible point of the LP, whose optimum
+// C* is therefore ≤ the makespan (the work bound of digest-003 §2, LB(st, k), made exact over
+// devices by the LP; it is the device-load inequality T ≥ Σ_i p_iu·x_iu of the latency MILP,
+// digest-004 §4.3, relaxed). HiGHS's dual bound is taken with a 1e-7 relative margin. The
+// fallback Σ_i min_u rate·L / K is the same argument summed over the K devices.
 func (in *inst) loadBound(ctx context.Context) float64 {
 	rate := make([][]float64, in.n)
 	for i := range in.n {
@@ -110,6 +127,15 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // its predecessors' best arrivals min_w est[p][w] + comm(p→i, w→u). Every plan's makespan is
 // at least min_u est of its last nodes. (Batched: one granule at the fastest batch time, which
 // every granule's own chain must also take.)
+//
+// Proof: by induction in topological order, in every plan node i placed on u finishes no
+// earlier than est[i][u]: it starts after each input p arrived, and p, wherever (w) it ran,
+// finished no earlier than est[p][w] and its tensor took comm(p→i, w→u) ≥ 0 more (0 on the
+// same device; congestion only delays it further). This is the earliest-start relaxation of
+// the precedence and communication constraints (4a)–(4b) and (7) of the latency MILP
+// (digest-004 §4.3, §4.6) with the disjunctive (6) and congestion (8) constraints dropped; in
+// batched mode of F4a (digest-003 §3.4) for one granule, with per-granule transfer times
+// comm(·, 1) ≤ comm(·, c) and batch times ≥ the fastest supported batch.
 func (in *inst) commPathBound() float64 {
 	fin := make([][]float64, in.n)
 	best := 0.0
@@ -160,7 +186,10 @@ func (in *inst) commPathBound() float64 {
 	return best
 }
 
-// simpleBounds are the cheap bounds: the critical paths and the load LP.
+// simpleBounds are the cheap bounds: the critical paths and the load LP. (The other proved
+// bounds are the MILPs' dual bounds — a relaxation's optimum is below every plan's makespan,
+// taken from HiGHS's mip_dual_bound, never an incumbent — and MILP-SPLIT's DP and recursion,
+// proved in split.go's file comment, digest-003 §5.)
 func (in *inst) simpleBounds(ctx context.Context) []Bound {
 	return []Bound{
 		{Method: "critical-path", Value: math.Max(in.criticalPath(), in.commPathBound())},
@@ -179,6 +208,13 @@ func maxBound(bs []Bound) float64 {
 // serialHorizon is a makespan no optimal plan exceeds: every node at its slowest and every
 // transfer at its slowest, one after the other (a list schedule never idles with nothing
 // running, so any plan's makespan is at most the sum of its durations).
+//
+// Proof (an upper bound, used as the MILPs' big-M horizon when no plan that fits is known, so
+// that an infeasible MILP proves that no plan fits): take any plan that fits and schedule its
+// tasks semi-actively in a topological order of nodes and transfers; each task starts when
+// an earlier task ends (or at 0), so the makespan is at most the sum of all durations. A node
+// has at most min(K, L) batches, each at most its slowest batch; an edge has at most
+// min(L, K²) messages, each at most comm(·, L).
 func (in *inst) serialHorizon() float64 {
 	h := 0.0
 	for i := range in.n {
@@ -208,4 +244,52 @@ func (in *inst) serialHorizon() float64 {
 		h += worst * float64(min(in.l, in.k*in.k)) // messages per edge
 	}
 	return h
+}
+
+// memoryProof returns a proof that no placement fits the devices' memory, or "" when these
+// counting arguments prove nothing:
+//
+//   - some node fits on no device: in latency mode Weight + Act exceeds the capacity of every
+//     device that can run it; in batched mode no split of its L granules into supported batch
+//     sizes puts on every device used at most its capacity (Weight + c·Act for c granules,
+//     the node alone) — a subset-sum over the devices;
+//   - volume: every plan holds each node's Weight at least once and its Act once per granule,
+//     so Σ_i (Weight_i + L·Act_i) ≤ Σ_u Mem_u whenever every capacity is finite.
+func (in *inst) memoryProof() string {
+	total, need := 0.0, 0.0
+	for u := range in.k {
+		total += in.mem[u]
+	}
+	for i := range in.n {
+		nd := &in.p.Nodes[i]
+		need += nd.Weight + float64(in.l)*nd.Act
+		// can[s]: s granules of node i can be placed on the devices seen so far.
+		can := make([]bool, in.l+1)
+		can[0] = true
+		for u := range in.k {
+			next := append([]bool(nil), can...)
+			for c := 1; c <= in.l; c++ {
+				ok := in.canRun(i, u) && nd.Weight+float64(c)*nd.Act <= in.mem[u]
+				if !in.latency() {
+					ok = ok && in.sizeOK[u][c] && !math.IsInf(in.bt[i][u][c], 1)
+				}
+				if !ok {
+					continue
+				}
+				for s := 0; s+c <= in.l; s++ {
+					if can[s] {
+						next[s+c] = true
+					}
+				}
+			}
+			can = next
+		}
+		if !can[in.l] {
+			return fmt.Sprintf("node %d (%s) fits on no device", i, nd.Name)
+		}
+	}
+	if !math.IsInf(total, 1) && need > total*(1+1e-9) { // margin: rounding of the sums
+		return fmt.Sprintf("the nodes need at least %.6g bytes, the devices hold %.6g", need, total)
+	}
+	return ""
 }

@@ -22,21 +22,23 @@ type mipOptions struct {
 // mipRun is the outcome of one MILP solve, in problem units, after the simulator re-judged
 // the decoded plan.
 type mipRun struct {
-	pl       *Placement // decoded and simulated plan (nil without incumbent or on a fault)
-	sc       *Schedule
-	obj      float64 // the solver's incumbent objective (problem units; +Inf without one)
-	bound    float64 // proved lower bound (problem units; 0 when nothing was proved)
-	status   milp.Status
-	optimal  bool   // the plan is proved optimal (within the gap asked for)
-	fault    string // non-empty when the decoded plan contradicts the model
-	vars     int
-	rows     int
-	nodes    int64
-	elapsed  time.Duration
-	relaxed  bool // the model is a relaxation (batched with congestion): obj is not a plan's value
-	startSet bool
-	build    time.Duration // building the model and its start
-	skipped  string        // why HiGHS was not called (the time left could not cover the model's setup)
+	pl      *Placement // decoded and simulated plan (nil without incumbent or on a fault)
+	sc      *Schedule
+	obj     float64 // the solver's incumbent objective (problem units; +Inf without one)
+	bound   float64 // proved lower bound (problem units; 0 when nothing was proved)
+	status  milp.Status
+	optimal bool   // the plan is proved optimal (within the gap asked for)
+	fault   string // non-empty when the decoded plan contradicts the model
+	vars    int
+	rows    int
+	nodes   int64
+	elapsed time.Duration
+	relaxed bool // the model is a relaxation (batched with congestion): obj is not a plan's value
+	// infeasible: HiGHS proved the model infeasible with the serial horizon, so no plan fits.
+	infeasible bool
+	startSet   bool
+	build      time.Duration // building the model and its start
+	skipped    string        // why HiGHS was not called (the time left could not cover the model's setup)
 }
 
 // setupPerNonzero is a conservative estimate of the work per nonzero that no time limit
@@ -64,19 +66,25 @@ func tolerance(ub float64) float64 { return 1e-4*ub + 1e-9 }
 // solveMILP builds the latency or batched model with horizon = start's makespan, warm-starts
 // it from start, solves it and re-judges the decoded plan with the simulator.
 func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o mipOptions) (*mipRun, error) {
+	// A start that is invalid (a transfer without a route) or overflows memory is no plan:
+	// the MILP then searches for one from scratch.
 	startSc, err := in.simulate(start)
-	if err != nil {
-		return nil, fmt.Errorf("schedule: MILP start: %w", err)
+	feasibleStart := err == nil && startSc.Feasible
+	ub := math.Inf(1)
+	if feasibleStart {
+		ub = startSc.Makespan
 	}
-	ub := startSc.Makespan
 	run := &mipRun{obj: math.Inf(1)}
-	feasibleStart := startSc.Feasible
 	if !feasibleStart {
 		// No plan that fits is known: the horizon is the serial bound, valid for every plan.
+		// When it is 0 every plan takes no time, and any positive horizon holds them all.
 		ub = in.serialHorizon()
+		if ub <= 0 {
+			ub = 1
+		}
 	}
 	if ub <= 0 {
-		// Every task takes no time: the start is optimal.
+		// Every task takes no time: the start, which fits, is optimal.
 		run.pl, run.sc, run.obj, run.optimal, run.status = start, startSc, 0, true, milp.Optimal
 		return run, nil
 	}
@@ -169,7 +177,10 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			run.fault = "the MILP claims infeasibility although the start plan is feasible"
 			run.bound = lb
 		} else {
+			// The horizon is the serial bound, valid for every plan, and the model is exact
+			// (or a relaxation, batched with congestion) in memory and routes: a proof.
 			run.fault = "no plan fits in memory (the MILP is infeasible)"
+			run.infeasible = true
 		}
 		return run, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -120,10 +121,40 @@ type DevicePlan struct {
 	Capacity float64 `json:"capacity"` // 0: unlimited
 }
 
+// InfeasibleError says that no placement of the problem fits the devices' memory, and how
+// that was proved: by a counting argument (a node that fits on no device, or more memory
+// needed than all devices hold) or by the full MILP proving its model infeasible. It is
+// returned only with such a proof.
+type InfeasibleError struct {
+	Proof string
+}
+
+func (e *InfeasibleError) Error() string {
+	return "schedule: infeasible: no placement fits the devices' capacities (" + e.Proof + ")"
+}
+
+// NoPlanError says that the chosen method found no plan that fits within its limits; nothing
+// was proved about the problem (a plan may exist). Tried lists what was run and why each
+// failed.
+type NoPlanError struct {
+	Method string
+	Tried  []string
+}
+
+func (e *NoPlanError) Error() string {
+	msg := "schedule: no plan found within the limits by " + e.Method
+	if len(e.Tried) > 0 {
+		msg += " (tried: " + strings.Join(e.Tried, "; ") + ")"
+	}
+	return msg
+}
+
 // Solve places and schedules p with the chosen method, re-judges every plan with the
 // simulator and returns the best, with the best proved lower bound. When the time limit
 // passes or ctx is cancelled it returns the best plan found so far. An error means the
-// problem is invalid or no memory-feasible plan was found.
+// problem is invalid (a *ValidationError or *CycleError), is proved infeasible in memory (an
+// *InfeasibleError), or that no plan that fits was found within the limits (a *NoPlanError,
+// which proves nothing).
 func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	begin := time.Now()
 	in, err := prepare(p)
@@ -161,6 +192,9 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 		ctx, cancel = context.WithTimeout(ctx, o.TimeLimit)
 		defer cancel()
 	}
+	if proof := in.memoryProof(); proof != "" {
+		return nil, &InfeasibleError{Proof: proof}
+	}
 	deadline, _ := ctx.Deadline()
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
 	s.bounds = in.simpleBounds(ctx)
@@ -181,6 +215,9 @@ type solver struct {
 	cands    []candidate
 	notes    []string
 	modules  int
+	// infeasible is the proof that no plan fits memory (the full MILP proved its model
+	// infeasible), empty when nothing was proved.
+	infeasible string
 }
 
 type candidate struct {
@@ -378,6 +415,9 @@ func (s *solver) milp() {
 		if fb != nil {
 			what = fb.Method + "'s plan"
 		}
+		if run.infeasible {
+			s.infeasible = "the full MILP is infeasible"
+		}
 		s.notes = append(s.notes, fmt.Sprintf("milp: solver fault (%s); falling back to %s", run.fault, what))
 		s.add(MILP, nil, t0, 0, joinNote(note, "fault: "+run.fault))
 		return
@@ -459,7 +499,24 @@ func (s *solver) result() (*Result, error) {
 		}
 	}
 	if chosen == nil || chosen.sc == nil {
-		return nil, fmt.Errorf("schedule: %s found no plan that fits in memory", s.o.Method)
+		if s.infeasible != "" && s.bestCandidate() == nil {
+			return nil, &InfeasibleError{Proof: s.infeasible}
+		}
+		e := &NoPlanError{Method: s.o.Method}
+		for _, c := range s.cands {
+			what := c.Method + ": "
+			switch {
+			case c.sc != nil && !c.sc.Feasible:
+				// Worded without "memory": callers must not read this as a proof.
+				what += fmt.Sprintf("its plan exceeds the devices' capacities by %.4g bytes", c.sc.Overflow)
+			case c.Note != "":
+				what += c.Note
+			default:
+				what += "no plan"
+			}
+			e.Tried = append(e.Tried, what)
+		}
+		return nil, e
 	}
 	r := &Result{Method: chosen.Method, Objective: "latency", Placement: chosen.pl, Schedule: chosen.sc,
 		Makespan: chosen.sc.Makespan, Throughput: chosen.sc.Throughput, Modules: s.modules}
