@@ -20,7 +20,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
+	test-matrix fuzz-certificates bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
 	bench-schedule bench-partition
 
 all: build
@@ -62,7 +62,8 @@ unit: deps
 # or hangs; a crasher lands in the package's testdata/fuzz/<Target>/ and then runs in every
 # `go test`. -fuzzminimizetime=100x: minimising each new input takes up to 60 s by default,
 # which with one worker is most of the run.
-FUZZ_TARGETS := ingest:FuzzIngest profile:FuzzSpec partition/instances:FuzzLoadDNN schedule/instances:FuzzReadMoirai
+FUZZ_TARGETS := ingest:FuzzIngest profile:FuzzSpec partition/instances:FuzzLoadDNN schedule/instances:FuzzReadMoirai \
+	partition:FuzzCertificates
 FUZZTIME ?= 2m
 FUZZTIME_SHORT ?= 3s
 FUZZ_FLAGS ?= -fuzzminimizetime=100x
@@ -86,6 +87,15 @@ fuzz: deps
 test-matrix: deps
 	set -o pipefail; ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrix$$' -v ./emit \
 		| grep -E '^(--- |    --- |ok|FAIL)|splits, '
+
+# The certificate harness at length: CERT_N random instances of each kind (pipelines on
+# identical and mixed devices, cost-only tensors, dnn-partitioning inference and training),
+# each solved and checked against exhaustive search (partition/certify_test.go). `make test`
+# runs 600 of each; the default here, 20000 of each, is 100,000 instances (a few minutes).
+CERT_N ?= 20000
+fuzz-certificates: deps
+	set -o pipefail; ONNXPART_CERT_N=$(CERT_N) $(CGO_ENV) $(GO) test -count=1 -timeout 0 -run '^TestCertificates$$' -v ./partition/ \
+		| grep -E '^(--- |ok|FAIL)|instances|certify_test'
 
 bench-emit: deps
 	$(CGO_ENV) $(GO) test -run '^$$' -bench BenchmarkWriteBERT8 -benchtime 20x ./emit

@@ -228,10 +228,7 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	}
 	res, err := solveLatency(ctx, p, so, opt.Reproducible)
 	if err != nil {
-		if strings.Contains(err.Error(), "memory") {
-			return nil, &InfeasibleError{Msg: err.Error()}
-		}
-		return nil, err
+		return nil, solverError(err)
 	}
 	r.Schedule = res
 	r.Algorithm = "placement-" + res.Method

@@ -105,6 +105,28 @@ type InfeasibleError struct{ Msg string }
 
 func (e *InfeasibleError) Error() string { return e.Msg }
 
+// NoPlanError means that no plan that fits was found within the limits, while nothing proved
+// that none exists (exit code 5). A longer --time-limit may find one.
+type NoPlanError struct{ Msg string }
+
+func (e *NoPlanError) Error() string { return e.Msg }
+
+// solverError turns the solvers' "infeasible" (a proof) and "no plan found" (no proof) into
+// the package's errors; anything else passes unchanged.
+func solverError(err error) error {
+	var pie *partition.InfeasibleError
+	var sie *schedule.InfeasibleError
+	var pnp *partition.NoPlanError
+	var snp *schedule.NoPlanError
+	switch {
+	case errors.As(err, &pie), errors.As(err, &sie):
+		return &InfeasibleError{Msg: err.Error()}
+	case errors.As(err, &pnp), errors.As(err, &snp):
+		return &NoPlanError{Msg: err.Error()}
+	}
+	return err
+}
+
 // UsageError is a bad combination of options.
 type UsageError struct{ Msg string }
 
@@ -560,14 +582,17 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	var groups [][]int // cluster devices of each partition device
 	if identical {
 		p.Work = times[devs[0]]
+		if k > len(devs) {
+			// Stages that share a device run in turn: the device is busy for the sum of their
+			// times per inference, so the pipeline's period is the largest device load, not
+			// the largest stage. One stage per device is what the model certifies.
+			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", k, len(devs), len(devs)))
+			k = len(devs)
+		}
 		p.K = k
 		p.MemoryCap = r.Cluster.Devices[devs[0]].Capacity()
 		if math.IsInf(p.MemoryCap, 1) {
 			p.MemoryCap = 0
-		}
-		if k > len(devs) {
-			// More stages than devices: stages share devices round-robin.
-			r.Notes = append(r.Notes, fmt.Sprintf("%d stages on %d devices: stages share devices", k, len(devs)))
 		}
 		groups = [][]int{devs}
 	} else {
@@ -629,11 +654,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	}
 	plan, err := partition.Solve(ctx, p, po)
 	if err != nil {
-		var ie *partition.InfeasibleError
-		if errors.As(err, &ie) {
-			return nil, nil, &InfeasibleError{Msg: err.Error()}
-		}
-		return nil, nil, err
+		return nil, nil, solverError(err)
 	}
 	if opt.Reproducible && ctx.Err() != nil {
 		r.Notes = append(r.Notes, clockCutNote)

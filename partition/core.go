@@ -21,6 +21,7 @@ type core struct {
 
 	// Tensors: producer, consumers (CSR), size, |T_t| = 1 + len(consumers).
 	tProd  []int32
+	tOrd   []bool // false: a cost-only tensor (Tensor.Unordered), no precedence
 	tSize  []float64
 	tCard  []int32
 	tConsS []int32 // consumers of tensor t: tCons[tConsS[t]:tConsS[t+1]]
@@ -38,7 +39,17 @@ type core struct {
 	group   []int
 	members [][]int
 	hetero  bool
+
+	// unordered is set when some tensor is cost-only (Tensor.Unordered): succ/pred then hold
+	// the order of the ordered tensors only, and the bounds whose proofs read a cut tensor's
+	// direction (comm-node, comm-k, min-block, the MIPs) are not run (see boundsSound).
+	unordered bool
 }
+
+// directionalBoundsSound reports whether the bounds whose proofs follow tensors from
+// producer to consumer apply: they assume every tensor orders its producer's stage before its
+// consumers' (an ancestor of v is never a descendant of v), which cost-only tensors break.
+func (c *core) directionalBoundsSound() bool { return !c.unordered }
 
 func (c *core) succOf(v int) []int32 { return c.succ[c.succS[v]:c.succS[v+1]] }
 func (c *core) predOf(v int) []int32 { return c.pred[c.predS[v]:c.predS[v+1]] }
@@ -98,6 +109,9 @@ func compile(p *Problem) *core {
 		}
 		adj := map[int][]int{}
 		for _, t := range p.Tensors {
+			if t.Unordered {
+				continue
+			}
 			a := root[t.Producer]
 			for _, cn := range t.Consumers {
 				if b := root[cn]; b != a {
@@ -179,8 +193,9 @@ func compile(p *Problem) *core {
 	}
 	// Tensors: map to groups, drop never-cut ones, merge equal (producer, consumer set).
 	type tkey struct {
-		prod int
-		cons string
+		prod      int
+		cons      string
+		unordered bool
 	}
 	index := map[tkey]int{}
 	var consLists [][]int32
@@ -200,13 +215,17 @@ func compile(p *Problem) *core {
 		for _, g := range cs {
 			b = append(b, byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
 		}
-		k := tkey{pg, string(b)}
+		k := tkey{pg, string(b), t.Unordered}
 		if ti, ok := index[k]; ok {
 			c.tSize[ti] += t.Size
 			continue
 		}
 		index[k] = len(c.tProd)
 		c.tProd = append(c.tProd, int32(pg))
+		c.tOrd = append(c.tOrd, !t.Unordered)
+		if t.Unordered {
+			c.unordered = true
+		}
 		c.tSize = append(c.tSize, t.Size)
 		c.tCard = append(c.tCard, int32(len(cs)+1))
 		l := make([]int32, len(cs))
@@ -230,8 +249,10 @@ func compile(p *Problem) *core {
 		incl[pg] = append(incl[pg], int32(t))
 		for _, g := range c.consOf(t) {
 			incl[g] = append(incl[g], int32(t))
-			succl[pg] = append(succl[pg], int(g))
-			predl[g] = append(predl[g], pg)
+			if c.tOrd[t] {
+				succl[pg] = append(succl[pg], int(g))
+				predl[g] = append(predl[g], pg)
+			}
 		}
 	}
 	c.incS = make([]int32, c.n+1)

@@ -40,6 +40,9 @@ func LowerBound(ctx context.Context, p *Problem, incumbent *Plan, method string,
 		return BoundInfo{}, nil, err
 	}
 	c := compile(p)
+	if !c.directionalBoundsSound() && method != BoundSimple && method != BoundIdealDP {
+		return BoundInfo{}, nil, fmt.Errorf("partition: %s is not proved for problems with cost-only (unordered) tensors, such as training graphs; use %s or %s", method, BoundSimple, BoundIdealDP)
+	}
 	stage := c.contract(incumbent.Assignment)
 	limit := o.TimeLimit
 	if limit <= 0 {

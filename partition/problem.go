@@ -15,6 +15,11 @@ type Tensor struct {
 	Producer  int    // node index
 	Consumers []int  // node indices; repetitions and the producer itself are ignored
 	Size      float64
+	// Unordered makes the tensor a cost-only value: it is charged as above when cut, but it
+	// does not order its producer before its consumers. The backward edges of a training graph
+	// (Tarnawski et al. 2020, whose gradient flows against the pipeline) are such tensors;
+	// their stage order comes from the forward graph alone.
+	Unordered bool
 }
 
 // Device is one kind of pipeline stage in a heterogeneous pipeline. Zero fields inherit the
@@ -211,6 +216,9 @@ func (p *Problem) succs() [][]int {
 	n := len(p.Work)
 	out := make([][]int, n)
 	for _, t := range p.Tensors {
+		if t.Unordered {
+			continue
+		}
 		for _, c := range t.Consumers {
 			if c != t.Producer {
 				out[t.Producer] = append(out[t.Producer], c)
@@ -238,7 +246,8 @@ func sortedUnique(a []int) []int {
 	return a[:j]
 }
 
-// findCycle returns the nodes of one cycle of the producer → consumer relation, or nil.
+// findCycle returns the nodes of one cycle of the producer → consumer relation of the
+// ordered tensors, or nil.
 func (p *Problem) findCycle() []int {
 	succ := p.succs()
 	n := len(succ)
@@ -333,6 +342,9 @@ func (p *Problem) Evaluate(stage, device []int) ([]StageCost, float64, error) {
 		}
 	}
 	for _, t := range p.Tensors {
+		if t.Unordered {
+			continue
+		}
 		for _, c := range t.Consumers {
 			if stage[c] < stage[t.Producer] {
 				return nil, 0, &InfeasibleError{fmt.Sprintf("tensor %q flows backwards from stage %d (node %s) to stage %d (node %s)",

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -350,7 +351,9 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 		st.offerPlan(stage, dev, h.order, h.name)
 	}
 	if math.IsInf(st.best, 1) {
-		return nil, &InfeasibleError{"no plan satisfies the memory caps"}
+		if err := e.findFirstPlan(ctx, st, rng); err != nil {
+			return nil, err
+		}
 	}
 	if !opts.NoRefine {
 		e.refineIncumbent(ctx, st, "refine")
@@ -372,7 +375,7 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	// Window polish of the search's plan (before the MIP bounds, whose variable fixings and
 	// warm start profit from a better incumbent).
 	// It gets at most a third of the time left, so that the bounds keep most of it.
-	if !opts.NoPolish && !done() {
+	if !opts.NoPolish && !done() && c.directionalBoundsSound() {
 		pctx, pcancel := ctx, context.CancelFunc(func() {})
 		if d, ok := ctx.Deadline(); ok {
 			pctx, pcancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/3))
@@ -384,7 +387,10 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	// remaining workers.
 	var wg sync.WaitGroup
 	mipDone := make(chan struct{})
-	if !done() && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) {
+	if !c.directionalBoundsSound() && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) {
+		st.note("cost-only (backward) tensors: the MIP bounds and the window polish assume every tensor orders its stages, so they were not run; the bound is Lemma 3.3 or the exact DP over ideals")
+	}
+	if !done() && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) && c.directionalBoundsSound() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -464,7 +470,7 @@ func (s *solveState) algorithm() string {
 	if !s.opts.NoRefine {
 		a += "+refine"
 	}
-	if !s.opts.NoPolish {
+	if !s.opts.NoPolish && s.c.directionalBoundsSound() {
 		a += "+lns"
 	}
 	return a + " (best from " + s.source + ")"
@@ -490,6 +496,9 @@ func (c *core) combinatorialBounds(ctx context.Context) []BoundInfo {
 	t := time.Now()
 	simple := c.simpleBound()
 	out := []BoundInfo{{Method: BoundSimple, Value: simple, Status: "proved", Seconds: time.Since(t).Seconds()}}
+	if !c.directionalBoundsSound() {
+		return out
+	}
 	t = time.Now()
 	node := c.nodeBound()
 	out = append(out, BoundInfo{Method: BoundNode, Value: node, Status: "proved", Seconds: time.Since(t).Seconds()})
@@ -740,6 +749,87 @@ func (e *engine) exactIdeals(ctx context.Context, st *solveState) bool {
 		st.offerBound(BoundInfo{Method: BoundIdealDP, Value: val, Status: "optimal", Seconds: time.Since(t0).Seconds()})
 	}
 	return true
+}
+
+// NoPlanError says that no plan was found within the limits, while nothing proved that none
+// exists (compare InfeasibleError, which is a proof). Tried lists what was run.
+type NoPlanError struct{ Tried []string }
+
+// Error names what was tried.
+func (e *NoPlanError) Error() string {
+	return "partition: no plan found within the limits (infeasibility not proved); tried " + strings.Join(e.Tried, "; ")
+}
+
+// findFirstPlan runs when no start order slices into a plan that fits the memory caps. It
+// returns an *InfeasibleError only with a proof, a *NoPlanError when the search found nothing
+// and proved nothing, and nil once st holds a plan. The proofs:
+//   - a contracted node (a colocation group) whose parameters exceed the largest cap of every
+//     usable device fits no stage;
+//   - the parameters of all nodes exceed Σ_d count_d · cap_d: every node lies in one stage;
+//   - the exact DP over ideals with no bound (U = +Inf) enumerates every plan of the model,
+//     so when it completes without a plan there is none.
+func (e *engine) findFirstPlan(ctx context.Context, st *solveState, rng *rand.Rand) error {
+	c := e.c
+	if reason := c.memoryInfeasible(st.p); reason != "" {
+		return &InfeasibleError{reason}
+	}
+	tried := []string{fmt.Sprintf("%d start orders", len(c.startOrders()))}
+	budget := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		budget = time.Until(d) / 2
+	}
+	dctx, cancel := context.WithTimeout(ctx, budget)
+	val, stage, dev, ok := c.idealDP(dctx, e.a, math.Inf(1), 100000, 2000000)
+	cancel()
+	switch {
+	case ok && math.IsInf(val, 1):
+		return &InfeasibleError{"no plan satisfies the memory caps (proved by the exact DP over every chain of ideals)"}
+	case ok:
+		st.offerPlan(stage, dev, nil, BoundIdealDP)
+		return nil
+	case ctx.Err() != nil:
+		tried = append(tried, "the exact DP over ideals (stopped by the time limit)")
+	default:
+		tried = append(tried, "the exact DP over ideals (too many ideals)")
+	}
+	sctx, scancel := context.WithTimeout(ctx, budget)
+	e.search(sctx, st, rng, e.workers, st.opts.BRKGA)
+	scancel()
+	if best, _, _, _, _ := st.snapshot(); !math.IsInf(best, 1) {
+		return nil
+	}
+	tried = append(tried, "the order search")
+	return &NoPlanError{Tried: tried}
+}
+
+// memoryInfeasible returns why no plan can meet the memory caps by a counting argument, or "".
+func (c *core) memoryInfeasible(p *Problem) string {
+	maxCap, total := 0.0, 0.0
+	for d, k := range c.counts {
+		if k > 0 {
+			maxCap = math.Max(maxCap, c.memCap[d])
+			total += float64(k) * c.memCap[d]
+		}
+	}
+	sum := 0.0
+	for v := 0; v < c.n; v++ {
+		sum += c.params[v]
+		if c.params[v] > maxCap*(1+1e-12) {
+			names := make([]string, 0, len(c.members[v]))
+			for _, m := range c.members[v] {
+				names = append(names, p.label(m))
+			}
+			what := "node " + names[0]
+			if len(names) > 1 {
+				what = "the nodes that must share a stage (" + strings.Join(names, ", ") + ")"
+			}
+			return fmt.Sprintf("%s hold %.6g parameter bytes, above the largest memory cap %.6g", what, c.params[v], maxCap)
+		}
+	}
+	if sum > total*(1+1e-12) {
+		return fmt.Sprintf("the nodes hold %.6g parameter bytes, above the %.6g that all stages together may hold", sum, total)
+	}
+	return ""
 }
 
 // refineIncumbent refines the current best plan and offers the result.

@@ -29,6 +29,7 @@ const (
 	exitUsage       = 2
 	exitInfeasible  = 3
 	exitMismatch    = 4
+	exitNoPlan      = 5
 	exitInterrupted = 130
 )
 
@@ -205,7 +206,8 @@ Run 'onnxpart help COMMAND' or 'onnxpart COMMAND --help' for a command's flags a
 
 Exit codes:
   0 ok, 1 bad input, 2 bad usage, 3 infeasible (the model cannot fit the devices),
-  4 verification mismatch, 130 interrupted
+  4 verification mismatch, 5 no plan found within the limits (not proved infeasible),
+  130 interrupted
 `)
 }
 

@@ -20,6 +20,7 @@ import (
 	"onnxpart"
 	"onnxpart/emit"
 	"onnxpart/ingest"
+	"onnxpart/partition"
 	"onnxpart/profile"
 )
 
@@ -66,7 +67,9 @@ planner uses all of --time-limit and keeps what the clock allowed (often tighter
 a rerun may differ). If the time limit cuts a reproducible search anyway, a note says so.
 
 Exit codes: 0 ok, 1 bad input, 2 bad usage, 3 infeasible (the model cannot fit the
-devices), 4 verification mismatch, 130 interrupted (the best plan so far is still written).
+devices, proved), 4 verification mismatch, 5 no plan found within the limits (nothing proved
+that none exists; a longer --time-limit may find one), 130 interrupted (the best plan so far
+is still written).
 `,
 		run:   runMain,
 		flags: func(fs *pflag.FlagSet) { new(runFlags).define(fs) },
@@ -231,10 +234,15 @@ func deviceError(err error) error {
 
 func planError(err error) error {
 	var ie *onnxpart.InfeasibleError
+	var pie *partition.InfeasibleError
+	var np *onnxpart.NoPlanError
+	var pnp *partition.NoPlanError
 	var ue *onnxpart.UsageError
 	switch {
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &pie):
 		return &exitError{code: exitInfeasible, err: err}
+	case errors.As(err, &np), errors.As(err, &pnp):
+		return &exitError{code: exitNoPlan, err: err}
 	case errors.As(err, &ue):
 		return usageErrorf("%v", err)
 	case errors.Is(err, context.Canceled):

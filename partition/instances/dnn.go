@@ -76,7 +76,11 @@ type DNN struct {
 // The mapping follows the benchmark README: node work is fpgaLatency; every out-edge of a
 // node carries the same cost c(u), which becomes one tensor of size c(u) with bandwidth 1;
 // nodes sharing a colorClass must share a stage; node `size` is parameter bytes, capped per
-// accelerator stage by maxSizePerFPGA (no overflow term). A CPU stage runs cpuLatency and pays
+// accelerator stage by maxSizePerFPGA (no overflow term). Training instances (nodes with
+// isBackwardNode) follow the authors' model: only forward → forward edges order the stages,
+// every other edge costs communication only (partition.Tensor.Unordered), a backward node
+// shares its forward node's stage through the colour class, and a class of backward nodes
+// only is ordered by its mirrored backward edges; a backward → forward edge is an error. A CPU stage runs cpuLatency and pays
 // no communication (bandwidth +Inf) and has no memory cap; the solver places it anywhere in
 // the chain.
 func LoadDNN(path string, k, cpus int) (*DNN, error) {
@@ -124,6 +128,12 @@ func LoadDNN(path string, k, cpus int) (*DNN, error) {
 			classes[*nd.ColorClass] = append(classes[*nd.ColorClass], i)
 		}
 	}
+	training := false
+	for _, nd := range f.Nodes {
+		if nd.IsBackwardNode {
+			training = true
+		}
+	}
 	type out struct {
 		cons []int
 		cost float64
@@ -134,6 +144,12 @@ func LoadDNN(path string, k, cpus int) (*DNN, error) {
 		t, ok2 := idx[e.DestID]
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("%s: edge %d -> %d names an unknown node", path, e.SourceID, e.DestID)
+		}
+		if s == t {
+			return nil, fmt.Errorf("%s: edge %d -> %d is a self-loop", path, e.SourceID, e.DestID)
+		}
+		if f.Nodes[s].IsBackwardNode && !f.Nodes[t].IsBackwardNode {
+			return nil, fmt.Errorf("%s: edge %d -> %d runs from a backward node to a forward node; the training format has none", path, e.SourceID, e.DestID)
 		}
 		o := outs[s]
 		if o == nil {
@@ -151,9 +167,69 @@ func LoadDNN(path string, k, cpus int) (*DNN, error) {
 		srcs = append(srcs, s)
 	}
 	sort.Ints(srcs)
+	if training {
+		// The whole file must be a DAG (their dp.cpp checks the same); the stage order then
+		// comes from the forward edges alone.
+		if cyc := edgeCycle(n, srcs, func(s int) []int { return outs[s].cons }); cyc != nil {
+			return nil, fmt.Errorf("%s: the edges have a cycle through node %d", path, d.IDs[cyc[0]])
+		}
+	}
 	for _, s := range srcs {
 		o := outs[s]
-		p.Tensors = append(p.Tensors, partition.Tensor{Name: p.NodeNames[s], Producer: s, Consumers: o.cons, Size: o.cost})
+		name := p.NodeNames[s]
+		if !training {
+			p.Tensors = append(p.Tensors, partition.Tensor{Name: name, Producer: s, Consumers: o.cons, Size: o.cost})
+			continue
+		}
+		// Training (Tarnawski et al. 2020, §5 and their dp.cpp): a node's output costs c(u)
+		// once for every stage that holds some but not all of it and its consumers, whichever
+		// way the edges run, and only forward → forward edges order the stages. A source whose
+		// edges are all forward → forward keeps one ordered tensor; any other gets a cost-only
+		// tensor and a zero-size ordered one for its forward consumers.
+		var fwd []int
+		for _, t := range o.cons {
+			if !f.Nodes[s].IsBackwardNode && !f.Nodes[t].IsBackwardNode {
+				fwd = append(fwd, t)
+			}
+		}
+		if len(fwd) == len(o.cons) {
+			p.Tensors = append(p.Tensors, partition.Tensor{Name: name, Producer: s, Consumers: o.cons, Size: o.cost})
+			continue
+		}
+		p.Tensors = append(p.Tensors, partition.Tensor{Name: name, Producer: s, Consumers: o.cons, Size: o.cost, Unordered: true})
+		if len(fwd) > 0 {
+			p.Tensors = append(p.Tensors, partition.Tensor{Name: name + " (order)", Producer: s, Consumers: fwd})
+		}
+	}
+	if training {
+		// A colour class with backward nodes only ("orphaned") has no forward node to place
+		// it; dp.cpp gives it an artificial one, ordered by mirroring the backward edges that
+		// touch it: ub → vb becomes vf → uf. The same order, as zero-size ordered tensors.
+		hasForward := map[int]bool{}
+		classOf := make([]int, n)
+		fresh := -1
+		for i, nd := range f.Nodes {
+			if nd.ColorClass != nil {
+				classOf[i] = *nd.ColorClass
+			} else {
+				classOf[i] = fresh // a class of its own
+				fresh--
+			}
+			if !nd.IsBackwardNode {
+				hasForward[classOf[i]] = true
+			}
+		}
+		for _, s := range srcs {
+			if !f.Nodes[s].IsBackwardNode {
+				continue
+			}
+			for _, t := range outs[s].cons {
+				if hasForward[classOf[s]] && hasForward[classOf[t]] {
+					continue
+				}
+				p.Tensors = append(p.Tensors, partition.Tensor{Name: p.NodeNames[t] + " (mirrored order)", Producer: t, Consumers: []int{s}})
+			}
+		}
 	}
 	keys := make([]int, 0, len(classes))
 	for c := range classes {
@@ -165,20 +241,61 @@ func LoadDNN(path string, k, cpus int) (*DNN, error) {
 			p.Colocate = append(p.Colocate, classes[c])
 		}
 	}
+	// The format's cap is hard and 0 means 0 bytes (their dp.cpp refuses any stage above it);
+	// a Problem's 0 means "no cap", so 0 becomes the smallest positive cap: nodes of size 0
+	// still fit, any other does not.
+	memCap := f.MaxSizePerFPGA
+	if memCap < 0 || math.IsNaN(memCap) {
+		return nil, fmt.Errorf("%s: maxSizePerFPGA is %v; it must be ≥ 0", path, memCap)
+	}
+	if memCap == 0 {
+		memCap = math.SmallestNonzeroFloat64
+	}
 	if cpus > 0 {
 		p.Devices = []partition.Device{
-			{Name: "accelerator", Count: k, MemoryCap: f.MaxSizePerFPGA},
+			{Name: "accelerator", Count: k, MemoryCap: memCap},
 			{Name: "cpu", Count: cpus, Work: cpuWork, Bandwidth: math.Inf(1)},
 		}
 	} else {
 		p.K = k
-		p.MemoryCap = f.MaxSizePerFPGA
+		p.MemoryCap = memCap
 	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	d.Name = p.Name
 	return d, nil
+}
+
+// edgeCycle returns the nodes of a cycle of the edges s → succ(s), or nil.
+func edgeCycle(n int, srcs []int, succ func(int) []int) []int {
+	adj := make([][]int, n)
+	for _, s := range srcs {
+		adj[s] = succ(s)
+	}
+	state := make([]uint8, n)
+	var cyc []int
+	var visit func(v int) bool
+	visit = func(v int) bool {
+		state[v] = 1
+		for _, w := range adj[v] {
+			if state[w] == 1 {
+				cyc = []int{w}
+				return true
+			}
+			if state[w] == 0 && visit(w) {
+				return true
+			}
+		}
+		state[v] = 2
+		return false
+	}
+	for v := 0; v < n; v++ {
+		if state[v] == 0 && visit(v) {
+			return cyc
+		}
+	}
+	return nil
 }
 
 // DNNReference is one row of the reference table in the benchmark README: the optimum of
