@@ -137,8 +137,8 @@ func broadcast(shapes ...graph.Shape) (graph.Shape, error) {
 				res, first = d, false
 				continue
 			}
-			res = broadcastDim(res, d)
-			if res.Known() && res.Value < 0 {
+			var ok bool
+			if res, ok = broadcastDim(res, d); !ok {
 				return nil, fmt.Errorf("shapes %v are not broadcastable", shapesString(shapes))
 			}
 		}
@@ -147,22 +147,23 @@ func broadcast(shapes ...graph.Shape) (graph.Shape, error) {
 	return out, nil
 }
 
-func broadcastDim(a, b graph.Dim) graph.Dim {
+// broadcastDim broadcasts two dims; ok is false when they are known, differ and neither is 1.
+func broadcastDim(a, b graph.Dim) (graph.Dim, bool) {
 	switch {
 	case a == b:
-		return a
+		return a, true
 	case a.Known() && a.Value == 1:
-		return b
+		return b, true
 	case b.Known() && b.Value == 1:
-		return a
+		return a, true
 	case a.Known() && b.Known():
-		return graph.Static(-2) // incompatible
+		return graph.Dim{}, false
 	case a.Known():
-		return a // the symbolic side must be a or 1
+		return a, true // the symbolic side must be a or 1
 	case b.Known():
-		return b
+		return b, true
 	}
-	return unknownDim
+	return unknownDim, true
 }
 
 func shapesString(ss []graph.Shape) string {

@@ -64,7 +64,7 @@ func ExampleUsageError() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// --dim batch=8: the model has no symbolic dimensions
+	// --dim batch=8: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)
 }
 
 // Problems with the input model come back as *Error naming the file (the CLI exits with 1).

@@ -249,7 +249,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 			continue
 		}
 		dt, shape, nt := m.typeInfo(vi.GetType())
-		inf.info[id] = tinfo{dt: dt, shape: shape, nonTensor: nt}
+		inf.info[id] = tinfo{dt: dt, shape: m.boundInputShape(vi.GetName(), shape), nonTensor: nt}
 	}
 	if err := inf.runNodes(pg.Node); err != nil {
 		return err
@@ -261,7 +261,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 		ti := &inf.info[id]
 		t.DType, t.Shape, t.NonTensor = ti.dt, ti.shape, ti.nonTensor
 		for _, d := range ti.shape {
-			if !d.Known() && d.Param != "" {
+			if !d.Known() && d.Param != "" && t.Kind == graph.Input {
 				symbolic[d.Param] = true
 			}
 		}
@@ -299,6 +299,9 @@ func (inf *inferer) runNodes(nodes []*onnxpb.NodeProto) error {
 			var se *shapeError
 			if errors.As(err, &se) {
 				inf.m.Warnings = append(inf.m.Warnings, err.Error())
+				if inf.parent == nil {
+					inf.m.ShapeErrors = append(inf.m.ShapeErrors, err.Error())
+				}
 			} else {
 				return err
 			}

@@ -13,8 +13,8 @@
 //
 // Errors a user can cause (missing file, not ONNX, truncated protobuf, a cycle, a tensor
 // produced twice, a dangling name, a bad external-data reference, an overflowing shape) come
-// back as *Error naming the culprit; `--dim` bindings that name no symbolic dimension come
-// back as *UsageError.
+// back as *Error naming the culprit; `--dim` and `--input-shape` bindings that name no input
+// dimension come back as *UsageError (see ParseDims, ParseInputShapes).
 package ingest
 
 import (
@@ -25,7 +25,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -39,6 +38,11 @@ type Options struct {
 	// Dims binds symbolic dimensions (dim_param) to sizes, e.g. {"batch": 4}. Naming a
 	// dimension the model does not have is a usage error.
 	Dims map[string]int64
+	// InputShapes binds whole input shapes by input name, unnamed dimensions included (the
+	// --input-shape NAME=1x3x224x224 convention of trtexec and Polygraphy); the dim_params it
+	// covers are bound as by Dims. Naming no input, a wrong rank or a size contradicting a
+	// fixed dimension or Dims is a usage error.
+	InputShapes map[string][]int64
 	// MaxFileBytes refuses larger model files (0: DefaultMaxFileBytes). External data files
 	// are not read into memory and do not count.
 	MaxFileBytes int64
@@ -70,13 +74,19 @@ type Model struct {
 	Unsupported []string
 	// ExternalData is true when some initializer lives in an external file.
 	ExternalData bool
-	// SymbolicDims lists the dim_param names still unbound, sorted.
+	// SymbolicDims lists the dim_param names of the graph inputs still unbound, sorted
+	// (dims that only outputs or value_info carry follow from these and are not listed).
 	SymbolicDims []string
 	// Warnings are non-fatal findings (e.g. a value_info shape contradicting inference).
 	Warnings []string
+	// ShapeErrors are the inference errors of the main graph (inputs whose sizes break a
+	// node: shapes that do not broadcast, a window larger than its padded input), each naming
+	// its node; they are among the Warnings too. RequireInputSizes reports them.
+	ShapeErrors []string
 
-	inits map[string]*onnxpb.TensorProto
-	dims  map[string]int64
+	inits       map[string]*onnxpb.TensorProto
+	dims        map[string]int64
+	inputShapes map[string][]int64
 }
 
 // Dims returns the symbolic-dimension bindings the model was loaded with (a copy).
@@ -185,7 +195,7 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 		FileSize: int64(len(data)),
 		Proto:    &mp,
 	}
-	if err := m.bindDims(opt.Dims); err != nil {
+	if err := m.bindDims(opt.Dims, opt.InputShapes); err != nil {
 		return nil, err
 	}
 	if err := m.build(); err != nil {
@@ -263,46 +273,6 @@ func checkModelShape(m *onnxpb.ModelProto) error {
 			return fmt.Errorf("node %d (%q) has no op_type", i, n.GetName())
 		}
 	}
-	return nil
-}
-
-// bindDims applies --dim bindings to every dim_param of the top-level graph's inputs,
-// outputs and value_info. A binding that names no dimension is a usage error.
-func (m *Model) bindDims(dims map[string]int64) error {
-	found := map[string]bool{}
-	g := m.Proto.Graph
-	lists := [][]*onnxpb.ValueInfoProto{g.Input, g.Output, g.ValueInfo}
-	for _, l := range lists {
-		for _, vi := range l {
-			for _, d := range tensorDims(vi.GetType()) {
-				if p, ok := d.Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok {
-					found[p.DimParam] = true
-				}
-			}
-		}
-	}
-	var names []string
-	for n := range dims {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if !found[n] {
-			have := make([]string, 0, len(found))
-			for k := range found {
-				have = append(have, k)
-			}
-			sort.Strings(have)
-			if len(have) == 0 {
-				return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimensions", n, dims[n])}
-			}
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimension %q (it has: %s)", n, dims[n], n, strings.Join(have, ", "))}
-		}
-		if dims[n] < 0 {
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", n, dims[n])}
-		}
-	}
-	m.dims = dims
 	return nil
 }
 

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -256,6 +257,10 @@ func ocConvPool() []ocCase {
 		}},
 		{name: "ConvSameDilated", opset: 11, ortRejects: "Dilation not supported for AutoPadType::SAME_UPPER", build: func(m *ocModel) {
 			m.op("Conv", ins(m.in(f32, 2, 3, 7, 8), m.weight(f32, 4, 3, 3, 3)), aS("auto_pad", "SAME_UPPER"), aIs("dilations", 2, 2))
+		}, check: func(t ocT, m *Model) {
+			if len(m.ShapeErrors) != 1 || !strings.Contains(m.ShapeErrors[0], "node conv_") || !strings.Contains(m.ShapeErrors[0], "dilations") {
+				t.Errorf("inference errors %q, want one naming the Conv and its dilations", m.ShapeErrors)
+			}
 		}},
 		{name: "Conv1D3D", opset: 11, build: func(m *ocModel) {
 			m.op("Conv", ins(m.in(f32, 2, 3, 10), m.weight(f32, 4, 3, 3)), aIs("strides", 2), aIs("pads", 1, 2))

@@ -36,6 +36,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	c := commands["inspect"]
 	fs := newFlags(e, c)
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	tensors := fs.Bool("tensors", false, "list every tensor (with --json: the `tensors` array)")
 	ff := addFusionFlags(fs)
@@ -49,7 +50,11 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
+	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	if err != nil {
+		return err
+	}
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
 	if err != nil {
 		return err
 	}

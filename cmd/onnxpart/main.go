@@ -324,23 +324,8 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// parseDims turns --dim name=value flags into bindings.
-func parseDims(list []string) (map[string]int64, error) {
-	if len(list) == 0 {
-		return nil, nil
-	}
-	out := map[string]int64{}
-	for _, s := range list {
-		name, val, ok := strings.Cut(s, "=")
-		var v int64
-		if ok {
-			_, err := fmt.Sscanf(val, "%d", &v)
-			ok = err == nil && fmt.Sprint(v) == val
-		}
-		if !ok || name == "" {
-			return nil, usageErrorf("--dim %q: want NAME=SIZE, e.g. --dim batch=4", s)
-		}
-		out[name] = v
-	}
-	return out, nil
-}
+// parseDims turns --dim flags (NAME=SIZE, or lists a=1,b=2) into bindings.
+func parseDims(list []string) (map[string]int64, error) { return ingest.ParseDims(list) }
+
+// inputShapeHelp describes --input-shape, which every command that loads a model takes.
+const inputShapeHelp = "bind every dimension of an input, unnamed ones included, NAME=1x3x224x224 (repeatable)"

@@ -55,6 +55,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	costs := fs.String("costs", "roofline", "roofline, or measured (profile the model in ONNX Runtime on this CPU)")
 	threads := fs.Int("threads", 1, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension of the model, NAME=SIZE (repeatable)")
+	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	catalog := fs.Bool("catalog", false, "list the built-in device catalog and exit")
 	noBench := fs.Bool("no-bench", false, "do not run the host CPU microbenchmarks (nominal figures)")
@@ -88,6 +89,10 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	if err != nil {
+		return err
+	}
 	l := *link
 	if l == "auto" {
 		l = ""
@@ -109,7 +114,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		rep.Links = append(rep.Links, row)
 	}
 	if fs.NArg() == 1 {
-		if err := predictModel(ctx, rep, cl, fs.Arg(0), dims, *costs, *threads, *nodes); err != nil {
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes}, *costs, *threads, *nodes); err != nil {
 			return err
 		}
 	}
@@ -282,8 +287,8 @@ func deviceJSON(d *profile.Device) deviceReport {
 }
 
 // predictModel fills rep.Model: per op class, the predicted time on every device.
-func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, dims map[string]int64, costs string, threads int, perNode bool) error {
-	m, err := ingest.Load(path, ingest.Options{Dims: dims})
+func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, costs string, threads int, perNode bool) error {
+	m, err := ingest.Load(path, opt)
 	if err != nil {
 		return err
 	}

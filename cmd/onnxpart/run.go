@@ -83,6 +83,7 @@ type runFlags struct {
 	timeLimit                                                                 time.Duration
 	gap                                                                       float64
 	dims, emit                                                                []string
+	inputShapes                                                               []string
 	seed                                                                      int64
 	asJSON, force, quiet                                                      bool
 }
@@ -101,6 +102,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "time budget for planning (search and bounds)")
 	fs.Float64Var(&f.gap, "gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
 	fs.Int64Var(&f.seed, "seed", 1, "random seed; given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
 	fs.StringVarP(&f.out, "output", "o", "out", "output directory; - writes nothing and prints the plan")
 	fs.StringSliceVar(&f.emit, "emit", []string{"onnx", "manifest", "report"}, emitHelp)
@@ -157,12 +159,16 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	prog := newProgress(e, f.quiet)
 	defer prog.stop()
 	prog.phase("reading " + fs.Arg(0))
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
+	shapes, err := ingest.ParseInputShapes(f.inputShapes)
 	if err != nil {
 		return err
 	}
-	if len(m.SymbolicDims) > 0 {
-		return usageErrorf("the model has symbolic dimensions %s; bind them with --dim NAME=SIZE to plan", strings.Join(m.SymbolicDims, ", "))
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	if err != nil {
+		return err
+	}
+	if err := m.RequireInputSizes(); err != nil { // every input size known, and none breaks a node
+		return err
 	}
 	if f.out != "-" {
 		// Every output check before planning, which can take minutes.
@@ -325,7 +331,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		dl = append(dl, fmt.Sprintf("%d× %s", n, name))
 	}
 	sort.Strings(dl)
-	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), bytesStr(m.Graph.ParamBytes()))
+	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), bytesStr(m.ParamBytes()))
 	fmt.Fprintf(w, "devices    %s\n", strings.Join(dl, ", "))
 	obj := r.Objective
 	if r.ObjectiveChosen != "" {

@@ -58,6 +58,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	stages := fs.Int("stages", 0, "number of equal-FLOP stages")
 	assignment := fs.String("assignment", "", `JSON file {"node name": stage, …}`)
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
 	force := fs.Bool("force", false, "replace DIR if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
 	devices := fs.StringSlice("devices", nil, "device name per stage (comma-separated), or one name for all")
 	provider := fs.String("provider", emit.DefaultProvider, "ONNX Runtime execution provider recorded for every stage")
@@ -101,7 +102,11 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims})
+	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	if err != nil {
+		return err
+	}
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
 	if err != nil {
 		return err
 	}

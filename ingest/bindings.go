@@ -1,0 +1,307 @@
+package ingest
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
+)
+
+// Binding input sizes: --dim NAME=SIZE binds a named (dim_param) dimension wherever the
+// model's inputs carry it; --input-shape NAME=1x3x224x224 binds every dimension of one input,
+// unnamed ones included (the trtexec/Polygraphy convention). Dimensions that only outputs or
+// value_info carry follow from the inputs through inference and are never asked for.
+
+// ParseDims parses --dim values: NAME=SIZE, or comma-separated lists of them (a=1,b=2).
+// Repeating a name with another size is an error.
+func ParseDims(list []string) (map[string]int64, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := map[string]int64{}
+	for _, arg := range list {
+		for _, s := range strings.Split(arg, ",") {
+			name, val, ok := strings.Cut(strings.TrimSpace(s), "=")
+			v, err := strconv.ParseInt(val, 10, 64)
+			if !ok || name == "" || err != nil {
+				return nil, &UsageError{Msg: fmt.Sprintf("--dim %q: want NAME=SIZE or a list NAME=SIZE,NAME=SIZE, e.g. --dim batch=4,seq=128", arg)}
+			}
+			if v < 0 {
+				return nil, &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", name, v)}
+			}
+			if old, dup := out[name]; dup && old != v {
+				return nil, &UsageError{Msg: fmt.Sprintf("--dim %s is given twice, as %d and %d", name, old, v)}
+			}
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// ParseInputShapes parses --input-shape values: NAME=D0xD1x…, e.g. input=1x3x224x224
+// (NAME=[1,3,224,224] is accepted too; NAME= alone is a scalar). The name is everything
+// before the last '='.
+func ParseInputShapes(list []string) (map[string][]int64, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	out := map[string][]int64{}
+	for _, s := range list {
+		i := strings.LastIndex(s, "=")
+		bad := func() error {
+			return &UsageError{Msg: fmt.Sprintf("--input-shape %q: want NAME=SHAPE with the sizes joined by x, e.g. --input-shape input=1x3x224x224", s)}
+		}
+		if i <= 0 {
+			return nil, bad()
+		}
+		name, spec := s[:i], strings.TrimSpace(s[i+1:])
+		spec = strings.TrimSuffix(strings.TrimPrefix(spec, "["), "]")
+		dims := []int64{}
+		if spec != "" {
+			for _, f := range strings.FieldsFunc(spec, func(r rune) bool { return r == 'x' || r == 'X' || r == ',' }) {
+				v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+				if err != nil {
+					return nil, bad()
+				}
+				if v < 0 {
+					return nil, &UsageError{Msg: fmt.Sprintf("--input-shape %s: a dimension cannot be negative", s)}
+				}
+				dims = append(dims, v)
+			}
+		}
+		if _, dup := out[name]; dup {
+			return nil, &UsageError{Msg: fmt.Sprintf("--input-shape %s is given twice", name)}
+		}
+		out[name] = dims
+	}
+	return out, nil
+}
+
+// bindDims checks the --dim and --input-shape bindings against the model's inputs and
+// records them: every dim_param an input shape names gets its size (consistently with --dim
+// and the other input shapes). A binding for a dimension no input carries is a usage error.
+func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error {
+	g := m.Proto.Graph
+	inits := map[string]bool{}
+	for _, t := range g.Initializer {
+		inits[t.GetName()] = true
+	}
+	for _, t := range g.SparseInitializer {
+		inits[t.GetValues().GetName()] = true
+	}
+	onInputs, elsewhere := map[string]bool{}, map[string]bool{}
+	inputs := map[string]*onnxpb.ValueInfoProto{}
+	var inputNames []string
+	for _, vi := range g.Input {
+		if inits[vi.GetName()] {
+			continue // IR < 4: a weight listed as an input
+		}
+		inputs[vi.GetName()] = vi
+		inputNames = append(inputNames, vi.GetName())
+		for _, d := range tensorDims(vi.GetType()) {
+			if p, ok := d.Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok && p.DimParam != "" {
+				onInputs[p.DimParam] = true
+			}
+		}
+	}
+	for _, l := range [][]*onnxpb.ValueInfoProto{g.Output, g.ValueInfo} {
+		for _, vi := range l {
+			for _, d := range tensorDims(vi.GetType()) {
+				if p, ok := d.Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok && p.DimParam != "" {
+					elsewhere[p.DimParam] = true
+				}
+			}
+		}
+	}
+	have := sortedKeys(onInputs)
+	for _, n := range sortedKeys(dims) {
+		switch {
+		case dims[n] < 0:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", n, dims[n])}
+		case onInputs[n]:
+		case elsewhere[n] && len(have) > 0:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", n, dims[n], n, strings.Join(have, ", "))}
+		case elsewhere[n]:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which --input-shape binds)", n, dims[n], n)}
+		case len(have) == 0:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)", n, dims[n])}
+		default:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimension %q (it has: %s)", n, dims[n], n, strings.Join(have, ", "))}
+		}
+	}
+	merged := map[string]int64{}
+	for k, v := range dims {
+		merged[k] = v
+	}
+	from := map[string]string{} // where a size for a dim_param came from, for conflicts
+	for k := range dims {
+		from[k] = "--dim " + k
+	}
+	for _, name := range sortedKeys(shapes) {
+		s := shapes[name]
+		vi, ok := inputs[name]
+		if !ok {
+			return &UsageError{Msg: fmt.Sprintf("--input-shape %s: the model has no input %q (its inputs: %s)", name, name, strings.Join(inputNames, ", "))}
+		}
+		tt := vi.GetType().GetTensorType()
+		if tt == nil || tt.Shape == nil {
+			continue // rank not declared: the given shape is the shape
+		}
+		ds := tt.Shape.Dim
+		if len(ds) != len(s) {
+			return &UsageError{Msg: fmt.Sprintf("--input-shape %s=%s: input %q has rank %d (%s), not %d", name, joinDims(s), name, len(ds), declaredShape(ds), len(s))}
+		}
+		for i, d := range ds {
+			switch v := d.Value.(type) {
+			case *onnxpb.TensorShapeProto_Dimension_DimValue:
+				if v.DimValue >= 0 && v.DimValue != s[i] {
+					return &UsageError{Msg: fmt.Sprintf("--input-shape %s=%s: dimension %d of input %q is fixed at %d (%s)", name, joinDims(s), i, name, v.DimValue, declaredShape(ds))}
+				}
+			case *onnxpb.TensorShapeProto_Dimension_DimParam:
+				p := v.DimParam
+				if p == "" {
+					continue
+				}
+				if old, ok := merged[p]; ok && old != s[i] {
+					return &UsageError{Msg: fmt.Sprintf("--input-shape %s=%s: dimension %d of input %q is %q, which %s sets to %d", name, joinDims(s), i, name, p, from[p], old)}
+				}
+				merged[p] = s[i]
+				if _, ok := from[p]; !ok {
+					from[p] = "--input-shape " + name
+				}
+			}
+		}
+	}
+	if len(merged) > 0 {
+		m.dims = merged
+	}
+	m.inputShapes = shapes
+	return nil
+}
+
+// boundInputShape applies an --input-shape binding to the declared shape of input name.
+func (m *Model) boundInputShape(name string, declared graph.Shape) graph.Shape {
+	s, ok := m.inputShapes[name]
+	if !ok {
+		return declared
+	}
+	return graph.ShapeOf(s...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func joinDims(s []int64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = strconv.FormatInt(d, 10)
+	}
+	return strings.Join(parts, "x")
+}
+
+// declaredShape renders a declared shape as [batch,3,?].
+func declaredShape(ds []*onnxpb.TensorShapeProto_Dimension) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		switch v := d.Value.(type) {
+		case *onnxpb.TensorShapeProto_Dimension_DimValue:
+			parts[i] = strconv.FormatInt(v.DimValue, 10)
+		case *onnxpb.TensorShapeProto_Dimension_DimParam:
+			parts[i] = v.DimParam
+		default:
+			parts[i] = "?"
+		}
+		if parts[i] == "" {
+			parts[i] = "?"
+		}
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// UnboundInputs describes the graph inputs whose shape still has an unknown dimension after
+// the bindings, e.g. `input [?,?]` or `state [2,batch,128]`; empty when every input size is
+// known.
+func (m *Model) UnboundInputs() []string {
+	var out []string
+	g := m.Graph
+	for _, id := range g.Inputs {
+		t := &g.Tensors[id]
+		if t.NonTensor != "" || t.Shape.Known() {
+			continue
+		}
+		if t.Shape == nil {
+			out = append(out, t.Name+" (rank unknown)")
+			continue
+		}
+		parts := make([]string, len(t.Shape))
+		for i, d := range t.Shape {
+			parts[i] = d.String()
+			if parts[i] == "" || (!d.Known() && d.Param == "") {
+				parts[i] = "?"
+			}
+		}
+		out = append(out, t.Name+" ["+strings.Join(parts, ",")+"]")
+	}
+	return out
+}
+
+// inputShapeExample writes the first input with unknown dims as NAME=Nx3x224x224.
+func (m *Model) inputShapeExample() string {
+	g := m.Graph
+	for _, id := range g.Inputs {
+		t := &g.Tensors[id]
+		if t.NonTensor != "" || t.Shape.Known() {
+			continue
+		}
+		if t.Shape == nil {
+			return t.Name + "=SHAPE"
+		}
+		parts := make([]string, len(t.Shape))
+		for i, d := range t.Shape {
+			parts[i] = "N"
+			if d.Known() {
+				parts[i] = strconv.FormatInt(d.Value, 10)
+			}
+		}
+		return t.Name + "=" + strings.Join(parts, "x")
+	}
+	return "NAME=SHAPE"
+}
+
+// RequireInputSizes returns a *UsageError naming what to bind when some input size is still
+// unknown (every cost and plan depends on them), and the first shape inference error (an
+// input size that breaks a node, such as a window larger than its input or shapes that do
+// not broadcast) as an *Error naming the node.
+func (m *Model) RequireInputSizes() error {
+	if un := m.UnboundInputs(); len(un) > 0 {
+		example := "--input-shape " + m.inputShapeExample()
+		var msg string
+		if len(m.SymbolicDims) > 0 {
+			msg = fmt.Sprintf("the model has symbolic dimensions %s; bind them with --dim %s=SIZE (or whole inputs with %s)",
+				strings.Join(m.SymbolicDims, ", "), strings.Join(m.SymbolicDims, "=SIZE,"), example)
+			if anonymous := strings.Contains(strings.Join(un, " "), "?"); anonymous {
+				msg += "; inputs with unnamed dimensions need --input-shape"
+			}
+		} else {
+			msg = "the model's inputs have dimensions of unknown size; bind them with " + example
+		}
+		return &UsageError{Msg: msg + " (unbound: " + strings.Join(un, ", ") + ")"}
+	}
+	if len(m.ShapeErrors) > 0 {
+		msg := m.ShapeErrors[0]
+		if n := len(m.ShapeErrors) - 1; n > 0 {
+			msg += fmt.Sprintf(" (and %d more)", n)
+		}
+		return &Error{Path: m.Path, Msg: "at these input sizes " + msg}
+	}
+	return nil
+}
