@@ -18,13 +18,16 @@ package schedule_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,11 +91,22 @@ type certStats struct {
 	instances, latency, batched                 int
 	invalid, infeasible, noPlan, optimal, plans int
 	violations                                  []string
+	bounds                                      map[string]int // instances where each bound method was reported
+	tight                                       map[string]int // … and equalled the optimum
 }
 
 func (st *certStats) String() string {
-	return fmt.Sprintf("%d instances (%d latency, %d batched): %d plans (%d proved optimal), %d proved infeasible, %d no plan within the limits, %d rejected as invalid; %d violations",
-		st.instances, st.latency, st.batched, st.plans, st.optimal, st.infeasible, st.noPlan, st.invalid, len(st.violations))
+	var names []string
+	for m := range st.bounds {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	var by []string
+	for _, m := range names {
+		by = append(by, fmt.Sprintf("%s %d (tight %d)", m, st.bounds[m], st.tight[m]))
+	}
+	return fmt.Sprintf("%d instances (%d latency, %d batched): %d plans (%d proved optimal), %d proved infeasible, %d no plan within the limits, %d rejected as invalid; %d violations; bounds checked: %s",
+		st.instances, st.latency, st.batched, st.plans, st.optimal, st.infeasible, st.noPlan, st.invalid, len(st.violations), strings.Join(by, ", "))
 }
 
 // checkInstance solves one instance and returns the violations of the properties.
@@ -179,6 +193,17 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 	if res.LowerBound > ref.opt+tolOf(ref.opt) {
 		fail("lower bound %g above the exhaustive optimum %g (bounds %v)", res.LowerBound, ref.opt, res.Bounds)
 	}
+	st.mu.Lock()
+	if st.bounds == nil {
+		st.bounds, st.tight = map[string]int{}, map[string]int{}
+	}
+	for _, b := range res.Bounds {
+		st.bounds[b.Method]++
+		if b.Value >= ref.opt-tolOf(ref.opt) {
+			st.tight[b.Method]++
+		}
+	}
+	st.mu.Unlock()
 	for _, b := range res.Bounds {
 		if b.Value > ref.opt+tolOf(ref.opt) {
 			fail("bound %s = %g above the exhaustive optimum %g", b.Method, b.Value, ref.opt)
@@ -247,6 +272,9 @@ func TestCertificates(t *testing.T) {
 func TestCertificatesLong(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("ONNXPART_FUZZ_CERT"))
 	if n <= 0 {
+		n, _ = strconv.Atoi(os.Getenv("ONNXPART_CERT_N")) // the name partition's harness reads
+	}
+	if n <= 0 {
 		t.Skip("set ONNXPART_FUZZ_CERT=N to check N more instances")
 	}
 	seed := uint64(2)
@@ -278,3 +306,148 @@ func FuzzCertificates(f *testing.F) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// TestCertificateDump prints one instance of the random stream, its method and the answers:
+// ONNXPART_FUZZ_CERT_DUMP=seed:index go test -run TestCertificateDump -v ./schedule/
+func TestCertificateDump(t *testing.T) {
+	var seed uint64
+	var x int
+	if _, err := fmt.Sscanf(os.Getenv("ONNXPART_FUZZ_CERT_DUMP"), "%d:%d", &seed, &x); err != nil {
+		t.Skip("set ONNXPART_FUZZ_CERT_DUMP=seed:index")
+	}
+	s := randSource{rand.New(rand.NewPCG(seed, uint64(x)))}
+	inst := genInstance(s, x%3 == 2)
+	o := certOptions(s, uint64(x))
+	js, _ := json.MarshalIndent(inst.p, "", " ")
+	t.Logf("%s\nmethod %+v\n%s", inst, o, js)
+	ref := newRef(inst.p).optimum()
+	t.Logf("exhaustive: feasible %v, optimum %g", ref.feasible, ref.opt)
+	res, err := schedule.Solve(context.Background(), inst.p, o)
+	if err != nil {
+		t.Logf("solve: %v", err)
+		return
+	}
+	js, _ = json.MarshalIndent(res, "", " ")
+	t.Logf("%s", js)
+	for _, v := range checkInstance(inst, o, &certStats{}) {
+		t.Error(v)
+	}
+}
+
+// TestCertificateRegressions are the faults the harness found, and the memory example of
+// issue 33 in placement form.
+func TestCertificateRegressions(t *testing.T) {
+	two := func(caps ...float64) []schedule.Device {
+		d := make([]schedule.Device, len(caps))
+		for u := range d {
+			d[u] = schedule.Device{Name: fmt.Sprintf("d%d", u), Memory: caps[u]}
+		}
+		return d
+	}
+	link := schedule.Link{Bandwidth: 4, Latency: 2}
+	links := [][]schedule.Link{{{}, link}, {link, {}}}
+	sizes := func(times []float64, w ...float64) []schedule.Node {
+		var out []schedule.Node
+		for i, x := range w {
+			out = append(out, schedule.Node{Name: fmt.Sprintf("n%d", i), Time: append([]float64(nil), times...), Weight: x})
+		}
+		return out
+	}
+	cases := []struct {
+		name   string
+		p      *schedule.Problem
+		o      schedule.Options
+		want   float64 // the optimum; −1: proved infeasible; −2: no plan (nothing proved)
+		optima bool    // the answer must be proved optimal
+		anyUB  bool    // any plan will do (the check is on the bound)
+	}{
+		{
+			// MILP-SPLIT shared memory among the modules in proportion to their demand and
+			// took the DP over the sub-solves' bounds under those shares as a global bound
+			// (13, "optimal"); the optimum 9.75 puts n0 on d0 and n1 on d1.
+			name: "split-dp under memory shares",
+			p: &schedule.Problem{
+				Nodes: []schedule.Node{{Name: "n0", Time: []float64{6, 3}, Weight: 4, Act: 1}, {Name: "n1", Time: []float64{7, 0}, Weight: 3, Act: 2}},
+				Edges: []schedule.Edge{{From: 0, To: 1, Bytes: 7}}, Devices: two(11, 9), Links: links,
+			},
+			o:    schedule.Options{Method: schedule.Split, ModuleSize: 1, RelGap: 0.05},
+			want: 9.75, anyUB: true,
+		},
+		{
+			// Every time is 0, so the serial horizon is 0, and the MILP returned its start —
+			// MET's plan, all on d0, which overflows — as "optimal"; no plan was found.
+			name: "zero times, start overflows",
+			p:    &schedule.Problem{Nodes: sizes([]float64{0, 0}, 3, 3, 2, 2), Devices: two(5, 5)},
+			o:    schedule.Options{Method: schedule.MILP}, want: 0, optima: true,
+		},
+		{
+			// Issue 33's false infeasibility, as a placement: {n0, n2}, {n1, n3} fits.
+			name: "issue 33 memory example",
+			p:    &schedule.Problem{Nodes: sizes([]float64{1, 1}, 3, 3, 2, 2), Devices: two(5, 5)},
+			o:    schedule.Options{Method: schedule.Auto}, want: 2, optima: true,
+		},
+		{
+			// No links: communicating nodes must share a device, and MET's plan (n0 on d1, n1
+			// on d0) has no route; the MILP used to fail on that start.
+			name: "no route for the start",
+			p: &schedule.Problem{Nodes: []schedule.Node{{Name: "a", Time: []float64{5, 1}}, {Name: "b", Time: []float64{1, 5}}},
+				Edges: []schedule.Edge{{From: 0, To: 1, Bytes: 1}}, Devices: two(0, 0)},
+			o: schedule.Options{Method: schedule.MILP}, want: 6, optima: true,
+		},
+		{
+			// Three nodes of 3 bytes on two devices of 5: the counting proofs do not apply
+			// (9 ≤ 10, each fits alone); the full MILP proves it.
+			name: "infeasible by the MILP",
+			p:    &schedule.Problem{Nodes: sizes([]float64{1, 1}, 3, 3, 3), Devices: two(5, 5)},
+			o:    schedule.Options{Method: schedule.Auto}, want: -1,
+		},
+		{
+			name: "infeasible, heuristics only: no proof",
+			p:    &schedule.Problem{Nodes: sizes([]float64{1, 1}, 3, 3, 3), Devices: two(5, 5)},
+			o:    schedule.Options{Method: schedule.EA, Iterations: 50}, want: -2,
+		},
+		{
+			name: "infeasible by volume",
+			p:    &schedule.Problem{Nodes: sizes([]float64{1, 1}, 3, 3, 3, 3), Devices: two(5, 6)},
+			o:    schedule.Options{Method: schedule.EA, Iterations: 50}, want: -1,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.o.RelGap == 0 {
+				c.o.RelGap = relGap
+			}
+			ref := newRef(c.p).optimum()
+			switch {
+			case c.want < 0 && ref.feasible:
+				t.Fatalf("the reference finds optimum %g", ref.opt)
+			case c.want >= 0 && (!ref.feasible || !near(ref.opt, c.want)):
+				t.Fatalf("the reference finds %v, %g; want %g", ref.feasible, ref.opt, c.want)
+			}
+			x := &instance{p: c.p, flavour: []string{c.name}}
+			for _, v := range checkInstance(x, c.o, &certStats{}) {
+				t.Error(v)
+			}
+			res, err := schedule.Solve(context.Background(), c.p, c.o)
+			var ie *schedule.InfeasibleError
+			var ne *schedule.NoPlanError
+			switch c.want {
+			case -1:
+				if !errors.As(err, &ie) {
+					t.Errorf("got %v, want an infeasibility proof", err)
+				}
+			case -2:
+				if !errors.As(err, &ne) {
+					t.Errorf("got %v, want no plan within the limits", err)
+				}
+			default:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (!c.anyUB && !near(res.Makespan, c.want)) || (c.optima && !res.Optimal) || res.LowerBound > c.want+tolOf(c.want) {
+					t.Errorf("makespan %g optimal %v, want %g", res.Makespan, res.Optimal, c.want)
+				}
+			}
+		})
+	}
+}

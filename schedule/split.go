@@ -261,6 +261,7 @@ type subResult struct {
 	sc      *Schedule
 	mk      float64
 	bound   float64
+	cheap   float64 // the cheap bounds alone: they ignore memory (prepare only)
 	optimal bool
 	err     error
 	fault   string // the sub-MILP failed (its error or fault); the plan and bound are the heuristics'
@@ -270,6 +271,7 @@ type subResult struct {
 func (sp *subProblem) prepare(ctx context.Context) subResult {
 	in := sp.in
 	r := subResult{mk: math.Inf(1), bound: maxBound(in.simpleBounds(ctx))}
+	r.cheap = r.bound
 	best, sc := in.bestConstructive()
 	if best == nil {
 		r.err = fmt.Errorf("no heuristic plan fits")

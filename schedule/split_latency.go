@@ -26,6 +26,10 @@ type blockJob struct {
 	pl      *Placement  // single-module job: the sub plan
 	sc      *Schedule
 	mk, lb  float64
+	// free is a bound of the block without the memory share (the cheap bounds, which ignore
+	// memory): lb comes from sub-solves under the share, a restriction, and bounds only the
+	// plans that respect it.
+	free    float64
 	exact   bool
 	tried   bool
 	exitDev int
@@ -116,6 +120,7 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 		j.sp = sp
 		r := sp.prepare(ctx)
 		j.pl, j.sc, j.mk, j.lb, j.exact, j.err = r.pl, r.sc, r.mk, r.bound, r.optimal, r.err
+		j.free = r.cheap
 	})
 	if o.progress != nil {
 		o.progress(fmt.Sprintf("split: %d blocks, %d jobs prepared", B, len(jobs)))
@@ -127,6 +132,15 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 		v   float64
 		job int
 	}
+	// With memory shared among modules, a sub-solve's bound holds only for the plans that
+	// respect the shares; the final bound DP (valid for every plan) then uses free.
+	shared := false
+	for _, blk := range blocks {
+		for _, m := range blk {
+			shared = shared || share(ms.modules[m]) != nil
+		}
+	}
+	finalBound := false
 	forward := func(useBound bool) []map[int]cell {
 		f := make([]map[int]cell, B)
 		for b := range B {
@@ -140,6 +154,9 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 				val := j.mk
 				if useBound {
 					val = j.lb
+					if finalBound && shared {
+						val = math.Min(j.lb, j.free)
+					}
 				}
 				if !useBound && (j.err != nil || math.IsInf(val, 1)) {
 					continue
@@ -350,6 +367,7 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 		pl, sc = alt, sc2
 	}
 	out.pl, out.sc = pl, sc
+	finalBound = true
 	if lb := total(forward(true)); !math.IsInf(lb, 1) {
 		out.bound, out.boundBy = math.Min(lb, sc.Makespan), "split-dp"
 	}
@@ -398,5 +416,6 @@ func (in *inst) runChain(ctx context.Context, ms *moduleSet, blk []int, j *block
 	// A bound for the block entered at u, whatever its exit: its cheap bounds.
 	if sp, err := in.makeSub(cr.nodes, entry, nil, -1, -1, nil); err == nil {
 		j.lb = maxBound(sp.in.simpleBounds(ctx))
+		j.free = j.lb
 	}
 }
