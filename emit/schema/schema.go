@@ -10,6 +10,7 @@
 //	inspect.v1   onnxpart inspect --json (ingest.Summary, fusion.Summary under "fusion")
 //	profile.v1   onnxpart profile --json (devices, figures with sources, links, per-class times)
 //	verify.v1    onnxpart verify --json (emit.VerifyReport)
+//	bench.v1     onnxpart bench --json (pipebench.Report)
 //	plan.v1      onnxpart MODEL --json and onnxpart plan --json (a model form and an instance form; provisional)
 //
 // Versioning: a name ends in its major version, as the manifest's format string does

@@ -1,0 +1,259 @@
+package pipebench_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"onnxpart"
+	"onnxpart/emit"
+	"onnxpart/emit/schema"
+	"onnxpart/ingest"
+	"onnxpart/internal/ort"
+	"onnxpart/pipebench"
+	"onnxpart/pipebench/benchtest"
+	"onnxpart/profile"
+)
+
+const resnet = "../testdata/models/resnet50_small.onnx"
+
+func needORT(t *testing.T) {
+	t.Helper()
+	if _, err := ort.LibraryPath(); err != nil {
+		t.Skip(err)
+	}
+}
+
+// hostDevices is the host CPU as two one-thread devices where there are two CPUs, else two
+// catalog CPUs (the bench then runs both on the one CPU).
+func hostDevices() string {
+	if len(profile.AllowedCPUs()) >= 2 {
+		return "cpu:2x1"
+	}
+	return "2xcpu-generic"
+}
+
+// planDir plans the bundled ResNet-50 in two stages on devices (roofline costs) and writes
+// the stage files; it returns the directory and the cluster.
+func planDir(t *testing.T, devices string) (string, *profile.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := ingest.Load(resnet, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Resolve(ctx, devices, profile.Options{Host: profile.HostOptions{NoBench: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{K: 2, Seed: 1, Reproducible: true, Bounds: "simple", TimeLimit: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := onnxpart.Prepare(m, r, emit.Options{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := l.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir, c
+}
+
+// A short bench of the bundled ResNet-50 in two stages: every measured request runs every
+// stage once, the figures hang together (no device can be busier than the window, throughput
+// cannot beat the slowest stage), each is set beside the manifest's prediction, and the JSON
+// satisfies the bench.v1 schema.
+func TestBenchResNet50(t *testing.T) {
+	needORT(t)
+	dir, c := planDir(t, hostDevices())
+	const n = 24
+	var phases []string
+	rep, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: n, Warmup: 3,
+		Devices: pipebench.DevicesFrom(c), Phase: func(s string) { phases = append(phases, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(phases, ",") != "loading the stages,warm-up,measuring" {
+		t.Errorf("phases %v", phases)
+	}
+	if rep.Requests != n || rep.Interrupted || rep.Stages != 2 || rep.InFlight != 2 || rep.Routes != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.Throughput.Measured <= 0 || rep.Throughput.Planned == nil || rep.Throughput.Ratio == nil {
+		t.Errorf("throughput %+v", rep.Throughput)
+	}
+	if got := float64(rep.Requests) / rep.Seconds; abs(got-rep.Throughput.Measured) > 1e-9*got {
+		t.Errorf("throughput %g, requests/window %g", rep.Throughput.Measured, got)
+	}
+	l := rep.Latency
+	if l.Count != n || !(l.Min <= l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.Max) {
+		t.Errorf("latency %+v", l)
+	}
+	if rep.LatencySingle == nil || rep.LatencySingle.Count != 2 || rep.LatencyVsPlan.Planned == nil {
+		t.Errorf("latency alone %+v vs plan %+v", rep.LatencySingle, rep.LatencyVsPlan)
+	}
+	man, err := emit.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowest := 0.0
+	for i, s := range rep.StageTimes {
+		if s.Stage != i || s.Runs != n || s.Busy.Measured <= 0 || s.CPU <= 0 || s.Device != man.Stages[i].Device {
+			t.Errorf("stage %d: %+v", i, s)
+		}
+		if s.Busy.Planned == nil || *s.Busy.Planned != man.Stages[i].Predicted.TotalS || s.Busy.Ratio == nil {
+			t.Errorf("stage %d: busy %+v, the manifest predicts %+v", i, s.Busy, man.Stages[i].Predicted)
+		}
+		slowest = max(slowest, s.Busy.Measured)
+	}
+	// A pipeline cannot complete requests faster than its slowest stage runs them (5% for
+	// the window's edges).
+	if rep.Throughput.Measured > 1.05/slowest {
+		t.Errorf("throughput %.1f/s beats the slowest stage (%.3g s a request)", rep.Throughput.Measured, slowest)
+	}
+	seen := map[int]bool{}
+	for _, d := range rep.Devices {
+		if d.Utilization <= 0 || d.Utilization > 1 || d.Stages != 1 {
+			t.Errorf("device %+v", d)
+		}
+		if hostDevices() == "cpu:2x1" && (d.Threads != 1 || len(d.CPUs) != 1) {
+			t.Errorf("device %s: %d threads on CPUs %v, want one thread pinned to one CPU", d.Name, d.Threads, d.CPUs)
+		}
+		for _, x := range d.CPUs {
+			if seen[x] {
+				t.Errorf("CPU %d pinned twice", x)
+			}
+			seen[x] = true
+		}
+	}
+	doc, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.ValidateStrict("bench.v1", doc); err != nil {
+		t.Errorf("bench --json does not satisfy bench.v1: %v\n%s", err, doc)
+	}
+
+	// The report gains the measured section, and a second bench replaces it.
+	page := filepath.Join(dir, "report.html")
+	os.WriteFile(page, []byte("<html><body><h1>plan</h1></body></html>\n"), 0o644)
+	for range 2 {
+		if err := pipebench.UpdateReport(page, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(page)
+	if s := string(b); strings.Count(s, `<section id="bench"`) != 1 || !strings.Contains(s, "throughput (inferences/s)") || !strings.HasSuffix(s, "</body></html>\n") {
+		t.Errorf("report.html after two updates:\n%s", s)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// A stage that fails at run time stops the bench with an error naming it, without hanging.
+func TestBenchStageFails(t *testing.T) {
+	needORT(t)
+	dir, c := planDir(t, hostDevices())
+	if err := benchtest.FailingStage(dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		rep *pipebench.Report
+		err error
+	}
+	done := make(chan result, 1)
+	before := runtime.NumGoroutine()
+	go func() {
+		rep, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 50, Warmup: 2, InFlight: 4, Devices: pipebench.DevicesFrom(c)})
+		done <- result{rep, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the bench hangs on a failing stage")
+	}
+	var se *pipebench.StageError
+	if !errors.As(r.err, &se) || r.rep != nil {
+		t.Fatalf("Run: %v (%T), report %v; want a *StageError", r.err, r.err, r.rep)
+	}
+	man, _ := emit.ReadManifest(dir)
+	want := "stage 1 (stage1.onnx on " + man.Stages[1].Device + ") failed at run time on request 0: "
+	if se.Stage != 1 || se.Request != 0 || !strings.HasPrefix(se.Error(), want) || !strings.Contains(se.Error(), "Gather") {
+		t.Errorf("error %q, want it to start %q and give ONNX Runtime's message", se.Error(), want)
+	}
+	// Every worker has exited.
+	for i := 0; runtime.NumGoroutine() > before && i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines left behind", n-before)
+	}
+}
+
+// Cancelling the context (Ctrl-C) returns what was measured so far.
+func TestBenchInterrupted(t *testing.T) {
+	needORT(t)
+	dir, c := planDir(t, hostDevices())
+	ctx, cancel := context.WithCancel(context.Background())
+	var once bool
+	opt := pipebench.Options{Duration: time.Hour, Warmup: 2, Devices: pipebench.DevicesFrom(c), Phase: func(s string) {
+		if s == "measuring" && !once {
+			once = true
+			time.AfterFunc(1500*time.Millisecond, cancel)
+		}
+	}}
+	start := time.Now()
+	rep, err := pipebench.Run(ctx, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > time.Minute {
+		t.Errorf("took %v to stop", el)
+	}
+	if !rep.Interrupted || rep.Requests == 0 || rep.Throughput.Measured <= 0 || len(rep.StageTimes) != 2 || rep.StageTimes[0].Runs < rep.Requests {
+		t.Errorf("interrupted report: requests %d, throughput %+v, stages %+v", rep.Requests, rep.Throughput, rep.StageTimes)
+	}
+	doc, _ := json.Marshal(rep)
+	if err := schema.ValidateStrict("bench.v1", doc); err != nil {
+		t.Error(err)
+	}
+}
+
+// Without --devices, one device gets every CPU and several share them, each pinned apart.
+func TestDefaultDevices(t *testing.T) {
+	cpus := profile.AllowedCPUs()
+	one := pipebench.DefaultDevices([]string{"cpu"})
+	if d := one["cpu"]; d.Threads != len(cpus) || d.CPUs != nil {
+		t.Errorf("one device: %+v", d)
+	}
+	two := pipebench.DefaultDevices([]string{"cpu0", "cpu1"})
+	if len(cpus) >= 2 {
+		a, b := two["cpu0"], two["cpu1"]
+		if a.Threads != len(cpus)/2 || len(a.CPUs) != a.Threads || b.CPUs[0] != cpus[len(cpus)/2] || a.CPUs[0] != cpus[0] {
+			t.Errorf("two devices: %+v %+v", a, b)
+		}
+	}
+	many := make([]string, len(cpus)+1)
+	for i := range many {
+		many[i] = "d" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	for _, d := range pipebench.DefaultDevices(many) {
+		if d.Threads != 1 || d.CPUs != nil {
+			t.Errorf("more devices than CPUs: %+v", d)
+		}
+	}
+}
