@@ -140,6 +140,7 @@ type StageSummary struct {
 	ParamBytes int64
 	ComputeS   float64
 	CommS      float64
+	CallS      float64 // the fixed cost of the stage's runtime call (the device's run overhead)
 	TotalS     float64
 	Bottleneck bool
 }
@@ -413,7 +414,7 @@ func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSu
 	for i := range man.Stages {
 		st := &man.Stages[i]
 		if s := byLabel[st.Label]; s != nil {
-			st.Predicted = &emit.StagePrediction{ComputeS: s.ComputeS, CommS: s.CommS, TotalS: s.TotalS}
+			st.Predicted = &emit.StagePrediction{ComputeS: s.ComputeS, CommS: s.CommS, CallS: s.CallS, TotalS: s.TotalS}
 		}
 	}
 	man.Timeline = r.Timeline
@@ -647,9 +648,26 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	default:
 		return nil, nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a throughput solver (auto, brkga, random, mla)", opt.Solver)}
 	}
+	// Every stage is one runtime call per inference (session run, synchronisation, the
+	// hand-off through the host): a non-empty stage on device d also costs the device's run
+	// overhead c_d. The partition is solved without it, then priced: each stage's total and
+	// the objective include c_d, and every bound rises by c_min = min_d c_d over the devices
+	// the pipeline may use, which stays a lower bound: for any plan, max over non-empty stages
+	// of (f_s + c_s) ≥ max_s f_s + c_min ≥ OPT_unpriced + c_min. With identical devices the
+	// shift is exact, so a proved optimum stays proved for the priced objective.
+	callOf := make([]float64, len(groups))
+	callMin := math.Inf(1)
+	for gi, grp := range groups {
+		callOf[gi] = table.RunOverhead[grp[0]]
+		callMin = math.Min(callMin, callOf[gi])
+	}
+	if math.IsInf(callMin, 1) {
+		callMin = 0
+	}
 	if opt.Progress != nil {
 		po.Progress = func(pr partition.Progress) {
-			opt.Progress(Progress{Phase: pr.Phase, Objective: pr.Objective, LowerBound: pr.LowerBound, Gap: pr.Gap, Elapsed: pr.Elapsed})
+			obj, lb := pr.Objective+callMin, pr.LowerBound+callMin
+			opt.Progress(Progress{Phase: pr.Phase, Objective: obj, LowerBound: lb, Gap: gapOf(lb, obj), Elapsed: pr.Elapsed})
 		}
 	}
 	plan, err := partition.Solve(ctx, p, po)
@@ -672,17 +690,10 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	}
 	r.Partition = plan
 	r.Algorithm = "mtpp-" + po.Search
-	r.Upper, r.Lower, r.BoundMethod = plan.Objective, plan.LowerBound, plan.BoundMethod
-	for _, b := range plan.Bounds {
-		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value, Seconds: round6(b.Seconds)})
-	}
-	r.Notes = append(r.Notes, plan.Notes...)
-	if plan.Objective > 0 {
-		r.ThroughputPerS = 1 / plan.Objective
-	}
 	// Stage labels are pipeline positions; each gets a cluster device.
 	used := make([]int, len(groups))
 	labelDevice := make([]int, len(plan.Stages))
+	upper := 0.0
 	for s := range plan.Stages {
 		gi := 0
 		if s < len(plan.StageDevice) {
@@ -693,9 +704,26 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		used[gi]++
 		sc := plan.StageCosts[s]
 		ops := len(plan.Stages[s])
+		call := 0.0
+		if ops > 0 {
+			call = callOf[gi]
+		}
 		r.Stages = append(r.Stages, StageSummary{Stage: s, Device: r.Cluster.Devices[labelDevice[s]].Name, Ops: ops,
-			ParamBytes: int64(sc.Params), ComputeS: sc.Work, CommS: sc.Comm + sc.Overflow, TotalS: sc.Total})
-		r.LatencyS += sc.Total
+			ParamBytes: int64(sc.Params), ComputeS: sc.Work, CommS: sc.Comm + sc.Overflow, CallS: call, TotalS: sc.Total + call})
+		r.LatencyS += sc.Total + call
+		upper = math.Max(upper, sc.Total+call)
+	}
+	r.Upper, r.Lower, r.BoundMethod = upper, math.Min(plan.LowerBound+callMin, upper), plan.BoundMethod
+	for _, b := range plan.Bounds {
+		v := b.Value
+		if v > 0 {
+			v += callMin
+		}
+		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: v, Seconds: round6(b.Seconds)})
+	}
+	r.Notes = append(r.Notes, plan.Notes...)
+	if upper > 0 {
+		r.ThroughputPerS = 1 / upper
 	}
 	markBottleneck(r.Stages)
 	return plan.Assignment, labelDevice, nil

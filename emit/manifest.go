@@ -258,7 +258,10 @@ type StagePrediction struct {
 	ComputeS  float64 `json:"compute_s"`
 	CommS     float64 `json:"comm_s"`
 	OverflowS float64 `json:"overflow_s"`
-	TotalS    float64 `json:"total_s"`
+	// CallS is the fixed cost of the stage's runtime call (session run, synchronisation, host
+	// hand-off): the device's run overhead, paid once per input.
+	CallS  float64 `json:"call_s,omitempty"`
+	TotalS float64 `json:"total_s"`
 }
 
 // Predicted is a planner's prediction for the whole pipeline.

@@ -344,15 +344,15 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		byLabel[s.Stage] = s
 	}
 	tw := newTable(w, tabwriter.AlignRight)
-	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\ttotal\t\t")
+	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\tcall\ttotal\t\t")
 	for _, st := range man.Stages {
 		s := byLabel[st.Label]
 		mark := ""
 		if s.Bottleneck {
 			mark = "◀ bottleneck"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, st.Device, len(st.Nodes), bytesStr(st.ParamsBytes),
-			dur(s.ComputeS), dur(s.CommS), dur(s.TotalS), mark)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, st.Device, len(st.Nodes), bytesStr(st.ParamsBytes),
+			dur(s.ComputeS), dur(s.CommS), dur(s.CallS), dur(s.TotalS), mark)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
