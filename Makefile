@@ -134,6 +134,16 @@ MODELS ?= ../shared/models
 fidelity: deps
 	$(CGO_ENV) $(GO) run ./profile/internal/fidelity -models $(MODELS)
 
+# Pipeline fidelity: every corpus model (testdata/models and MODELS) planned on the host CPU
+# split into two one-thread devices (--devices cpu:2x1 --costs measured), its stages run as a
+# pipeline in ONNX Runtime (onnxpart bench), against the plan and against one one-thread
+# session of the whole model. Prints a Markdown table (docs/benchmarks-pipeline.md); a few
+# minutes on 2 cores. Run it on an otherwise idle machine.
+.PHONY: fidelity-pipeline
+fidelity-pipeline: deps
+	@mkdir -p out
+	set -o pipefail; $(CGO_ENV) $(GO) run ./pipebench/internal/fidelity -models "testdata/models $(MODELS)" | tee out/fidelity-pipeline.md
+
 # Benchmarks of package schedule (Moirai, RandWire latency/throughput, MILP vs SPLIT timing,
 # corpus): about 50 minutes on 2 cores. Subsets: BENCH_SCHEDULE_FLAGS="-tables moirai -budget 10s".
 bench-schedule: deps

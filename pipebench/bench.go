@@ -213,6 +213,13 @@ func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	rep.Notes = append(rep.Notes, providerNote(b.workers))
 
 	// The workers: one per device, on its own pinned OS thread, with its stages' sessions.
+	// Each holds a P of the Go scheduler while it runs a stage (a cgo call gives its P up
+	// only when the runtime's monitor takes it, up to milliseconds later), so the goroutine
+	// that admits requests and collects completions gets Ps of its own: otherwise it waits
+	// behind the workers on every hand-off.
+	if want := len(b.workers) + 2; runtime.GOMAXPROCS(0) < want {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(want))
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.ctx = wctx

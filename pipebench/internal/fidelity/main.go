@@ -1,0 +1,257 @@
+// Command fidelity is the pipeline fidelity benchmark (make fidelity-pipeline): every corpus
+// model is planned on the host CPU split into two one-thread devices (--devices cpu:2x1
+// --costs measured), its stages are benched as a pipeline in ONNX Runtime (pipebench), and
+// the measured throughput and latency are set against the plan's, and against one one-thread
+// session of the whole model. It prints a Markdown table per run and a summary.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"onnxpart"
+	"onnxpart/emit"
+	"onnxpart/ingest"
+	"onnxpart/pipebench"
+	"onnxpart/profile"
+)
+
+type row struct {
+	model                       string
+	nodes, groups               int
+	predTP, measTP              float64
+	predLat, measLat, loadedLat float64
+	wholeTP                     float64
+	stages                      []pipebench.StageReport
+	steal                       float64   // wall / CPU time of the stage calls
+	stageTime                   []float64 // profile.CostModel.StageTime of each stage, calibrated
+	cpuTP                       float64   // 1 / the slowest stage's CPU time
+	err                         string
+}
+
+func main() {
+	models := flag.String("models", "testdata/models ../shared/models", "directories of .onnx models (space separated)")
+	devices := flag.String("devices", "cpu:2x1", "the devices to plan for and run on")
+	requests := flag.Int("requests", 200, "measured requests per bench")
+	only := flag.String("only", "", "comma list of model base names to run (default: all)")
+	flag.Parse()
+	ctx := context.Background()
+	paths := corpus(strings.Fields(*models), *only)
+	if len(paths) == 0 {
+		fmt.Fprintln(os.Stderr, "fidelity: no models found")
+		os.Exit(1)
+	}
+	c, err := profile.Resolve(ctx, *devices, profile.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		os.Exit(1)
+	}
+	load1, _ := os.ReadFile("/proc/loadavg")
+	start := time.Now()
+	var rows []row
+	for _, p := range paths {
+		fmt.Fprintf(os.Stderr, "fidelity: %s\n", p)
+		r := one(ctx, p, c, *requests)
+		if r.err != "" {
+			fmt.Fprintf(os.Stderr, "fidelity: %s: %s\n", p, r.err)
+		}
+		rows = append(rows, r)
+	}
+	load2, _ := os.ReadFile("/proc/loadavg")
+	host := c.Host
+	fmt.Printf("Host: %s, %d logical CPUs; devices %s (", host.Model, host.Cores, *devices)
+	for i, d := range c.Devices {
+		if i > 0 {
+			fmt.Print(", ")
+		}
+		fmt.Printf("%s: %d thread on CPU %s", d.Name, d.Threads, profile.FormatCPUs(d.CPUs))
+	}
+	fmt.Printf("); ONNX Runtime optimizations on; %d requests per bench, 2 in flight.\n", *requests)
+	fmt.Printf("Load average before %s, after %s; %s in all.\n\n", strings.Fields(string(load1))[0], strings.Fields(string(load2))[0], time.Since(start).Round(time.Second))
+	fmt.Println("| model | nodes → groups | predicted inf/s | measured inf/s | ratio | predicted latency | measured alone (p50) | ratio | p50 with 2 in flight | whole model, 1 thread, inf/s | pipeline speed-up | stage busy / plan | stage CPU / StageTime | 1 / slowest stage CPU, inf/s | wall/CPU |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
+	var tpErr, latErr []float64
+	for _, r := range rows {
+		if r.err != "" {
+			fmt.Printf("| %s | – | – | – | – | – | – | – | – | – | – | %s | – | – | – |\n", r.model, r.err)
+			continue
+		}
+		var ratios, st []string
+		for i, s := range r.stages {
+			if s.Busy.Ratio != nil {
+				ratios = append(ratios, fmt.Sprintf("%.2f", *s.Busy.Ratio))
+			}
+			if i < len(r.stageTime) && r.stageTime[i] > 0 {
+				st = append(st, fmt.Sprintf("%.2f", s.CPU/r.stageTime[i]))
+			}
+		}
+		tpR, latR := r.measTP/r.predTP, r.measLat/r.predLat
+		tpErr = append(tpErr, math.Abs(tpR-1))
+		latErr = append(latErr, math.Abs(latR-1))
+		fmt.Printf("| %s | %d → %d | %.0f | %.0f | %.2f | %s | %s | %.2f | %s | %.0f | %.2f× | %s | %s | %.0f | %.2f |\n", r.model, r.nodes, r.groups,
+			r.predTP, r.measTP, tpR, ms(r.predLat), ms(r.measLat), latR, ms(r.loadedLat), r.wholeTP, r.measTP/r.wholeTP,
+			strings.Join(ratios, " / "), strings.Join(st, " / "), r.cpuTP, r.steal)
+	}
+	fmt.Printf("\nMedian |error|: throughput %.1f%%, latency %.1f%% (%d models).\n", 100*median(tpErr), 100*median(latErr), len(tpErr))
+}
+
+func ms(s float64) string { return fmt.Sprintf("%.2f ms", 1e3*s) }
+
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// corpus lists the models of dirs, one per content (the shared corpus repeats the bundled
+// ResNet-50), leaving out models with symbolic dimensions.
+func corpus(dirs []string, only string) []string {
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n != "" {
+			want[strings.TrimSuffix(n, ".onnx")] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range dirs {
+		ps, _ := filepath.Glob(filepath.Join(d, "*.onnx"))
+		sort.Strings(ps)
+		for _, p := range ps {
+			base := strings.TrimSuffix(filepath.Base(p), ".onnx")
+			if len(want) > 0 && !want[base] {
+				continue
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			h := sha256.Sum256(b)
+			k := hex.EncodeToString(h[:])
+			if seen[k] || strings.Contains(base, "dynbatch") {
+				continue
+			}
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// one plans, writes and benches one model, and benches the whole model on one thread.
+func one(ctx context.Context, path string, c *profile.Cluster, requests int) row {
+	r := row{model: strings.TrimSuffix(filepath.Base(path), ".onnx")}
+	fail := func(err error) row { r.err = err.Error(); return r }
+	m, err := ingest.Load(path, ingest.Options{})
+	if err != nil {
+		return fail(err)
+	}
+	r.nodes = len(m.Graph.Nodes)
+	// As `onnxpart MODEL --devices cpu:2x1 --costs measured` does.
+	meas, err := profile.MeasureORT(ctx, path, m.Graph, profile.MeasureOptions{Threads: c.Devices[0].Threads})
+	if err != nil {
+		return fail(err)
+	}
+	measured := make([][]float64, len(c.Devices))
+	for i := range c.Devices {
+		if c.Devices[i].Host {
+			measured[i] = meas.NodeTimes()
+		}
+	}
+	res, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{Measured: measured, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
+	if err != nil {
+		return fail(err)
+	}
+	r.groups = res.CoarseNodes
+	lay, err := onnxpart.Prepare(m, res, emit.Options{}, 1)
+	if err != nil {
+		return fail(err)
+	}
+	tmp, err := os.MkdirTemp("", "fidelity-pipeline-*")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "plan")
+	if err := lay.WriteDir(dir); err != nil {
+		return fail(err)
+	}
+	rep, err := pipebench.Run(ctx, dir, pipebench.Options{Requests: requests, Warmup: 12, ModelPath: path, Devices: pipebench.DevicesFrom(c)})
+	if err != nil {
+		return fail(err)
+	}
+	if rep.Throughput.Planned == nil || rep.LatencyVsPlan.Planned == nil {
+		return fail(fmt.Errorf("the manifest has no prediction"))
+	}
+	r.predTP, r.measTP = *rep.Throughput.Planned, rep.Throughput.Measured
+	r.predLat, r.measLat, r.loadedLat = *rep.LatencyVsPlan.Planned, rep.LatencyVsPlan.Measured, rep.Latency.P50
+	r.stages = rep.StageTimes
+	var wall, cpu, slowest float64
+	for _, s := range rep.StageTimes {
+		wall += s.Busy.Measured
+		cpu += s.CPU
+		slowest = math.Max(slowest, s.CPU)
+	}
+	if cpu > 0 {
+		r.steal = wall / cpu
+	}
+	if slowest > 0 {
+		r.cpuTP = 1 / slowest
+	}
+	// What the cost model's StageTime (the stage's nodes, its call's fixed cost, its boundary
+	// bytes through the runtime's binding and layout conversions), calibrated on this model's
+	// profile as `onnxpart profile --costs measured` does, predicts for each stage.
+	cc := *c
+	cc.Devices = append([]profile.Device(nil), c.Devices...)
+	cal := profile.Calibrate(&cc.Devices[0], []profile.Sample{{Graph: m.Graph, Measured: meas}})
+	for i := range cc.Devices {
+		if cc.Devices[i].Host {
+			cal.Apply(&cc.Devices[i])
+		}
+	}
+	cm := profile.NewCostModel(&cc, profile.CostOptions{Measured: measured})
+	man := lay.Manifest
+	for _, st := range man.Stages {
+		var nodes []int
+		for v, l := range res.Assignment.Stage {
+			if l == st.Label {
+				nodes = append(nodes, v)
+			}
+		}
+		d := cc.Index(st.Device)
+		if d < 0 {
+			r.stageTime = append(r.stageTime, 0)
+			continue
+		}
+		r.stageTime = append(r.stageTime, cm.StageTime(m.Graph, nodes, d))
+	}
+	// The whole model as one stage, one thread, on the first device's CPU.
+	whole := make([]int, len(m.Graph.Nodes))
+	wdir := filepath.Join(tmp, "whole")
+	if _, err := emit.Write(m, &emit.Assignment{Stage: whole, Split: emit.SplitInfo{Method: "stages", RequestedStages: 1}}, wdir, emit.Options{}); err != nil {
+		return fail(err)
+	}
+	d0 := c.Devices[0]
+	wrep, err := pipebench.Run(ctx, wdir, pipebench.Options{Requests: requests, Warmup: 12, InFlight: 1, ModelPath: path,
+		Devices: []pipebench.Device{{Name: "cpu", Threads: max(d0.Threads, 1), CPUs: d0.CPUs}}})
+	if err != nil {
+		return fail(fmt.Errorf("whole model: %w", err))
+	}
+	r.wholeTP = wrep.Throughput.Measured
+	return r
+}
