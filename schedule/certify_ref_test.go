@@ -380,6 +380,7 @@ type refResult struct {
 	feasible bool    // some assignment fits memory (and has routes)
 	opt      float64 // the optimal makespan
 	assigns  int     // assignments examined
+	best     [][]int // an optimal assignment: the granule map of every node (latency: one granule)
 }
 
 // latencyOpt enumerates every device assignment of the nodes.
@@ -399,7 +400,13 @@ func (r *refInst) latencyOpt() refResult {
 			if g.quickBound() >= res.opt {
 				return
 			}
-			res.opt = g.optimum(res.opt)
+			if v := g.optimum(res.opt); v < res.opt {
+				res.opt = v
+				res.best = nil
+				for _, u := range dev {
+					res.best = append(res.best, []int{u})
+				}
+			}
 			return
 		}
 		nd := r.p.Nodes[i]
@@ -530,7 +537,13 @@ func (r *refInst) batchedOpt() refResult {
 			if g.quickBound() >= res.opt {
 				return
 			}
-			res.opt = g.optimum(res.opt)
+			if v := g.optimum(res.opt); v < res.opt {
+				res.opt = v
+				res.best = nil
+				for _, m := range gm {
+					res.best = append(res.best, append([]int(nil), m...))
+				}
+			}
 			return
 		}
 		nd := r.p.Nodes[i]

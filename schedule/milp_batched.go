@@ -209,25 +209,33 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 				bm.pairs = append(bm.pairs, batchPair{a, bb, u, d})
 				ya, yav := dur(a, u, 0)
 				yb, ybv := dur(bb, u, 0)
-				// y terms: −H·y_a − H·y_b (y = Σ_c b); D terms from dur with the same columns.
+				// y terms: −H·y_a − H·y_b, y = Σ_c b over the sizes c of positive duration: a
+				// batch that takes no time occupies no device (the simulator's semantics), so
+				// it may fall inside another batch. D terms from dur with the same columns.
+				occ := func(d float64) float64 {
+					if d > 0 {
+						return H
+					}
+					return 0
+				}
 				// δ = 1: b after a.  s_b ≥ s_a + D_a − H(1−δ) − H(2 − y_a − y_b)
 				cols := []int{bm.s[bb][u], bm.s[a][u], d}
 				vals := []float64{1, -1, -H}
 				for x, c := range ya {
-					cols, vals = append(cols, c), append(vals, -yav[x]-H)
+					cols, vals = append(cols, c), append(vals, -yav[x]-occ(yav[x]))
 				}
-				for _, c := range yb {
-					cols, vals = append(cols, c), append(vals, -H)
+				for x, c := range yb {
+					cols, vals = append(cols, c), append(vals, -occ(ybv[x]))
 				}
 				m.AddRow(-3*H, milp.Inf, cols, vals)
 				// δ = 0: a after b.  s_a ≥ s_b + D_b − Hδ − H(2 − y_a − y_b)
 				cols = []int{bm.s[a][u], bm.s[bb][u], d}
 				vals = []float64{1, -1, H}
 				for x, c := range yb {
-					cols, vals = append(cols, c), append(vals, -ybv[x]-H)
+					cols, vals = append(cols, c), append(vals, -ybv[x]-occ(ybv[x]))
 				}
-				for _, c := range ya {
-					cols, vals = append(cols, c), append(vals, -H)
+				for x, c := range ya {
+					cols, vals = append(cols, c), append(vals, -occ(yav[x]))
 				}
 				m.AddRow(-2*H, milp.Inf, cols, vals)
 			}
