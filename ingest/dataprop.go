@@ -166,8 +166,7 @@ func concatValues(t *tinfo, xs []*tinfo, axis int, out graph.Shape) bool {
 }
 
 // reduceValues folds ReduceSum, ReduceProd, ReduceMin and ReduceMax over the selected axes
-// of a small integer value. A sum whose other terms are 0 (a product whose other factors are
-// 1) keeps its one symbolic term.
+// of a small integer value, symbolic elements included (see symexpr.go).
 func reduceValues(op string, x *tinfo, sel map[int]bool) []graph.Dim {
 	dims, ok := valueDims(x)
 	if !ok || x.ival == nil {
@@ -232,28 +231,14 @@ func reduceTerms(op string, ts []graph.Dim) (graph.Dim, bool) {
 	default:
 		return graph.Dim{}, false
 	}
-	acc := neutral
-	var sym *graph.Dim
-	for i := range ts {
-		e := ts[i]
-		switch {
-		case !vKnown(e) && sym == nil:
-			sym = &ts[i]
-		case !vKnown(e):
-			return vUnknown(""), true
-		case op == "ReduceSum":
-			acc += e.Value
-		default:
-			acc *= e.Value
-		}
+	// Symbolic terms fold as expressions (the product of a shape's B and S is B*S).
+	f := intArith["Add"]
+	if op == "ReduceProd" {
+		f = intArith["Mul"]
 	}
-	switch {
-	case sym == nil:
-		return vInt(acc), true
-	case acc == neutral:
-		return *sym, true
-	case op == "ReduceProd" && acc == 0:
-		return vInt(0), true
+	acc := vInt(neutral)
+	for _, e := range ts {
+		acc = f(acc, e)
 	}
-	return vUnknown(""), true
+	return acc, true
 }

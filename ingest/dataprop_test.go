@@ -94,7 +94,7 @@ func dataPropCases() []ocCase {
 			m.op("ConstantOfShape", ins(m.op("Reshape", ins(cols, m.ints(-1)))))
 			m.op("ConstantOfShape", ins(m.op("Reshape", ins(m.op("Gather", ins(v, m.ints(1, 0)), aI("axis", 1)), m.ints(-1)))))
 			m.op("Expand", ins(m.weight(f32, 1), m.op("Slice", ins(m.op("Reshape", ins(v, m.ints(-1))), m.ints(-3), m.ints(math.MinInt64), m.ints(0), m.ints(-2)))))
-			m.loose(m.op("ConstantOfShape", ins(m.op("ReduceProd", ins(v), aIs("axes", 1), aI("keepdims", 0))))) // [B·S, 4]
+			m.op("ConstantOfShape", ins(m.op("ReduceProd", ins(v), aIs("axes", 1), aI("keepdims", 0)))) // [B*S, 4]
 			m.op("ConstantOfShape", ins(m.op("ReduceSum", ins(m.op("Mul", ins(v, m.init(i64, []int64{2, 2}, []float64{1, 0, 0, 0}))), m.ints(0)), aI("keepdims", 0))))
 			row := m.op("Slice", ins(v, m.ints(0), m.ints(1)))
 			bs := m.op("Reshape", ins(m.op("Max", ins(row, row, m.op("Min", ins(row, row, row)))), m.ints(-1)))
@@ -104,5 +104,43 @@ func dataPropCases() []ocCase {
 			m.op("Expand", ins(m.weight(f32, 1), outs[0]))
 			m.op("ConstantOfShape", ins(m.op("Where", ins(m.op("Equal", ins(outs[0], outs[0])), outs[0], m.ints(3)))))
 		}},
+		// Symbolic dims through arithmetic: a KV cache (past + seq), merged axes (B*S), a
+		// doubled batch; the harness evaluates every expression at the run sizes.
+		{name: "SymbolicExpressions", opset: 13, run: map[string]int64{"B": 2, "past": 3, "seq": 4}, build: symbolicExpressions,
+			check: func(t ocT, m *Model) {
+				for prefix, want := range map[string]string{"concat_": "[B,2,past + seq,8]", "matmul_": "[B,2,seq,past + seq]",
+					"add_": "[B,2,seq,past + seq]", "reshape_": "[B*seq,2,8]", "tile_": "[2*B,2,seq,8]", "range_": "[past + seq - 1]"} {
+					if s := ocTensorNamed(t, m, prefix).Shape.String(); s != want {
+						t.Errorf("%s*: shape %s, want %s", prefix, s, want)
+					}
+				}
+			}},
+		{name: "SymbolicExpressionsBound", opset: 13, bind: map[string]int64{"B": 2, "past": 3, "seq": 4}, build: symbolicExpressions,
+			check: func(t ocT, m *Model) {
+				if s := ocTensorNamed(t, m, "add_").Shape.String(); s != "[2,2,4,7]" {
+					t.Errorf("bound: attention scores %s, want [2,2,4,7]", s)
+				}
+			}},
 	}
+}
+
+func symbolicExpressions(m *ocModel) {
+	past, q := m.in(f32, "B", 2, "past", 8), m.in(f32, "B", 2, "seq", 8)
+	k := m.op("Concat", ins(past, q), aI("axis", 2))
+	scores := m.op("MatMul", ins(q, m.op("Transpose", ins(k), aIs("perm", 0, 1, 3, 2))))
+	s := m.op("Shape", ins(k))
+	total := m.op("Gather", ins(s, m.scalarI(2))) // past + seq
+	b := m.op("Gather", ins(s, m.scalarI(0)))
+	mask := m.op("ConstantOfShape", ins(m.op("Concat", ins(m.op("Unsqueeze", ins(b, m.ints(0))), m.ints(1, 1), m.op("Unsqueeze", ins(total, m.ints(0)))), aI("axis", 0))))
+	m.op("Add", ins(scores, mask))
+	// [B, 2, seq, 8] → [B*seq, 2, 8] through arithmetic on the shape's values.
+	qs := m.op("Shape", ins(q))
+	bs := m.op("Mul", ins(m.op("Gather", ins(qs, m.ints(0))), m.op("Gather", ins(qs, m.ints(2)))))
+	m.op("Reshape", ins(m.op("Transpose", ins(q), aIs("perm", 0, 2, 1, 3)), m.op("Concat", ins(bs, m.ints(2, 8)), aI("axis", 0))))
+	m.op("Tile", ins(q, m.ints(2, 1, 1, 1)))
+	m.op("Range", ins(m.scalarI(1), total, m.scalarI(1)))
+	// 2*B / 2 is B again; seq − seq is 0.
+	twoB := m.op("Mul", ins(b, m.scalarI(2)))
+	m.op("Expand", ins(m.weight(f32, 1), m.op("Unsqueeze", ins(m.op("Div", ins(twoB, m.scalarI(2))), m.ints(0)))))
+	m.op("ConstantOfShape", ins(m.op("Concat", ins(m.op("Sub", ins(m.op("Gather", ins(qs, m.ints(2))), m.op("Gather", ins(qs, m.ints(2))))), m.ints(3)), aI("axis", 0))))
 }

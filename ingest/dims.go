@@ -44,6 +44,14 @@ func dimMul(a, b graph.Dim) graph.Dim {
 	case (a.Known() && a.Value == 0) || (b.Known() && b.Value == 0):
 		return graph.Static(0)
 	}
+	return symDim('*', a, b)
+}
+
+// symDim computes a dim symbolically (see symexpr.go), or unknown.
+func symDim(op byte, a, b graph.Dim) graph.Dim {
+	if r, ok := symArith(op, a, b, false); ok {
+		return r
+	}
 	return unknownDim
 }
 
@@ -56,7 +64,7 @@ func dimAdd(a, b graph.Dim) graph.Dim {
 	case b.Known() && b.Value == 0:
 		return a
 	}
-	return unknownDim
+	return symDim('+', a, b)
 }
 
 func dimSub(a, b graph.Dim) graph.Dim {
@@ -66,7 +74,7 @@ func dimSub(a, b graph.Dim) graph.Dim {
 	case b.Known() && b.Value == 0:
 		return a
 	}
-	return unknownDim
+	return symDim('-', a, b)
 }
 
 // dimDiv is integer division (floor for non-negative operands).
@@ -79,7 +87,7 @@ func dimDiv(a, b graph.Dim) graph.Dim {
 	case a == b && a.Param != "":
 		return graph.Static(1)
 	}
-	return unknownDim
+	return symDim('/', a, b)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -204,40 +212,46 @@ func reshapeTarget(in graph.Shape, target []graph.Dim, allowZero bool) graph.Sha
 	if in == nil {
 		return out
 	}
-	// Cancel known and symbolic factors between input and the rest of the target.
+	// Cancel known and symbolic factors between input and the rest of the target; a dim
+	// named by a one-term expression (2*batch*seq) contributes its coefficient and names.
 	var knownIn, knownOut int64 = 1, 1
 	var symIn, symOut []string
-	for _, d := range in {
+	factor := func(d graph.Dim, known *int64, sym *[]string) bool {
 		if d.Known() {
-			knownIn *= d.Value
-		} else if d.Param != "" {
-			symIn = append(symIn, d.Param)
-		} else {
+			*known *= d.Value
+			return true
+		}
+		if d.Param == "" {
+			return false
+		}
+		if p, ok := parsePoly(d.Param); ok && len(p) == 1 {
+			for mono, c := range p {
+				if mono == "" || c <= 0 {
+					break
+				}
+				*known *= c
+				*sym = append(*sym, strings.Split(mono, "*")...)
+				return true
+			}
+		}
+		*sym = append(*sym, d.Param)
+		return true
+	}
+	for _, d := range in {
+		if !factor(d, &knownIn, &symIn) {
 			return out
 		}
 	}
 	for i, d := range out {
-		if i == infer {
-			continue
-		}
-		if d.Known() {
-			knownOut *= d.Value
-		} else if d.Param != "" {
-			symOut = append(symOut, d.Param)
-		} else {
+		if i != infer && !factor(d, &knownOut, &symOut) {
 			return out
 		}
 	}
 	rest, ok := subtractMultiset(symIn, symOut)
-	if !ok || knownOut == 0 {
+	if !ok || knownOut == 0 || knownIn%knownOut != 0 {
 		return out
 	}
-	switch {
-	case len(rest) == 0 && knownIn%knownOut == 0:
-		out[infer] = graph.Static(knownIn / knownOut)
-	case len(rest) == 1 && knownIn == knownOut:
-		out[infer] = graph.Symbolic(rest[0])
-	}
+	out[infer] = polyDim(symPoly{strings.Join(rest, "*"): knownIn / knownOut})
 	return out
 }
 

@@ -608,10 +608,24 @@ func ocCompare(t ocT, c ocCase, im *Model, tensors []int, got map[string]*ocORTR
 			case d.Known() && d.Value != r.shape[i]:
 				t.Errorf("%s: ORT shape %v, ingest %v", what, r.shape, tn.Shape)
 			case !d.Known() && d.Param != "":
-				if _, bound := c.bind[d.Param]; bound || !symbols[d.Param] {
-					t.Errorf("%s: dim %d is symbol %q, which is no unbound input dim", what, i, d.Param)
-				} else if sizes[d.Param] != r.shape[i] {
-					t.Errorf("%s: ORT shape %v, ingest %v (%s=%d)", what, r.shape, tn.Shape, d.Param, sizes[d.Param])
+				// A symbol of an unbound input dim, or an expression in such symbols.
+				p, _ := polyOf(d, false)
+				var v int64
+				for mono, coef := range p {
+					term := coef
+					for _, a := range strings.Split(mono, "*") {
+						if a == "" {
+							continue
+						}
+						if _, bound := c.bind[a]; bound || !symbols[a] {
+							t.Errorf("%s: dim %d is %q, and %q is no unbound input dim", what, i, d.Param, a)
+						}
+						term *= sizes[a]
+					}
+					v += term
+				}
+				if v != r.shape[i] {
+					t.Errorf("%s: ORT shape %v, ingest %v (%s=%d)", what, r.shape, tn.Shape, d.Param, v)
 				}
 			case !d.Known() && !anonOK:
 				t.Errorf("%s: ORT shape %v, ingest %v (dim %d unknown)", what, r.shape, tn.Shape, i)

@@ -405,7 +405,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		case vKnown(b) && b.Value == 0:
 			return a
 		}
-		return vUnknown("")
+		return symValue('+', a, b)
 	},
 	"Sub": func(a, b graph.Dim) graph.Dim {
 		switch {
@@ -416,7 +416,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		case !vKnown(a) && a == b && a.Param != "":
 			return graph.Static(0)
 		}
-		return vUnknown("")
+		return symValue('-', a, b)
 	},
 	"Mul": func(a, b graph.Dim) graph.Dim {
 		switch {
@@ -429,7 +429,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		case (vKnown(a) && a.Value == 0) || (vKnown(b) && b.Value == 0):
 			return graph.Static(0)
 		}
-		return vUnknown("")
+		return symValue('*', a, b)
 	},
 	"Div": func(a, b graph.Dim) graph.Dim { // ONNX integer Div truncates toward zero
 		switch {
@@ -440,7 +440,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		case !vKnown(a) && a == b && a.Param != "":
 			return graph.Static(1)
 		}
-		return vUnknown("")
+		return symValue('/', a, b) // exact quotients only (2*batch / 2)
 	},
 	"Mod": func(a, b graph.Dim) graph.Dim {
 		if vKnown(a) && vKnown(b) && b.Value != 0 {
@@ -452,6 +452,14 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		}
 		return vUnknown("")
 	},
+}
+
+// symValue computes a value element symbolically (see symexpr.go), or unknown.
+func symValue(op byte, a, b graph.Dim) graph.Dim {
+	if r, ok := symArith(op, a, b, true); ok {
+		return r
+	}
+	return vUnknown("")
 }
 
 func fmodInt(a, b graph.Dim) graph.Dim {
