@@ -64,6 +64,12 @@ type Options struct {
 	Devices []Device
 	// NoOptimize runs the stages with ONNX Runtime's graph optimizations off.
 	NoOptimize bool
+	// Spin is how long an idle worker polls its queue before it sleeps (0: it sleeps at
+	// once). A sleeping worker is woken by the kernel when its next input arrives, which
+	// costs microseconds on an idle machine and up to a scheduler slice on a busy one, on
+	// every hand-off of the pipeline; spinning trades CPU time for that latency, as ONNX
+	// Runtime's own thread pools do.
+	Spin time.Duration
 	// Phase, when set, is told what the bench is doing ("loading", "warm-up", "measuring").
 	Phase func(string)
 }
@@ -209,7 +215,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if b.opt.InFlight == 0 {
 		b.opt.InFlight = nstages
 	}
-	rep.InFlight, rep.Warmup = b.opt.InFlight, b.opt.Warmup
+	rep.InFlight, rep.Warmup, rep.SpinS = b.opt.InFlight, b.opt.Warmup, b.opt.Spin.Seconds()
 	rep.Notes = append(rep.Notes, providerNote(b.workers))
 
 	// The workers: one per device, on its own pinned OS thread, with its stages' sessions.
@@ -457,17 +463,37 @@ func (b *bench) work(w *worker, ready chan<- error) {
 	}
 	ready <- nil
 	for {
-		select {
-		case <-b.ctx.Done():
+		t, ok := b.next(w)
+		if !ok {
 			return
-		case t := <-w.queue:
-			if err := b.runTask(t); err != nil {
-				b.fail(err)
-				// Wait for the end: the bench stops at the first failure.
-				<-b.ctx.Done()
-				return
+		}
+		if err := b.runTask(t); err != nil {
+			b.fail(err)
+			// Wait for the end: the bench stops at the first failure.
+			<-b.ctx.Done()
+			return
+		}
+	}
+}
+
+// next waits for the worker's next task; ok is false when the bench ends. With
+// Options.Spin it polls the queue that long before it sleeps.
+func (b *bench) next(w *worker) (task, bool) {
+	if b.opt.Spin > 0 {
+		until := time.Now().Add(b.opt.Spin)
+		for time.Now().Before(until) {
+			select {
+			case t := <-w.queue:
+				return t, true
+			default:
 			}
 		}
+	}
+	select {
+	case <-b.ctx.Done():
+		return task{}, false
+	case t := <-w.queue:
+		return t, true
 	}
 }
 

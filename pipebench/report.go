@@ -22,6 +22,8 @@ type Report struct {
 	// Warmup requests ran one at a time; InFlight capped the measured phase.
 	Warmup   int `json:"warmup"`
 	InFlight int `json:"in_flight"`
+	// SpinS is how long an idle worker polled its queue before sleeping (Options.Spin).
+	SpinS float64 `json:"spin_s"`
 	// Requests measured over Seconds (the window between the completion that filled the
 	// pipeline and the last measured one).
 	Requests    int     `json:"requests"`

@@ -22,7 +22,7 @@ func init() {
 		summary: "run the stage files as a pipeline in ONNX Runtime and measure it against the plan",
 		usage: `Usage: onnxpart bench DIR [--requests N | --duration D] [--warmup N] [--in-flight N]
                       [--devices SPEC] [--input NAME=FILE.npy]... [--dim NAME=SIZE]...
-                      [--opt all|disabled] [--json] [--update-report]
+                      [--opt all|disabled] [--spin D] [--json] [--update-report]
 
 Runs the stage files in DIR (written by the planner or 'onnxpart split') as the deployed
 pipeline: one ONNX Runtime session per stage with its device's execution provider, one
@@ -69,6 +69,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	dimFlags := fs.StringArray("dim", nil, "size of a symbolic dimension the stages kept, NAME=SIZE (repeatable)")
 	seed := fs.Int64("seed", 1, "seed of the random inputs")
 	optLevel := fs.String("opt", "all", "ONNX Runtime graph optimizations: all (as deployed) or disabled")
+	spin := fs.Duration("spin", 0, "how long an idle worker polls its queue before it sleeps (e.g. 200us; 0: sleep at once)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema bench.v1)")
 	update := fs.Bool("update-report", false, "add the measured-vs-predicted section to DIR/report.html")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
@@ -87,6 +88,9 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *inflight < 0 {
 		return usageErrorf("--in-flight %d: want at least 1", *inflight)
 	}
+	if *spin < 0 {
+		return usageErrorf("--spin must not be negative")
+	}
 	if *warmup < 0 {
 		return usageErrorf("--warmup %d: want 0 or more", *warmup)
 	}
@@ -98,7 +102,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	opt := pipebench.Options{Requests: *requests, Warmup: *warmup, InFlight: *inflight, Seed: *seed, Dims: dims,
-		ModelPath: *model, NoOptimize: *optLevel == "disabled"}
+		ModelPath: *model, NoOptimize: *optLevel == "disabled", Spin: *spin}
 	if fs.Changed("duration") {
 		opt.Duration = *duration
 		if !fs.Changed("requests") {

@@ -43,6 +43,7 @@ func main() {
 	devices := flag.String("devices", "cpu:2x1", "the devices to plan for and run on")
 	requests := flag.Int("requests", 200, "measured requests per bench")
 	only := flag.String("only", "", "comma list of model base names to run (default: all)")
+	spin := flag.Duration("spin", 0, "how long an idle worker polls its queue before it sleeps (pipebench.Options.Spin)")
 	flag.Parse()
 	ctx := context.Background()
 	paths := corpus(strings.Fields(*models), *only)
@@ -60,7 +61,7 @@ func main() {
 	var rows []row
 	for _, p := range paths {
 		fmt.Fprintf(os.Stderr, "fidelity: %s\n", p)
-		r := one(ctx, p, c, *requests)
+		r := one(ctx, p, c, *requests, *spin)
 		if r.err != "" {
 			fmt.Fprintf(os.Stderr, "fidelity: %s: %s\n", p, r.err)
 		}
@@ -75,7 +76,7 @@ func main() {
 		}
 		fmt.Printf("%s: %d thread on CPU %s", d.Name, d.Threads, profile.FormatCPUs(d.CPUs))
 	}
-	fmt.Printf("); ONNX Runtime optimizations on; %d requests per bench, 2 in flight.\n", *requests)
+	fmt.Printf("); ONNX Runtime optimizations on; %d requests per bench, 2 in flight, workers spin %v.\n", *requests, *spin)
 	fmt.Printf("Load average before %s, after %s; %s in all.\n\n", strings.Fields(string(load1))[0], strings.Fields(string(load2))[0], time.Since(start).Round(time.Second))
 	fmt.Println("| model | nodes → groups | predicted inf/s | measured inf/s | ratio | predicted latency | measured alone (p50) | ratio | p50 with 2 in flight | whole model, 1 thread, inf/s | pipeline speed-up | stage busy / plan | stage CPU / StageTime | 1 / slowest stage CPU, inf/s | wall/CPU |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
@@ -154,7 +155,7 @@ func corpus(dirs []string, only string) []string {
 }
 
 // one plans, writes and benches one model, and benches the whole model on one thread.
-func one(ctx context.Context, path string, c *profile.Cluster, requests int) row {
+func one(ctx context.Context, path string, c *profile.Cluster, requests int, spin time.Duration) row {
 	r := row{model: strings.TrimSuffix(filepath.Base(path), ".onnx")}
 	fail := func(err error) row { r.err = err.Error(); return r }
 	m, err := ingest.Load(path, ingest.Options{})
@@ -191,7 +192,7 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int) row
 	if err := lay.WriteDir(dir); err != nil {
 		return fail(err)
 	}
-	rep, err := pipebench.Run(ctx, dir, pipebench.Options{Requests: requests, Warmup: 12, ModelPath: path, Devices: pipebench.DevicesFrom(c)})
+	rep, err := pipebench.Run(ctx, dir, pipebench.Options{Requests: requests, Warmup: 12, ModelPath: path, Devices: pipebench.DevicesFrom(c), Spin: spin})
 	if err != nil {
 		return fail(err)
 	}
@@ -247,7 +248,7 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int) row
 		return fail(err)
 	}
 	d0 := c.Devices[0]
-	wrep, err := pipebench.Run(ctx, wdir, pipebench.Options{Requests: requests, Warmup: 12, InFlight: 1, ModelPath: path,
+	wrep, err := pipebench.Run(ctx, wdir, pipebench.Options{Requests: requests, Warmup: 12, InFlight: 1, ModelPath: path, Spin: spin,
 		Devices: []pipebench.Device{{Name: "cpu", Threads: max(d0.Threads, 1), CPUs: d0.CPUs}}})
 	if err != nil {
 		return fail(fmt.Errorf("whole model: %w", err))
