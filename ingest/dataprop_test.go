@@ -109,7 +109,8 @@ func dataPropCases() []ocCase {
 		{name: "SymbolicExpressions", opset: 13, run: map[string]int64{"B": 2, "past": 3, "seq": 4}, build: symbolicExpressions,
 			check: func(t ocT, m *Model) {
 				for prefix, want := range map[string]string{"concat_": "[B,2,past + seq,8]", "matmul_": "[B,2,seq,past + seq]",
-					"add_": "[B,2,seq,past + seq]", "reshape_": "[B*seq,2,8]", "tile_": "[2*B,2,seq,8]", "range_": "[past + seq - 1]"} {
+					"add_": "[B,2,seq,past + seq]", "reshape_": "[B*seq,2,8]", "tile_": "[2*B,2,seq,8]", "range_": "[past + seq - 1]",
+					"slice_": "[B,2,seq - 1,8]"} {
 					if s := ocTensorNamed(t, m, prefix).Shape.String(); s != want {
 						t.Errorf("%s*: shape %s, want %s", prefix, s, want)
 					}
@@ -143,4 +144,10 @@ func symbolicExpressions(m *ocModel) {
 	twoB := m.op("Mul", ins(b, m.scalarI(2)))
 	m.op("Expand", ins(m.weight(f32, 1), m.op("Unsqueeze", ins(m.op("Div", ins(twoB, m.scalarI(2))), m.ints(0)))))
 	m.op("ConstantOfShape", ins(m.op("Concat", ins(m.op("Sub", ins(m.op("Gather", ins(qs, m.ints(2))), m.op("Gather", ins(qs, m.ints(2))))), m.ints(3)), aI("axis", 0))))
+	// Slices of symbolic axes: x[:, :, 1:], x[:, :, -2:], x[:, :, :-1], k[:, :, past:past + seq].
+	m.op("Slice", ins(q, m.ints(1), m.ints(math.MaxInt64), m.ints(2)))
+	m.op("Slice", ins(k, m.ints(-2), m.ints(math.MaxInt64), m.ints(2)))
+	m.op("Slice", ins(q, m.ints(0), m.ints(-1), m.ints(-2)))
+	pastLen := m.op("Unsqueeze", ins(m.op("Gather", ins(m.op("Shape", ins(past)), m.scalarI(2))), m.ints(0)))
+	m.op("Slice", ins(k, pastLen, m.op("Unsqueeze", ins(total, m.ints(0))), m.ints(2), m.ints(1)))
 }

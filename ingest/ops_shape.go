@@ -296,6 +296,76 @@ func sliceLen(dim, start, end, step int64) int64 {
 	return ceilDiv(start-end, -step)
 }
 
+// symSliceLen is the length of a step-1 slice [start, end) of a symbolic axis of size d, as
+// ONNX Runtime's symbolic shape inference writes it: a negative bound counts from the end,
+// an end past INT32_MAX is the end, and the slice is taken to lie inside the axis (x[:, 1:]
+// of [B, S] is [B, S - 1]). A known non-negative end (x[:, :3]) depends on whether S ≥ 3 and
+// is unknown; so is anything but a polynomial.
+func symSliceLen(d, start, end graph.Dim) graph.Dim {
+	pd, ok := polyOf(d, false)
+	if !ok {
+		return unknownDim
+	}
+	bound := func(v graph.Dim, isEnd bool) (symPoly, bool) {
+		switch {
+		case vKnown(v) && v.Value >= math.MaxInt32 && isEnd:
+			return pd, true
+		case vKnown(v) && v.Value < 0 && v.Value > math.MinInt32:
+			return polyAdd(pd, symPoly{"": v.Value}, 1), true
+		case vKnown(v) && v.Value >= 0 && !isEnd:
+			return symPoly{"": v.Value}, true
+		case !vKnown(v):
+			return polyOf(v, true)
+		}
+		return nil, false
+	}
+	ps, ok1 := bound(start, false)
+	pe, ok2 := bound(end, true)
+	if !ok1 || !ok2 {
+		return unknownDim
+	}
+	return polyDim(polyAdd(pe, ps, -1))
+}
+
+// symbolicSlice sizes a step-1 Slice whose starts or ends hold symbolic values (x[:, past:]
+// with past read from a shape); false when it cannot.
+func symbolicSlice(c *nctx, out graph.Shape) bool {
+	st, en := c.in(1), c.in(2)
+	if st == nil || en == nil || st.ival == nil || en.ival == nil || len(st.ival) != len(en.ival) {
+		return false
+	}
+	n := len(st.ival)
+	axes := make([]int64, n)
+	for i := range axes {
+		axes[i] = int64(i)
+	}
+	if a := c.in(3); a != nil {
+		var ok bool
+		if axes, ok = a.ints(); !ok || len(axes) != n {
+			return false
+		}
+	}
+	if s := c.in(4); s != nil {
+		steps, ok := s.ints()
+		if !ok || len(steps) != n || !allOnes(steps) {
+			return false
+		}
+	}
+	for i, ax := range axes {
+		a, err := normAxis(ax, len(out))
+		if err != nil {
+			return false
+		}
+		d := out[a]
+		if d.Known() && vKnown(st.ival[i]) && vKnown(en.ival[i]) {
+			out[a] = graph.Static(sliceLen(d.Value, st.ival[i].Value, en.ival[i].Value, 1))
+			continue
+		}
+		out[a] = symSliceLen(d, st.ival[i], en.ival[i])
+	}
+	return true
+}
+
 func slice(c *nctx) error {
 	x := c.shapedInput(0, math.MaxInt)
 	if x == nil {
@@ -323,6 +393,10 @@ func slice(c *nctx) error {
 		}
 	}
 	out := x.shape.Clone()
+	if !ok && c.opset >= 10 && symbolicSlice(c, out) {
+		c.set(0, x.dt, out)
+		return nil
+	}
 	if !ok || len(starts) != len(ends) {
 		// Without the values only the rank is known; the axes sliced are unknown.
 		if a := c.in(3); c.opset >= 10 && a != nil && a.valueKnown() {
@@ -362,10 +436,10 @@ func slice(c *nctx) error {
 		}
 		d := x.shape[a]
 		if !d.Known() {
-			if starts[i] == 0 && steps[i] == 1 && ends[i] >= math.MaxInt32 {
-				continue // the whole axis: the symbolic size survives
-			}
 			out[a] = unknownDim
+			if steps[i] == 1 {
+				out[a] = symSliceLen(d, vInt(starts[i]), vInt(ends[i]))
+			}
 			continue
 		}
 		out[a] = graph.Static(sliceLen(d.Value, starts[i], ends[i], steps[i]))
