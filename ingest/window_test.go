@@ -212,3 +212,55 @@ func ortWindowShape(path string, m *ocModel, out string) ([]int64, error) {
 	}
 	return res[out].Shape, nil
 }
+
+// TestResizeSizesMatchONNXRuntime draws Resize nodes with random scales (float32 products
+// that land just below or above an integer included) or sizes with every
+// keep_aspect_ratio_policy, and compares the output shape with ONNX Runtime's.
+func TestResizeSizesMatchONNXRuntime(t *testing.T) {
+	if _, err := ort.LibraryPath(); err != nil {
+		t.Skip(err)
+	}
+	rng := rand.New(rand.NewSource(30))
+	scales := []float64{0.5, 0.75, 1, 1.5, 2, 2.3, 3.7, 0.33, 0.1, 1.1, 0.3, 0.7, 1.25, 1 / 3.0, 2 / 3.0}
+	dir := t.TempDir()
+	bad := 0
+	for i := 0; i < 300; i++ {
+		m := newOCModel(18)
+		in := []any{1, 2}
+		for j := 0; j < 2; j++ {
+			in = append(in, 1+rng.Intn(12))
+		}
+		x := m.in(f32, in...)
+		var attrs []*onnxpb.AttributeProto
+		desc := fmt.Sprintf("in=%v", in)
+		var y string
+		if rng.Intn(2) == 0 {
+			sc := []float64{1, 1, scales[rng.Intn(len(scales))], scales[rng.Intn(len(scales))]}
+			desc += fmt.Sprintf(" scales=%v", sc)
+			y = m.op("Resize", ins(x, "", m.init(f32, []int64{4}, sc)), attrs...)
+		} else {
+			sz := []int64{1, 2, int64(1 + rng.Intn(20)), int64(1 + rng.Intn(20))}
+			policy := []string{"stretch", "not_larger", "not_smaller"}[rng.Intn(3)]
+			desc += fmt.Sprintf(" sizes=%v policy=%s", sz, policy)
+			y = m.op("Resize", ins(x, "", "", m.ints(sz...)), aS("keep_aspect_ratio_policy", policy))
+		}
+		m.g.Output = append(m.g.Output, &onnxpb.ValueInfoProto{Name: &y, Type: ocTensorType(f32, nil)})
+		path := filepath.Join(dir, fmt.Sprintf("r%d.onnx", i))
+		ocWrite(t, path, m.modelProto())
+		im, err := Load(path, Options{})
+		if err != nil {
+			t.Fatalf("%s: ingest: %v", desc, err)
+		}
+		id, _ := im.Graph.TensorByName(y)
+		got := im.Graph.Tensors[id].Shape
+		want, err := ortWindowShape(path, m, y)
+		if err != nil {
+			t.Fatalf("%s: ORT: %v", desc, err)
+		}
+		if !graph.ShapeOf(want...).Equal(got) {
+			if bad++; bad <= 10 {
+				t.Errorf("%s: ORT gives %v, inference %v", desc, want, got)
+			}
+		}
+	}
+}
