@@ -401,6 +401,29 @@ func TestCertificateRegressions(t *testing.T) {
 			o: schedule.Options{Method: schedule.MILP}, want: 6, optima: true,
 		},
 		{
+			// Latency with congestion: a transfer of zero time (explicit times, 0 from d0 to
+			// d2) holds no port, so y's input passes at 1 while x1's and x2's 10-long
+			// transfers hold d0's egress: the optimum is 20. The MILP kept it out of their
+			// intervals: infeasible within the start's 20, a fault, nothing proved (and with a
+			// start that overflowed memory, a false proof of infeasibility).
+			name: "latency zero-time transfer inside another",
+			p: &schedule.Problem{
+				Congestion: true,
+				Nodes: []schedule.Node{
+					{Name: "s1", Time: []float64{0, -1, -1}}, {Name: "s2", Time: []float64{1, -1, -1}},
+					{Name: "x1", Time: []float64{-1, 0, -1}}, {Name: "x2", Time: []float64{-1, 0, -1}},
+					{Name: "y", Time: []float64{-1, 30, 12}}, // on d1 its input would take 5
+				},
+				Edges: []schedule.Edge{
+					{From: 0, To: 2, Time: [][]float64{{0, 10, 10}, {10, 0, 10}, {10, 10, 0}}},
+					{From: 0, To: 3, Time: [][]float64{{0, 10, 10}, {10, 0, 10}, {10, 10, 0}}},
+					{From: 1, To: 4, Time: [][]float64{{0, 5, 0}, {5, 0, 5}, {5, 5, 0}}},
+				},
+				Devices: two(0, 0, 0),
+			},
+			o: schedule.Options{Method: schedule.MILP}, want: 20, optima: true,
+		},
+		{
 			// Every time is 0, so the serial horizon is 0, and the MILP returned its start —
 			// MET's plan, all on d0, which overflows — as "optimal"; no plan was found.
 			name: "zero times, start overflows",

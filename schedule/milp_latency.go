@@ -329,6 +329,31 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 						if !egress {
 							on1, off1, on2, off2 = off1, on1, off2, on2
 						}
+						if lm.zeroLink(q1, k, egress) || lm.zeroLink(q2, k, egress) {
+							// A transfer may take no time on some pair of devices through k
+							// (explicit times with a zero): it then holds no port, as in the
+							// simulator. The bracket becomes E = Σ u(q1 on k) + Σ u(q2 on k) − 2
+							// over the links of positive duration, 0 iff both take time on k.
+							cols := []int{lm.qs[q2], lm.qs[q1], d}
+							vals := []float64{1, -1, -H}
+							for _, lk := range l1 {
+								cols, vals = append(cols, lk.col), append(vals, -lk.d-H)
+							}
+							for _, lk := range l2 {
+								cols, vals = append(cols, lk.col), append(vals, -H)
+							}
+							m.AddRow(-3*H, milp.Inf, cols, vals)
+							cols = []int{lm.qs[q1], lm.qs[q2], d}
+							vals = []float64{1, -1, H}
+							for _, lk := range l2 {
+								cols, vals = append(cols, lk.col), append(vals, -lk.d-H)
+							}
+							for _, lk := range l1 {
+								cols, vals = append(cols, lk.col), append(vals, -H)
+							}
+							m.AddRow(-2*H, milp.Inf, cols, vals)
+							continue
+						}
 						bcols := []int{lm.x[on1][k], lm.x[on2][k]}
 						bvals := []float64{-H, -H}
 						if c := lm.x[off1][k]; c >= 0 {
@@ -358,6 +383,27 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 	}
 	sym.rows(m, in, func(i, u int) int { return lm.x[i][u] }, func(i, u int) float64 { return p(i, u) })
 	return lm, nil
+}
+
+// zeroLink reports whether communication task qi may cross between devices with k as its
+// sender (egress) or receiver (ingress) in no time: such a transfer holds no port.
+func (lm *latModel) zeroLink(qi, k int, egress bool) bool {
+	in := lm.in
+	e := lm.qe[qi]
+	ed := in.p.Edges[e]
+	for o := range in.k {
+		a, b := k, o
+		if !egress {
+			a, b = o, k
+		}
+		if a == b || lm.x[ed.From][a] < 0 || lm.x[ed.To][b] < 0 {
+			continue
+		}
+		if in.comm(e, a, b, 1) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // scaledRow returns t[u]·sc for the columns of x that exist (filterCols drops the rest).
