@@ -80,7 +80,7 @@ func main() {
 	fmt.Printf("Load average before %s, after %s; %s in all.\n\n", strings.Fields(string(load1))[0], strings.Fields(string(load2))[0], time.Since(start).Round(time.Second))
 	fmt.Println("| model | nodes → groups | predicted inf/s | measured inf/s | ratio | predicted latency | measured alone (p50) | ratio | p50 with 2 in flight | whole model, 1 thread, inf/s | pipeline speed-up | stage busy / plan | stage CPU / StageTime | 1 / slowest stage CPU, inf/s | wall/CPU |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
-	var tpErr, latErr []float64
+	var tpErr, latErr, cpuErr, speedup, busyErr, stErr []float64
 	for _, r := range rows {
 		if r.err != "" {
 			fmt.Printf("| %s | – | – | – | – | – | – | – | – | – | – | %s | – | – | – |\n", r.model, r.err)
@@ -91,18 +91,26 @@ func main() {
 			if s.Busy.Ratio != nil {
 				ratios = append(ratios, fmt.Sprintf("%.2f", *s.Busy.Ratio))
 			}
+			if s.Busy.Ratio != nil {
+				busyErr = append(busyErr, math.Abs(*s.Busy.Ratio-1))
+			}
 			if i < len(r.stageTime) && r.stageTime[i] > 0 {
 				st = append(st, fmt.Sprintf("%.2f", s.CPU/r.stageTime[i]))
+				stErr = append(stErr, math.Abs(s.CPU/r.stageTime[i]-1))
 			}
 		}
 		tpR, latR := r.measTP/r.predTP, r.measLat/r.predLat
 		tpErr = append(tpErr, math.Abs(tpR-1))
 		latErr = append(latErr, math.Abs(latR-1))
+		cpuErr = append(cpuErr, math.Abs(r.cpuTP/r.predTP-1))
+		speedup = append(speedup, r.measTP/r.wholeTP)
 		fmt.Printf("| %s | %d → %d | %.0f | %.0f | %.2f | %s | %s | %.2f | %s | %.0f | %.2f× | %s | %s | %.0f | %.2f |\n", r.model, r.nodes, r.groups,
 			r.predTP, r.measTP, tpR, ms(r.predLat), ms(r.measLat), latR, ms(r.loadedLat), r.wholeTP, r.measTP/r.wholeTP,
 			strings.Join(ratios, " / "), strings.Join(st, " / "), r.cpuTP, r.steal)
 	}
-	fmt.Printf("\nMedian |error|: throughput %.1f%%, latency %.1f%% (%d models).\n", 100*median(tpErr), 100*median(latErr), len(tpErr))
+	fmt.Printf("\nMedian |error| over %d models: throughput %.1f%%, latency of a lone request %.1f%%, throughput from the stages' CPU times (1 / slowest) %.1f%%; median pipeline speed-up %.2f×.\n",
+		len(tpErr), 100*median(tpErr), 100*median(latErr), 100*median(cpuErr), median(speedup))
+	fmt.Printf("Per stage (%d): median |busy / plan − 1| %.1f%%, median |CPU time / calibrated StageTime − 1| %.1f%%.\n", len(busyErr), 100*median(busyErr), 100*median(stErr))
 }
 
 func ms(s float64) string { return fmt.Sprintf("%.2f ms", 1e3*s) }
