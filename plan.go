@@ -174,6 +174,10 @@ type Result struct {
 	Schedule  *schedule.Result
 	// Batch is set for batched plans (Options.Batch > 1): the routes the granules follow.
 	Batch *BatchPlan
+	// Reproducible is Options.Reproducible: the seed describes the plan, and the manifest
+	// records it only then. Interrupted says the context ended planning early: the plan is
+	// the best found so far, and the manifest says so.
+	Reproducible, Interrupted bool
 }
 
 // Plan plans model m on cluster c.
@@ -186,7 +190,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		defer cancel()
 	}
 	g := m.Graph
-	r := &Result{Cluster: c}
+	r := &Result{Cluster: c, Reproducible: opt.Reproducible}
 	devs, err := chooseDevices(c, opt.K)
 	if err != nil {
 		return nil, err
@@ -318,6 +322,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		r.Assignment = r.Batch.Routes[0].Assignment // the same stages, with the routes' note
 	}
 	r.Seconds = time.Since(start).Seconds()
+	r.Interrupted = errors.Is(ctx.Err(), context.Canceled) // the caller's, not the time limit
 	r.Gap = gapOf(r.Lower, r.Upper)
 	return r, nil
 }
@@ -393,7 +398,11 @@ func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSu
 	man.Objective = emit.Objective(r.Objective)
 	man.Predicted = &emit.Predicted{BottleneckS: r.bottleneck(), ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS}
 	man.Bounds = &emit.Bounds{LowerBoundS: r.Lower, Method: r.BoundMethod, Gap: r.Gap, Computed: r.Bounds}
-	man.Solver = &emit.Solver{Algorithm: r.Algorithm, Seed: seed} // no timings: manifests are reproducible
+	man.Solver = &emit.Solver{Algorithm: r.Algorithm} // no timings: manifests are reproducible
+	if r.Reproducible {
+		man.Solver.Seed = &seed // an unseeded run used the clock: no seed describes it
+	}
+	man.Interrupted = r.Interrupted
 	man.Bounds.Computed = nil
 	for _, b := range r.Bounds {
 		man.Bounds.Computed = append(man.Bounds.Computed, emit.BoundValue{Method: b.Method, LowerBoundS: b.LowerBoundS})

@@ -94,7 +94,7 @@ func ExamplePrepare() {
 	l.Manifest.Objective = "throughput"
 	l.Manifest.Predicted = &emit.Predicted{BottleneckS: 0.002, ThroughputPerS: 500, LatencyS: 0.0035}
 	l.Manifest.Bounds = &emit.Bounds{LowerBoundS: 0.0019, Method: "mip", Gap: 0.05}
-	l.Manifest.Solver = &emit.Solver{Algorithm: "my-planner", Seed: 1}
+	l.Manifest.Solver = &emit.Solver{Algorithm: "my-planner", Seed: new(int64(1))}
 	tmp, err := os.MkdirTemp("", "onnxpart-example-")
 	if err != nil {
 		log.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,9 @@ type Manifest struct {
 	Solver    *Solver    `json:"solver"`
 	// Notes are facts a user should know (dropped or renumbered stages, unknown shapes, …).
 	Notes []string `json:"notes"`
+	// Interrupted marks the best plan found before the run was interrupted (Ctrl-C);
+	// omitted otherwise.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Timeline and Memory are optional planner details shown by the report; omitted when
 	// empty (see timeline.go).
 	Timeline []TimelineEvent `json:"timeline,omitempty"`
@@ -129,7 +133,8 @@ func (o *Objective) UnmarshalJSON(b []byte) error {
 
 // ModelInfo identifies the source model.
 type ModelInfo struct {
-	// Path is the model path as given (Options.ModelPath overrides it); File its base name.
+	// Path is the model's path relative to the manifest's directory (WriteDir makes it so
+	// from the path as given, or Options.ModelPath); File its base name.
 	Path      string           `json:"path"`
 	File      string           `json:"file"`
 	SHA256    string           `json:"sha256"`
@@ -292,10 +297,32 @@ type BoundValue struct {
 // Solver describes the search that produced a plan.
 type Solver struct {
 	Algorithm string `json:"algorithm"`
-	Seed      int64  `json:"seed"`
+	// Seed is the seed of a reproducible run (--seed); nil (omitted) for a run that used
+	// the clock, which no seed describes.
+	Seed *int64 `json:"seed,omitempty"`
 	// Seconds is the planning time; planners leave it 0 (omitted) so that the manifest is
 	// byte-identical across runs (`onnxpart --json` reports timings).
 	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// ModelFile returns where the model of the manifest in dir is: Model.Path, relative to dir.
+// Older manifests hold the path as given, relative to the directory onnxpart ran in; that
+// path is returned when only it names a file.
+func (m *Manifest) ModelFile(dir string) string {
+	p := m.Model.Path
+	if filepath.IsAbs(p) {
+		return p
+	}
+	q := filepath.Join(dir, p)
+	if !fileExists(q) && fileExists(p) {
+		return p
+	}
+	return q
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // MarshalIndent renders the manifest as indented JSON with a final newline; the same

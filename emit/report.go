@@ -339,7 +339,13 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 	v.Summary = summaryLine(m)
 	v.Split = splitRows(m)
 	if s := m.Solver; s != nil {
-		v.Solver = []kv{{"algorithm", s.Algorithm}, {"seed", strconv.FormatInt(s.Seed, 10)}, {"time", fmtSeconds(s.Seconds)}}
+		v.Solver = []kv{{"algorithm", s.Algorithm}}
+		if s.Seed != nil {
+			v.Solver = append(v.Solver, kv{"seed", strconv.FormatInt(*s.Seed, 10)})
+		}
+		if s.Seconds > 0 {
+			v.Solver = append(v.Solver, kv{"time", fmtSeconds(s.Seconds)})
+		}
 	}
 	stagePred := allStagePredicted(m)
 	bott := bottleneckStage(m)

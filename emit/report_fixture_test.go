@@ -80,7 +80,7 @@ func fillPredictions(m *Manifest, flopRate, bandwidth float64) {
 		{Method: "bottleneck", LowerBoundS: 0.9 * bott, Seconds: 2e-3},
 		{Method: "mip", LowerBoundS: lower, Seconds: 1.5},
 	}}
-	m.Solver = &Solver{Algorithm: "brkga<x>", Seed: 7, Seconds: 2.25}
+	m.Solver = &Solver{Algorithm: "brkga<x>", Seed: new(int64(7)), Seconds: 2.25}
 	for _, d := range m.Devices {
 		var used int64
 		for _, s := range m.Stages {

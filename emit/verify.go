@@ -288,7 +288,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	}
 	modelPath := opt.ModelPath
 	if modelPath == "" {
-		modelPath = man.Model.Path
+		modelPath = man.ModelFile(dir)
 	}
 	if err := checkModelFile(modelPath, man); err != nil {
 		return nil, err

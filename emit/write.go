@@ -115,6 +115,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 		}
 	}()
 	fail := func(e error) error { return &WriteError{Dir: dir, Err: e} }
+	l.Manifest.Model.Path = relativeTo(abs, l.opt.ModelPath)
 	if err := l.writeFiles(tmp); err != nil {
 		return fail(err)
 	}
@@ -323,6 +324,22 @@ func ownedEntries(dir, rel string, top bool) ([]string, error) {
 		owned = append(owned, e.Name())
 	}
 	return owned, nil
+}
+
+// relativeTo returns the path of file (absolute, or relative to the current directory)
+// relative to the directory dir, as the manifest records the model: never an absolute path,
+// and valid wherever the directory and the model move together. A file on another volume
+// keeps its base name.
+func relativeTo(dir, file string) string {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return filepath.Base(file)
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil {
+		return filepath.Base(file)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // plainName reports whether name is one file name, not a path or a hidden name.

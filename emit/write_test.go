@@ -403,6 +403,46 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// TestWriteModelPathRelative: the manifest records the model's path relative to the
+// output directory, never absolute, whether the model was given by an absolute path or one
+// relative to the current directory; ModelFile finds the model from there, wherever the
+// program runs.
+func TestWriteModelPathRelative(t *testing.T) {
+	rel := corpusModel(t, "squeezenet1_1_small.onnx").path
+	abs, err := filepath.Abs(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{abs, rel} {
+		m := loadPath(t, p)
+		stage, err := EqualFLOPs(m.Graph, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range []string{filepath.Join(t.TempDir(), "out"), filepath.Join(t.TempDir(), "a", "b", "out")} {
+			man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			onDisk, err := ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := onDisk.Model.Path
+			if filepath.IsAbs(got) || got != man.Model.Path || !strings.HasPrefix(got, "../") {
+				t.Errorf("model %s, -o %s: manifest path %q (returned %q)", p, dir, got, man.Model.Path)
+			}
+			want, _ := os.Stat(abs)
+			if fi, err := os.Stat(filepath.Join(dir, got)); err != nil || !os.SameFile(fi, want) {
+				t.Errorf("model %s, -o %s: %s from the directory is not the model: %v", p, dir, got, err)
+			}
+			if fi, err := os.Stat(onDisk.ModelFile(dir)); err != nil || !os.SameFile(fi, want) {
+				t.Errorf("ModelFile(%s) = %s: %v", dir, onDisk.ModelFile(dir), err)
+			}
+		}
+	}
+}
+
 // TestExternalData: a source with external data gives stages with their own data files
 // (relative locations, inside the directory); a size limit moves large weights out of an
 // inline source; "never" inlines them. Every variant verifies bit for bit.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"onnxpart/emit/schema"
 )
 
 // TestInterrupt cancels the main command's context (what Ctrl-C does) during long solves, a
@@ -59,6 +61,17 @@ func TestInterrupt(t *testing.T) {
 					t.Errorf("stderr does not say a plan was written:\n%s", stderr.String())
 				}
 				if _, err := os.Stat(filepath.Join(dir, "stage0.onnx")); err != nil {
+					t.Error(err)
+				}
+				// The manifest says the plan is the best found before the interruption.
+				man, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(man, []byte(`"interrupted": true`)) {
+					t.Error(`the manifest has no "interrupted": true`)
+				}
+				if err := schema.ValidateStrict("manifest.v1", man); err != nil {
 					t.Error(err)
 				}
 			} else if err != nil {

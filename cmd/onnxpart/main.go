@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -171,7 +172,38 @@ func mainCommandArg(a string) error {
 	return fmt.Errorf("unknown command %q, and no model file of that name (see onnxpart --help)", a)
 }
 
-var version = "dev"
+// version names this build: the module version the go command stamped (a release tag, or a
+// pseudo-version from the VCS commit, "+dirty" for a modified tree), else the VCS revision,
+// else "dev" (go test, go run of a tree without VCS).
+var version = buildVersion(debug.ReadBuildInfo())
+
+func buildVersion(info *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "dev"
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, modified := "", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified {
+		rev += "+dirty"
+	}
+	return "devel-" + rev
+}
 
 func printHelp(w io.Writer) {
 	fmt.Fprint(w, `onnxpart splits an ONNX model across devices and tells you how far the split is from the

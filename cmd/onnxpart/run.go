@@ -103,7 +103,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.gap, "gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
-	fs.Int64Var(&f.seed, "seed", 1, "random seed; given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
+	fs.Int64Var(&f.seed, "seed", 0, "random seed (default: unseeded, the planner uses the whole --time-limit and a rerun may differ); given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
 	fs.StringVarP(&f.out, "output", "o", "out", "output directory; - writes nothing and prints the plan")
 	fs.StringSliceVar(&f.emit, "emit", []string{"onnx", "manifest", "report"}, emitHelp)
 	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON on stdout")
@@ -192,8 +192,12 @@ func runMain(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
+	seed := int64(1) // unseeded searches start from 1 too, but the clock decides where they stop
+	if fs.Changed("seed") {
+		seed = f.seed
+	}
 	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
-		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: f.seed, Measured: measured, PolishWindow: f.polish,
+		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
@@ -202,8 +206,12 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		return planError(err)
 	}
 	prog.done()
+	if !fs.Changed("seed") {
+		// The report shows the planning time; with --seed its bytes must not depend on it.
+		want.solverSeconds = res.Seconds
+	}
 	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras()}
-	layout, err := onnxpart.Prepare(m, res, eopt, f.seed)
+	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
 		return splitError(err)
 	}
@@ -216,7 +224,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if f.asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, f.out, f.seed, interrupted)); err != nil {
+		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, f.out, seed, interrupted)); err != nil {
 			return err
 		}
 	} else {

@@ -52,7 +52,7 @@ Examples:
 func runVerify(ctx context.Context, e *env, args []string) error {
 	c := commands["verify"]
 	fs := newFlags(e, c)
-	model := fs.String("model", "", "original model (default: the path recorded by split, relative to the current directory)")
+	model := fs.String("model", "", "original model (default: the path the manifest records, relative to DIR)")
 	optLevel := fs.String("opt", "disabled", "ONNX Runtime graph optimizations: disabled or all")
 	runs := fs.Int("runs", 3, "number of input sets")
 	seed := fs.Int64("seed", 1, "seed of the random inputs")

@@ -100,7 +100,7 @@ func TestManifestForms(t *testing.T) {
 	man.Predicted = &emit.Predicted{BottleneckS: 1.2e-3, ThroughputPerS: 833.3, LatencyS: 3.6e-3}
 	man.Bounds = &emit.Bounds{LowerBoundS: 1.1e-3, Method: "mip", Gap: 1 - 1.1/1.2,
 		Computed: []emit.BoundValue{{Method: "simple", LowerBoundS: 9e-4, Seconds: 1e-6}, {Method: "mip", LowerBoundS: 1.1e-3, Seconds: 0.5}}}
-	man.Solver = &emit.Solver{Algorithm: "slicegraph+brkga+refine", Seed: 1, Seconds: 0.7}
+	man.Solver = &emit.Solver{Algorithm: "slicegraph+brkga+refine", Seed: new(int64(1)), Seconds: 0.7}
 	man.Timeline = []emit.TimelineEvent{
 		{Device: "gpu0", Kind: emit.EventCompute, Label: "stage 0", Stage: 0, StartS: 0, EndS: 1e-3},
 		{Device: "gpu0", Kind: emit.EventTransfer, Label: "t", Stage: 0, ToDevice: "gpu1", StartS: 1e-3, EndS: 1.2e-3},
@@ -192,4 +192,37 @@ func TestVerifyReports(t *testing.T) {
 	if len(cases) > 2 && !sawRounded {
 		t.Error("no report with float16-rounded boundaries: the case is not covered")
 	}
+}
+
+// TestManifestMetadata: the fields that say what a run was: interrupted (present, true, only
+// when it was), the solver's seed (only when given) and the model's path (relative to the
+// manifest's directory, never absolute).
+func TestManifestMetadata(t *testing.T) {
+	m := load(t, repoModel, nil)
+	stage, err := emit.EqualFLOPs(m.Graph, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := emit.Prepare(m, &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: "mtpp"}}, emit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Manifest.Objective = "throughput"
+	l.Manifest.Solver = &emit.Solver{Algorithm: "slicegraph+brkga+refine"} // unseeded
+	l.Manifest.Interrupted = true
+	dir := filepath.Join(t.TempDir(), "interrupted")
+	if err := l.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	doc := readManifest(t, dir)
+	mustValidate(t, "manifest.v1", "interrupted, unseeded", doc)
+	if !strings.Contains(string(doc), `"interrupted": true`) || strings.Contains(string(doc), `"seed"`) {
+		t.Errorf("want interrupted and no seed:\n%s", doc)
+	}
+	checkMutations(t, "manifest.v1", doc, []mutation{
+		{what: "interrupted false", change: setField(t, "interrupted", false), where: "/interrupted"},
+		{what: "interrupted as a string", change: setField(t, "interrupted", "yes"), where: "/interrupted"},
+		{what: "an absolute model path", change: setField(t, "model/path", "/models/resnet50.onnx"), where: "/model/path"},
+		{what: "seed as a string", change: setField(t, "solver/seed", "1"), where: "/solver/seed"},
+	})
 }
