@@ -35,6 +35,7 @@ type row struct {
 	steal                       float64   // wall / CPU time of the stage calls
 	stageTime                   []float64 // profile.CostModel.StageTime of each stage, calibrated
 	cpuTP                       float64   // 1 / the slowest stage's CPU time
+	wholeCPU                    float64   // CPU time of one run of the whole model
 	err                         string
 }
 
@@ -78,12 +79,12 @@ func main() {
 	}
 	fmt.Printf("); ONNX Runtime optimizations on; %d requests per bench, 2 in flight, workers spin %v.\n", *requests, *spin)
 	fmt.Printf("Load average before %s, after %s; %s in all.\n\n", strings.Fields(string(load1))[0], strings.Fields(string(load2))[0], time.Since(start).Round(time.Second))
-	fmt.Println("| model | nodes → groups | predicted inf/s | measured inf/s | ratio | predicted latency | measured alone (p50) | ratio | p50 with 2 in flight | whole model, 1 thread, inf/s | pipeline speed-up | stage busy / plan | stage CPU / StageTime | 1 / slowest stage CPU, inf/s | wall/CPU |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
-	var tpErr, latErr, cpuErr, speedup, busyErr, stErr []float64
+	fmt.Println("| model | nodes → groups | predicted inf/s | measured inf/s | ratio | predicted latency | measured alone (p50) | ratio | p50 with 2 in flight | whole model, 1 thread, inf/s | pipeline speed-up | stage busy / plan | stage CPU / StageTime | 1 / slowest stage CPU, inf/s | CPU-time speed-up | wall/CPU |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|")
+	var tpErr, latErr, cpuErr, speedup, cpuSpeedup, busyErr, stErr []float64
 	for _, r := range rows {
 		if r.err != "" {
-			fmt.Printf("| %s | – | – | – | – | – | – | – | – | – | – | %s | – | – | – |\n", r.model, r.err)
+			fmt.Printf("| %s | – | – | – | – | – | – | – | – | – | – | %s | – | – | – | – |\n", r.model, r.err)
 			continue
 		}
 		var ratios, st []string
@@ -104,12 +105,14 @@ func main() {
 		latErr = append(latErr, math.Abs(latR-1))
 		cpuErr = append(cpuErr, math.Abs(r.cpuTP/r.predTP-1))
 		speedup = append(speedup, r.measTP/r.wholeTP)
-		fmt.Printf("| %s | %d → %d | %.0f | %.0f | %.2f | %s | %s | %.2f | %s | %.0f | %.2f× | %s | %s | %.0f | %.2f |\n", r.model, r.nodes, r.groups,
+		fmt.Printf("| %s | %d → %d | %.0f | %.0f | %.2f | %s | %s | %.2f | %s | %.0f | %.2f× | %s | %s | %.0f | %.2f× | %.2f |\n", r.model, r.nodes, r.groups,
 			r.predTP, r.measTP, tpR, ms(r.predLat), ms(r.measLat), latR, ms(r.loadedLat), r.wholeTP, r.measTP/r.wholeTP,
-			strings.Join(ratios, " / "), strings.Join(st, " / "), r.cpuTP, r.steal)
+			strings.Join(ratios, " / "), strings.Join(st, " / "), r.cpuTP, r.wholeCPU*r.cpuTP, r.steal)
+		cpuSpeedup = append(cpuSpeedup, r.wholeCPU*r.cpuTP)
 	}
 	fmt.Printf("\nMedian |error| over %d models: throughput %.1f%%, latency of a lone request %.1f%%, throughput from the stages' CPU times (1 / slowest) %.1f%%; median pipeline speed-up %.2f×.\n",
 		len(tpErr), 100*median(tpErr), 100*median(latErr), 100*median(cpuErr), median(speedup))
+	fmt.Printf("Median CPU-time speed-up (whole model's CPU time / slowest stage's): %.2f×.\n", median(cpuSpeedup))
 	fmt.Printf("Per stage (%d): median |busy / plan − 1| %.1f%%, median |CPU time / calibrated StageTime − 1| %.1f%%.\n", len(busyErr), 100*median(busyErr), 100*median(stErr))
 }
 
@@ -262,5 +265,8 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int, spi
 		return fail(fmt.Errorf("whole model: %w", err))
 	}
 	r.wholeTP = wrep.Throughput.Measured
+	if len(wrep.StageTimes) == 1 {
+		r.wholeCPU = wrep.StageTimes[0].CPU
+	}
 	return r
 }
