@@ -110,7 +110,8 @@ func dataPropCases() []ocCase {
 			check: func(t ocT, m *Model) {
 				for prefix, want := range map[string]string{"concat_": "[B,2,past + seq,8]", "matmul_": "[B,2,seq,past + seq]",
 					"add_": "[B,2,seq,past + seq]", "reshape_": "[B*seq,2,8]", "tile_": "[2*B,2,seq,8]", "range_": "[past + seq - 1]",
-					"slice_": "[B,2,seq - 1,8]"} {
+					"slice_": "[B,2,seq - 1,8]", "conv_": "[B,3,seq - 2,8]", "maxpool_": "[B,2,past + seq,8]",
+					"convtranspose_": "[B,1,seq + 4,9]", "pad_": "[B,2,seq + 4,8]"} {
 					if s := ocTensorNamed(t, m, prefix).Shape.String(); s != want {
 						t.Errorf("%s*: shape %s, want %s", prefix, s, want)
 					}
@@ -150,4 +151,9 @@ func symbolicExpressions(m *ocModel) {
 	m.op("Slice", ins(q, m.ints(0), m.ints(-1), m.ints(-2)))
 	pastLen := m.op("Unsqueeze", ins(m.op("Gather", ins(m.op("Shape", ins(past)), m.scalarI(2))), m.ints(0)))
 	m.op("Slice", ins(k, pastLen, m.op("Unsqueeze", ins(total, m.ints(0))), m.ints(2), m.ints(1)))
+	// Windows with stride 1 and pads over a symbolic axis.
+	m.op("Conv", ins(q, m.weight(f32, 3, 2, 3, 1)))
+	m.op("MaxPool", ins(k), aIs("kernel_shape", 2, 3), aIs("pads", 0, 1, 1, 1))
+	m.op("ConvTranspose", ins(q, m.weight(f32, 2, 1, 3, 2)), aIs("dilations", 2, 1))
+	m.op("Pad", ins(q, m.ints(0, 0, 1, 0, 0, 0, 3, 0)))
 }

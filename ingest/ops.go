@@ -846,22 +846,20 @@ func windowOut(op string, in graph.Dim, k, stride, dil, padB, padE int64, autoPa
 		return unknownDim, errorString("auto_pad " + autoPad + " with dilations other than 1 (ONNX Runtime rejects it)")
 	}
 	if !in.Known() {
-		// A symbolic size survives only where the output size equals the input size.
+		// With stride 1 the output is the input plus a constant (H - 2 for a 3-wide
+		// unpadded window); a larger stride divides, which no symbolic name expresses.
 		switch {
+		case stride != 1:
+			return unknownDim, nil
+		case same && dil == 1:
+			return in, nil
 		case same:
-			if stride == 1 && dil == 1 {
-				return in, nil
-			}
+			// ORT pads for the undilated kernel: pads k − 1 over in.
+			return dimPlus(in, -(dil-1)*(k-1)), nil
 		case autoPad == "VALID":
-			if stride == 1 && dil*(k-1) == 0 {
-				return in, nil
-			}
-		default:
-			if stride == 1 && padB+padE == dil*(k-1) {
-				return in, nil
-			}
+			return dimPlus(in, -dil*(k-1)), nil
 		}
-		return unknownDim, nil
+		return dimPlus(in, padB+padE-dil*(k-1)), nil
 	}
 	x := in.Value
 	switch {
@@ -1035,8 +1033,10 @@ func convTranspose(c *nctx) error {
 			switch {
 			case given != nil:
 				out = append(out, graph.Static(given[i]))
-			case strides[i] == 1 && (grow == 0 || same):
+			case strides[i] == 1 && same:
 				out = append(out, in)
+			case strides[i] == 1:
+				out = append(out, dimPlus(in, grow))
 			default:
 				out = append(out, unknownDim)
 			}

@@ -974,7 +974,7 @@ func pad(c *nctx) error {
 			}
 			out[a] = graph.Static(out[a].Value + p)
 		case p != 0:
-			out[a] = unknownDim
+			out[a] = dimPlus(out[a], p) // S + 2, or unknown
 		}
 	}
 	c.set(0, x.dt, out)

@@ -255,3 +255,16 @@ func symArith(op byte, a, b graph.Dim, isValue bool) (graph.Dim, bool) {
 	}
 	return polyDim(r), true
 }
+
+// dimPlus adds a constant, of either sign, to a dim (S + 2, H - 2); a known result below
+// zero, or an anonymous dim, is unknown.
+func dimPlus(d graph.Dim, c int64) graph.Dim {
+	if c == 0 {
+		return d
+	}
+	p, ok := polyOf(d, false)
+	if !ok {
+		return unknownDim
+	}
+	return polyDim(polyAdd(p, symPoly{"": c}, 1))
+}
