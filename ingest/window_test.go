@@ -264,3 +264,49 @@ func TestResizeSizesMatchONNXRuntime(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowOutSmallInputs pins the sizes ONNX Runtime gives where floor division went wrong
+// (the PaddleOCR recogniser's AveragePool at width 1, MobileNet's MaxPool at ≤ 16×16) and
+// the windows it refuses; with ORT present, each row is checked against it too.
+func TestWindowOutSmallInputs(t *testing.T) {
+	haveORT := true
+	if _, err := ort.LibraryPath(); err != nil {
+		haveORT = false
+	}
+	for _, c := range []struct {
+		w    windowCase
+		want string // the output's spatial sizes, or "error"
+	}{
+		{windowCase{op: "AveragePool", in: []int64{1, 1}, kernel: []int64{1, 2}, strides: []int64{1, 2}, dil: []int64{1, 1}}, "[1,2,1,1]"},
+		{windowCase{op: "AveragePool", in: []int64{1, 3}, kernel: []int64{2, 2}, strides: []int64{2, 2}, dil: []int64{1, 1}, pads: []int64{0, 0, 0, 0}}, "[1,2,1,1]"},
+		{windowCase{op: "AveragePool", in: []int64{1, 1}, kernel: []int64{2, 2}, strides: []int64{2, 2}, dil: []int64{1, 1}, ceil: true}, "[1,2,1,1]"},
+		{windowCase{op: "MaxPool", in: []int64{1, 1}, kernel: []int64{3, 3}, strides: []int64{2, 2}, dil: []int64{1, 1}, pads: []int64{1, 1, 1, 1}}, "[1,2,1,1]"},
+		{windowCase{op: "MaxPool", in: []int64{7, 7}, kernel: []int64{3, 3}, strides: []int64{2, 2}, dil: []int64{1, 1}, ceil: true}, "[1,2,3,3]"},
+		{windowCase{op: "AveragePool", in: []int64{2, 2}, kernel: []int64{7, 7}, strides: []int64{1, 1}, dil: []int64{1, 1}}, "error"},
+		{windowCase{op: "Conv", in: []int64{2, 2}, kernel: []int64{3, 3}, strides: []int64{2, 2}, dil: []int64{1, 1}}, "error"},
+		{windowCase{op: "Conv", in: []int64{2, 2}, kernel: []int64{3, 3}, strides: []int64{2, 2}, dil: []int64{1, 1}, pads: []int64{1, 1, 1, 1}}, "[1,3,1,1]"},
+	} {
+		m := c.w.model()
+		path := filepath.Join(t.TempDir(), "w.onnx")
+		ocWrite(t, path, m.modelProto())
+		im, err := Load(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := m.g.Node[0].Output[0]
+		id, _ := im.Graph.TensorByName(y)
+		got := im.Graph.Tensors[id].Shape.String()
+		if len(im.ShapeErrors) > 0 {
+			got = "error"
+		}
+		if got != c.want {
+			t.Errorf("%v: inference %s (%v), want %s", c.w, got, im.ShapeErrors, c.want)
+		}
+		if haveORT {
+			want, err := ortWindowShape(path, m, y)
+			if ortGot := graph.ShapeOf(want...).String(); err == nil && ortGot != c.want || err != nil && c.want != "error" {
+				t.Errorf("%v: ORT gives %v (%v), the table %s", c.w, want, err, c.want)
+			}
+		}
+	}
+}
