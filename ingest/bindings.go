@@ -182,6 +182,19 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 	return nil
 }
 
+// InputShapes returns the --input-shape bindings the model was loaded with (a copy), for
+// whoever must load it again the same way (a manifest, verify).
+func (m *Model) InputShapes() map[string][]int64 {
+	if m.inputShapes == nil {
+		return nil
+	}
+	out := make(map[string][]int64, len(m.inputShapes))
+	for k, v := range m.inputShapes {
+		out[k] = append([]int64{}, v...)
+	}
+	return out
+}
+
 // boundInputShape applies an --input-shape binding to the declared shape of input name.
 func (m *Model) boundInputShape(name string, declared graph.Shape) graph.Shape {
 	s, ok := m.inputShapes[name]

@@ -117,6 +117,9 @@ func TestBindInputs(t *testing.T) {
 	if fmt.Sprint(m.Dims()) != "map[batch:3 seq:7]" {
 		t.Errorf("Dims() %v, want the dim_params --input-shape bound", m.Dims())
 	}
+	if fmt.Sprint(m.InputShapes()) != "map[in_3:[3 7]]" {
+		t.Errorf("InputShapes() %v", m.InputShapes())
+	}
 
 	for _, c := range []struct {
 		opt  Options
