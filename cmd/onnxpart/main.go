@@ -112,6 +112,8 @@ func run(ctx context.Context, e *env, args []string) int {
 				fmt.Fprint(e.stdout, c.usage)
 				return exitOK
 			}
+			fmt.Fprintf(e.stderr, "onnxpart: %v\n", unknownCommand(args[1], ""))
+			return exitUsage
 		}
 		printHelp(e.stdout)
 		if len(args) == 0 {
@@ -162,6 +164,12 @@ func mainCommandArg(a string) error {
 	if _, err := os.Stat(a); err == nil {
 		return nil
 	}
+	return unknownCommand(a, ", and no model file of that name")
+}
+
+// unknownCommand words a command name that is not one, with "did you mean" when one is
+// close; why says more when nothing is.
+func unknownCommand(a, why string) error {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -169,7 +177,7 @@ func mainCommandArg(a string) error {
 	if s := suggest(a, names); s != "" {
 		return fmt.Errorf("unknown command %q; did you mean %s? (see onnxpart --help)", a, s)
 	}
-	return fmt.Errorf("unknown command %q, and no model file of that name (see onnxpart --help)", a)
+	return fmt.Errorf("unknown command %q%s (see onnxpart --help)", a, why)
 }
 
 // version names this build: the module version the go command stamped (a release tag, or a
@@ -334,26 +342,32 @@ func suggest(word string, candidates []string) string {
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b, by runes.
+// editDistance counts the insertions, deletions, substitutions and swaps of neighbours
+// that turn a into b (the optimal string alignment distance, by runes): "splti" is 1 from
+// "split".
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
 		for j := 1; j <= len(rb); j++ {
 			cost := 1
 			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return d[len(ra)][len(rb)]
 }
 
 // parseDims turns --dim flags (NAME=SIZE, or lists a=1,b=2) into bindings.
