@@ -323,8 +323,14 @@ func TestCertificateDump(t *testing.T) {
 	s := randSource{rand.New(rand.NewPCG(seed, uint64(x)))}
 	inst := genInstance(s, x%3 == 2)
 	o := certOptions(s, uint64(x))
-	js, _ := json.MarshalIndent(inst.p, "", " ")
-	t.Logf("%s\nmethod %+v\n%s", inst, o, js)
+	t.Logf("%s\nmethod %+v", inst, o)
+	for i, nd := range inst.p.Nodes {
+		t.Logf("node %d: %+v", i, nd)
+	}
+	for e, ed := range inst.p.Edges {
+		t.Logf("edge %d: %+v", e, ed)
+	}
+	t.Logf("devices %+v\nlinks %+v\nbatch %d, congestion %v", inst.p.Devices, inst.p.Links, inst.p.Batch, inst.p.Congestion)
 	ref := newRef(inst.p).optimum()
 	t.Logf("exhaustive: feasible %v, optimum %g, by %v", ref.feasible, ref.opt, ref.best)
 	res, err := schedule.Solve(context.Background(), inst.p, o)
@@ -332,7 +338,7 @@ func TestCertificateDump(t *testing.T) {
 		t.Logf("solve: %v", err)
 		return
 	}
-	js, _ = json.MarshalIndent(res, "", " ")
+	js, _ := json.MarshalIndent(res, "", " ")
 	t.Logf("%s", js)
 	for _, v := range checkInstance(inst, o, &certStats{}) {
 		t.Error(v)
@@ -422,6 +428,24 @@ func TestCertificateRegressions(t *testing.T) {
 				Devices: two(0, 0, 0),
 			},
 			o: schedule.Options{Method: schedule.MILP}, want: 20, optima: true,
+		},
+		{
+			// HiGHS's presolve led to a false "optimal" 19 on this latency MILP (no edges,
+			// exactly-full memory; testdata/highs-presolve-false-optimal.mps): the optimum is
+			// 18 with n0, n2 on d0, n1, n4 on d1, n3, n5 on d2.
+			name: "HiGHS presolve, false optimal",
+			p: &schedule.Problem{
+				Nodes: []schedule.Node{
+					{Name: "n0", Time: []float64{5, 2, 0}, Weight: 4, Act: 1},
+					{Name: "n1", Time: []float64{7, 5, -1}, Weight: 3},
+					{Name: "n2", Time: []float64{8, 0, 3}, Weight: 2, Act: 2},
+					{Name: "n3", Time: []float64{8, 4, 9}, Weight: 1, Act: 1},
+					{Name: "n4", Time: []float64{4, 2, -1}, Act: 2},
+					{Name: "n5", Time: []float64{7, 3, 9}, Weight: 2, Act: 1},
+				},
+				Devices: two(9, 5, 5),
+			},
+			o: schedule.Options{Method: schedule.Auto}, want: 18, optima: true,
 		},
 		{
 			// Every time is 0, so the serial horizon is 0, and the MILP returned its start —
