@@ -24,6 +24,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"onnxpart/emit"
@@ -89,6 +90,10 @@ type Options struct {
 	Measured [][]float64
 	// Progress receives progress lines (phase, objective, bound, gap) while solving.
 	Progress func(Progress)
+	// GPUIDs are the CUDA ordinals of the cluster's GPUs, in the cluster's order (--gpu-ids);
+	// nil: the NVML index of GPUs found by --devices auto, else each GPU's position among
+	// the GPUs.
+	GPUIDs []int
 }
 
 // Progress is one progress report.
@@ -174,10 +179,59 @@ type Result struct {
 	Schedule  *schedule.Result
 	// Batch is set for batched plans (Options.Batch > 1): the routes the granules follow.
 	Batch *BatchPlan
+	// CUDAOrdinal maps a cluster GPU's index to its CUDA ordinal (Options.GPUIDs).
+	CUDAOrdinal map[int]int
 	// Reproducible is Options.Reproducible: the seed describes the plan, and the manifest
 	// records it only then. Interrupted says the context ended planning early: the plan is
 	// the best found so far, and the manifest says so.
 	Reproducible, Interrupted bool
+}
+
+// cudaOrdinals maps each GPU of the cluster to the CUDA ordinal a serving process uses for it.
+func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
+	var gpus []int
+	for d := range c.Devices {
+		if c.Devices[d].Kind == profile.GPU {
+			gpus = append(gpus, d)
+		}
+	}
+	out := map[int]int{}
+	if ids != nil {
+		if len(ids) != len(gpus) {
+			return nil, &UsageError{Msg: fmt.Sprintf("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus))}
+		}
+		seen := map[int]bool{}
+		for i, id := range ids {
+			if id < 0 || seen[id] {
+				return nil, &UsageError{Msg: fmt.Sprintf("--gpu-ids: %d is negative or given twice", id)}
+			}
+			seen[id] = true
+			out[gpus[i]] = id
+		}
+		return out, nil
+	}
+	for rank, d := range gpus {
+		if nv := c.Devices[d].NVML; nv != nil {
+			out[d] = nv.Index
+		} else {
+			out[d] = rank
+		}
+	}
+	return out, nil
+}
+
+// DeviceLabel names a cluster device for people: "gpu0 (A100-SXM4-80GB)", the product
+// without its vendor prefix.
+func DeviceLabel(c *profile.Cluster, name string) string {
+	d := c.Index(name)
+	if d < 0 {
+		return name
+	}
+	model := strings.TrimPrefix(c.Devices[d].Model, "NVIDIA ")
+	if model == "" || model == name {
+		return name
+	}
+	return name + " (" + model + ")"
 }
 
 // Plan plans model m on cluster c.
@@ -196,6 +250,9 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		return nil, err
 	}
 	r.Devices = devs
+	if r.CUDAOrdinal, err = cudaOrdinals(c, opt.GPUIDs); err != nil {
+		return nil, err
+	}
 	identical := identicalDevices(c, devs)
 	batched := opt.Batch > 1
 	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
@@ -410,11 +467,24 @@ func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSu
 	for i := range man.Devices {
 		if d := r.Cluster.Index(man.Devices[i].Name); d >= 0 {
 			dev := &r.Cluster.Devices[d]
-			man.Devices[i].Kind = string(dev.Kind)
+			di := &man.Devices[i]
+			di.Kind = string(dev.Kind)
 			if cp := dev.Capacity(); !math.IsInf(cp, 1) {
-				man.Devices[i].MemoryBytes = int64(cp)
+				di.MemoryBytes = int64(cp)
+			}
+			di.Model, di.Catalog = dev.Model, dev.Catalog
+			if nv := dev.NVML; nv != nil {
+				idx := nv.Index
+				di.NVMLIndex, di.UUID, di.PCIBusID = &idx, nv.UUID, nv.BusID
 			}
 		}
+	}
+	// Devices in the order the user gave them (the cluster's), not in order of first use.
+	sort.SliceStable(man.Devices, func(i, j int) bool {
+		return r.Cluster.Index(man.Devices[i].Name) < r.Cluster.Index(man.Devices[j].Name)
+	})
+	for d, id := range r.CUDAOrdinal {
+		man.SetCUDADevice(r.Cluster.Devices[d].Name, id)
 	}
 	byLabel := map[int]*StageSummary{}
 	for i := range stages {

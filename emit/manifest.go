@@ -180,6 +180,42 @@ type DeviceInfo struct {
 	// Kind and MemoryBytes are filled by planners that know the device.
 	Kind        string `json:"kind,omitempty"`
 	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	// Model is the product name ("NVIDIA A100-SXM4-80GB"); Catalog the catalog key or spec
+	// name the device came from.
+	Model   string `json:"model,omitempty"`
+	Catalog string `json:"catalog,omitempty"`
+	// NVMLIndex, UUID and PCIBusID identify a GPU found by --devices auto.
+	NVMLIndex *int   `json:"nvml_index,omitempty"`
+	UUID      string `json:"uuid,omitempty"`
+	PCIBusID  string `json:"pci_bus_id,omitempty"`
+	// CUDADeviceID is the CUDA ordinal a serving process passes to the CUDA execution
+	// provider (device_id) and Triton's instance_group.gpus for this GPU.
+	CUDADeviceID *int `json:"cuda_device_id,omitempty"`
+}
+
+// SetCUDADevice records the CUDA ordinal of device name: in its DeviceInfo, and as the
+// device_id provider option of every onnxruntime-genai pipeline entry of a stage on it.
+func (m *Manifest) SetCUDADevice(name string, id int) {
+	for i := range m.Devices {
+		if m.Devices[i].Name == name {
+			m.Devices[i].CUDADeviceID = &id
+		}
+	}
+	for i := range m.Stages {
+		st := &m.Stages[i]
+		if st.Device != name {
+			continue
+		}
+		for _, gs := range st.Pipeline {
+			for _, po := range gs.SessionOptions.ProviderOptions {
+				for prov, opts := range po {
+					if prov == "cuda" || prov == "tensorrt" || prov == "NvTensorRtRtx" {
+						opts["device_id"] = fmt.Sprint(id)
+					}
+				}
+			}
+		}
+	}
 }
 
 // SplitInfo records how the assignment was made.

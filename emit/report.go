@@ -743,7 +743,7 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 			{X: cx, Y: y + 60, Text: truncate(line2, chars), Anchor: "middle", Class: "box-text"},
 			{X: cx, Y: y + 79, Text: truncate(line3, chars), Anchor: "middle", Class: "box-value"},
 		}
-		b.Title = fmt.Sprintf("stage %d on %s (%s): %d ops, %s, params %s, %s", s.Index, s.Device, s.Provider, len(s.Nodes),
+		b.Title = fmt.Sprintf("stage %d on %s (%s): %d ops, %s, params %s, %s", s.Index, deviceLabel(m, s.Device), s.Provider, len(s.Nodes),
 			fmtFLOPs(s.FLOPs), fmtBytes(s.ParamsBytes), s.File)
 		if stagePred {
 			p := s.Predicted
@@ -870,13 +870,24 @@ func barTextClass(fill string) string {
 	return "bar-text"
 }
 
+// deviceLabel names a device with its product when the manifest knows it:
+// "gpu0 (A100-SXM4-80GB)".
+func deviceLabel(m *Manifest, name string) string {
+	for _, d := range m.Devices {
+		if d.Name == name && d.Model != "" && d.Model != name {
+			return name + " (" + strings.TrimPrefix(d.Model, "NVIDIA ") + ")"
+		}
+	}
+	return name
+}
+
 // oneInferenceGantt draws one inference through the stages: each stage computes, sends its
 // outputs, and streams the weights that do not fit (Total = Compute + Comm + Overflow).
 func oneInferenceGantt(m *Manifest, color map[string]string) *gantt {
 	var rows []ganttRow
 	var end float64
 	for _, s := range m.Stages {
-		rows = append(rows, ganttRow{Label: truncate(fmt.Sprintf("stage %d · %s", s.Index, s.Device), 30), StageIndex: s.Index})
+		rows = append(rows, ganttRow{Label: truncate(fmt.Sprintf("stage %d · %s", s.Index, deviceLabel(m, s.Device)), 40), StageIndex: s.Index})
 		p := s.Predicted
 		end += math.Max(p.TotalS, p.ComputeS+p.CommS+p.OverflowS)
 	}
@@ -931,7 +942,7 @@ func steadyGantt(m *Manifest, bott int) *gantt {
 	}
 	var rows []ganttRow
 	for i, s := range m.Stages {
-		r := ganttRow{Label: truncate(fmt.Sprintf("stage %d · %s", s.Index, s.Device), 30), StageIndex: s.Index}
+		r := ganttRow{Label: truncate(fmt.Sprintf("stage %d · %s", s.Index, deviceLabel(m, s.Device)), 40), StageIndex: s.Index}
 		if i == bott {
 			r.Highlight = true
 			r.Title = "bottleneck stage"
@@ -1210,7 +1221,7 @@ func stageRows(m *Manifest, color map[string]string, bott int) []stageRow {
 		if s.DataFile != "" {
 			file += " + " + s.DataFile
 		}
-		r := stageRow{Index: s.Index, Device: s.Device, Provider: s.Provider, ProviderShort: orDash(strings.TrimSuffix(s.Provider, "ExecutionProvider")),
+		r := stageRow{Index: s.Index, Device: deviceLabel(m, s.Device), Provider: s.Provider, ProviderShort: orDash(strings.TrimSuffix(s.Provider, "ExecutionProvider")),
 			Fill: color[s.Device], Nodes: len(s.Nodes),
 			FLOPs: fmtFLOPs(s.FLOPs), Params: fmtBytes(s.ParamsBytes), Weights: s.Weights,
 			Inputs: ioText(s.Inputs), Outputs: ioText(s.Outputs), File: file, Bottleneck: i == bott,

@@ -21,7 +21,7 @@ type TritonOptions struct {
 	// stage models are named <Name>_stage<i>. Names are sanitised to [A-Za-z0-9_-].
 	Name string
 	// GPUs maps device names to the CUDA device index that instance_group.gpus pins a
-	// stage to. Devices not listed get the index their name gives ("gpu1", "cuda:1",
+	// stage to. Devices not listed get the manifest's cuda_device_id, or else the index their name gives ("gpu1", "cuda:1",
 	// "device-2") when every such GPU device has a distinct one, or else their rank among
 	// the GPU devices in order of first use.
 	GPUs map[string]int
@@ -267,8 +267,18 @@ func gpuIndices(m *Manifest, explicit map[string]int) map[string]int {
 	parsed := map[string]int{}
 	used := map[int]bool{}
 	byName := true
+	ordinal := map[string]int{}
+	for _, di := range m.Devices {
+		if di.CUDADeviceID != nil {
+			ordinal[di.Name] = *di.CUDADeviceID
+		}
+	}
 	for _, d := range devs {
 		if i, ok := explicit[d]; ok {
+			out[d] = i
+			continue
+		}
+		if i, ok := ordinal[d]; ok { // the planner's device-to-ordinal map
 			out[d] = i
 			continue
 		}

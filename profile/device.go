@@ -123,6 +123,13 @@ func (l Link) Time(b float64) float64 {
 	return b/l.Bandwidth.Value + l.Latency.Value
 }
 
+// NVMLIdentity is how NVML names a GPU.
+type NVMLIdentity struct {
+	Index int
+	UUID  string
+	BusID string
+}
+
 // Fact is an informational detail of a device (SM count, clocks, PCIe generation, ISA flags),
 // printed by `onnxpart profile` but not used by the cost model.
 type Fact struct {
@@ -139,6 +146,10 @@ type Device struct {
 	Model   string
 	Catalog string
 	Kind    Kind
+	// NVML identifies a GPU found by `--devices auto`: its NVML index (which CUDA also uses
+	// unless CUDA_VISIBLE_DEVICES or CUDA_DEVICE_ORDER reorders), UUID and PCI bus id. Nil for
+	// devices from the catalog or a spec file.
+	NVML *NVMLIdentity
 	// Memory is the device memory in bytes; MemoryCap, when known, a lower limit on what
 	// onnxpart may use (from a spec file). Use Capacity.
 	Memory    Figure

@@ -90,6 +90,10 @@ func discoverNVML(lib nvml.Interface) (devs []Device, links [][]Link, notes []st
 			notes = append(notes, fmt.Sprintf("gpu%d skipped: %v", i, err))
 			continue
 		}
+		g.dev.NVML = &NVMLIdentity{Index: i, BusID: g.busID}
+		if uuid, ret := nvmlCall(h.GetUUID); ret == nvml.SUCCESS {
+			g.dev.NVML.UUID = uuid
+		}
 		gpus = append(gpus, g)
 	}
 	if len(gpus) == 0 {

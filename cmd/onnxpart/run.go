@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -84,6 +83,7 @@ type runFlags struct {
 	gap                                                                       float64
 	dims, emit                                                                []string
 	inputShapes                                                               []string
+	gpuIDs                                                                    []int
 	seed                                                                      int64
 	asJSON, force, quiet                                                      bool
 }
@@ -91,6 +91,7 @@ type runFlags struct {
 func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringVar(&f.devices, "devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
 	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	fs.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "CUDA ordinals of the GPUs, in --devices order, for the manifest's device_id and Triton's gpus (default: NVML's index under auto, else each GPU's position)")
 	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, at least 1 (default: number of devices)")
 	fs.StringVar(&f.objective, "objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
 	fs.IntVar(&f.batch, "batch", 0, "plan a batch of `N` inputs shared among the devices (data and model parallel) for throughput")
@@ -198,7 +199,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
-		Reproducible: fs.Changed("seed"), Progress: prog.update}
+		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	interrupted := ctx.Err() != nil
@@ -330,15 +331,21 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string) {
-	devs := map[string]int{}
-	for _, d := range r.Devices {
-		devs[r.Cluster.Devices[d].Model]++
-	}
+	// Devices in the order given; a run of identical products is one entry.
 	var dl []string
-	for name, n := range devs {
-		dl = append(dl, fmt.Sprintf("%d× %s", n, name))
+	for i := 0; i < len(r.Devices); {
+		d := &r.Cluster.Devices[r.Devices[i]]
+		j := i + 1
+		for j < len(r.Devices) && r.Cluster.Devices[r.Devices[j]].Model == d.Model {
+			j++
+		}
+		if j-i == 1 {
+			dl = append(dl, onnxpart.DeviceLabel(r.Cluster, d.Name))
+		} else {
+			dl = append(dl, fmt.Sprintf("%d× %s (%s–%s)", j-i, d.Model, d.Name, r.Cluster.Devices[r.Devices[j-1]].Name))
+		}
+		i = j
 	}
-	sort.Strings(dl)
 	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), bytesStr(m.ParamBytes()))
 	fmt.Fprintf(w, "devices    %s\n", strings.Join(dl, ", "))
 	obj := r.Objective
@@ -359,7 +366,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		if s.Bottleneck {
 			mark = "◀ bottleneck"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, st.Device, len(st.Nodes), bytesStr(st.ParamsBytes),
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, onnxpart.DeviceLabel(r.Cluster, st.Device), len(st.Nodes), bytesStr(st.ParamsBytes),
 			dur(s.ComputeS), dur(s.CommS), dur(s.CallS), dur(s.TotalS), mark)
 	}
 	tw.Flush()
