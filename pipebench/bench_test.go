@@ -13,7 +13,9 @@ import (
 
 	"onnxpart"
 	"onnxpart/emit"
+	"onnxpart/emit/npy"
 	"onnxpart/emit/schema"
+	"onnxpart/graph"
 	"onnxpart/ingest"
 	"onnxpart/internal/ort"
 	"onnxpart/pipebench"
@@ -114,9 +116,9 @@ func TestBenchResNet50(t *testing.T) {
 		}
 		slowest = max(slowest, s.Busy.Measured)
 	}
-	// A pipeline cannot complete requests faster than its slowest stage runs them (5% for
-	// the window's edges).
-	if rep.Throughput.Measured > 1.05/slowest {
+	// A pipeline cannot complete requests faster than its slowest stage runs them (with room
+	// for the calls of measured requests that began before the window).
+	if rep.Throughput.Measured > 1.5/slowest {
 		t.Errorf("throughput %.1f/s beats the slowest stage (%.3g s a request)", rep.Throughput.Measured, slowest)
 	}
 	seen := map[int]bool{}
@@ -254,6 +256,49 @@ func TestDefaultDevices(t *testing.T) {
 	for _, d := range pipebench.DefaultDevices(many) {
 		if d.Threads != 1 || d.CPUs != nil {
 			t.Errorf("more devices than CPUs: %+v", d)
+		}
+	}
+}
+
+// Real inputs from .npy files replace the random ones; a file that does not fit the model is
+// refused before anything runs.
+func TestBenchInputs(t *testing.T) {
+	needORT(t)
+	dir, c := planDir(t, hostDevices())
+	man, err := emit.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := man.Model.Inputs[0]
+	dims := graph.Shape(in.Shape).Dims()
+	n := int64(4)
+	for _, d := range dims {
+		n *= d
+	}
+	write := func(name string, a *npy.Array) string {
+		p := filepath.Join(t.TempDir(), name)
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := npy.Write(f, a); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("x.npy", &npy.Array{DType: graph.Float, Shape: dims, Data: make([]byte, n)})
+	rep, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 4, Warmup: 2, Devices: pipebench.DevicesFrom(c),
+		Inputs: map[string]string{in.Name: good}})
+	if err != nil || rep.Requests != 4 {
+		t.Fatalf("bench with %s: %v", good, err)
+	}
+	bad := write("i.npy", &npy.Array{DType: graph.Int64, Shape: dims, Data: make([]byte, 2*n)})
+	for name, file := range map[string]string{in.Name: bad, "nosuch": good} {
+		_, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 4, Devices: pipebench.DevicesFrom(c), Inputs: map[string]string{name: file}})
+		var ie *pipebench.InputError
+		if !errors.As(err, &ie) {
+			t.Errorf("--input %s=%s: %v, want an InputError", name, file, err)
 		}
 	}
 }
