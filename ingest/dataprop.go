@@ -121,8 +121,13 @@ func concatValues(t *tinfo, xs []*tinfo, axis int, out graph.Shape) bool {
 	}
 	anyInt, anyFloat := false, false
 	for _, x := range xs {
-		if _, ok := valueDims(x); !ok {
+		if _, ok := valueDims(x); !ok || len(x.shape) != len(out) {
 			return false
+		}
+		for i, d := range x.shape {
+			if i != axis && d.Value != out[i].Value {
+				return false
+			}
 		}
 		anyInt = anyInt || x.ival != nil
 		anyFloat = anyFloat || x.fval != nil

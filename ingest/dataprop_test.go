@@ -1,9 +1,20 @@
 package ingest
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime/debug"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"onnxpart/graph"
+	"onnxpart/internal/onnxpb"
 	"onnxpart/internal/ort"
 )
 
@@ -156,4 +167,60 @@ func symbolicExpressions(m *ocModel) {
 	m.op("MaxPool", ins(k), aIs("kernel_shape", 2, 3), aIs("pads", 0, 1, 1, 1))
 	m.op("ConvTranspose", ins(q, m.weight(f32, 2, 1, 3, 2)), aIs("dilations", 2, 1))
 	m.op("Pad", ins(q, m.ints(0, 0, 1, 0, 0, 0, 3, 0)))
+}
+
+// TestDataPropagationMutated loads the data-propagation models with their integer constants
+// (indices, axes, perms, starts, ends, steps, repeats, shapes) replaced at random: inference
+// must report what is wrong as an error or a warning, never panic or index out of range.
+func TestDataPropagationMutated(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	dir := t.TempDir()
+	interesting := []int64{-3, -2, -1, 0, 1, 2, 3, 4, 7, math.MaxInt64, math.MinInt64, math.MaxInt32}
+	n := 0
+	for _, c := range dataPropCases() {
+		base := newOCModel(c.opset)
+		c.build(base)
+		for iter := 0; iter < 150; iter++ {
+			mp := proto.Clone(base.modelProto()).(*onnxpb.ModelProto)
+			for _, init := range mp.Graph.Initializer {
+				if init.GetDataType() != int32(graph.Int64) || rng.Intn(3) != 0 {
+					continue
+				}
+				for i := 0; i+8 <= len(init.RawData); i += 8 {
+					binary.LittleEndian.PutUint64(init.RawData[i:], uint64(interesting[rng.Intn(len(interesting))]))
+				}
+			}
+			for _, nd := range mp.Graph.Node {
+				for _, a := range nd.Attribute {
+					if len(a.Ints) > 0 && rng.Intn(4) == 0 {
+						a.Ints[rng.Intn(len(a.Ints))] = interesting[rng.Intn(6)]
+					}
+					if a.I != nil && rng.Intn(4) == 0 {
+						a.I = proto.Int64(interesting[rng.Intn(6)])
+					}
+				}
+			}
+			b, err := proto.Marshal(mp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						path := filepath.Join(dir, fmt.Sprintf("%s_%d.onnx", c.name, iter))
+						os.WriteFile(path, b, 0o644)
+						t.Fatalf("%s, mutation %d (%s): panic: %v\n%s", c.name, iter, path, r, debug.Stack())
+					}
+				}()
+				_, err := loadBytes(filepath.Join(dir, "m.onnx"), b, Options{Dims: c.bind})
+				var ie *Error
+				var ue *UsageError
+				if err != nil && !errors.As(err, &ie) && !errors.As(err, &ue) {
+					t.Errorf("%s, mutation %d: error of type %T: %v", c.name, iter, err, err)
+				}
+			}()
+			n++
+		}
+	}
+	t.Logf("%d mutated models", n)
 }

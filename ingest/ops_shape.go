@@ -133,11 +133,16 @@ func transpose(c *nctx) error {
 	}
 	out := make(graph.Shape, r)
 	axes := make([]int, r)
+	seen := make([]bool, r)
 	for i, p := range perm {
 		a, err := normAxis(p, r)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
+		if seen[a] {
+			return c.errorf("perm %v repeats axis %d", perm, a)
+		}
+		seen[a] = true
 		out[i] = x.shape[a]
 		axes[i] = a
 	}
@@ -197,6 +202,9 @@ func concat(c *nctx) error {
 		}
 		sum = dimAdd(sum, x.shape[axis])
 		for i, d := range x.shape {
+			if i != axis && d.Known() && out[i].Known() && d.Value != out[i].Value {
+				return c.errorf("inputs differ in dimension %d (%d and %d) off the concatenation axis", i, out[i].Value, d.Value)
+			}
 			if i != axis && (d.Known() || !out[i].Known() && out[i].Param == "") {
 				out[i] = d
 			}
@@ -248,6 +256,17 @@ func split(c *nctx) error {
 				}
 				sizes = append(sizes, sz)
 			}
+		}
+	} else if sizes != nil && known {
+		var sum int64
+		for _, sz := range sizes {
+			if sz < 0 || sz > math.MaxInt64-sum {
+				return c.errorf("split sizes %v are not sizes", sizes)
+			}
+			sum += sz
+		}
+		if d.Known() && sum != d.Value {
+			return c.errorf("split sizes %v add up to %d, not the axis size %d", sizes, sum, d.Value)
 		}
 	}
 	dims, hasVal := valueDims(x)
@@ -520,8 +539,8 @@ func gather(c *nctx) error {
 		if k < 0 {
 			k += n
 		}
+		copy(coord[axis+1:], coord[axis+ri:]) // x's axes after axis follow idx's
 		coord[axis] = k
-		copy(coord[axis+1:], coord[axis+ri:])
 	}))
 	return nil
 }
@@ -546,6 +565,11 @@ func gatherElementsValue(c *nctx, t *tinfo, x, idx *tinfo, axis int) error {
 	for _, k := range iv {
 		if k < -n || k >= n {
 			return c.errorf("index %d out of range for axis %d of size %d", k, axis, n)
+		}
+	}
+	for k, d := range idx.shape {
+		if k != axis && d.Value > dims[k] {
+			return c.errorf("indices of shape %v reach beyond data of shape %v on axis %d", idx.shape, x.shape, k)
 		}
 	}
 	ist := rowStrides(idx.shape.Dims())
@@ -883,7 +907,11 @@ func rangeOp(c *nctx) error {
 		c.set(0, start.dt, graph.Shape{n})
 		return nil
 	}
-	n := int64(math.Max(math.Ceil((l[0]-s[0])/d[0]), 0))
+	cnt := math.Max(math.Ceil((l[0]-s[0])/d[0]), 0)
+	if cnt > 1<<62 || math.IsNaN(cnt) {
+		return c.errorf("Range(%g, %g, %g) has too many elements", s[0], l[0], d[0])
+	}
+	n := int64(cnt)
 	out := graph.ShapeOf(n)
 	if start.dt.IsInteger() && n <= maxFoldElements {
 		val := make([]graph.Dim, n)
