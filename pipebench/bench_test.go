@@ -45,6 +45,11 @@ func hostDevices() string {
 // the stage files; it returns the directory and the cluster.
 func planDir(t *testing.T, devices string) (string, *profile.Cluster) {
 	t.Helper()
+	return planDirOpt(t, devices, onnxpart.Options{K: 2})
+}
+
+func planDirOpt(t *testing.T, devices string, opt onnxpart.Options) (string, *profile.Cluster) {
+	t.Helper()
 	ctx := context.Background()
 	m, err := ingest.Load(resnet, ingest.Options{})
 	if err != nil {
@@ -54,7 +59,8 @@ func planDir(t *testing.T, devices string) (string, *profile.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{K: 2, Seed: 1, Reproducible: true, Bounds: "simple", TimeLimit: 30 * time.Second})
+	opt.Seed, opt.Reproducible, opt.Bounds, opt.TimeLimit = 1, true, "simple", 30*time.Second
+	r, err := onnxpart.Plan(ctx, m, c, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,5 +306,53 @@ func TestBenchInputs(t *testing.T) {
 		if !errors.As(err, &ie) {
 			t.Errorf("--input %s=%s: %v, want an InputError", name, file, err)
 		}
+	}
+}
+
+// A batched plan runs every route, each taking requests in proportion to its inputs, and is
+// compared by throughput and batch time.
+func TestBenchBatched(t *testing.T) {
+	needORT(t)
+	dir, c := planDirOpt(t, hostDevices(), onnxpart.Options{Batch: 4})
+	man, err := emit.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Batch == nil || len(man.Batch.Routes) < 2 {
+		t.Skipf("the batched plan has %v routes: nothing to check", man.Batch)
+	}
+	const n = 20
+	rep, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: n, Warmup: 2, Devices: pipebench.DevicesFrom(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Routes != len(man.Batch.Routes) || rep.Batch == nil || rep.Batch.Inputs != man.Batch.Inputs || rep.Batch.TimeS.Planned == nil {
+		t.Fatalf("report: routes %d, batch %+v", rep.Routes, rep.Batch)
+	}
+	if rep.Throughput.Planned == nil || *rep.Throughput.Planned != man.Batch.ThroughputPerS {
+		t.Errorf("throughput %+v, the batch plans %g/s", rep.Throughput, man.Batch.ThroughputPerS)
+	}
+	// Every route ran its share of the measured requests (admitted in weighted round robin;
+	// the window of completions may hold up to the in-flight cap more of one route).
+	runs := map[int]int{}
+	for _, s := range rep.StageTimes {
+		if s.Stage == 0 {
+			runs[s.Route] = s.Runs
+		}
+	}
+	total := 0
+	for i, rt := range man.Batch.Routes {
+		share := float64(n) * float64(rt.Inputs) / float64(man.Batch.Inputs)
+		if abs(float64(runs[i])-share) > float64(rep.InFlight)+0.01 {
+			t.Errorf("route %d ran %d of %d measured requests, its share is %.1f", i, runs[i], n, share)
+		}
+		total += runs[i]
+	}
+	if total != n {
+		t.Errorf("the routes ran %d measured requests, want %d", total, n)
+	}
+	doc, _ := json.Marshal(rep)
+	if err := schema.ValidateStrict("bench.v1", doc); err != nil {
+		t.Error(err)
 	}
 }
