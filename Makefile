@@ -132,7 +132,7 @@ test-corrupt: deps
 # 10 minutes on 2 cores. Run it on an otherwise idle machine.
 MODELS ?= ../shared/models
 fidelity: deps
-	$(CGO_ENV) $(GO) run ./profile/internal/fidelity -models $(MODELS)
+	$(CGO_ENV) $(GO) run ./bench/fidelity -models $(MODELS)
 
 # Pipeline fidelity: every corpus model (testdata/models and MODELS) planned on the host CPU
 # split into two one-thread devices (--devices cpu:2x1 --costs measured), its stages run as a
@@ -148,14 +148,14 @@ fidelity-pipeline: deps
 # corpus): about 50 minutes on 2 cores. Subsets: BENCH_SCHEDULE_FLAGS="-tables moirai -budget 10s".
 bench-schedule: deps
 	@mkdir -p out
-	set -o pipefail; $(CGO_ENV) $(GO) run ./schedule/internal/bench $(BENCH_SCHEDULE_FLAGS) | tee out/bench-schedule.md
+	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/schedule $(BENCH_SCHEDULE_FLAGS) | tee out/bench-schedule.md
 
 # Tables of package partition: dnn-partitioning optima, REGAL-like bound quality, ONNX corpus
 # (plan, bound, baselines), SliceGraph scaling. The full REGAL table (50 graphs x 6 k x 60 s of
 # bounds) takes hours; BENCH_PARTITION_FLAGS="-regal-graphs 8 -regal-bound-time 20s" is shorter.
 bench-partition: deps
 	@mkdir -p out
-	set -o pipefail; $(CGO_ENV) $(GO) run ./partition/internal/bench $(BENCH_PARTITION_FLAGS) | tee out/bench-partition.md
+	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/partition $(BENCH_PARTITION_FLAGS) | tee out/bench-partition.md
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:

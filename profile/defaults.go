@@ -28,13 +28,13 @@ var defaultEfficiency = map[Kind]map[OpClass]float64{
 // defaultMemEfficiency holds the memory-term efficiencies of the kind where they differ from
 // the compute term's: convolutions on GPUs reach about 0.3 of the DRAM bandwidth counted as
 // inputs + weights + outputs (cuDNN's implicit-GEMM kernels re-read their inputs), fitted on
-// the convolution nodes of the corpus measured on an H100 (profile/internal/gpucheck): with 0.5
+// the convolution nodes of the corpus measured on an H100 (bench/gpucheck): with 0.5
 // the slowest ones came out 1.75× too fast (fp32), with 0.3 within 1.2×.
 var defaultMemEfficiency = map[Kind]map[OpClass]float64{
 	GPU: {ClassConv: 0.3, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.3},
 }
 
-const memEffNote = "memory term, measured on an H100 (profile/internal/gpucheck)"
+const memEffNote = "memory term, measured on an H100 (bench/gpucheck)"
 
 const effNote = "nominal for the device kind; calibrate with --costs measured or set it in a spec file"
 
@@ -49,7 +49,7 @@ var (
 // or a calibration, wins). They are the median device time of the smallest nodes of each
 // class (compute and bytes under 0.3 µs of roofline) measured on an H100 SXM: each node of the
 // corpus models replayed in a CUDA graph with PyTorch 2.11's kernels
-// (profile/internal/gpucheck, 2026-11-22). A tiny elementwise kernel costs 1.6 µs of device
+// (bench/gpucheck, 2026-11-22). A tiny elementwise kernel costs 1.6 µs of device
 // time there, a library convolution or GEMM about 6 µs; a runtime that launches one op at a
 // time from the host (ONNX Runtime's CUDA provider without CUDA graphs) may pay more.
 var defaultOverhead = map[Kind]map[OpClass]float64{
@@ -60,7 +60,7 @@ var defaultOverhead = map[Kind]map[OpClass]float64{
 	},
 }
 
-const overheadNote = "device time of a tiny node of the class on an H100 (CUDA graph replay; profile/internal/gpucheck)"
+const overheadNote = "device time of a tiny node of the class on an H100 (CUDA graph replay; bench/gpucheck)"
 
 const (
 	launchNote = "typical kernel-launch / operator-dispatch cost of the device kind"

@@ -3,7 +3,7 @@
 // "--time-limit honoured within 10%"). Instances: the corpus's RandWire ONNX model on
 // cpu,t4,a100-80g (latency, and batched with -batch), and seed 003's RandWire stacks.
 //
-// Run it from the repository root: go run ./schedule/internal/overshoot [-limits 5s,10s,30s].
+// Run it from the repository root: go run ./bench/overshoot [-limits 5s,10s,30s].
 package main
 
 import (

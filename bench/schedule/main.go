@@ -11,7 +11,7 @@
 //     of 5, 10 and 20 modules (seed 003 Table 4.3), both run to optimality (the MILP within
 //     a cap).
 //
-// Run it from the repository root: go run ./schedule/internal/bench [-tables …] [-budget …].
+// Run it from the repository root: go run ./bench/schedule [-tables …] [-budget …].
 package main
 
 import (

@@ -10,7 +10,7 @@
 //	scaling  SliceGraph time and memory on layered DAGs with 1k–50k nodes, and BRKGA
 //	         evaluations per second.
 //
-// Usage: go run ./partition/internal/bench [-tables dnn,regal,onnx,scaling] [flags]
+// Usage: go run ./bench/partition [-tables dnn,regal,onnx,scaling] [flags]
 package main
 
 import (
