@@ -213,7 +213,7 @@ func printBench(w io.Writer, r *pipebench.Report) {
 		return
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := newTable(w, tabwriter.AlignRight)
 	route := r.Routes > 1
 	if route {
 		fmt.Fprint(tw, "route\t")
