@@ -61,6 +61,20 @@ func dataPropCases() []ocCase {
 		{name: "FPadOpset18", opset: 18, build: func(m *ocModel) {
 			fpadPattern(m, m.in(f32, 2, 1, 8, 3))
 		}},
+		// The same pattern inside nested If branches (as a voice-activity model has it): the
+		// branches' Pads, and so the Ifs' outputs, have known shapes.
+		{name: "FPadInIf", opset: 13, build: func(m *ocModel) {
+			x := m.in(f32, 1, 3, 13, 21)
+			inner := m.sub()
+			inner.out(fpadPattern(inner.ocModel, x), f32, nil)
+			innerElse := m.sub()
+			innerElse.out(innerElse.op("Pad", ins(x, innerElse.ints(0, 0, 0, 0, 0, 0, 3, 3))), f32, nil)
+			th := m.sub()
+			th.out(th.op("If", ins(m.inData(bool_, []float64{1})), aG("then_branch", inner.g), aG("else_branch", innerElse.g)), f32, nil)
+			el := m.sub()
+			el.out(fpadPattern(el.ocModel, x), f32, nil)
+			m.op("If", ins(m.inData(bool_, []float64{0})), aG("then_branch", th.g), aG("else_branch", el.g))
+		}},
 		// Every element-moving op on 2-D and 3-D integer values taken from a shape.
 		{name: "Rank2Values", opset: 13, build: func(m *ocModel) {
 			s := m.op("Shape", ins(m.in(f32, 2, 3, 4, 5, 6, 7)))
