@@ -448,6 +448,29 @@ func TestCertificateRegressions(t *testing.T) {
 			o: schedule.Options{Method: schedule.Auto}, want: 18, optima: true,
 		},
 		{
+			// HiGHS without presolve, with seed 17382, proved a false "optimal" 5.25 on this
+			// latency MILP (all times 0, only transfers count); the optimum is 4.75 with n0,
+			// n1 on d0 and n2, n3 on d2. Small MILPs are now solved twice.
+			name: "HiGHS seed, false optimal",
+			p: &schedule.Problem{
+				Nodes: []schedule.Node{
+					{Name: "n0", Time: []float64{0, 0, 0}, Weight: 1, Act: 2},
+					{Name: "n1", Time: []float64{0, 0, 0}, Weight: 4, Act: 1},
+					{Name: "n2", Time: []float64{0, 0, 0}, Weight: 2},
+					{Name: "n3", Time: []float64{-1, 0, 0}, Weight: 4, Act: 1},
+				},
+				Edges: []schedule.Edge{{From: 0, To: 1, Bytes: 2}, {From: 0, To: 2, Bytes: 1}, {From: 0, To: 3, Bytes: 5},
+					{From: 1, To: 2, Bytes: 7}, {From: 1, To: 3, Bytes: 7}, {From: 2, To: 3, Bytes: 3}, {From: 2, To: 3, Bytes: 3}},
+				Devices: two(8, 6, 9),
+				Links: [][]schedule.Link{
+					{{}, {Bandwidth: 4, Latency: 1}, {Bandwidth: 2}},
+					{{Bandwidth: 3}, {}, {Bandwidth: 4, Latency: 2}},
+					{{Bandwidth: 1}, {Bandwidth: 2, Latency: 1}, {}},
+				},
+			},
+			o: schedule.Options{Method: schedule.MILP, Seed: 17382, Symmetry: schedule.SymmetryNone}, want: 4.75, optima: true,
+		},
+		{
 			// Every time is 0, so the serial horizon is 0, and the MILP returned its start —
 			// MET's plan, all on d0, which overflows — as "optimal"; no plan was found.
 			name: "zero times, start overflows",
