@@ -175,6 +175,7 @@ type bench struct {
 	done    chan *request
 	failed  chan error
 	ctx     context.Context // the workers' context
+	notes   []string
 	bufs    buffers
 	nextRt  int
 }
@@ -217,6 +218,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	}
 	rep.InFlight, rep.Warmup, rep.SpinS = b.opt.InFlight, b.opt.Warmup, b.opt.Spin.Seconds()
 	rep.Notes = append(rep.Notes, providerNote(b.workers))
+	rep.Notes = append(rep.Notes, b.notes...)
 
 	// The workers: one per device, on its own pinned OS thread, with its stages' sessions.
 	// Each holds a P of the Go scheduler while it runs a stage (a cgo call gives its P up
@@ -729,12 +731,23 @@ func (b *bench) load(dir string) (*emit.Manifest, error) {
 		b.routes = append(b.routes, rt)
 	}
 	defaults := DefaultDevices(b.deviceNames())
+	var missing []string
 	for _, w := range b.workers {
 		d, ok := given[w.name]
 		if !ok {
 			d = defaults[w.name]
+			missing = append(missing, w.name)
 		}
 		w.threads, w.cpus = max(d.Threads, 1), d.CPUs
+	}
+	if len(given) > 0 && len(missing) > 0 {
+		var names []string
+		for n := range given {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.notes = append(b.notes, fmt.Sprintf("the devices given (%s) do not include %s: %s the default threads and cores",
+			strings.Join(names, ", "), strings.Join(missing, ", "), map[bool]string{true: "it gets", false: "they get"}[len(missing) == 1]))
 	}
 	return man, nil
 }

@@ -294,10 +294,14 @@ func TestBenchInputs(t *testing.T) {
 		return p
 	}
 	good := write("x.npy", &npy.Array{DType: graph.Float, Shape: dims, Data: make([]byte, n)})
-	rep, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 4, Warmup: 2, Devices: pipebench.DevicesFrom(c),
+	// (Devices that are not the plan's are said to be so.)
+	rep, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 4, Warmup: 2, Devices: []pipebench.Device{{Name: "elsewhere", Threads: 1}},
 		Inputs: map[string]string{in.Name: good}})
 	if err != nil || rep.Requests != 4 {
 		t.Fatalf("bench with %s: %v", good, err)
+	}
+	if notes := strings.Join(rep.Notes, "\n"); !strings.Contains(notes, "the devices given (elsewhere) do not include "+man.Stages[0].Device) {
+		t.Errorf("notes %q", notes)
 	}
 	bad := write("i.npy", &npy.Array{DType: graph.Int64, Shape: dims, Data: make([]byte, 2*n)})
 	for name, file := range map[string]string{in.Name: bad, "nosuch": good} {
