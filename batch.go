@@ -10,6 +10,7 @@ import (
 
 	"onnxpart/emit"
 	"onnxpart/graph"
+	"onnxpart/partition"
 	"onnxpart/profile"
 	"onnxpart/schedule"
 )
@@ -223,7 +224,7 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	}
 	if opt.Progress != nil {
 		so.Progress = func(pr schedule.Progress) {
-			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: gapOf(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
+			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: partition.Gap(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
 		}
 	}
 	res, err := solveLatency(ctx, p, so, opt.Reproducible)

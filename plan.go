@@ -380,7 +380,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.Interrupted = errors.Is(ctx.Err(), context.Canceled) // the caller's, not the time limit
-	r.Gap = gapOf(r.Lower, r.Upper)
+	r.Gap = partition.Gap(r.Lower, r.Upper)
 	return r, nil
 }
 
@@ -523,16 +523,6 @@ func (r *Result) bottleneck() float64 {
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
-
-func gapOf(lower, upper float64) float64 {
-	if upper <= 0 || lower <= 0 {
-		if upper <= 0 {
-			return 0
-		}
-		return 1
-	}
-	return math.Max(0, math.Min(1, 1-lower/upper))
-}
 
 // chooseDevices picks the devices a plan may use: all of them, or the first k.
 func chooseDevices(c *profile.Cluster, k int) ([]int, error) {
@@ -746,7 +736,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	if opt.Progress != nil {
 		po.Progress = func(pr partition.Progress) {
 			obj, lb := pr.Objective+callMin, pr.LowerBound+callMin
-			opt.Progress(Progress{Phase: pr.Phase, Objective: obj, LowerBound: lb, Gap: gapOf(lb, obj), Elapsed: pr.Elapsed})
+			opt.Progress(Progress{Phase: pr.Phase, Objective: obj, LowerBound: lb, Gap: partition.Gap(lb, obj), Elapsed: pr.Elapsed})
 		}
 	}
 	plan, err := partition.Solve(ctx, p, po)
@@ -822,7 +812,7 @@ func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *part
 		methods = []string{partition.BoundBottleneck, partition.BoundBottleneckGuess, partition.BoundExact}
 	}
 	for _, method := range methods {
-		if gapOf(plan.LowerBound, plan.Objective) <= gap+1e-9 || ctx.Err() != nil {
+		if partition.Gap(plan.LowerBound, plan.Objective) <= gap+1e-9 || ctx.Err() != nil {
 			break
 		}
 		limit := time.Duration(0) // LowerBound's default (60 s), or what the deadline leaves
@@ -862,7 +852,7 @@ func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *part
 			plan.LowerBound, plan.BoundMethod = math.Min(info.Value, plan.Objective), method
 		}
 	}
-	plan.Gap = gapOf(plan.LowerBound, plan.Objective)
+	plan.Gap = partition.Gap(plan.LowerBound, plan.Objective)
 	return plan
 }
 

@@ -149,8 +149,10 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// gapOf is 1 − lower/upper, clamped to [0, 1].
-func gapOf(lower, upper float64) float64 {
+// Gap is the relative gap of a certificate, 1 − lower/upper, clamped to [0, 1]: 0 when the
+// bound meets the plan (also when both are 0), 1 when nothing is proved. It is the one gap
+// function of onnxpart: the plans, the manifest and the progress lines all use it.
+func Gap(lower, upper float64) float64 {
 	if upper <= 0 {
 		if lower >= upper {
 			return 0
@@ -189,7 +191,7 @@ type solveState struct {
 	cbMu     sync.Mutex // serialises Progress calls
 }
 
-func (s *solveState) gap() float64 { return gapOf(s.lb, s.best) }
+func (s *solveState) gap() float64 { return Gap(s.lb, s.best) }
 
 func (s *solveState) gapLocked() float64 {
 	s.mu.Lock()
@@ -435,7 +437,7 @@ func (s *solveState) plan(elapsed time.Duration) *Plan {
 	if pl.LowerBound > obj {
 		pl.LowerBound = obj
 	}
-	pl.Gap = gapOf(pl.LowerBound, obj)
+	pl.Gap = Gap(pl.LowerBound, obj)
 	pl.Stages = make([][]int, K)
 	for v, sidx := range assign {
 		pl.Stages[sidx] = append(pl.Stages[sidx], v)
