@@ -22,6 +22,9 @@
 //   - a stage becomes ready for a request when every stage producing one of its inputs has
 //     run; its task then goes to its device's queue. Queues are bounded: at most
 //     Options.InFlight requests are in the pipeline at once, so no queue can fill;
+//   - the dispatcher (admission, completions) runs beside the workers: Run raises GOMAXPROCS to
+//     the number of workers + 2 while it runs, so that a worker busy in ONNX Runtime never holds
+//     the only P the dispatcher could run on;
 //   - a batched plan runs every route at once on the shared device workers, each route
 //     taking requests in proportion to the inputs the plan gives it.
 //
