@@ -137,8 +137,9 @@ fidelity: deps
 # Pipeline fidelity: every corpus model (testdata/models and MODELS) planned on the host CPU
 # split into two one-thread devices (--devices cpu:2x1 --costs measured), its stages run as a
 # pipeline in ONNX Runtime (onnxpart bench), against the plan and against one one-thread
-# session of the whole model. Prints a Markdown table (docs/benchmarks-pipeline.md); a few
-# minutes on 2 cores. Run it on an otherwise idle machine.
+# session of the whole model, each benched three times in turn (the best run of each kept).
+# Prints a Markdown table (docs/benchmarks-pipeline.md); about 3 minutes on 2 cores. Run it on
+# an otherwise idle machine.
 .PHONY: fidelity-pipeline
 fidelity-pipeline: deps
 	@mkdir -p out
