@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"onnxpart/graph"
 )
 
 // TritonDir is the Triton model repository's directory name inside an output directory.
@@ -30,6 +33,11 @@ type TritonOptions struct {
 	Copy bool
 	// Force replaces an existing repository directory.
 	Force bool
+	// MaxBatch is the max_batch_size of a model whose every input and output leads with the
+	// same symbolic batch dim (see tritonBatch); 0 takes the size the plan bound that dim
+	// to (Manifest.Model.Dims). Given, it also marks the leading dim as the batch whatever
+	// its name, and a model that cannot batch so is an error.
+	MaxBatch int
 }
 
 // TritonModel is one model of a Triton repository: a stage, or the ensemble (Stage −1)
@@ -188,17 +196,21 @@ func TritonModels(m *Manifest, opt TritonOptions) ([]TritonModel, error) {
 	}
 	base = tritonName(base)
 	gpus := gpuIndices(m, opt.GPUs)
+	maxBatch, err := tritonBatch(m, opt.MaxBatch)
+	if err != nil {
+		return nil, err
+	}
 	var models []TritonModel
 	names := make([]string, len(m.Stages))
 	for i, st := range m.Stages {
 		names[i] = fmt.Sprintf("%s_stage%d", base, st.Index)
-		cfg, err := stageConfig(m, i, names[i], gpus)
+		cfg, err := stageConfig(m, i, names[i], gpus, maxBatch)
 		if err != nil {
 			return nil, err
 		}
 		models = append(models, TritonModel{Name: names[i], Stage: i, Config: cfg})
 	}
-	cfg, err := ensembleConfig(m, base, names)
+	cfg, err := ensembleConfig(m, base, names, maxBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +320,91 @@ func gpuIndices(m *Manifest, explicit map[string]int) map[string]int {
 	return out
 }
 
+// batchName matches the names exporters give a batch dim: batch, batch_size, Batch, N.
+var batchName = regexp.MustCompile(`(?i)^(?:n|.*batch.*)$`)
+
+// BatchDim returns the model's batch dim: the named symbolic dim that leads the first
+// model input, when its name says it is a batch (batch, batch_size, N, …); "" otherwise.
+func BatchDim(m *Manifest) string {
+	p := leadingDim(m)
+	if p == "" || !batchName.MatchString(p) {
+		return ""
+	}
+	return p
+}
+
+func leadingDim(m *Manifest) string {
+	for _, t := range m.Model.Inputs {
+		if len(t.Shape) > 0 {
+			if d := t.Shape[0]; !d.Known() {
+				return d.Param
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// tritonBatch decides max_batch_size (0: no batching). Triton batches a model along an
+// implicit first dim of every input and output, so the repository batches when one named
+// symbolic dim leads every model input, model output and stage boundary tensor, and it is
+// a batch: by its name, or because maxBatch says so. The size is maxBatch, else the size
+// the plan bound the dim to; a dim nothing sizes (a split with no --dim) is not batched.
+// An explicit maxBatch the model cannot honour is an error.
+func tritonBatch(m *Manifest, maxBatch int) (int, error) {
+	explicit := maxBatch > 0
+	if maxBatch < 0 || maxBatch > math.MaxInt32 {
+		return 0, tritonErrorf("max_batch_size %d: want a size from 1 to %d", maxBatch, math.MaxInt32)
+	}
+	p := leadingDim(m)
+	if p == "" {
+		if explicit {
+			return 0, tritonErrorf("max_batch_size %d: the model's first input has no leading symbolic dimension to batch along (stage files written with --freeze-dims keep none)", maxBatch)
+		}
+		return 0, nil
+	}
+	if !explicit {
+		if BatchDim(m) == "" {
+			return 0, nil
+		}
+		if v, ok := m.Model.Dims[p]; ok && v > 0 && v <= math.MaxInt32 {
+			maxBatch = int(v)
+		} else {
+			return 0, nil
+		}
+	}
+	type tensorAt struct {
+		what string
+		t    TensorRef
+	}
+	var all []tensorAt
+	for _, t := range m.Model.Inputs {
+		all = append(all, tensorAt{"model input", t})
+	}
+	for _, t := range m.Model.Outputs {
+		all = append(all, tensorAt{"model output", t})
+	}
+	for _, st := range m.Stages {
+		for _, t := range st.Inputs {
+			all = append(all, tensorAt{fmt.Sprintf("stage %d input", st.Index), t})
+		}
+		for _, t := range st.Outputs {
+			all = append(all, tensorAt{fmt.Sprintf("stage %d output", st.Index), t})
+		}
+	}
+	for _, x := range all {
+		if s := x.t.Shape; len(s) > 0 && !s[0].Known() && s[0].Param == p {
+			continue
+		}
+		if !explicit {
+			return 0, nil
+		}
+		return 0, tritonErrorf("max_batch_size %d: %s %q has shape %s, which does not lead with the batch dimension %s", maxBatch, x.what, x.t.Name, graph.Shape(x.t.Shape), p)
+	}
+	return maxBatch, nil
+}
+
+
 // tritonTypes maps onnxpart's element type names to Triton's data types.
 var tritonTypes = map[string]string{
 	"bool": "TYPE_BOOL", "uint8": "TYPE_UINT8", "uint16": "TYPE_UINT16", "uint32": "TYPE_UINT32", "uint64": "TYPE_UINT64",
@@ -371,8 +468,9 @@ func pbQuote(s string) string {
 // tensors writes an input or output list. Symbolic dimensions are -1. Triton wants
 // non-empty dims: a scalar is declared as dims [1], reshaped to [] for a stage model (whose
 // ONNX tensor is a scalar); an ensemble passes tensors on as a client would, so its own
-// scalars stay [1].
-func (p *pbtxt) tensors(field string, ts []TensorRef, what string, reshape bool) error {
+// scalars stay [1]. A batched model's dims leave out the leading batch dim (tritonBatch
+// made sure every tensor has it).
+func (p *pbtxt) tensors(field string, ts []TensorRef, what string, reshape, batched bool) error {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -388,14 +486,18 @@ func (p *pbtxt) tensors(field string, ts []TensorRef, what string, reshape bool)
 		p.open("{")
 		p.line("name: %s", pbQuote(t.Name))
 		p.line("data_type: %s", dt)
-		if len(t.Shape) == 0 {
+		shape := t.Shape
+		if batched {
+			shape = shape[1:]
+		}
+		if len(shape) == 0 {
 			p.line("dims: [ 1 ]")
 			if reshape {
 				p.line("reshape: { shape: [ ] }")
 			}
 		} else {
-			dims := make([]string, len(t.Shape))
-			for j, d := range t.Shape {
+			dims := make([]string, len(shape))
+			for j, d := range shape {
 				if d.Known() {
 					dims[j] = strconv.FormatInt(d.Value, 10)
 				} else {
@@ -414,7 +516,7 @@ func (p *pbtxt) tensors(field string, ts []TensorRef, what string, reshape bool)
 	return nil
 }
 
-func stageConfig(m *Manifest, i int, name string, gpus map[string]int) ([]byte, error) {
+func stageConfig(m *Manifest, i int, name string, gpus map[string]int, maxBatch int) ([]byte, error) {
 	st := m.Stages[i]
 	tp, err := providerOf(st)
 	if err != nil {
@@ -428,13 +530,16 @@ func stageConfig(m *Manifest, i int, name string, gpus map[string]int) ([]byte, 
 	p.line("# onnxpart: stage %d of %s (%s), on %s with %s", st.Index, oneLine(m.Model.File), st.File, oneLine(st.Device), prov)
 	p.line("name: %s", pbQuote(name))
 	p.line(`platform: "onnxruntime_onnx"`)
-	p.line("max_batch_size: 0")
+	p.line("max_batch_size: %d", maxBatch)
 	what := fmt.Sprintf("stage %d", st.Index)
-	if err := p.tensors("input", st.Inputs, what, true); err != nil {
+	if err := p.tensors("input", st.Inputs, what, true, maxBatch > 0); err != nil {
 		return nil, err
 	}
-	if err := p.tensors("output", st.Outputs, what, true); err != nil {
+	if err := p.tensors("output", st.Outputs, what, true, maxBatch > 0); err != nil {
 		return nil, err
+	}
+	if maxBatch > 0 {
+		p.line("dynamic_batching { }")
 	}
 	p.open("instance_group [")
 	p.open("{")
@@ -469,7 +574,7 @@ func stageConfig(m *Manifest, i int, name string, gpus map[string]int) ([]byte, 
 // ensembleConfig wires the stages by tensor name: every stage input is a model input or
 // the output of an earlier stage; ensemble tensors keep the model's tensor names. Model
 // inputs that no stage reads are left out (Triton refuses ensemble inputs no step maps).
-func ensembleConfig(m *Manifest, name string, stageNames []string) ([]byte, error) {
+func ensembleConfig(m *Manifest, name string, stageNames []string, maxBatch int) ([]byte, error) {
 	inputs := map[string]bool{}
 	for _, t := range m.Model.Inputs {
 		inputs[t.Name] = true
@@ -511,11 +616,11 @@ func ensembleConfig(m *Manifest, name string, stageNames []string) ([]byte, erro
 	p.line("# onnxpart: %s as a pipeline of %d stage%s", oneLine(m.Model.File), len(m.Stages), plural(len(m.Stages)))
 	p.line("name: %s", pbQuote(name))
 	p.line(`platform: "ensemble"`)
-	p.line("max_batch_size: 0")
-	if err := p.tensors("input", used, "model", false); err != nil {
+	p.line("max_batch_size: %d", maxBatch) // an ensemble schedules its steps; only they batch
+	if err := p.tensors("input", used, "model", false, maxBatch > 0); err != nil {
 		return nil, err
 	}
-	if err := p.tensors("output", m.Model.Outputs, "model", false); err != nil {
+	if err := p.tensors("output", m.Model.Outputs, "model", false, maxBatch > 0); err != nil {
 		return nil, err
 	}
 	p.open("ensemble_scheduling {")

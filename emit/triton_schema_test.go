@@ -105,6 +105,10 @@ func tritonSchema(t testing.TB) protoreflect.MessageDescriptor {
 	step.NestedType = []*descriptorpb.DescriptorProto{pbStringMap("InputMapEntry"), pbStringMap("OutputMapEntry")}
 	ens := pbMessage("ModelEnsembling", pbField("step", 1, pbTMessage, pbRepeated, ".inference.ModelEnsembling.Step"))
 	ens.NestedType = []*descriptorpb.DescriptorProto{step}
+	batching := pbMessage("ModelDynamicBatching",
+		pbField("preferred_batch_size", 1, pbTInt32, pbRepeated, ""),
+		pbField("max_queue_delay_microseconds", 2, pbTInt64, pbOptional, ""),
+		pbField("preserve_ordering", 3, pbTBool, pbOptional, ""))
 	config := pbMessage("ModelConfig",
 		pbField("name", 1, pbTString, pbOptional, ""),
 		pbField("platform", 2, pbTString, pbOptional, ""),
@@ -113,13 +117,14 @@ func tritonSchema(t testing.TB) protoreflect.MessageDescriptor {
 		pbField("input", 5, pbTMessage, pbRepeated, ".inference.ModelInput"),
 		pbField("output", 6, pbTMessage, pbRepeated, ".inference.ModelOutput"),
 		pbField("optimization", 12, pbTMessage, pbOptional, ".inference.ModelOptimizationPolicy"),
+		pbField("dynamic_batching", 11, pbTMessage, pbOptional, ".inference.ModelDynamicBatching"),
 		pbField("ensemble_scheduling", 15, pbTMessage, pbOptional, ".inference.ModelEnsembling"),
 		pbField("instance_group", 7, pbTMessage, pbRepeated, ".inference.ModelInstanceGroup"),
 		pbField("default_model_filename", 8, pbTString, pbOptional, ""))
 	fd := &descriptorpb.FileDescriptorProto{
 		Name: proto.String("model_config_subset.proto"), Package: proto.String("inference"), Syntax: proto.String("proto3"),
 		EnumType:    []*descriptorpb.EnumDescriptorProto{dataType},
-		MessageType: []*descriptorpb.DescriptorProto{group, reshape, input, output, opt, ens, config},
+		MessageType: []*descriptorpb.DescriptorProto{group, reshape, input, output, opt, ens, batching, config},
 	}
 	f, err := protodesc.NewFile(fd, nil)
 	if err != nil {
@@ -145,6 +150,9 @@ type tritonConfig struct {
 	msg      protoreflect.Message
 	name     string
 	platform string
+	// maxBatch is max_batch_size; dynamic says whether dynamic_batching is set.
+	maxBatch int64
+	dynamic  bool
 	inputs   map[string]tritonTensor
 	outputs  map[string]tritonTensor
 	inOrder  []string
@@ -161,6 +169,11 @@ func parseTritonConfig(t testing.TB, data []byte) *tritonConfig {
 	fields := msg.Descriptor().Fields()
 	c.name = msg.Get(fields.ByName("name")).String()
 	c.platform = msg.Get(fields.ByName("platform")).String()
+	c.maxBatch = msg.Get(fields.ByName("max_batch_size")).Int()
+	c.dynamic = msg.Has(fields.ByName("dynamic_batching"))
+	if c.dynamic && msg.Has(fields.ByName("ensemble_scheduling")) {
+		t.Errorf("config %s sets both dynamic_batching and ensemble_scheduling (one scheduling choice)", c.name)
+	}
 	read := func(field string, into map[string]tritonTensor, order *[]string) {
 		l := msg.Get(fields.ByName(protoreflect.Name(field))).List()
 		for i := 0; i < l.Len(); i++ {
@@ -233,7 +246,8 @@ type tritonStep struct {
 }
 
 // checkTritonRepo checks a whole repository the way Triton's ensemble loader does: the
-// ensemble names existing models, every step input is mapped to an ensemble tensor that
+// ensemble names existing models, batches only if every step model batches at least as
+// much (and no step batches when the ensemble does not: their dims would disagree), every step input is mapped to an ensemble tensor that
 // is an ensemble input or some step's output (with the same type and dims), no ensemble
 // tensor is produced twice, every ensemble input is used and every ensemble output
 // produced, the ensemble reshapes nothing, and every step's inputs are all mapped. It
@@ -294,6 +308,14 @@ func checkTritonRepo(t testing.TB, configs map[string]*tritonConfig) string {
 			}
 			if mc.platform != "onnxruntime_onnx" {
 				t.Errorf("step model %s has platform %q", s.model, mc.platform)
+			}
+			switch {
+			case ens.maxBatch > 0 && mc.maxBatch < ens.maxBatch:
+				t.Errorf("ensemble %s allows batches of %d, but step model %s only %d", ens.name, ens.maxBatch, s.model, mc.maxBatch)
+			case ens.maxBatch == 0 && mc.maxBatch > 0:
+				t.Errorf("step model %s batches (max_batch_size %d), the ensemble does not", s.model, mc.maxBatch)
+			case mc.maxBatch > 0 && !mc.dynamic:
+				t.Errorf("step model %s batches without dynamic_batching", s.model)
 			}
 			if len(s.in) != len(mc.inputs) {
 				t.Errorf("step %s maps %d inputs, the model has %d", s.model, len(s.in), len(mc.inputs))

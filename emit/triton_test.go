@@ -80,6 +80,25 @@ func tritonUnnumbered() *Manifest {
 	return m
 }
 
+// tritonBatched is a 2-stage classifier planned at batch 8 (--dim batch=8) whose stage
+// files keep the symbolic batch: every tensor leads with it, so Triton batches.
+func tritonBatched() *Manifest {
+	img := TensorRef{Name: "input", DType: "float32", Shape: tshape(tsym("batch"), tdim(3), tdim(224), tdim(224)), Bytes: 4816896, Stage: -1, ModelInput: true}
+	feat := TensorRef{Name: "/features/Relu_output_0", DType: "float32", Shape: tshape(tsym("batch"), tdim(32), tdim(112), tdim(112)), Bytes: 12845056, Stage: 0, Consumers: []int{1}}
+	out := TensorRef{Name: "output", DType: "float32", Shape: tshape(tsym("batch"), tdim(125)), Bytes: 4000, Stage: 1, ModelOutput: true}
+	featIn := feat
+	featIn.Consumers = nil
+	return &Manifest{
+		Format: Format,
+		Model: ModelInfo{File: "mobilenet_v2_small_dynbatch.onnx", Inputs: []TensorRef{img}, Outputs: []TensorRef{out},
+			Dims: map[string]int64{"batch": 8}, SymbolicDims: []string{"batch"}},
+		Stages: []Stage{
+			{Index: 0, Device: "gpu0", Provider: "CUDAExecutionProvider", File: "stage0.onnx", Inputs: []TensorRef{img}, Outputs: []TensorRef{feat}},
+			{Index: 1, Device: "gpu1", Provider: "CUDAExecutionProvider", File: "stage1.onnx", Inputs: []TensorRef{featIn}, Outputs: []TensorRef{out}},
+		},
+	}
+}
+
 var tritonCases = []struct {
 	name string
 	m    func() *Manifest
@@ -88,6 +107,130 @@ var tritonCases = []struct {
 	{"encoder", tritonEncoder, TritonOptions{}},
 	{"odd_names", tritonOddNames, TritonOptions{}},
 	{"named_gpus", tritonUnnumbered, TritonOptions{Name: "served name", GPUs: map[string]int{"a100-x": 3}}},
+	{"batched", tritonBatched, TritonOptions{}},
+}
+
+// A leading symbolic batch becomes max_batch_size (the bound size, or MaxBatch), dims
+// without it, and dynamic batching on every stage model; anything that cannot batch so
+// stays unbatched, or is refused when MaxBatch asks for batching.
+func TestTritonBatch(t *testing.T) {
+	configs := func(m *Manifest, opt TritonOptions) []*tritonConfig {
+		t.Helper()
+		models, err := TritonModels(m, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*tritonConfig
+		all := map[string]*tritonConfig{}
+		for _, tm := range models {
+			c := parseTritonConfig(t, tm.Config)
+			out = append(out, c)
+			all[tm.Name] = c
+		}
+		checkTritonRepo(t, all)
+		return out
+	}
+	cs := configs(tritonBatched(), TritonOptions{})
+	for i, c := range cs {
+		if c.maxBatch != 8 || c.dynamic != (c.platform != "ensemble") {
+			t.Errorf("model %d (%s): max_batch_size %d, dynamic batching %v", i, c.platform, c.maxBatch, c.dynamic)
+		}
+	}
+	if got := cs[0].inputs["input"].dims; got != "3,224,224" {
+		t.Errorf("stage 0 input dims %s, want the batch left out", got)
+	}
+	if got := cs[2].outputs["output"].dims; got != "125" {
+		t.Errorf("ensemble output dims %s, want the batch left out", got)
+	}
+	if cs := configs(tritonBatched(), TritonOptions{MaxBatch: 64}); cs[1].maxBatch != 64 || cs[2].maxBatch != 64 {
+		t.Errorf("MaxBatch 64 gave max_batch_size %d, %d", cs[1].maxBatch, cs[2].maxBatch)
+	}
+
+	// The repository checker catches a step that batches less than the ensemble, or not
+	// at all.
+	models, err := TritonModels(tritonBatched(), TritonOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ old, new, want string }{
+		{"max_batch_size: 8", "max_batch_size: 4", "allows batches of 8, but step model mobilenet_v2_small_dynbatch_stage1 only 4"},
+		{"dynamic_batching { }\n", "", "batches without dynamic_batching"},
+	} {
+		rec := &recorder{TB: t}
+		all := map[string]*tritonConfig{}
+		for _, tm := range models {
+			cfg := string(tm.Config)
+			if tm.Stage == 1 {
+				cfg = strings.Replace(cfg, c.old, c.new, 1)
+			}
+			all[tm.Name] = parseTritonConfig(t, []byte(cfg))
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			checkTritonRepo(rec, all)
+		}()
+		<-done
+		if !strings.Contains(strings.Join(rec.errs, "\n"), c.want) {
+			t.Errorf("checker said %q, want %q", rec.errs, c.want)
+		}
+	}
+
+	// Not batched: frozen dims, a dim nothing sized, a leading dim that is not a batch by
+	// name, a stage tensor without the batch in front.
+	frozen := tritonBatched()
+	for _, refs := range [][]TensorRef{frozen.Model.Inputs, frozen.Model.Outputs, frozen.Stages[0].Inputs, frozen.Stages[0].Outputs, frozen.Stages[1].Inputs, frozen.Stages[1].Outputs} {
+		for i := range refs {
+			refs[i].Shape = append(Shape{tdim(8)}, refs[i].Shape[1:]...)
+		}
+	}
+	frozen.Model.SymbolicDims = nil
+	unsized := tritonBatched()
+	unsized.Model.Dims = nil
+	seq := tritonBatched()
+	seq.Model.Dims = map[string]int64{"batch": 8}
+	for _, refs := range [][]TensorRef{seq.Model.Inputs, seq.Model.Outputs, seq.Stages[0].Inputs, seq.Stages[0].Outputs, seq.Stages[1].Inputs, seq.Stages[1].Outputs} {
+		for i := range refs {
+			refs[i].Shape = append(Shape{tsym("seq")}, refs[i].Shape[1:]...)
+		}
+	}
+	seq.Model.Dims = map[string]int64{"seq": 8}
+	flat := tritonBatched()
+	flat.Stages[0].Outputs[0].Shape = tshape(tsym("batch*32"), tdim(112), tdim(112))
+	flat.Stages[1].Inputs[0].Shape = flat.Stages[0].Outputs[0].Shape
+	for name, m := range map[string]*Manifest{"frozen": frozen, "unsized": unsized, "seq": seq, "flattened": flat, "encoder": tritonEncoder()} {
+		for _, c := range configs(m, TritonOptions{}) {
+			if c.maxBatch != 0 || c.dynamic {
+				t.Errorf("%s: %s has max_batch_size %d, dynamic batching %v; want no batching", name, c.name, c.maxBatch, c.dynamic)
+			}
+		}
+	}
+	if got := configs(frozen, TritonOptions{})[0].inputs["input"].dims; got != "8,3,224,224" {
+		t.Errorf("frozen input dims %s", got)
+	}
+	if got := configs(unsized, TritonOptions{})[0].inputs["input"].dims; got != "-1,3,224,224" {
+		t.Errorf("unsized input dims %s", got)
+	}
+	// MaxBatch asserts the leading dim is a batch, and is refused where it cannot be.
+	if cs := configs(seq, TritonOptions{MaxBatch: 2}); cs[0].maxBatch != 2 || cs[0].inputs["input"].dims != "3,224,224" {
+		t.Errorf("seq with MaxBatch 2: %d %+v", cs[0].maxBatch, cs[0].inputs["input"])
+	}
+	for _, c := range []struct {
+		m    *Manifest
+		max  int
+		want string
+	}{
+		{frozen, 8, "no leading symbolic dimension"},
+		{flat, 8, `stage 0 output "/features/Relu_output_0" has shape [batch*32,112,112], which does not lead with the batch dimension batch`},
+		{tritonEncoder(), 4, `model output "n_tokens" has shape [], which does not lead`},
+		{tritonBatched(), -1, "want a size from 1"},
+	} {
+		_, err := TritonModels(c.m, TritonOptions{MaxBatch: c.max})
+		var te *TritonError
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("MaxBatch %d: %v, want a TritonError saying %q", c.max, err, c.want)
+		}
+	}
 }
 
 // TestTritonGolden compares every config.pbtxt with testdata/golden/triton/<case>/<model>/
