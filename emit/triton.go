@@ -404,7 +404,6 @@ func tritonBatch(m *Manifest, maxBatch int) (int, error) {
 	return maxBatch, nil
 }
 
-
 // tritonTypes maps onnxpart's element type names to Triton's data types.
 var tritonTypes = map[string]string{
 	"bool": "TYPE_BOOL", "uint8": "TYPE_UINT8", "uint16": "TYPE_UINT16", "uint32": "TYPE_UINT32", "uint64": "TYPE_UINT64",
