@@ -27,6 +27,11 @@ type Options struct {
 	ModelPath string
 	// Producer is recorded as the stage models' producer_version (default "dev").
 	Producer string
+	// FreezeDims writes the stage files at the sizes the model was loaded with (--dim,
+	// --input-shape), as the planner costed them. By default they keep the model's symbolic
+	// dims (dim_param), so that a plan made at batch 8 also serves batch 1: the bindings only
+	// size the costs, the FLOPs and the checks.
+	FreezeDims bool
 	// Extras, when set, is called by WriteDir with the temporary directory after the stages
 	// and the manifest are written (file hashes filled in) and before the atomic rename, to
 	// add more files (report.html, a Triton repository); an error aborts the whole write.
@@ -65,6 +70,14 @@ type Layout struct {
 	stages []*stagePlan
 	// graphOut maps each model output to the stage producing it.
 	graphOut map[int]int
+	// shapes, when the stage files keep dims the model was loaded with bound, are the
+	// shapes they declare, by tensor ID (see symbolicShapes); nil: the graph's own.
+	shapes []graph.Shape
+	// fixed marks tensors whose shape could not be inferred without the bindings: they keep
+	// their bound shape.
+	fixed map[int]bool
+	// symbolic are the dim_params the stage files keep.
+	symbolic []string
 	// failAfterFiles, when positive, makes WriteDir fail after writing that many files
 	// (tests of the clean-up path).
 	failAfterFiles int
@@ -285,7 +298,14 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 		}
 		notes = append(notes, "stages renumbered in pipeline order (assignment label→index): "+strings.Join(parts, ", "))
 	}
-	l := &Layout{m: m, opt: opt, graphOut: map[int]int{}}
+	l := &Layout{m: m, opt: opt, graphOut: map[int]int{}, symbolic: append([]string{}, m.SymbolicDims...)}
+	if !opt.FreezeDims {
+		var note string
+		l.shapes, l.fixed, l.symbolic, note = symbolicShapes(m)
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
 	for _, s := range stageOrder {
 		l.stages = append(l.stages, byLabel[s])
 	}
@@ -563,11 +583,11 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 	if man.Notes == nil {
 		man.Notes = []string{}
 	}
-	dims, symbolic := boundDims(m)
+	dims := boundDims(m)
 	man.Model = ModelInfo{
 		Path: l.opt.ModelPath, File: filepath.Base(m.Path), SHA256: m.SHA256, FileBytes: m.FileSize,
 		IRVersion: m.Proto.GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
-		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: symbolic,
+		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: append([]string{}, l.symbolic...),
 		ExternalData: m.ExternalData,
 	}
 	for d, v := range g.Opsets {
@@ -577,12 +597,12 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		man.Model.Opsets[d] = v
 	}
 	for _, t := range g.Inputs {
-		r := tensorRef(g, t, -1)
+		r := l.tensorRef(t, -1)
 		r.ModelInput = true
 		man.Model.Inputs = append(man.Model.Inputs, r)
 	}
 	for _, t := range g.Outputs {
-		r := tensorRef(g, t, l.graphOut[t])
+		r := l.tensorRef(t, l.graphOut[t])
 		r.ModelOutput = true
 		man.Model.Outputs = append(man.Model.Outputs, r)
 	}
@@ -627,12 +647,12 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 			}
 		}
 		for _, t := range sp.inputs {
-			r := tensorRef(g, t, sp.from[t])
+			r := l.tensorRef(t, sp.from[t])
 			r.ModelInput = g.Tensors[t].Kind == graph.Input
 			st.Inputs = append(st.Inputs, r)
 		}
 		for _, t := range sp.outputs {
-			r := tensorRef(g, t, i)
+			r := l.tensorRef(t, i)
 			r.Consumers = sp.to[t]
 			r.ModelOutput = g.Tensors[t].IsOutput && l.graphOut[t] == i
 			st.Outputs = append(st.Outputs, r)
@@ -642,7 +662,10 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		}
 		st.Pipeline = map[string]GenAIStage{fmt.Sprintf("stage%d", i): genaiStage(st)}
 		for _, t := range append(append([]int{}, sp.inputs...), sp.outputs...) {
-			if g.Tensors[t].Shape == nil && g.Tensors[t].NonTensor == "" {
+			if l.fixed[t] {
+				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q keeps its bound shape %s in the stage files: its shape is not inferred without the bindings (--freeze-dims writes every tensor so)", i, g.Tensors[t].Name, g.Tensors[t].Shape))
+			}
+			if l.shape(t) == nil && g.Tensors[t].NonTensor == "" {
 				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q has no inferred shape; its type carries only the element type (ONNX Runtime accepts this, onnx.checker does not)", i, g.Tensors[t].Name))
 			}
 		}
@@ -663,13 +686,90 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 
 func stageFile(i int) string { return fmt.Sprintf("stage%d.onnx", i) }
 
-func tensorRef(g *graph.Graph, t, stage int) TensorRef {
-	tt := &g.Tensors[t]
+// tensorRef describes tensor t as the stage files declare it; its bytes are those at the
+// bound dims.
+func (l *Layout) tensorRef(t, stage int) TensorRef {
+	tt := &l.m.Graph.Tensors[t]
 	dt := tt.DType.String()
 	if tt.NonTensor != "" {
 		dt = tt.NonTensor
 	}
-	return TensorRef{Name: tt.Name, DType: dt, Shape: Shape(tt.Shape), Bytes: tt.Bytes, Stage: stage}
+	return TensorRef{Name: tt.Name, DType: dt, Shape: Shape(l.shape(t)), Bytes: tt.Bytes, Stage: stage}
+}
+
+// shape is tensor t's shape in the stage files.
+func (l *Layout) shape(t int) graph.Shape {
+	if l.shapes != nil {
+		return l.shapes[t]
+	}
+	return l.m.Graph.Tensors[t].Shape
+}
+
+// symbolicShapes gives the shapes the stage files declare when they keep the symbolic dims
+// of a model loaded with some bound (--dim, --input-shape): the model is loaded again
+// without bindings, and each tensor takes the shape inferred there. The two loads list the
+// same nodes and tensors in the same order (both follow the file); that is checked by name,
+// and where it fails, or the file changed in between, every tensor keeps its bound shape
+// and the note says why. A tensor whose unbound shape is unknown or disagrees with its
+// bound one in rank or in a fixed size keeps its bound shape (marked in fixed). symbolic
+// lists the dims the stage files keep. All nil when nothing was bound.
+func symbolicShapes(m *ingest.Model) (shapes []graph.Shape, fixed map[int]bool, symbolic []string, note string) {
+	symbolic = append([]string{}, m.SymbolicDims...)
+	if len(m.Dims()) == 0 && len(m.InputShapes()) == 0 {
+		return nil, nil, symbolic, ""
+	}
+	g := m.Graph
+	frozen := "the stage files are written at the bound sizes, as with --freeze-dims: "
+	u, err := ingest.Load(m.Path, ingest.Options{MaxFileBytes: max(m.FileSize, ingest.DefaultMaxFileBytes),
+		MaxNodes: max(len(g.Nodes), ingest.DefaultMaxNodes)})
+	switch {
+	case err != nil:
+		return nil, nil, symbolic, frozen + "loading the model without the bindings failed: " + err.Error()
+	case u.SHA256 != m.SHA256:
+		return nil, nil, symbolic, frozen + m.Path + " changed while it was being read"
+	case len(u.Graph.Nodes) != len(g.Nodes) || len(u.Graph.Tensors) != len(g.Tensors):
+		return nil, nil, symbolic, frozen + fmt.Sprintf("without the bindings the model has %d nodes and %d tensors, with them %d and %d",
+			len(u.Graph.Nodes), len(u.Graph.Tensors), len(g.Nodes), len(g.Tensors))
+	}
+	for i := range g.Tensors {
+		if u.Graph.Tensors[i].Name != g.Tensors[i].Name {
+			return nil, nil, symbolic, frozen + fmt.Sprintf("tensor %d is %q without the bindings, %q with them", i, u.Graph.Tensors[i].Name, g.Tensors[i].Name)
+		}
+	}
+	for v := range g.Nodes {
+		if u.Graph.Nodes[v].Label() != g.Nodes[v].Label() {
+			return nil, nil, symbolic, frozen + fmt.Sprintf("node %d is %s without the bindings, %s with them", v, u.Graph.Nodes[v].Label(), g.Nodes[v].Label())
+		}
+	}
+	shapes = make([]graph.Shape, len(g.Tensors))
+	fixed = map[int]bool{}
+	for t := range g.Tensors {
+		b, s := g.Tensors[t].Shape, u.Graph.Tensors[t].Shape
+		shapes[t] = b
+		if b == nil {
+			continue
+		}
+		if !sameFixedSizes(s, b) {
+			fixed[t] = true
+			continue
+		}
+		shapes[t] = s
+	}
+	return shapes, fixed, append([]string{}, u.SymbolicDims...), ""
+}
+
+// sameFixedSizes: the unbound shape s has the rank of the bound shape b, and every size s
+// fixes is b's.
+func sameFixedSizes(s, b graph.Shape) bool {
+	if s == nil || len(s) != len(b) {
+		return false
+	}
+	for i, d := range s {
+		if d.Known() && (!b[i].Known() || b[i].Value != d.Value) {
+			return false
+		}
+	}
+	return true
 }
 
 // genaiProviders maps ONNX Runtime execution providers to onnxruntime-genai's names.
@@ -700,7 +800,7 @@ func genaiStage(st Stage) GenAIStage {
 
 // boundDims recovers the --dim bindings of a loaded model: dim_params of its inputs,
 // outputs and value_info that are no longer symbolic, with the size the graph gives them.
-func boundDims(m *ingest.Model) (map[string]int64, []string) {
+func boundDims(m *ingest.Model) map[string]int64 {
 	unbound := map[string]bool{}
 	for _, d := range m.SymbolicDims {
 		unbound[d] = true
@@ -729,5 +829,5 @@ func boundDims(m *ingest.Model) (map[string]int64, []string) {
 			}
 		}
 	}
-	return dims, append([]string{}, m.SymbolicDims...)
+	return dims
 }

@@ -53,14 +53,14 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 	}
 	irOld := src.GetIrVersion() < 4
 	for _, t := range sp.inputs {
-		vi, err := boundaryInfo(g, t, srcVI)
+		vi, err := boundaryInfo(g, t, l.shape(t), srcVI)
 		if err != nil {
 			return nil, nil, err
 		}
 		gr.Input = append(gr.Input, vi)
 	}
 	for _, t := range sp.outputs {
-		vi, err := boundaryInfo(g, t, srcVI)
+		vi, err := boundaryInfo(g, t, l.shape(t), srcVI)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -278,8 +278,9 @@ func externalStub(tp *onnxpb.TensorProto) *onnxpb.TensorProto {
 }
 
 // boundaryInfo is the value info of a stage input or output: element type and onnxpart's
-// inferred shape (symbolic dims as dim_param). Non-tensor values take the source's type.
-func boundaryInfo(g *graph.Graph, t int, srcVI map[string]*onnxpb.ValueInfoProto) (*onnxpb.ValueInfoProto, error) {
+// inferred shape (symbolic dims as dim_param), the shape the stage files keep (see
+// Layout.shape). Non-tensor values take the source's type.
+func boundaryInfo(g *graph.Graph, t int, shape graph.Shape, srcVI map[string]*onnxpb.ValueInfoProto) (*onnxpb.ValueInfoProto, error) {
 	tt := &g.Tensors[t]
 	if tt.NonTensor != "" {
 		if vi := srcVI[tt.Name]; vi != nil && vi.Type != nil {
@@ -291,9 +292,9 @@ func boundaryInfo(g *graph.Graph, t int, srcVI map[string]*onnxpb.ValueInfoProto
 		return nil, fmt.Errorf("tensor %q crosses a stage boundary but its element type is unknown", tt.Name)
 	}
 	tensor := &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(tt.DType))}
-	if tt.Shape != nil {
+	if shape != nil {
 		sh := &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{}}
-		for _, d := range tt.Shape {
+		for _, d := range shape {
 			dim := &onnxpb.TensorShapeProto_Dimension{}
 			switch {
 			case d.Known():

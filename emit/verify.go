@@ -161,6 +161,14 @@ type VerifyReport struct {
 	// Pass is true when every output agreed: bit for bit without Optimize, within Tolerance
 	// with it (and, with Routes, every route passed).
 	Pass bool `json:"pass"`
+	// OtherSizes holds, when the stage files keep dims the plan bound (Model.Dims ∩
+	// SymbolicDims), the runs at a second size of each such dim nothing else sized: 1 for a
+	// batch, else one less. This report's Dims are the bound sizes.
+	OtherSizes []*VerifyReport `json:"other_sizes,omitempty"`
+	// Skipped says why a second size was not run (the original model itself fails there, or
+	// the sizes break a limit); Problem, that a stage failed there (Pass false).
+	Skipped string `json:"skipped,omitempty"`
+	Problem string `json:"problem,omitempty"`
 	// Routes holds the reports of a batched plan's other routes (Manifest.Batch), each in its
 	// subdirectory Dir.
 	Routes []*VerifyReport `json:"routes,omitempty"`
@@ -219,8 +227,22 @@ type MismatchError struct{ Report *VerifyReport }
 
 // Error names the outputs that differ.
 func (e *MismatchError) Error() string {
+	bad := outputProblems(e.Report)
+	for _, o := range e.Report.OtherSizes {
+		switch {
+		case o.Problem != "":
+			bad = append(bad, o.Problem)
+		case !o.Pass:
+			bad = append(bad, "at "+dimList(o.Dims)+": "+strings.Join(outputProblems(o), ", "))
+		}
+	}
+	return "the stages do not reproduce the model: " + strings.Join(bad, ", ")
+}
+
+// outputProblems names the outputs of rep that differ.
+func outputProblems(rep *VerifyReport) []string {
 	var bad []string
-	for _, o := range e.Report.Outputs {
+	for _, o := range rep.Outputs {
 		if !o.Pass {
 			if o.Problem != "" {
 				bad = append(bad, fmt.Sprintf("%s (%s)", o.Name, o.Problem))
@@ -229,7 +251,7 @@ func (e *MismatchError) Error() string {
 			}
 		}
 	}
-	return "the stages do not reproduce the model: " + strings.Join(bad, ", ")
+	return bad
 }
 
 // Verify checks dir structurally (Check), then runs the original model and the chain of
@@ -286,6 +308,9 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	if opt.Tolerance <= 0 {
 		opt.Tolerance = DefaultTolerance
 	}
+	if opt.MaxTensorBytes <= 0 {
+		opt.MaxTensorBytes = DefaultMaxTensorBytes
+	}
 	modelPath := opt.ModelPath
 	if modelPath == "" {
 		modelPath = man.ModelFile(dir)
@@ -304,14 +329,20 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	for _, r := range man.Model.Inputs {
 		modelIn[r.Name] = r
 	}
-	dims := map[string]int64{}
-	for k, v := range man.Model.Dims {
-		dims[k] = v
-	}
 	free := map[string]bool{}
 	for _, d := range man.Model.SymbolicDims {
 		free[d] = true
 	}
+	// Dims the stage files fixed keep the manifest's sizes; the ones they keep symbolic
+	// take the sizes of the input files, then --dim, then the size the plan bound them to
+	// (Model.Dims), then DefaultDim.
+	dims := map[string]int64{}
+	for k, v := range man.Model.Dims {
+		if !free[k] {
+			dims[k] = v
+		}
+	}
+	set := map[string]bool{} // symbolic dims sized by an input file or --dim
 	for _, name := range names {
 		ref, ok := modelIn[name]
 		if !ok {
@@ -336,6 +367,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 					return nil, &InputError{Msg: fmt.Sprintf("--input %s: dimension %s is %d here but %d elsewhere", name, d.Param, a.Shape[i], v)}
 				}
 				dims[d.Param] = a.Shape[i]
+				set[d.Param] = true
 			}
 		}
 		given[name] = a
@@ -346,7 +378,11 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 				return nil, &InputError{Msg: fmt.Sprintf("--dim %s=%d contradicts the input files (%d)", d, v, w)}
 			}
 			dims[d] = v
-		} else if _, ok := dims[d]; !ok {
+			set[d] = true
+		} else if _, ok := dims[d]; ok {
+		} else if v, ok := man.Model.Dims[d]; ok {
+			dims[d] = v
+		} else {
 			dims[d] = DefaultDim
 		}
 	}
@@ -355,17 +391,134 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 			return nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
 		}
 	}
-	// The model with every dimension bound gives every boundary tensor's concrete shape.
-	m, err := ingest.Load(modelPath, ingest.Options{Dims: dims})
+
+	v := &verifier{dir: dir, man: man, modelPath: modelPath, opt: opt, given: given,
+		sopt: ort.Options{Optimize: opt.Optimize, Threads: opt.Threads}, ref: opt.Reference}
+	if v.ref == nil {
+		v.ref = NewReferenceCache()
+		defer v.ref.Close()
+	}
+	// One session per stage serves every size: the stage files keep their symbolic dims.
+	v.stages = make([]*ort.Session, len(man.Stages))
+	defer func() {
+		for _, s := range v.stages {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	for i, st := range man.Stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var ins, outs []string
+		for _, r := range st.Inputs {
+			ins = append(ins, r.Name)
+		}
+		for _, r := range st.Outputs {
+			outs = append(outs, r.Name)
+		}
+		s, err := ort.NewSession(filepath.Join(dir, st.File), ins, outs, v.sopt)
+		if err != nil {
+			return nil, fmt.Errorf("stage %d: %w", i, err)
+		}
+		v.stages[i] = s
+	}
+	rep, err := v.runAt(ctx, dims, false)
 	if err != nil {
 		return nil, err
 	}
-	g := m.Graph
-	if opt.MaxTensorBytes <= 0 {
-		opt.MaxTensorBytes = DefaultMaxTensorBytes
+	// A plan made at bound sizes whose stage files kept the dims symbolic must serve other
+	// sizes too: each such dim nothing else sized is run again at a second size.
+	for _, d := range man.Model.SymbolicDims {
+		bound, ok := man.Model.Dims[d]
+		if !ok || set[d] {
+			continue
+		}
+		other := map[string]int64{}
+		for k, x := range dims {
+			other[k] = x
+		}
+		other[d] = secondSize(d, bound, BatchDim(man) == d)
+		sub, err := v.runAt(ctx, other, true)
+		var re *sizeRunError
+		switch {
+		case errors.As(err, &re) && re.stage < 0:
+			sub = &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
+				Dims: other, Tolerance: rep.Tolerance, Pass: true, Skipped: re.Error()}
+		case errors.As(err, &re):
+			sub = &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
+				Dims: other, Tolerance: rep.Tolerance, Problem: re.Error()}
+		case err != nil:
+			return nil, err
+		}
+		rep.OtherSizes = append(rep.OtherSizes, sub)
+		rep.Pass = rep.Pass && sub.Pass
 	}
+	return rep, nil
+}
+
+// secondSize is the size a dim bound for planning is verified at besides: 1 for a batch,
+// else one less (a decoder planned at past=1024 must run at 1023), or 2 for a size of 1.
+func secondSize(name string, bound int64, batch bool) int64 {
+	switch {
+	case batch && bound != 1:
+		return 1
+	case bound > 1:
+		return bound - 1
+	}
+	return bound + 1
+}
+
+// sizeRunError is a failure at a second size: of the original model or of the sizes
+// themselves (stage −1: the size is skipped, nothing blames the stages), or of a stage
+// (the stage files do not serve the size).
+type sizeRunError struct {
+	dims  map[string]int64
+	stage int
+	err   error
+}
+
+func (e *sizeRunError) Error() string {
+	if e.stage < 0 {
+		return fmt.Sprintf("not run at %s: %v", dimList(e.dims), e.err)
+	}
+	return fmt.Sprintf("at %s, stage %d: %v", dimList(e.dims), e.stage, e.err)
+}
+
+func (e *sizeRunError) Unwrap() error { return e.err }
+
+// dimList writes dims as "batch=1, seq=4", sorted.
+func dimList(d map[string]int64) string {
+	return strings.ReplaceAll(strings.TrimSuffix(sortedDims(d), ","), ",", ", ")
+}
+
+// verifier holds what every size of one verification shares.
+type verifier struct {
+	dir, modelPath string
+	man            *Manifest
+	opt            VerifyOptions
+	given          map[string]*npy.Array
+	sopt           ort.Options
+	ref            *ReferenceCache
+	stages         []*ort.Session
+	// second is set while a second size runs: its failures come back as *sizeRunError.
+	second bool
+}
+
+// runAt runs the original model and the chain with every dimension bound to dims; second
+// marks a second size, whose failures come back as *sizeRunError.
+func (v *verifier) runAt(ctx context.Context, dims map[string]int64, second bool) (*VerifyReport, error) {
+	v.second = second
+	man, opt, given, modelPath := v.man, v.opt, v.given, v.modelPath
+	// The model with every dimension bound gives every boundary tensor's concrete shape.
+	m, err := ingest.Load(modelPath, ingest.Options{Dims: dims})
+	if err != nil {
+		return nil, v.fail(dims, -1, err)
+	}
+	g := m.Graph
 	if err := checkTensorSizes(g, man, given, opt.MaxTensorBytes); err != nil {
-		return nil, err
+		return nil, v.fail(dims, -1, err)
 	}
 	givenNames := map[string]bool{}
 	for name := range given {
@@ -400,14 +553,9 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		}
 		return h
 	}
-	sopt := ort.Options{Optimize: opt.Optimize, Threads: opt.Threads}
+	sopt, ref, stages := v.sopt, v.ref, v.stages
 
-	// Sessions: the original (possibly cached) and one per stage.
-	ref := opt.Reference
-	if ref == nil {
-		ref = NewReferenceCache()
-		defer ref.Close()
-	}
+	// The original's session (possibly cached).
 	var inNames, outNames []string
 	for _, r := range man.Model.Inputs {
 		inNames = append(inNames, r.Name)
@@ -419,7 +567,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	refSession := ref.sessions[refKey]
 	if refSession == nil {
 		if refSession, err = ort.NewSession(modelPath, inNames, outNames, sopt); err != nil {
-			return nil, err
+			return nil, v.fail(dims, -1, err)
 		}
 		ref.sessions[refKey] = refSession
 	}
@@ -431,37 +579,11 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		refKey += "\x00rounded\x00" + strings.Join(rounded, "\x00")
 		if refSession = ref.sessions[refKey]; refSession == nil {
 			if refSession, err = roundedReference(m, man, rounded, inNames, outNames, sopt); err != nil {
-				return nil, fmt.Errorf("building the float16 reference: %w", err)
+				return nil, v.fail(dims, -1, fmt.Errorf("building the float16 reference: %w", err))
 			}
 			ref.sessions[refKey] = refSession
 		}
 	}
-	stages := make([]*ort.Session, len(man.Stages))
-	defer func() {
-		for _, s := range stages {
-			if s != nil {
-				s.Close()
-			}
-		}
-	}()
-	for i, st := range man.Stages {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var ins, outs []string
-		for _, r := range st.Inputs {
-			ins = append(ins, r.Name)
-		}
-		for _, r := range st.Outputs {
-			outs = append(outs, r.Name)
-		}
-		s, err := ort.NewSession(filepath.Join(dir, st.File), ins, outs, sopt)
-		if err != nil {
-			return nil, fmt.Errorf("stage %d: %w", i, err)
-		}
-		stages[i] = s
-	}
-
 	worst := make([]OutputReport, len(outNames))
 	plain := make([]OutputReport, len(outNames))
 	for i, r := range man.Model.Outputs {
@@ -474,14 +596,14 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		}
 		feeds, err := randomFeeds(g, opt.Seed+int64(run), opt.MaxTensorBytes, givenNames)
 		if err != nil {
-			return nil, err
+			return nil, v.fail(dims, -1, err)
 		}
 		for name, a := range given {
 			feeds[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
 		}
 		want, err := ref.run(refKey, refSession, feeds, inNames, hints(outNames))
 		if err != nil {
-			return nil, fmt.Errorf("original model: %w", err)
+			return nil, v.fail(dims, -1, fmt.Errorf("original model: %w", err))
 		}
 		pool := map[string]*ort.Tensor{}
 		for k, v := range feeds {
@@ -497,7 +619,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 			}
 			res, err := stages[i].Run(pool, hints(outs))
 			if err != nil {
-				return nil, fmt.Errorf("stage %d: %w", i, err)
+				return nil, v.fail(dims, i, err)
 			}
 			for k, v := range res {
 				pool[k] = v
@@ -510,7 +632,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		if plainSession != refSession {
 			orig, err := ref.run(plainKey, plainSession, feeds, inNames, hints(outNames))
 			if err != nil {
-				return nil, fmt.Errorf("original model: %w", err)
+				return nil, v.fail(dims, -1, fmt.Errorf("original model: %w", err))
 			}
 			for i, name := range outNames {
 				plain[i] = worse(plain[i], compareOutput(name, orig[name], pool[name], opt.Optimize, opt.Tolerance))
@@ -526,6 +648,17 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		rep.Pass = rep.Pass && o.Pass
 	}
 	return rep, nil
+}
+
+// fail wraps an error of a second size (stage −1: not the stages' fault).
+func (v *verifier) fail(dims map[string]int64, stage int, err error) error {
+	if !v.second {
+		if stage >= 0 {
+			return fmt.Errorf("stage %d: %w", stage, err)
+		}
+		return err
+	}
+	return &sizeRunError{dims: dims, stage: stage, err: err}
 }
 
 // InputError reports unusable verification inputs (a bad --input file or --dim).

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"onnxpart/emit/npy"
+	"onnxpart/graph"
+	"onnxpart/ingest"
 	"onnxpart/internal/onnxpb"
 )
 
@@ -195,5 +197,110 @@ func TestVerifyWithInputFile(t *testing.T) {
 	}
 	if got := rep.Outputs[0].Shape; len(got) != 2 || got[0] != 2 {
 		t.Errorf("output shape %v, want batch 2", got)
+	}
+}
+
+// TestVerifySymbolicDims plans the dynamic-batch model at batch 8 (--dim batch=8): the stage
+// files keep the symbolic batch, the manifest records both, and verify runs the chain at
+// batch 8 and at batch 1. With FreezeDims the files are fixed at 8 and verified there only;
+// frozen files that a manifest claims are symbolic fail at batch 1.
+func TestVerifySymbolicDims(t *testing.T) {
+	needORT(t)
+	ctx := context.Background()
+	c := corpusModel(t, "mobilenet_v2_small_dynbatch.onnx")
+	m, err := ingest.Load(c.path, ingest.Options{Dims: map[string]int64{"batch": 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, err := EqualFLOPs(m.Graph, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(freeze bool) (string, *Manifest) {
+		dir := filepath.Join(t.TempDir(), "out")
+		man, err := Write(m, &Assignment{Stage: stage}, dir, Options{FreezeDims: freeze})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, man
+	}
+	firstDim := func(dir string, i int) *onnxpb.TensorShapeProto_Dimension {
+		b, err := os.ReadFile(filepath.Join(dir, stageFile(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mp onnxpb.ModelProto
+		if err := proto.Unmarshal(b, &mp); err != nil {
+			t.Fatal(err)
+		}
+		return mp.Graph.Input[0].GetType().GetTensorType().GetShape().GetDim()[0]
+	}
+
+	dir, man := write(false)
+	if man.Model.Dims["batch"] != 8 || strings.Join(man.Model.SymbolicDims, ",") != "batch" {
+		t.Errorf("manifest dims %v, symbolic %v; want batch=8 bound and kept symbolic", man.Model.Dims, man.Model.SymbolicDims)
+	}
+	for i := range man.Stages {
+		if d := firstDim(dir, i); d.GetDimParam() != "batch" {
+			t.Errorf("stage %d input leads with %v, want dim_param batch", i, d)
+		}
+		if got := graph.Shape(man.Stages[i].Inputs[0].Shape).String(); !strings.HasPrefix(got, "[batch,") {
+			t.Errorf("stage %d input in the manifest: %s", i, got)
+		}
+	}
+	if tr := man.Transfers[0]; tr.Bytes <= 0 {
+		t.Errorf("transfer %s has %d bytes; want its size at batch 8", tr.Tensor, tr.Bytes)
+	}
+	rep, err := Verify(ctx, dir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass || rep.Dims["batch"] != 8 || rep.Outputs[0].Shape[0] != 8 {
+		t.Errorf("at the bound size: pass %v, dims %v, output %v", rep.Pass, rep.Dims, rep.Outputs[0].Shape)
+	}
+	if len(rep.OtherSizes) != 1 {
+		t.Fatalf("%d other sizes, want 1 (batch=1)", len(rep.OtherSizes))
+	}
+	if o := rep.OtherSizes[0]; !o.Pass || o.Dims["batch"] != 1 || o.Outputs[0].Shape[0] != 1 || !o.Outputs[0].BitExact || o.Skipped != "" {
+		t.Errorf("at batch 1: %+v", o)
+	}
+	// --dim on verify sizes the dim: no second size.
+	if rep, err := Verify(ctx, dir, VerifyOptions{Dims: map[string]int64{"batch": 3}}); err != nil || !rep.Pass || len(rep.OtherSizes) != 0 || rep.Dims["batch"] != 3 {
+		t.Errorf("verify --dim batch=3: %v %+v", err, rep)
+	}
+
+	fdir, fman := write(true)
+	if fman.Model.Dims["batch"] != 8 || len(fman.Model.SymbolicDims) != 0 {
+		t.Errorf("frozen manifest dims %v, symbolic %v", fman.Model.Dims, fman.Model.SymbolicDims)
+	}
+	if d := firstDim(fdir, 0); d.GetDimValue() != 8 {
+		t.Errorf("frozen stage 0 input leads with %v, want 8", d)
+	}
+	rep, err = Verify(ctx, fdir, VerifyOptions{})
+	if err != nil || !rep.Pass || len(rep.OtherSizes) != 0 || rep.Dims["batch"] != 8 {
+		t.Errorf("frozen: %v %+v", err, rep)
+	}
+	// Frozen files under a manifest that says they keep batch: batch 1 fails in a stage.
+	fman.Model.SymbolicDims = []string{"batch"}
+	fman.Model.Inputs[0].Shape[0] = graph.Symbolic("batch")
+	js, err := fman.MarshalIndent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(fdir, ManifestFile), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Verify(ctx, fdir, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pass || len(rep.OtherSizes) != 1 || !strings.Contains(rep.OtherSizes[0].Problem, "at batch=1, stage 0") {
+		t.Fatalf("frozen files claimed symbolic: pass %v, %+v", rep.Pass, *rep.OtherSizes[0])
+	}
+	if !rep.Outputs[0].Pass {
+		t.Errorf("frozen files fail at their own size: %+v", rep.Outputs[0])
+	}
+	if msg := (&MismatchError{Report: rep}).Error(); !strings.Contains(msg, "at batch=1, stage 0") {
+		t.Errorf("mismatch message %q does not name the size and the stage", msg)
 	}
 }
