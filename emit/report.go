@@ -139,7 +139,7 @@ func buildBatch(m *Manifest, color map[string]string) *batchView {
 	v := &batchView{Caption: fmt.Sprintf("A batch of %d inputs in %d granules of %d, %s for the batch (%s). Each granule follows one route; this directory holds route 0's stages, every other route its own directory.",
 		b.Inputs, b.Granules, b.GranuleInputs, fmtSeconds(b.MakespanS), fmtRate(b.ThroughputPerS))}
 	for _, d := range b.Devices {
-		v.Devices = append(v.Devices, batchDeviceRow{Name: d.Device, Fill: color[d.Device], Busy: fmtSeconds(d.BusyS), Inputs: d.Inputs, Ops: d.Ops})
+		v.Devices = append(v.Devices, batchDeviceRow{Name: deviceLabel(m, d.Device), Fill: color[d.Device], Busy: fmtSeconds(d.BusyS), Inputs: d.Inputs, Ops: d.Ops})
 	}
 	for _, r := range b.Routes {
 		v.Routes = append(v.Routes, routeRow{Index: r.Index, Inputs: r.Inputs, Granules: strings.ReplaceAll(GranuleList(r.Granules), ",", ", "),
@@ -178,7 +178,7 @@ type stageRow struct {
 	Weights                               int
 	Inputs, Outputs                       string
 	Compute, Comm, Overflow, Total, Share string
-	Bottleneck                            bool
+	Bottleneck, Critical                  bool
 	File                                  string
 	NodeList                              string
 	Duplicated                            int
@@ -238,6 +238,8 @@ type pipelineView struct {
 	Arrows        []arrow
 	Texts         []svgText
 	SizedBy       string
+	// Critical names the stages on the critical path (latency and batched plans).
+	Critical string
 }
 
 type stageBox struct {
@@ -245,6 +247,7 @@ type stageBox struct {
 	X, Y, W, H float64
 	Fill       string
 	Bottleneck bool
+	Critical   bool
 	Title      string
 	Lines      []svgText
 }
@@ -313,8 +316,8 @@ const (
 	ganttLabelW  = 190.0
 	ganttRowH    = 24.0
 	ganttRowGap  = 8.0
-	boxMinW      = 118.0
-	boxH         = 92.0
+	boxMinW      = 132.0
+	boxH         = 108.0
 	boxGap       = 70.0
 	pipeMarginX  = 64.0
 	barChartRowH = 34.0
@@ -349,20 +352,24 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 	}
 	stagePred := allStagePredicted(m)
 	bott := bottleneckStage(m)
+	crit := criticalStages(m)
 	if p := m.Predicted; p != nil {
 		v.HasPredicted = true
-		v.Headline = []kv{{"bottleneck", fmtSeconds(p.BottleneckS)}, {"throughput", fmtRate(p.ThroughputPerS)}, {"latency", fmtSeconds(p.LatencyS)}}
-		if m.Objective == "latency" {
-			v.Headline = []kv{v.Headline[2], v.Headline[1], v.Headline[0]}
-		}
-		if b := m.Batch; b != nil {
-			v.Headline = []kv{{fmt.Sprintf("batch of %d", b.Inputs), fmtSeconds(b.MakespanS)}, {"throughput", fmtRate(b.ThroughputPerS)}, {"slowest stage", fmtSeconds(p.BottleneckS)}}
+		// The objective's own figures only: a latency plan or a batch has no bottleneck stage.
+		switch {
+		case m.Batch != nil:
+			b := m.Batch
+			v.Headline = []kv{{fmt.Sprintf("batch of %d", b.Inputs), fmtSeconds(b.MakespanS)}, {"throughput", fmtRate(b.ThroughputPerS)}}
+		case m.Objective == "latency":
+			v.Headline = []kv{{"latency", fmtSeconds(p.LatencyS)}, {"throughput, one at a time", fmtRate(p.ThroughputPerS)}}
+		default:
+			v.Headline = []kv{{"bottleneck", fmtSeconds(p.BottleneckS)}, {"throughput", fmtRate(p.ThroughputPerS)}, {"latency", fmtSeconds(p.LatencyS)}}
 		}
 	} else {
 		v.PredictionNote = "Predictions absent: this manifest has no predicted times (a manual split, or a planner that did not price the plan)."
 	}
 	v.Certificate = certificate(m)
-	v.Pipeline = buildPipeline(m, devColor, stagePred, bott)
+	v.Pipeline = buildPipeline(m, devColor, stagePred, bott, crit)
 	switch {
 	case len(m.Timeline) > 0:
 		v.OneInference = timelineGantt(m, devColor)
@@ -383,7 +390,7 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 	v.Memory = buildMemory(m, devColor)
 	v.Bounds = buildBounds(m)
 	v.HasStagePred = stagePred
-	v.Stages = stageRows(m, devColor, bott)
+	v.Stages = stageRows(m, devColor, bott, crit)
 	for _, t := range m.Transfers {
 		v.Transfers = append(v.Transfers, transferRow{Tensor: t.Tensor, From: t.From, To: t.To, Bytes: fmtBytes(t.Bytes)})
 	}
@@ -534,7 +541,7 @@ func deviceRows(m *Manifest, color map[string]string) []deviceRow {
 		if d.MemoryBytes > 0 {
 			mem = fmtBytes(d.MemoryBytes)
 		}
-		rows = append(rows, deviceRow{Name: n, Provider: orDash(d.Provider), Kind: orDash(d.Kind), Memory: mem,
+		rows = append(rows, deviceRow{Name: deviceLabel(m, n), Provider: orDash(d.Provider), Kind: orDash(d.Kind), Memory: mem,
 			Fill: color[n], Stages: strings.Join(st, ", ")})
 	}
 	return rows
@@ -552,7 +559,9 @@ func allStagePredicted(m *Manifest) bool {
 // bottleneckStage is the stage with the largest predicted total (the first on ties), or -1
 // without per-stage predictions or with a single stage.
 func bottleneckStage(m *Manifest) int {
-	if !allStagePredicted(m) || len(m.Stages) < 2 {
+	// Only a pipeline has one: a latency plan has a critical path instead, and a batched
+	// plan's time is the batch's.
+	if !allStagePredicted(m) || len(m.Stages) < 2 || m.Objective == "latency" || m.Batch != nil {
 		return -1
 	}
 	b := 0
@@ -564,6 +573,72 @@ func bottleneckStage(m *Manifest) int {
 	return b
 }
 
+// Figures are a plan's headline numbers for its objective, read from the manifest; the
+// report, the CLI's text and its JSON all state these. Upper is what the planner minimised:
+// the bottleneck stage's time for a pipeline (throughput), the time of one input from
+// start to end for a placement (latency), the time of the whole batch for a batched plan.
+// Gap = 1 − Lower/Upper; the plan is at most Slower = Upper/Lower − 1 slower than the best
+// possible (README, "How far from the best").
+type Figures struct {
+	// What names Upper: "bottleneck stage", "latency", "time of the batch of 16".
+	What string
+	// Word names what the planner chose: "split", "placement", "batched placement".
+	Word                      string
+	Upper, Lower, Gap, Slower float64
+	// Method is the best lower bound's method.
+	Method string
+}
+
+// PlanFigures returns the figures of the manifest's plan; Upper is 0 without predictions,
+// Lower 0 without bounds.
+func PlanFigures(m *Manifest) Figures {
+	f := Figures{What: "bottleneck stage", Word: planWord(m)}
+	if p := m.Predicted; p != nil {
+		f.Upper = p.BottleneckS
+		if m.Objective == "latency" {
+			f.What, f.Upper = "latency", p.LatencyS
+		}
+	}
+	if m.Batch != nil {
+		f.What, f.Upper = fmt.Sprintf("time of the batch of %d", m.Batch.Inputs), m.Batch.MakespanS
+	}
+	if b := m.Bounds; b != nil {
+		f.Lower, f.Method, f.Gap = b.LowerBoundS, b.Method, b.Gap
+		if f.Upper <= 0 && b.Gap < 1 && b.LowerBoundS > 0 {
+			f.Upper = b.LowerBoundS / (1 - b.Gap)
+		}
+	}
+	if f.Lower > 0 && f.Upper > 0 {
+		f.Gap = math.Max(0, 1-f.Lower/f.Upper)
+		f.Slower = math.Max(0, f.Upper/f.Lower-1)
+	}
+	return f
+}
+
+// GapWords states both figures, labelled: "at most 15.8% slower than the best possible
+// placement (upper/lower − 1); gap 13.6% (1 − lower/upper)".
+func (f Figures) GapWords() string {
+	return fmt.Sprintf("at most %s slower than the best possible %s (upper/lower − 1); gap %s (1 − lower/upper)",
+		fmtPercent(f.Slower), f.Word, fmtPercent(f.Gap))
+}
+
+// criticalStages marks the stages (by position in m.Stages) on the critical path of a
+// latency or batched plan's timeline; nil for pipelines.
+func criticalStages(m *Manifest) map[int]bool {
+	if m.Objective != "latency" && m.Batch == nil {
+		return nil
+	}
+	pos := map[int]int{}
+	for i, s := range m.Stages {
+		pos[s.Index] = i
+	}
+	c := map[int]bool{}
+	for _, idx := range CriticalStages(m) {
+		c[pos[idx]] = true
+	}
+	return c
+}
+
 // certificate states what the lower bound proves: a plan whose predicted time is U, with a
 // proven lower bound L on the best possible time, is at most U/L − 1 slower than optimal.
 func certificate(m *Manifest) certView {
@@ -571,33 +646,22 @@ func certificate(m *Manifest) certView {
 	if b == nil {
 		return certView{Headline: "Not certified", Detail: "The manifest has no lower bound (manual splits have none), so nothing is proven about how far this split is from the best one."}
 	}
-	what, upper := "bottleneck", 0.0
-	if p := m.Predicted; p != nil {
-		upper = p.BottleneckS
-		if m.Objective == "latency" {
-			what, upper = "latency", p.LatencyS
-		}
-	}
-	if m.Batch != nil {
-		what, upper = fmt.Sprintf("time of the batch of %d", m.Batch.Inputs), m.Batch.MakespanS
-	}
-	if upper <= 0 && b.Gap < 1 && b.LowerBoundS > 0 {
-		upper = b.LowerBoundS / (1 - b.Gap)
-	}
+	f := PlanFigures(m)
 	method := ""
 	if b.Method != "" {
 		method = " (" + b.Method + ")"
 	}
-	detail := fmt.Sprintf("predicted %s %s; best lower bound %s%s; gap 1 − lower/upper = %s.",
-		what, fmtSeconds(upper), fmtSeconds(b.LowerBoundS), method, fmtPercent(b.Gap))
+	detail := fmt.Sprintf("Predicted %s %s; best lower bound %s%s; gap 1 − lower/upper = %s.",
+		f.What, fmtSeconds(f.Upper), fmtSeconds(f.Lower), method, fmtPercent(f.Gap))
 	switch {
-	case b.LowerBoundS <= 0 || upper <= 0:
+	case f.Lower <= 0 || f.Upper <= 0:
 		return certView{Present: true, Headline: "No useful bound", Detail: "The lower bound is 0: nothing is proven about this split. " + detail}
-	case b.Gap <= 0 || upper <= b.LowerBoundS:
-		return certView{Present: true, Optimal: true, Headline: "Proven optimal: no " + planWord(m) + " is faster", Detail: detail}
+	case f.Gap <= 0 || f.Upper <= f.Lower:
+		return certView{Present: true, Optimal: true, Headline: "Proven optimal: no " + f.Word + " is faster", Detail: detail}
 	}
-	slower := upper/b.LowerBoundS - 1
-	return certView{Present: true, Headline: "At most " + fmtPercent(slower) + " slower than the best possible " + planWord(m), Detail: detail}
+	detail = fmt.Sprintf("Predicted %s %s; best lower bound %s%s; at most upper/lower − 1 = %s slower; gap 1 − lower/upper = %s.",
+		f.What, fmtSeconds(f.Upper), fmtSeconds(f.Lower), method, fmtPercent(f.Slower), fmtPercent(f.Gap))
+	return certView{Present: true, Headline: "At most " + fmtPercent(f.Slower) + " slower than the best possible " + f.Word, Detail: detail}
 }
 
 // planWord names what a plan chooses: a placement for latency plans (ops placed on
@@ -660,7 +724,14 @@ func boxWidths(w []float64, avail float64) []float64 {
 	}
 }
 
-func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott int) pipelineView {
+// pipeRowMax is the most stages in one row of the pipeline diagram; longer pipelines wrap
+// into rows of about equal length, read left to right, top to bottom.
+func pipeRowMax() int {
+	avail := reportWidth - 2*pipeMarginX
+	return max(1, int((avail+boxGap)/(boxMinW+boxGap)))
+}
+
+func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott int, crit map[int]bool) pipelineView {
 	k := len(m.Stages)
 	weights := make([]float64, k)
 	sizedBy := "equal widths (no predicted times and no FLOP counts)"
@@ -679,26 +750,57 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 	case !stagePred && total > 0:
 		sizedBy = "FLOPs (the manifest has no predicted times)"
 	}
-	avail := reportWidth - 2*pipeMarginX - float64(k-1)*boxGap
-	widths := boxWidths(weights, avail)
+	// Rows of at most perRow stages, about equal in count; box widths share one scale.
+	rows := (k + pipeRowMax() - 1) / pipeRowMax()
+	perRow := (k + rows - 1) / rows
+	rowAvail := reportWidth - 2*pipeMarginX - float64(perRow-1)*boxGap
+	widths := boxWidths(weights, rowAvail*float64(rows))
+	if rows == 1 {
+		widths = boxWidths(weights, rowAvail)
+	}
+	rowOf := make([]int, k)
+	for i := range rowOf {
+		rowOf[i] = i / perRow
+	}
+	for i := range widths {
+		widths[i] = math.Min(widths[i], rowAvail)
+	}
+	// A row whose boxes would overflow shrinks its wide boxes to fit.
+	for r := 0; r < rows; r++ {
+		var sum, fixed float64
+		for i := r * perRow; i < min(k, (r+1)*perRow); i++ {
+			sum += widths[i]
+			if widths[i] <= boxMinW {
+				fixed += widths[i]
+			}
+		}
+		if sum > rowAvail && sum > fixed {
+			f := (rowAvail - fixed) / (sum - fixed)
+			for i := r * perRow; i < min(k, (r+1)*perRow); i++ {
+				if widths[i] > boxMinW {
+					widths[i] = math.Max(boxMinW, widths[i]*f)
+				}
+			}
+		}
+	}
 
-	// Arcs for transfers that skip stages go above the boxes.
+	// Transfers between the same two stages are drawn as one arrow.
 	type pair struct{ from, to int }
-	agg := map[pair]*struct {
+	type flow struct {
 		bytes   int64
 		unknown bool
 		names   []string
-	}{}
+	}
+	agg := map[pair]*flow{}
 	var pairs []pair
 	for _, t := range m.Transfers {
 		p := pair{t.From, t.To}
+		if p.from < 0 || p.to >= k || p.from >= p.to {
+			continue
+		}
 		a := agg[p]
 		if a == nil {
-			a = &struct {
-				bytes   int64
-				unknown bool
-				names   []string
-			}{}
+			a = &flow{}
 			agg[p] = a
 			pairs = append(pairs, p)
 		}
@@ -715,22 +817,54 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 		}
 		return pairs[i].to < pairs[j].to
 	})
+	// Arcs for transfers that skip stages within a row go above the boxes; transfers to a
+	// later row run through lanes in the band below their row.
 	arcH := func(span int) float64 { return math.Min(34+18*float64(span-2), 120) }
-	top := 34.0
+	arcSpace := make([]float64, rows)
+	lanes := make([]int, rows)
+	for r := range arcSpace {
+		arcSpace[r] = 34
+	}
+	laneOf := map[pair]int{}
 	for _, p := range pairs {
-		if p.to-p.from >= 2 {
-			top = math.Max(top, arcH(p.to-p.from)+34)
+		rf, rt := rowOf[p.from], rowOf[p.to]
+		switch {
+		case rf == rt && p.to-p.from >= 2:
+			arcSpace[rf] = math.Max(arcSpace[rf], arcH(p.to-p.from)+34)
+		case rf != rt:
+			laneOf[p] = lanes[rf]
+			lanes[rf]++
+		}
+	}
+	const laneH = 16.0
+	maxLanes := 6
+	bandH := func(r int) float64 { return 18 + laneH*float64(min(lanes[r], maxLanes)) }
+	rowY := make([]float64, rows)
+	y := 0.0
+	for r := 0; r < rows; r++ {
+		y += arcSpace[r]
+		rowY[r] = y
+		y += boxH
+		if r < rows-1 {
+			y += bandH(r)
 		}
 	}
 	pv := pipelineView{SizedBy: sizedBy}
 	x := pipeMarginX
-	y := top
+	var width float64
 	for i, s := range m.Stages {
+		if i > 0 && rowOf[i] != rowOf[i-1] {
+			x = pipeMarginX
+		}
 		w := widths[i]
-		b := stageBox{Index: s.Index, X: x, Y: y, W: w, H: boxH, Fill: color[s.Device], Bottleneck: i == bott}
+		y := rowY[rowOf[i]]
+		b := stageBox{Index: s.Index, X: x, Y: y, W: w, H: boxH, Fill: color[s.Device], Bottleneck: i == bott, Critical: crit[i]}
 		cx := x + w/2
 		chars := int((w - 10) / 6.4)
 		line2 := fmt.Sprintf("%d ops · %s", len(s.Nodes), fmtBytes(s.ParamsBytes))
+		if utf8.RuneCountInString(line2) > chars {
+			line2 = fmt.Sprintf("%d ops·%s", len(s.Nodes), fmtBytes(s.ParamsBytes))
+		}
 		var line3 string
 		if stagePred {
 			line3 = fmtSeconds(s.Predicted.TotalS)
@@ -738,37 +872,46 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 			line3 = fmtFLOPs(s.FLOPs)
 		}
 		b.Lines = []svgText{
-			{X: cx, Y: y + 22, Text: fmt.Sprintf("stage %d", s.Index), Anchor: "middle", Class: "box-title"},
-			{X: cx, Y: y + 42, Text: truncate(s.Device, chars), Anchor: "middle", Class: "box-text"},
-			{X: cx, Y: y + 60, Text: truncate(line2, chars), Anchor: "middle", Class: "box-text"},
-			{X: cx, Y: y + 79, Text: truncate(line3, chars), Anchor: "middle", Class: "box-value"},
+			{X: cx, Y: y + 20, Text: fmt.Sprintf("stage %d", s.Index), Anchor: "middle", Class: "box-title"},
+			{X: cx, Y: y + 38, Text: truncate(s.Device, chars), Anchor: "middle", Class: "box-text"},
 		}
+		line := 55.0
+		if model := deviceModel(m, s.Device); model != "" {
+			b.Lines = append(b.Lines, svgText{X: cx, Y: y + 53, Text: truncate(model, int((w-8)/5.9)), Anchor: "middle", Class: "box-model"})
+			line = 70
+		}
+		b.Lines = append(b.Lines,
+			svgText{X: cx, Y: y + line, Text: truncate(line2, chars), Anchor: "middle", Class: "box-text"},
+			svgText{X: cx, Y: y + line + 19, Text: truncate(line3, chars), Anchor: "middle", Class: "box-value"})
 		b.Title = fmt.Sprintf("stage %d on %s (%s): %d ops, %s, params %s, %s", s.Index, deviceLabel(m, s.Device), s.Provider, len(s.Nodes),
 			fmtFLOPs(s.FLOPs), fmtBytes(s.ParamsBytes), s.File)
 		if stagePred {
 			p := s.Predicted
-			b.Title += fmt.Sprintf("; predicted compute %s, communication %s, weight streaming %s, total %s",
-				fmtSeconds(p.ComputeS), fmtSeconds(p.CommS), fmtSeconds(p.OverflowS), fmtSeconds(p.TotalS))
+			b.Title += fmt.Sprintf("; predicted compute %s, communication %s, weight streaming %s", fmtSeconds(p.ComputeS), fmtSeconds(p.CommS), fmtSeconds(p.OverflowS))
+			if p.CallS > 0 {
+				b.Title += ", call " + fmtSeconds(p.CallS)
+			}
+			b.Title += ", total " + fmtSeconds(p.TotalS)
+		}
+		if b.Critical {
+			b.Title += "; on the critical path"
 		}
 		if i == bott {
 			pv.Texts = append(pv.Texts, svgText{X: cx, Y: y - 8, Text: "bottleneck", Anchor: "middle", Class: "bottleneck-label"})
 		}
 		pv.Boxes = append(pv.Boxes, b)
 		x += w + boxGap
+		width = math.Max(width, x-boxGap+pipeMarginX)
 	}
-	width := x - boxGap + pipeMarginX
-	midY := y + boxH/2
 	// Model input and output arrows.
 	first, last := pv.Boxes[0], pv.Boxes[k-1]
+	inY, outY := first.Y+boxH/2, last.Y+boxH/2
 	pv.Arrows = append(pv.Arrows,
-		arrow{D: fmt.Sprintf("M %s %s H %s", f1(8), f1(midY), f1(first.X-4)), Class: "edge",
-			Labels: []svgText{{X: 10, Y: midY - 8, Text: "input", Anchor: "start", Class: "edge-label"}}, Title: "model inputs"},
-		arrow{D: fmt.Sprintf("M %s %s H %s", f1(last.X+last.W), f1(midY), f1(width-6)), Class: "edge",
-			Labels: []svgText{{X: width - 8, Y: midY - 8, Text: "output", Anchor: "end", Class: "edge-label"}}, Title: "model outputs"})
+		arrow{D: fmt.Sprintf("M %s %s H %s", f1(8), f1(inY), f1(first.X-4)), Class: "edge",
+			Labels: []svgText{{X: 10, Y: inY - 8, Text: "input", Anchor: "start", Class: "edge-label"}}, Title: "model inputs"},
+		arrow{D: fmt.Sprintf("M %s %s H %s", f1(last.X+last.W), f1(outY), f1(last.X+last.W+pipeMarginX-6)), Class: "edge",
+			Labels: []svgText{{X: last.X + last.W + pipeMarginX - 8, Y: outY - 8, Text: "output", Anchor: "end", Class: "edge-label"}}, Title: "model outputs"})
 	for _, p := range pairs {
-		if p.from < 0 || p.to >= k || p.from >= p.to {
-			continue
-		}
 		a := agg[p]
 		label := fmtBytes(a.bytes)
 		if a.unknown {
@@ -777,9 +920,26 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 				label = "? B"
 			}
 		}
-		title := fmt.Sprintf("stage %d → stage %d: %d tensor%s, %s: %s", p.from, p.to, len(a.names), plural(len(a.names)), label, strings.Join(a.names, ", "))
+		title := fmt.Sprintf("stage %d → stage %d: %d tensor%s, %s: %s", m.Stages[p.from].Index, m.Stages[p.to].Index, len(a.names), plural(len(a.names)), label, strings.Join(a.names, ", "))
 		fb, tb := pv.Boxes[p.from], pv.Boxes[p.to]
-		if p.to == p.from+1 {
+		rf, rt := rowOf[p.from], rowOf[p.to]
+		switch {
+		case rf != rt:
+			// Down from the sender into its row's band, across, and down into the receiver.
+			lane := laneOf[p] % maxLanes
+			ly := fb.Y + boxH + 12 + laneH*float64(lane)
+			x1 := fb.X + fb.W*(0.5+0.08*float64(lane%5))
+			x2 := tb.X + tb.W*(0.35+0.06*float64(lane%5))
+			cls := "edge wrap"
+			if p.to != p.from+1 {
+				cls = "edge wrap skip"
+			}
+			pv.Arrows = append(pv.Arrows, arrow{
+				D:      fmt.Sprintf("M %s %s V %s H %s V %s", f1(x1), f1(fb.Y+boxH), f1(ly), f1(x2), f1(tb.Y-3)),
+				Class:  cls,
+				Labels: []svgText{{X: (x1 + x2) / 2, Y: ly - 3, Text: label, Anchor: "middle", Class: "edge-label"}}, Title: title})
+		case p.to == p.from+1:
+			midY := fb.Y + boxH/2
 			x1, x2 := fb.X+fb.W, tb.X-4
 			ar := arrow{D: fmt.Sprintf("M %s %s H %s", f1(x1), f1(midY), f1(x2)), Class: "edge", Title: title,
 				Labels: []svgText{{X: (x1 + x2) / 2, Y: midY - 8, Text: label, Anchor: "middle", Class: "edge-label"}}}
@@ -787,19 +947,43 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 				ar.Labels = append(ar.Labels, svgText{X: (x1 + x2) / 2, Y: midY + 16, Text: fmt.Sprintf("%d tensors", len(a.names)), Anchor: "middle", Class: "edge-label"})
 			}
 			pv.Arrows = append(pv.Arrows, ar)
-			continue
+		default:
+			h := arcH(p.to - p.from)
+			y := fb.Y
+			// Arcs of different spans leave a box at different points.
+			x1, x2 := fb.X+fb.W*math.Min(0.5+0.1*float64(p.to-p.from-1), 0.9), tb.X+tb.W*0.3
+			pv.Arrows = append(pv.Arrows, arrow{
+				D:      fmt.Sprintf("M %s %s C %s %s, %s %s, %s %s", f1(x1), f1(y), f1(x1), f1(y-h), f1(x2), f1(y-h), f1(x2), f1(y-3)),
+				Class:  "edge skip",
+				Labels: []svgText{{X: (x1 + x2) / 2, Y: y - h*0.75 - 6, Text: label, Anchor: "middle", Class: "edge-label"}}, Title: title})
 		}
-		h := arcH(p.to - p.from)
-		// Arcs of different spans leave a box at different points.
-		x1, x2 := fb.X+fb.W*math.Min(0.5+0.1*float64(p.to-p.from-1), 0.9), tb.X+tb.W*0.3
-		pv.Arrows = append(pv.Arrows, arrow{
-			D:      fmt.Sprintf("M %s %s C %s %s, %s %s, %s %s", f1(x1), f1(y), f1(x1), f1(y-h), f1(x2), f1(y-h), f1(x2), f1(y-3)),
-			Class:  "edge skip",
-			Labels: []svgText{{X: (x1 + x2) / 2, Y: y - h*0.75 - 6, Text: label, Anchor: "middle", Class: "edge-label"}}, Title: title})
+	}
+	if crit != nil {
+		var on []string
+		for i, s := range m.Stages {
+			if crit[i] {
+				on = append(on, strconv.Itoa(s.Index))
+			}
+		}
+		if len(on) > 0 {
+			pv.Critical = fmt.Sprintf("Critical path (dashed red outline, ◆ in the table): stage%s %s, the chain of work and transfers that sets the %s; shortening another stage does not shorten it.",
+				plural(len(on)), strings.Join(on, ", "), PlanFigures(m).What)
+		}
 	}
 	pv.Width = width
-	pv.Height = y + boxH + 14
+	pv.Height = rowY[rows-1] + boxH + 14
 	return pv
+}
+
+// deviceModel is the product name of a device the manifest knows, without the vendor
+// prefix, or "".
+func deviceModel(m *Manifest, name string) string {
+	for _, d := range m.Devices {
+		if d.Name == name && d.Model != "" && d.Model != name {
+			return strings.TrimPrefix(d.Model, "NVIDIA ")
+		}
+	}
+	return ""
 }
 
 // truncate shortens s to at most n runes, ending in "…".
@@ -873,10 +1057,8 @@ func barTextClass(fill string) string {
 // deviceLabel names a device with its product when the manifest knows it:
 // "gpu0 (A100-SXM4-80GB)".
 func deviceLabel(m *Manifest, name string) string {
-	for _, d := range m.Devices {
-		if d.Name == name && d.Model != "" && d.Model != name {
-			return name + " (" + strings.TrimPrefix(d.Model, "NVIDIA ") + ")"
-		}
+	if model := deviceModel(m, name); model != "" {
+		return name + " (" + model + ")"
 	}
 	return name
 }
@@ -988,8 +1170,14 @@ func pipelineStarts(totals []float64, n int) [][]float64 {
 	return start
 }
 
+// timelineGroupAbove is the number of timeline events above which the chart draws one bar
+// per stage and device (a run of its events, detail on hover) instead of one per event.
+const timelineGroupAbove = 60
+
 // timelineGantt draws the manifest's Timeline: one row per device for compute, one per
-// device pair for transfers.
+// device pair for transfers. Events on the critical path are outlined. A long timeline
+// (more than timelineGroupAbove events) is drawn grouped: consecutive events of one stage
+// on one row become one bar whose tooltip lists them.
 func timelineGantt(m *Manifest, color map[string]string) *gantt {
 	rowOf := map[string]int{}
 	var rows []ganttRow
@@ -1010,7 +1198,7 @@ func timelineGantt(m *Manifest, color map[string]string) *gantt {
 	}
 	for _, d := range deviceNames(m) {
 		if used[d] {
-			addRow("d:"+d, d)
+			addRow("d:"+d, deviceLabel(m, d))
 		}
 	}
 	var end float64
@@ -1021,23 +1209,88 @@ func timelineGantt(m *Manifest, color map[string]string) *gantt {
 			transfers = true
 			rowIdx[i] = addRow("t:"+e.Device+"\x00"+e.ToDevice, e.Device+" → "+e.ToDevice)
 		} else {
-			rowIdx[i] = addRow("d:"+e.Device, e.Device)
+			rowIdx[i] = addRow("d:"+e.Device, deviceLabel(m, e.Device))
 		}
 		end = math.Max(end, e.EndS)
 	}
+	// Stage labels of the events are the planner's; the report names stages by index.
+	index := map[int]int{}
+	for _, s := range m.Stages {
+		index[s.Label] = s.Index
+	}
+	stageName := func(label int) string {
+		if label < 0 {
+			return ""
+		}
+		if i, ok := index[label]; ok {
+			return fmt.Sprintf("stage %d", i)
+		}
+		return ""
+	}
+	onPath := map[int]bool{}
+	if m.Objective == "latency" || m.Batch != nil {
+		for _, i := range CriticalPath(m.Timeline) {
+			onPath[i] = true
+		}
+	}
 	fr := newGanttFrame(rows, end)
-	for i, e := range m.Timeline {
-		stage := ""
-		if e.Stage >= 0 {
-			stage = fmt.Sprintf(" (stage %d)", e.Stage)
+	grouped := len(m.Timeline) > timelineGroupAbove
+	if !grouped {
+		for i, e := range m.Timeline {
+			stage := ""
+			if n := stageName(e.Stage); n != "" {
+				stage = " (" + n + ")"
+			}
+			cls := ""
+			if onPath[i] {
+				cls, stage = " on-critical", stage+", on the critical path"
+			}
+			if e.Kind == EventTransfer {
+				fr.bar(rowIdx[i], e.StartS, e.EndS, "url(#hatch-comm)", "bar comm"+cls, e.Label,
+					fmt.Sprintf("%s → %s: %s%s, %s – %s", e.Device, e.ToDevice, e.Label, stage, fmtSeconds(e.StartS), fmtSeconds(e.EndS)))
+				continue
+			}
+			fr.bar(rowIdx[i], e.StartS, e.EndS, color[e.Device], "bar compute"+cls, e.Label,
+				fmt.Sprintf("%s on %s%s: %s – %s", e.Label, e.Device, stage, fmtSeconds(e.StartS), fmtSeconds(e.EndS)))
 		}
-		if e.Kind == EventTransfer {
-			fr.bar(rowIdx[i], e.StartS, e.EndS, "url(#hatch-comm)", "bar comm", e.Label,
-				fmt.Sprintf("%s → %s: %s%s, %s – %s", e.Device, e.ToDevice, e.Label, stage, fmtSeconds(e.StartS), fmtSeconds(e.EndS)))
-			continue
+	} else {
+		for _, gr := range groupEvents(m.Timeline, rowIdx, end) {
+			first := m.Timeline[gr.events[0]]
+			name := stageName(first.Stage)
+			var busy float64
+			crit := false
+			var labels []string
+			for _, i := range gr.events {
+				e := m.Timeline[i]
+				busy += e.EndS - e.StartS
+				crit = crit || onPath[i]
+				labels = append(labels, e.Label)
+			}
+			what := name
+			if what == "" {
+				what = "other route"
+			}
+			if len(labels) > 12 {
+				labels = append(labels[:12:12], fmt.Sprintf("… %d more", len(labels)-12))
+			}
+			where := first.Device
+			if first.Kind == EventTransfer {
+				where += " → " + first.ToDevice
+			}
+			title := fmt.Sprintf("%s on %s: %d event%s, %s busy, %s – %s", what, where, len(gr.events), plural(len(gr.events)),
+				fmtSeconds(busy), fmtSeconds(gr.start), fmtSeconds(gr.end))
+			cls := ""
+			if crit {
+				cls, title = " on-critical", title+"; on the critical path"
+			}
+			title += ": " + strings.Join(labels, ", ")
+			text := name
+			if first.Kind == EventTransfer {
+				fr.bar(gr.row, gr.start, gr.end, "url(#hatch-comm)", "bar comm group"+cls, "", title)
+				continue
+			}
+			fr.bar(gr.row, gr.start, gr.end, color[first.Device], "bar compute group"+cls, text, title)
 		}
-		fr.bar(rowIdx[i], e.StartS, e.EndS, color[e.Device], "bar compute", e.Label,
-			fmt.Sprintf("%s on %s%s: %s – %s", e.Label, e.Device, stage, fmtSeconds(e.StartS), fmtSeconds(e.EndS)))
 	}
 	if transfers {
 		fr.g.Legend = []legendItem{{"url(#hatch-comm)", "transfer"}}
@@ -1047,7 +1300,52 @@ func timelineGantt(m *Manifest, color map[string]string) *gantt {
 		what = fmt.Sprintf("the batch of %d (granules of one node on one device run as one batch)", m.Batch.Inputs)
 	}
 	fr.g.Caption = fmt.Sprintf("The planner's schedule of %s: %d events, %s end to end.", what, len(m.Timeline), fmtSeconds(end))
+	if grouped {
+		fr.g.Caption += " Events are grouped: one bar per run of a stage's events on a device; hover a bar for its events."
+	}
+	if len(onPath) > 0 {
+		fr.g.Caption += " Outlined in red: the critical path."
+	}
 	return fr.g
+}
+
+// eventGroup is a run of timeline events drawn as one bar.
+type eventGroup struct {
+	row        int
+	start, end float64
+	events     []int
+}
+
+// groupEvents groups the events of each row, in time order: an event joins the row's current
+// group when it has the same stage and kind and, for events of no stage, starts within 1%
+// of the timeline's end after the group ends.
+func groupEvents(events []TimelineEvent, rowIdx []int, end float64) []eventGroup {
+	order := make([]int, len(events))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ea, eb := events[order[a]], events[order[b]]
+		if rowIdx[order[a]] != rowIdx[order[b]] {
+			return rowIdx[order[a]] < rowIdx[order[b]]
+		}
+		return ea.StartS < eb.StartS
+	})
+	var out []eventGroup
+	for _, i := range order {
+		e := events[i]
+		if n := len(out); n > 0 {
+			g := &out[n-1]
+			f := events[g.events[0]]
+			if g.row == rowIdx[i] && f.Stage == e.Stage && f.Kind == e.Kind && (e.Stage >= 0 || e.StartS-g.end <= 0.01*end) {
+				g.events = append(g.events, i)
+				g.end = math.Max(g.end, e.EndS)
+				continue
+			}
+		}
+		out = append(out, eventGroup{row: rowIdx[i], start: e.StartS, end: e.EndS, events: []int{i}})
+	}
+	return out
 }
 
 // ---- memory and bounds ----
@@ -1091,7 +1389,7 @@ func buildMemory(m *Manifest, color map[string]string) memoryView {
 	y := 6.0
 	anyWeightsOnly := false
 	for _, r := range rows {
-		br := barRow{Label: truncate(r.name, 28), LabelY: y + 17}
+		br := barRow{Label: truncate(deviceLabel(m, r.name), 28), LabelY: y + 17}
 		trackW := plotW
 		if r.cap > 0 {
 			trackW = plotW * float64(r.cap) / float64(scale)
@@ -1144,15 +1442,10 @@ func buildBounds(m *Manifest) *boundsView {
 		}
 		return vals[i].Method < vals[j].Method
 	})
-	upper, upperName := 0.0, "plan (predicted)"
-	if p := m.Predicted; p != nil {
-		upper = p.BottleneckS
-		if m.Objective == "latency" {
-			upper = p.LatencyS
-		}
-	}
-	if upper <= 0 && b.Gap < 1 && b.LowerBoundS > 0 {
-		upper, upperName = b.LowerBoundS/(1-b.Gap), "plan (from the gap)"
+	upperName := "plan (predicted)"
+	upper := PlanFigures(m).Upper
+	if m.Predicted == nil && m.Batch == nil && upper > 0 {
+		upperName = "plan (from the gap)"
 	}
 	scale := upper
 	for _, v := range vals {
@@ -1208,7 +1501,7 @@ func buildBounds(m *Manifest) *boundsView {
 	return bv
 }
 
-func stageRows(m *Manifest, color map[string]string, bott int) []stageRow {
+func stageRows(m *Manifest, color map[string]string, bott int, crit map[int]bool) []stageRow {
 	var rows []stageRow
 	var sum float64
 	for _, s := range m.Stages {
@@ -1224,7 +1517,7 @@ func stageRows(m *Manifest, color map[string]string, bott int) []stageRow {
 		r := stageRow{Index: s.Index, Device: deviceLabel(m, s.Device), Provider: s.Provider, ProviderShort: orDash(strings.TrimSuffix(s.Provider, "ExecutionProvider")),
 			Fill: color[s.Device], Nodes: len(s.Nodes),
 			FLOPs: fmtFLOPs(s.FLOPs), Params: fmtBytes(s.ParamsBytes), Weights: s.Weights,
-			Inputs: ioText(s.Inputs), Outputs: ioText(s.Outputs), File: file, Bottleneck: i == bott,
+			Inputs: ioText(s.Inputs), Outputs: ioText(s.Outputs), File: file, Bottleneck: i == bott, Critical: crit[i],
 			NodeList: strings.Join(s.Nodes, ", "), Duplicated: len(s.DuplicatedNodes),
 			Compute: "—", Comm: "—", Overflow: "—", Total: "—", Share: "—"}
 		if p := s.Predicted; p != nil {

@@ -35,6 +35,8 @@ svg.defs { position: absolute; width: 0; height: 0; }
 .box-title { font-size: 14px; font-weight: 700; }
 .box-text { font-size: 11.5px; }
 .box-value { font-size: 12.5px; font-weight: 600; }
+.box-critical { stroke: #b3261e; stroke-width: 3; stroke-dasharray: 7 3; }
+.box-model { font-size: 10.5px; fill: var(--muted); }
 .bottleneck-label { font-size: 12px; font-weight: 700; fill: var(--bad); }
 .edge path { fill: none; stroke: #555; stroke-width: 2; }
 .edge.skip path { stroke-dasharray: 5 3; }
@@ -47,6 +49,7 @@ svg.defs { position: absolute; width: 0; height: 0; }
 .axis { stroke: #9aa4ad; }
 .bar { stroke: #ffffff; stroke-width: .6; }
 .bar.on-bottleneck { stroke: var(--bad); stroke-width: 1.5; }
+.bar.on-critical { stroke: #b3261e; stroke-width: 1.6; }
 .bar-text { font-size: 10.5px; fill: #ffffff; font-weight: 600; }
 .bar-text.dark { fill: var(--ink); }
 .bar-label { font-size: 12px; }
@@ -63,7 +66,7 @@ table.stages td { white-space: nowrap; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: var(--panel); font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.bottleneck td { background: #fdf0ee; }
+tr.bottleneck td, tr.critical td { background: #fdf0ee; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: baseline; }
 code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; word-break: break-all; }
 details { margin: 4px 0; }
@@ -107,7 +110,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <g class="{{.Class}}"><title>{{.Title}}</title><path d="{{.D}}" marker-end="url(#arrowhead)"></path>{{range .Labels}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}</g>
 {{- end}}
 {{- range .Pipeline.Boxes}}
-<g class="stage" data-stage="{{.Index}}"{{if .Bottleneck}} data-bottleneck="true"{{end}}><title>{{.Title}}</title><rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" rx="7" fill="{{.Fill}}" stroke="{{.Fill}}" class="box{{if .Bottleneck}} box-bottleneck{{end}}"></rect>
+<g class="stage" data-stage="{{.Index}}"{{if .Bottleneck}} data-bottleneck="true"{{end}}{{if .Critical}} data-critical="true"{{end}}><title>{{.Title}}</title><rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" rx="7" fill="{{.Fill}}" stroke="{{.Fill}}" class="box{{if .Bottleneck}} box-bottleneck{{end}}{{if .Critical}} box-critical{{end}}"></rect>
 {{- range .Lines}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}</g>
 {{- end}}
 {{- range .Pipeline.Texts}}
@@ -115,6 +118,9 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 {{- end}}
 </svg>
 </div>
+{{- if .Pipeline.Critical}}
+<p class="caption" id="critical-path">{{.Pipeline.Critical}}</p>
+{{- end}}
 </section>
 
 {{- with .Batch}}
@@ -180,7 +186,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <table class="stages">
 <tr><th>stage</th><th>device</th><th>provider</th><th>ops</th><th>FLOPs</th><th>params</th><th>weights</th><th>inputs</th><th>outputs</th><th>compute</th><th>comm</th><th>weight streaming</th><th>total</th><th>share</th><th>file</th></tr>
 {{- range .Stages}}
-<tr{{if .Bottleneck}} class="bottleneck"{{end}}><td class="num">{{.Index}}{{if .Bottleneck}} ◀{{end}}</td><td><span class="swatch" style="background: {{.Fill}}"></span>{{.Device}}</td><td title="{{.Provider}}">{{.ProviderShort}}</td><td class="num">{{.Nodes}}</td><td class="num">{{.FLOPs}}</td><td class="num">{{.Params}}</td><td class="num">{{.Weights}}</td><td class="num">{{.Inputs}}</td><td class="num">{{.Outputs}}</td><td class="num">{{.Compute}}</td><td class="num">{{.Comm}}</td><td class="num">{{.Overflow}}</td><td class="num">{{.Total}}</td><td class="num">{{.Share}}</td><td class="mono">{{.File}}</td></tr>
+<tr{{if .Bottleneck}} class="bottleneck"{{else if .Critical}} class="critical"{{end}}><td class="num">{{.Index}}{{if .Bottleneck}} ◀{{else if .Critical}} ◆{{end}}</td><td><span class="swatch" style="background: {{.Fill}}"></span>{{.Device}}</td><td title="{{.Provider}}">{{.ProviderShort}}</td><td class="num">{{.Nodes}}</td><td class="num">{{.FLOPs}}</td><td class="num">{{.Params}}</td><td class="num">{{.Weights}}</td><td class="num">{{.Inputs}}</td><td class="num">{{.Outputs}}</td><td class="num">{{.Compute}}</td><td class="num">{{.Comm}}</td><td class="num">{{.Overflow}}</td><td class="num">{{.Total}}</td><td class="num">{{.Share}}</td><td class="mono">{{.File}}</td></tr>
 {{- end}}
 </table>
 {{- if not .HasStagePred}}

@@ -10,16 +10,19 @@ type planJSON struct {
 	Input       string `json:"input"`
 	InputFormat string `json:"input_format"` // onnx, dnn-partitioning, moirai
 	// Objective is the plan's value, an upper bound on the optimum: the bottleneck stage's
-	// cost (throughput) or the makespan of one input (latency).
-	Objective       float64  `json:"objective"`
-	ObjectiveKind   string   `json:"objective_kind"` // throughput or latency
-	ObjectiveReason string   `json:"objective_reason,omitempty"`
-	LowerBound      float64  `json:"lower_bound"`
-	BoundMethod     string   `json:"bound_method"`
-	Gap             float64  `json:"gap"`
-	ThroughputPerS  float64  `json:"throughput_per_s,omitempty"`
-	LatencyS        float64  `json:"latency_s,omitempty"`
-	Devices         []string `json:"devices"`
+	// cost (throughput), the makespan of one input (latency) or of the batch (--batch).
+	Objective       float64 `json:"objective"`
+	ObjectiveKind   string  `json:"objective_kind"` // throughput or latency
+	ObjectiveReason string  `json:"objective_reason,omitempty"`
+	LowerBound      float64 `json:"lower_bound"`
+	BoundMethod     string  `json:"bound_method"`
+	Gap             float64 `json:"gap"`
+	// AtMostSlower is objective/lower_bound − 1: the plan is at most this much slower than
+	// the best possible (absent without a bound).
+	AtMostSlower   float64  `json:"at_most_slower,omitempty"`
+	ThroughputPerS float64  `json:"throughput_per_s,omitempty"`
+	LatencyS       float64  `json:"latency_s,omitempty"`
+	Devices        []string `json:"devices"`
 	// Fusion and PlanNodes describe the coarse graph an ONNX model was planned on.
 	Fusion    string `json:"fusion,omitempty"`
 	PlanNodes int    `json:"plan_nodes,omitempty"`
@@ -45,13 +48,18 @@ type planJSON struct {
 // stageCostJSON is one stage's predicted cost: work (compute), communication, parameter
 // overflow streaming and their total.
 type stageCostJSON struct {
-	Work        float64 `json:"work"`
-	Comm        float64 `json:"comm"`
-	Overflow    float64 `json:"overflow"`
+	Work     float64 `json:"work"`
+	Comm     float64 `json:"comm"`
+	Overflow float64 `json:"overflow"`
+	// Call is the stage's fixed cost per runtime call, included in Total.
+	Call        float64 `json:"call,omitempty"`
 	Total       float64 `json:"total"`
 	ParamsBytes int64   `json:"params_bytes"`
 	Nodes       int     `json:"node_count"`
-	Bottleneck  bool    `json:"bottleneck"`
+	// Bottleneck marks a pipeline's slowest stage (throughput plans only); CriticalPath the
+	// stages on the critical path of a latency or batched plan's schedule.
+	Bottleneck   bool `json:"bottleneck"`
+	CriticalPath bool `json:"critical_path,omitempty"`
 }
 
 type boundJSON struct {

@@ -293,7 +293,7 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 
 func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
 	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: r.Objective,
-		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap,
+		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: emit.PlanFigures(man).Slower,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
 		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...), Batch: man.Batch}
@@ -313,6 +313,7 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 			index[m.Graph.Nodes[i].Label()] = i
 		}
 	}
+	critical := criticalSet(man)
 	for _, st := range man.Stages {
 		ids := make([]int, len(st.Nodes))
 		for i, n := range st.Nodes {
@@ -322,13 +323,29 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 		o.StageNodeNames = append(o.StageNodeNames, st.Nodes)
 		o.StageDeviceNames = append(o.StageDeviceNames, st.Device)
 		s := byLabel[st.Label]
-		o.StageCosts = append(o.StageCosts, stageCostJSON{Work: s.ComputeS, Comm: s.CommS, Total: s.TotalS,
-			ParamsBytes: st.ParamsBytes, Nodes: len(st.Nodes), Bottleneck: s.Bottleneck})
+		o.StageCosts = append(o.StageCosts, stageCostJSON{Work: s.ComputeS, Comm: s.CommS, Call: s.CallS, Total: s.TotalS,
+			ParamsBytes: st.ParamsBytes, Nodes: len(st.Nodes), Bottleneck: isPipeline(r) && s.Bottleneck, CriticalPath: critical[st.Index]})
 	}
 	return o
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// isPipeline says whether the plan is a pipeline, whose objective is its bottleneck stage:
+// a latency plan is judged by one input's time and a batched plan by the batch's.
+func isPipeline(r *onnxpart.Result) bool { return r.Objective == onnxpart.Throughput && r.Batch == nil }
+
+// criticalSet holds the stage indices on the critical path of a latency or batched plan's
+// schedule (the manifest's timeline); empty for pipelines.
+func criticalSet(man *emit.Manifest) map[int]bool {
+	c := map[int]bool{}
+	if man.Objective == onnxpart.Latency || man.Batch != nil {
+		for _, i := range emit.CriticalStages(man) {
+			c[i] = true
+		}
+	}
+	return c
+}
 
 func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string) {
 	// Devices in the order given; a run of identical products is one entry.
@@ -358,13 +375,17 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	for _, s := range r.Stages {
 		byLabel[s.Stage] = s
 	}
+	critical := criticalSet(man)
 	tw := newTable(w, tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\tcall\ttotal\t\t")
 	for _, st := range man.Stages {
 		s := byLabel[st.Label]
 		mark := ""
-		if s.Bottleneck {
+		switch {
+		case isPipeline(r) && s.Bottleneck:
 			mark = "◀ bottleneck"
+		case critical[st.Index]:
+			mark = "◀ critical path"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, onnxpart.DeviceLabel(r.Cluster, st.Device), len(st.Nodes), bytesStr(st.ParamsBytes),
 			dur(s.ComputeS), dur(s.CommS), dur(s.CallS), dur(s.TotalS), mark)
@@ -386,7 +407,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	} else {
 		fmt.Fprintf(w, "latency    %s per inference (%.1f inferences/s one at a time)\n", dur(r.LatencyS), r.ThroughputPerS)
 	}
-	fmt.Fprintf(w, "bound      %s\n", boundWords(r))
+	fmt.Fprintf(w, "bound      %s\n", boundWords(emit.PlanFigures(man)))
 	if out != "-" {
 		fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
 	}
@@ -406,27 +427,19 @@ func extrasText(dir string) string {
 	return s
 }
 
-// boundWords says how far the plan can be from the best possible one.
-func boundWords(r *onnxpart.Result) string {
-	what := "split"
-	if r.Objective == onnxpart.Latency {
-		what = "placement"
-	}
-	if r.Batch != nil {
-		what = "batched placement"
-	}
+// boundWords says how far the plan can be from the best one, in the figures of the report
+// (emit.PlanFigures): "at most X% slower" is upper/lower − 1, the gap 1 − lower/upper.
+func boundWords(f emit.Figures) string {
 	switch {
-	case r.Lower <= 0:
+	case f.Lower <= 0:
 		return "no lower bound computed (--bounds none): the plan's distance from the best is unknown"
-	case r.Gap <= 1e-9:
-		return fmt.Sprintf("%s, proved optimal (lower bound %s by %s)", dur(r.Upper), dur(r.Lower), r.BoundMethod)
+	case f.Gap <= 1e-9:
+		return fmt.Sprintf("%s, proved optimal (lower bound %s by %s)", dur(f.Upper), dur(f.Lower), f.Method)
+	case f.Gap < 5e-4: // within a MIP's tolerance: do not print "at most 0.0% slower"
+		return fmt.Sprintf("%s, optimal to within %.2g%% (lower bound %s by %s)", dur(f.Upper), 100*f.Slower, dur(f.Lower), f.Method)
 	}
-	slower := r.Upper/r.Lower - 1
-	if r.Gap < 5e-4 { // within a MIP's tolerance: do not print "at most 0.0% slower"
-		return fmt.Sprintf("%s, optimal to within %.2g%% (lower bound %s by %s)", dur(r.Upper), 100*slower, dur(r.Lower), r.BoundMethod)
-	}
-	return fmt.Sprintf("lower bound %s (%s): at most %.1f%% slower than the best possible %s (gap %.1f%%)",
-		dur(r.Lower), r.BoundMethod, 100*slower, what, 100*r.Gap)
+	return fmt.Sprintf("lower bound %s (%s): at most %.1f%% slower than the best possible %s (upper/lower − 1; gap 1 − lower/upper = %.1f%%)",
+		dur(f.Lower), f.Method, 100*f.Slower, f.Word, 100*f.Gap)
 }
 
 // dur formats seconds with a unit.
