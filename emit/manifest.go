@@ -146,8 +146,10 @@ type ModelInfo struct {
 	// unknown shape count 0, see SymbolicDims).
 	ParamsBytes int64 `json:"params_bytes"`
 	FLOPs       int64 `json:"flops"`
-	// Dims are the symbolic dimensions bound when the model was loaded (--dim); SymbolicDims
-	// those left symbolic, which the stage files keep as dim_param.
+	// Dims are the symbolic dimensions bound when the model was loaded (--dim,
+	// --input-shape): the sizes costs, FLOPs and checks used. SymbolicDims are those the
+	// stage files keep as dim_param: the unbound ones and, unless Options.FreezeDims, the
+	// bound ones too (a dim in both was planned at its Dims size and serves any).
 	Dims         map[string]int64 `json:"dims"`
 	SymbolicDims []string         `json:"symbolic_dims"`
 	ExternalData bool             `json:"external_data"`
@@ -161,7 +163,8 @@ type TensorRef struct {
 	Name  string `json:"name"`
 	DType string `json:"dtype"`
 	Shape Shape  `json:"shape"`
-	// Bytes is the tensor's size, -1 when its shape is not fully known.
+	// Shape is the shape the stage files declare; Bytes the tensor's size at the bound dims
+	// (ModelInfo.Dims), -1 when that shape is not fully known.
 	Bytes int64 `json:"bytes"`
 	// Stage is the producing stage: -1 for a model input. Consumers lists, for a stage
 	// output, the later stages that read it.
