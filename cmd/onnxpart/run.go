@@ -78,14 +78,14 @@ is still written).
 // runFlags are the main command's flags (also listed by the top-level --help).
 type runFlags struct {
 	devices, link, objective, fusion, fusionRules, solver, bounds, out, costs string
-	k, batch, polish                                                          int
+	k, batch, polish, maxBatch                                                int
 	timeLimit                                                                 time.Duration
 	gap                                                                       float64
 	dims, emit                                                                []string
 	inputShapes                                                               []string
 	gpuIDs                                                                    []int
 	seed                                                                      int64
-	asJSON, force, quiet                                                      bool
+	asJSON, force, quiet, freezeDims                                          bool
 }
 
 func (f *runFlags) define(fs *pflag.FlagSet) {
@@ -104,6 +104,8 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.gap, "gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
+	fs.BoolVar(&f.freezeDims, "freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims; the sizes only cost and check the plan)")
+	fs.IntVar(&f.maxBatch, "max-batch", 0, "Triton max_batch_size along the leading symbolic batch dim (default: the size --dim binds it to)")
 	fs.Int64Var(&f.seed, "seed", 0, "random seed (default: unseeded, the planner uses the whole --time-limit and a rerun may differ); given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
 	fs.StringVarP(&f.out, "output", "o", "out", "output directory; - writes nothing and prints the plan")
 	fs.StringSliceVar(&f.emit, "emit", []string{"onnx", "manifest", "report"}, emitHelp)
@@ -156,8 +158,15 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if fs.Changed("max-batch") && f.maxBatch < 1 {
+		return usageErrorf("--max-batch %d: want a batch size ≥ 1", f.maxBatch)
+	}
+	if fs.Changed("max-batch") && f.freezeDims {
+		return usageErrorf("--max-batch needs a symbolic batch dim, and --freeze-dims fixes every dim")
+	}
+	want.maxBatch = f.maxBatch
 	begin := time.Now()
-	prog := newProgress(e, f.quiet)
+	prog := newProgress(e, f.quiet, f.timeLimit)
 	defer prog.stop()
 	prog.phase("reading " + fs.Arg(0))
 	shapes, err := ingest.ParseInputShapes(f.inputShapes)
@@ -211,7 +220,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
 	}
-	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras()}
+	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims}
 	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
 		return splitError(err)
@@ -455,37 +464,91 @@ func dur(s float64) string {
 	return fmt.Sprintf("%.3gµs", s*1e6)
 }
 
-// progress prints phases and solver improvements on stderr: a live line on a terminal,
-// plain lines otherwise. Nothing shows during the first progressDelay: a usage or input
-// error found at once then prints alone, and what was held back is dropped with it (stop)
-// or shown once planning has produced a plan (done).
+// progress prints phases and solver improvements on stderr. On a terminal it keeps one live
+// line, redrawn at least every progressTick with the elapsed time against the time limit,
+// the current phase and the best plan, bound and gap so far; off a terminal it prints one
+// line per phase. Nothing shows during the first progressDelay: a usage or input error found
+// at once then prints alone, and what was held back is dropped with it (stop) or shown once
+// planning has produced a plan (done).
 type progress struct {
 	e     *env
 	quiet bool
 	start time.Time
-	last  time.Time
+	limit time.Duration // the planning time limit shown beside the elapsed time; 0: none
 
 	mu      sync.Mutex
 	live    bool     // a live line is on the terminal
 	shown   bool     // lines go out as they come
+	ended   bool     // done or stop was called
 	pending []string // held back before shown; notes start with "note: "
 	timer   *time.Timer
+	quit    chan struct{} // ends the redraw loop
+	// The state the line shows: the phase, and the best plan and bound reported in it.
+	phaseName        string
+	best, bound, gap float64
+	lastPrintedPhase string
 }
 
-// progressDelay is how long progress is held back.
-const progressDelay = time.Second
+// progressDelay is how long progress is held back; progressTick how often a terminal's live
+// line is redrawn.
+const (
+	progressDelay = time.Second
+	progressTick  = 250 * time.Millisecond
+)
 
-func newProgress(e *env, quiet bool) *progress {
-	p := &progress{e: e, quiet: quiet, start: time.Now()}
+func newProgress(e *env, quiet bool, limit time.Duration) *progress {
+	p := &progress{e: e, quiet: quiet, start: time.Now(), limit: limit, quit: make(chan struct{})}
 	p.timer = time.AfterFunc(progressDelay, p.show)
+	if e.isTTY && !quiet {
+		go p.redraw()
+	}
 	return p
+}
+
+// redraw keeps a terminal's live line current, so that the elapsed time moves while a solver
+// reports nothing.
+func (p *progress) redraw() {
+	t := time.NewTicker(progressTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			if p.shown && !p.ended && p.phaseName != "" {
+				p.print(p.render())
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// render is the progress line: "[ 12.3s of 30s] split: best 670µs, bound 572µs, gap 14.7%".
+func (p *progress) render() string {
+	el := time.Since(p.start).Seconds()
+	s := fmt.Sprintf("[%5.1fs", el)
+	if p.limit > 0 {
+		s += " of " + p.limit.String()
+	}
+	s += "] " + p.phaseName
+	if p.best > 0 {
+		s += ": best " + dur(p.best)
+		if p.bound > 0 {
+			s += fmt.Sprintf(", bound %s, gap %.1f%%", dur(p.bound), 100*p.gap)
+		}
+	}
+	return s
 }
 
 func (p *progress) phase(s string) {
 	if p.quiet {
 		return
 	}
-	p.line(fmt.Sprintf("[%5.1fs] %s", time.Since(p.start).Seconds(), s))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.phaseName, p.best, p.bound, p.gap = s, 0, 0, 0
+	p.emit()
 }
 
 // note prints a fact the user should know (even with -q), held back like progress.
@@ -504,26 +567,28 @@ func (p *progress) update(pr onnxpart.Progress) {
 	if p.quiet {
 		return
 	}
-	if !p.e.isTTY && time.Since(p.last) < 2*time.Second {
-		return
-	}
 	if math.IsInf(pr.Objective, 0) || pr.Objective <= 0 {
 		return // nothing found yet
 	}
 	if pr.Phase == "" {
 		pr.Phase = "search"
 	}
-	p.last = time.Now()
-	s := fmt.Sprintf("[%5.1fs] %s: best %s", time.Since(p.start).Seconds(), pr.Phase, dur(pr.Objective))
-	if pr.LowerBound > 0 {
-		s += fmt.Sprintf(", bound %s, gap %.1f%%", dur(pr.LowerBound), 100*pr.Gap)
-	}
-	p.line(s)
-}
-
-func (p *progress) line(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.phaseName, p.best, p.bound, p.gap = pr.Phase, pr.Objective, pr.LowerBound, pr.Gap
+	p.emit()
+}
+
+// emit shows the state: on a terminal the live line is redrawn; off a terminal a line
+// goes out when the phase changes. p.mu is held.
+func (p *progress) emit() {
+	if !p.e.isTTY {
+		if p.phaseName == p.lastPrintedPhase {
+			return
+		}
+		p.lastPrintedPhase = p.phaseName
+	}
+	s := p.render()
 	if !p.shown {
 		p.pending = append(p.pending, s)
 		return
@@ -549,7 +614,7 @@ func (p *progress) clearLive() {
 }
 
 // show lets lines out: the held-back notes, and the progress lines (on a terminal only the
-// last, which a live line would have shown).
+// current state, which a live line would have shown).
 func (p *progress) show() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -561,20 +626,17 @@ func (p *progress) flush() {
 		return
 	}
 	p.shown = true
-	last := ""
 	for _, s := range p.pending {
 		switch {
 		case strings.HasPrefix(s, "note: "):
 			p.clearLive()
 			fmt.Fprintln(p.e.stderr, s)
-		case p.e.isTTY:
-			last = s
-		default:
+		case !p.e.isTTY:
 			p.print(s)
 		}
 	}
-	if last != "" {
-		p.print(last)
+	if p.e.isTTY && p.phaseName != "" && !p.ended {
+		p.print(p.render())
 	}
 	p.pending = nil
 }
@@ -586,6 +648,15 @@ func (p *progress) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.flush()
+	p.end()
+}
+
+// end stops the redraws and clears the live line. p.mu is held.
+func (p *progress) end() {
+	if !p.ended {
+		p.ended = true
+		close(p.quit)
+	}
 	p.clearLive()
 }
 
@@ -604,7 +675,7 @@ func (p *progress) stop() {
 		}
 		p.pending = nil
 	}
-	p.clearLive()
+	p.end()
 }
 
 // plural is "1 input", "2 inputs".
