@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"onnxpart/emit"
 	"onnxpart/fusion"
 	"onnxpart/ingest"
 )
@@ -16,17 +17,24 @@ func init() {
 	register(&command{
 		name:    "inspect",
 		summary: "summarise a model: ops, parameters, FLOPs, shapes",
-		usage: `Usage: onnxpart inspect MODEL.onnx [--dim NAME=SIZE]... [--json] [--tensors] [--fusion RULESET]
+		usage: `Usage: onnxpart inspect MODEL.onnx [--dim NAME=SIZE]... [--json] [--nodes] [--tensors] [--fusion RULESET]
+       onnxpart inspect DIR [--json]
 
 Reads the model, infers the shape of every tensor and prints the op histogram, parameter
 count and bytes, total FLOPs, activation bytes, inputs and outputs, unsupported ops and
-tensors whose shape stays unknown.
+tensors whose shape stays unknown. --nodes adds a table of every node in graph order: op,
+name, FLOPs, parameter bytes, activation (output) bytes, and its inputs and outputs with
+dtypes and shapes (JSON: node_list). Given an output directory of onnxpart, it inspects the
+model planned there, with the sizes it was planned with, and lists the nodes per stage
+(JSON: stage_list, and each node's stages).
 
 Examples:
   onnxpart inspect resnet50.onnx
   onnxpart inspect mobilenet_dynbatch.onnx --dim batch=8 --json
   onnxpart inspect bert.onnx --json --tensors | jq '.tensors[] | select(.bytes > 1e6)'
   onnxpart inspect bert.onnx --fusion ort-cuda      # the fused kernels the backend would run
+  onnxpart inspect resnet50.onnx --nodes            # per node: op, shapes, FLOPs, bytes
+  onnxpart inspect out/                             # the nodes of each stage of a plan
 `,
 		run: runInspect,
 	})
@@ -39,12 +47,13 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	tensors := fs.Bool("tensors", false, "list every tensor (with --json: the `tensors` array)")
+	nodes := fs.Bool("nodes", false, "list every node in graph order: op, inputs and outputs with shapes, FLOPs, bytes (with --json: node_list); implied for an output directory")
 	ff := addFusionFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErrorf("inspect takes one model file, got %d arguments", fs.NArg())
+		return usageErrorf("inspect takes one model file or output directory, got %d arguments", fs.NArg())
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -54,9 +63,27 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	var m *ingest.Model
+	var man *emit.Manifest
+	if outputDir(fs.Arg(0)) {
+		if len(shapes) > 0 {
+			return usageErrorf("--input-shape applies to a model file; an output directory's model is loaded with the sizes it was planned with (--dim overrides them)")
+		}
+		m, man, err = loadOutputDir(fs.Arg(0), dims)
+		*nodes = true
+	} else {
+		m, err = ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	}
 	if err != nil {
 		return err
+	}
+	var rows []inspectNode
+	var stages []inspectStage
+	if *nodes {
+		rows = nodeRows(m.Graph)
+		if man != nil {
+			stages = stageList(m.Graph, man, rows)
+		}
 	}
 	fsum, err := ff.summary(m.Graph)
 	if err != nil {
@@ -68,10 +95,15 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			*ingest.Summary
-			Fusion *fusion.Summary `json:"fusion,omitempty"`
-		}{s, fsum})
+			Fusion    *fusion.Summary `json:"fusion,omitempty"`
+			NodeList  []inspectNode       `json:"node_list,omitempty"`
+			StageList []inspectStage     `json:"stage_list,omitempty"`
+		}{s, fsum, rows, stages})
 	}
 	printSummary(e.stdout, s, *tensors)
+	if *nodes {
+		printNodes(e.stdout, rows, stages, man)
+	}
 	if fsum != nil {
 		fmt.Fprintln(e.stdout)
 		return fsum.WriteText(e.stdout)
