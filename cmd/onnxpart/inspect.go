@@ -96,8 +96,8 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(struct {
 			*ingest.Summary
 			Fusion    *fusion.Summary `json:"fusion,omitempty"`
-			NodeList  []inspectNode       `json:"node_list,omitempty"`
-			StageList []inspectStage     `json:"stage_list,omitempty"`
+			NodeList  []inspectNode   `json:"node_list,omitempty"`
+			StageList []inspectStage  `json:"stage_list,omitempty"`
 		}{s, fsum, rows, stages})
 	}
 	printSummary(e.stdout, s, *tensors)
