@@ -59,6 +59,8 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	assignment := fs.String("assignment", "", `JSON file {"node name": stage, …}`)
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
+	freezeDims := fs.Bool("freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims)")
+	maxBatch := fs.Int("max-batch", 0, "Triton max_batch_size along the leading symbolic batch dim (default: the size --dim binds it to)")
 	force := fs.Bool("force", false, "replace DIR if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
 	devices := fs.StringSlice("devices", nil, "device name per stage (comma-separated), or one name for all")
 	provider := fs.String("provider", emit.DefaultProvider, "ONNX Runtime execution provider recorded for every stage")
@@ -72,6 +74,10 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if fs.Changed("max-batch") && *maxBatch < 1 {
+		return usageErrorf("--max-batch %d: want a batch size ≥ 1", *maxBatch)
+	}
+	extra.maxBatch = *maxBatch
 	if fs.NArg() != 1 {
 		return usageErrorf("split takes one model file, got %d arguments", fs.NArg())
 	}
@@ -188,7 +194,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			a.Devices = append(a.Devices, emit.Device{Provider: *provider})
 		}
 	}
-	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras()})
+	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims})
 	if err != nil {
 		return splitError(err)
 	}

@@ -19,6 +19,8 @@ type emitSet struct {
 	// solverSeconds, when set, is the planning time the report shows (the manifest leaves
 	// timings out).
 	solverSeconds float64
+	// maxBatch is Triton's max_batch_size (--max-batch; 0: the bound batch size).
+	maxBatch int
 }
 
 // parseEmit reads an --emit list (comma-separated or repeated): onnx and manifest (always
@@ -64,7 +66,7 @@ func (se emitSet) extras() func(string, *emit.Manifest) error {
 			}
 		}
 		if se.triton {
-			if err := emit.WriteTriton(man, dir, filepath.Join(dir, emit.TritonDir), emit.TritonOptions{}); err != nil {
+			if err := emit.WriteTriton(man, dir, filepath.Join(dir, emit.TritonDir), emit.TritonOptions{MaxBatch: se.maxBatch}); err != nil {
 				return err
 			}
 		}
