@@ -114,7 +114,7 @@ bench-fusion-quick: deps
 # copied to /tmp/onnxpart-report.png.
 test-report: deps
 	scripts/deps.sh apt chromium chromium
-	$(CGO_ENV) $(GO) test -count=1 -run '^TestReportChromium$$' -v ./emit
+	$(CGO_ENV) $(GO) test -count=1 -run '^TestReportChromium(LongPlan)?$$' -v ./emit
 
 # 2.5 GiB of generated external weights: load, split in 4, write, check, verify in ONNX
 # Runtime; time and peak RSS per phase. ~0.5-2 min, ~3 GiB of disk (ONNXPART_HUGE_DIR=...).

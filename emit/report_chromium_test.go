@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,3 +167,76 @@ func checkNotBlank(t *testing.T, img image.Image) {
 		t.Errorf("screenshot has almost no colour (%d pixels): the diagrams did not render", colourful)
 	}
 }
+
+// TestReportChromiumLongPlan renders a real long plan, GoogLeNet placed on a100-80g,t4,cpu
+// for latency (19 stages on 3 devices, a timeline of 99 events; the fixture is the manifest
+// of `onnxpart googlenet_small.onnx --devices a100-80g,t4,cpu --objective latency --seed 1
+// --time-limit 10s`), in headless Chromium: the pipeline wraps into rows inside the window,
+// no box text is cut, devices are named with their products, the timeline is grouped per
+// stage and the critical path is marked with no bottleneck. The screenshot is copied to
+// /tmp/onnxpart-report-long.png for a person to look at.
+func TestReportChromiumLongPlan(t *testing.T) {
+	chrome := chromiumPath(t)
+	raw, err := os.ReadFile(filepath.Join("testdata", "report", "googlenet_latency_3dev.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := DecodeManifest(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(man.Stages) < 15 || len(man.Timeline) <= timelineGroupAbove {
+		t.Fatalf("fixture: %d stages, %d events", len(man.Stages), len(man.Timeline))
+	}
+	work := t.TempDir()
+	if err := WriteReport(man, work, ReportOptions{Producer: "onnxpart test"}); err != nil {
+		t.Fatal(err)
+	}
+	url := "file://" + filepath.Join(work, ReportFile)
+	shot := filepath.Join(work, "long.png")
+	runChromium(t, chrome, filepath.Join(work, "profile-shot"), "--screenshot="+shot, "--window-size=1400,1800", url)
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	if err := os.WriteFile("/tmp/onnxpart-report-long.png", png, 0o644); err != nil {
+		t.Logf("could not copy the screenshot: %v", err)
+	}
+	img, err := decodePNG(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNotBlank(t, img)
+
+	dom := string(runChromium(t, chrome, filepath.Join(work, "profile-dom"), "--dump-dom", url))
+	boxes := regexp.MustCompile(`<g class="stage" data-stage="\d+"[^>]*><title>[^<]*</title><rect x="([0-9.]+)" y="([0-9.]+)" width="([0-9.]+)"`).FindAllStringSubmatch(dom, -1)
+	if len(boxes) != len(man.Stages) {
+		t.Fatalf("rendered DOM has %d stage boxes, want %d", len(boxes), len(man.Stages))
+	}
+	rows := map[string]bool{}
+	for _, b := range boxes {
+		x, _ := strconv.ParseFloat(b[1], 64)
+		w, _ := strconv.ParseFloat(b[3], 64)
+		if x+w > reportWidth {
+			t.Errorf("box at x=%v, width %v, overflows the page", x, w)
+		}
+		rows[b[2]] = true
+	}
+	if len(rows) < 3 {
+		t.Errorf("%d stages in %d rows, want them wrapped", len(boxes), len(rows))
+	}
+	for _, want := range []string{">A100-SXM4-80GB<", ">T4<", "gpu1 (T4)", "Events are grouped", "Critical path", "predicted latency"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if regexp.MustCompile(`class="box-(text|value)"[^>]*>[^<]*…<`).MatchString(dom) {
+		t.Error("a box's text is cut")
+	}
+	if strings.Contains(dom, `data-bottleneck="true"`) || strings.Contains(dom, "predicted bottleneck") {
+		t.Error("a latency plan shows a bottleneck")
+	}
+	t.Logf("screenshot: %s (copied to /tmp/onnxpart-report-long.png)", shot)
+}
+
+func decodePNG(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
