@@ -635,7 +635,9 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	}
 	for t := range g.Tensors {
 		tn := &g.Tensors[t]
-		if tn.Producer < 0 || len(tn.Consumers) == 0 {
+		// Weight-only (static) nodes, Constants included, are emitted again in every stage
+		// that reads them (emit's classify), so their outputs never cross a stage boundary.
+		if tn.Producer < 0 || len(tn.Consumers) == 0 || g.Nodes[tn.Producer].Static {
 			continue
 		}
 		size := math.Max(float64(tn.Bytes), 0)

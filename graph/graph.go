@@ -253,17 +253,33 @@ func (g *Graph) TotalFLOPs() int64 {
 	return s
 }
 
-// ParamBytes sums the sizes of the initializers that some node reads.
+// ParamBytes sums the sizes of the weights that some node reads, each once: initializers and
+// the values of Constant nodes (Paddle2ONNX and PyTorch write weights as Constant nodes;
+// ONNX Runtime turns them into initializers when it loads the model).
 func (g *Graph) ParamBytes() int64 {
 	var s int64
 	for i := range g.Tensors {
-		t := &g.Tensors[i]
-		if t.Kind == Initializer && len(t.Consumers) > 0 && t.Bytes > 0 {
+		if t := &g.Tensors[i]; g.IsParam(i) && len(t.Consumers) > 0 && t.Bytes > 0 {
 			s += t.Bytes
 		}
 	}
 	return s
 }
+
+// IsParam reports whether tensor t is a weight stored in the model: an initializer, or the
+// output of a Constant node of the default domain.
+func (g *Graph) IsParam(t int) bool {
+	tn := &g.Tensors[t]
+	if tn.Kind == Initializer {
+		return true
+	}
+	if tn.Producer < 0 {
+		return false
+	}
+	n := &g.Nodes[tn.Producer]
+	return n.OpType == "Constant" && (n.Domain == "" || n.Domain == "ai.onnx")
+}
+
 
 // Builder assembles a Graph. Tensors are created on first mention by name.
 type Builder struct {

@@ -51,6 +51,13 @@ func (m *Model) countCosts() {
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		n.FLOPs = nodeFLOPs(g, n)
+		if n.Subgraphs > 0 && i < len(m.Proto.GetGraph().GetNode()) {
+			f, note := m.sub.controlFLOPs(n, m.Proto.Graph.Node[i])
+			n.FLOPs = addSat(max(n.FLOPs, 0), f)
+			if note != "" {
+				m.Notes = append(m.Notes, note)
+			}
+		}
 		n.InputBytes, n.ParamBytes, n.OutputBytes = 0, 0, 0
 		seen := map[int]bool{}
 		for _, t := range n.Deps() {
@@ -74,32 +81,12 @@ func (m *Model) countCosts() {
 }
 
 // isParam reports whether tensor t is a weight stored in the model: an initializer, or the
-// value of a Constant node (exporters such as Paddle2ONNX and PyTorch's write weights as
-// Constant nodes; ONNX Runtime turns them into initializers when it loads the model).
-func isParam(g *graph.Graph, t int) bool {
-	tn := &g.Tensors[t]
-	if tn.Kind == graph.Initializer {
-		return true
-	}
-	if tn.Producer < 0 {
-		return false
-	}
-	n := &g.Nodes[tn.Producer]
-	return n.OpType == "Constant" && (n.Domain == "" || n.Domain == "ai.onnx")
-}
+// value of a Constant node (graph.Graph.IsParam).
+func isParam(g *graph.Graph, t int) bool { return g.IsParam(t) }
 
 // ParamBytes sums the sizes of the weights some node reads, each once: initializers and
-// Constant-node values (graph.Graph.ParamBytes counts initializers only).
-func (m *Model) ParamBytes() int64 {
-	g := m.Graph
-	var s int64
-	for i := range g.Tensors {
-		if t := &g.Tensors[i]; isParam(g, i) && len(t.Consumers) > 0 && t.Bytes > 0 {
-			s += t.Bytes
-		}
-	}
-	return s
-}
+// Constant-node values (graph.Graph.ParamBytes).
+func (m *Model) ParamBytes() int64 { return m.Graph.ParamBytes() }
 
 func elems(g *graph.Graph, t int) int64 {
 	if t < 0 {

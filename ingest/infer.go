@@ -213,6 +213,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 	pg := m.Proto.Graph
 	inf := &inferer{m: m, g: g, info: make([]tinfo, len(g.Tensors)),
 		declared: map[string]*onnxpb.TypeProto{}, unsupported: map[string]bool{}, subWork: new(int)}
+	m.sub = newSubgraphCosts()
 	for _, vi := range pg.ValueInfo {
 		inf.declared[vi.GetName()] = vi.GetType()
 	}
@@ -445,6 +446,7 @@ func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo
 	if err := child.runNodes(sg.Node); err != nil {
 		return nil
 	}
+	inf.m.sub.flops[sg] = child.graphFLOPs(sg.Node)
 	out := make([]tinfo, len(sg.Output))
 	for i, vi := range sg.Output {
 		if id, ok := g.TensorByName(vi.GetName()); ok {

@@ -83,8 +83,12 @@ type Model struct {
 	// node: shapes that do not broadcast, a window larger than its padded input), each naming
 	// its node; they are among the Warnings too. RequireInputSizes reports them.
 	ShapeErrors []string
+	// Notes say how costs were estimated where the model does not settle them: the branch an
+	// If is costed by, a Loop or Scan whose trip count is unknown (counted once).
+	Notes []string
 
 	inits       map[string]*onnxpb.TensorProto
+	sub         *subgraphCosts
 	dims        map[string]int64
 	inputShapes map[string][]int64
 }

@@ -1540,6 +1540,7 @@ func loopOp(c *nctx) error {
 			}
 		}
 	}
+	c.recordTrips(trip)
 	for i := 0; i < c.nout(); i++ {
 		if i < nCarried {
 			if x := carried[i]; x.dt != graph.Undefined || x.shape != nil {
@@ -1604,6 +1605,7 @@ func scanOp(c *nctx) error {
 		slices[j].shape = append(x.shape[:a:a], x.shape[a+1:]...)
 	}
 	states, outs := c.loopCarried(nil, states, slices, 0)
+	c.recordTrips(seq)
 	if outs == nil {
 		outs = c.declaredOutputs("body")
 	}

@@ -30,8 +30,10 @@ type GraphCosts struct {
 // node is an MTPP node; every activation tensor with a producing node and at least one
 // consumer is one tensor of the graph's byte size (unknown sizes count as 0); graph inputs
 // and initializers are not nodes, so they are never charged as communication (seed 000's
-// model: pipeline inputs are free). Each initializer's bytes are split evenly among the nodes
-// that read it, so the parameter total is not double counted.
+// model: pipeline inputs are free). Each weight's bytes (initializer or Constant-node value)
+// are split evenly among the nodes that read it, so the parameter total is not double
+// counted; outputs of weight-only (Static) nodes are not tensors, as emit duplicates those
+// nodes into every stage that reads them.
 func FromGraph(g *graph.Graph, k int, gc GraphCosts) (*Problem, error) {
 	n := len(g.Nodes)
 	if n == 0 {
@@ -65,13 +67,16 @@ func FromGraph(g *graph.Graph, k int, gc GraphCosts) (*Problem, error) {
 	for t := range g.Tensors {
 		tn := &g.Tensors[t]
 		switch {
-		case tn.Kind == graph.Initializer:
+		case g.IsParam(t):
 			if len(tn.Consumers) > 0 && tn.Bytes > 0 {
 				share := float64(tn.Bytes) / float64(len(tn.Consumers))
 				for _, c := range tn.Consumers {
 					p.Params[c] += share
 				}
 			}
+		case tn.Producer >= 0 && g.Nodes[tn.Producer].Static:
+			// Weight-only nodes are emitted again in every stage that reads them (emit's
+			// classify): their outputs never cross a stage boundary.
 		case tn.Producer >= 0 && len(tn.Consumers) > 0:
 			p.Tensors = append(p.Tensors, Tensor{Name: tn.Name, Producer: tn.Producer, Consumers: tn.Consumers,
 				Size: math.Max(float64(tn.Bytes), 0)})

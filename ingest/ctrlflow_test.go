@@ -1,0 +1,115 @@
+package ingest
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"onnxpart/graph"
+)
+
+// TestControlFlowCosts: If costs its costlier branch (with a note), Loop its body times a
+// known trip count (once, with a note, when the count is unknown), Scan its body times the
+// scanned length, and control flow nested in a body multiplies through.
+func TestControlFlowCosts(t *testing.T) {
+	const mm = 2 * 4 * 16 * 16 // MatMul [4,16]x[16,16]
+	type want struct {
+		flops int64
+		note  string // a substring of a warning, "" for none
+	}
+	cases := []struct {
+		name  string
+		build func(m *ocModel)
+		want  want
+	}{
+		{"If", func(m *ocModel) {
+			x := m.in(f32, 4, 16)
+			w := m.weight(f32, 16, 16)
+			th := m.sub()
+			th.out(th.op("MatMul", ins(th.op("MatMul", ins(x, w)), w)), f32, nil) // 2 MatMuls
+			el := m.sub()
+			el.out(el.op("Relu", ins(x)), f32, nil) // 64 FLOPs
+			m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{2 * mm, fmt.Sprintf("costlier branch: then_branch %d FLOPs, else_branch 64 FLOPs", 2*mm)}},
+		{"LoopKnownTrips", func(m *ocModel) {
+			x := m.in(f32, 4, 16)
+			w := m.weight(f32, 16, 16)
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 4, 16)
+			body.out(body.op("Identity", ins(cin)), bool_, []any{})
+			body.out(body.op("MatMul", ins(v, w)), f32, []any{4, 16})
+			m.op("Loop", ins(m.scalarI(5), m.init(bool_, []int64{}, []float64{1}), x), aG("body", body.g))
+		}, want{5 * mm, ""}},
+		{"LoopUnknownTrips", func(m *ocModel) {
+			x := m.in(f32, 4, 16)
+			w := m.weight(f32, 16, 16)
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 4, 16)
+			body.out(body.op("Identity", ins(cin)), bool_, []any{})
+			body.out(body.op("MatMul", ins(v, w)), f32, []any{4, 16})
+			m.op("Loop", ins(m.in(i64), m.init(bool_, []int64{}, []float64{1}), x), aG("body", body.g))
+		}, want{mm, fmt.Sprintf("trip count unknown, its body (%d FLOPs) counted once", mm)}},
+		{"Scan", func(m *ocModel) {
+			w := m.weight(f32, 16, 16)
+			body := m.sub()
+			st := body.subIn(f32, 4, 16)
+			xs := body.subIn(f32, 4, 16)
+			next := body.op("MatMul", ins(body.op("Add", ins(st, xs)), w)) // 64 + mm
+			body.out(next, f32, []any{4, 16})
+			body.out(body.op("Identity", ins(next)), f32, nil)
+			m.opN("Scan", ins(m.in(f32, 4, 16), m.in(f32, 7, 4, 16)), 2, aG("body", body.g), aI("num_scan_inputs", 1))
+		}, want{7 * (mm + 64), ""}},
+		{"IfInLoop", func(m *ocModel) {
+			x := m.in(f32, 4, 16)
+			w := m.weight(f32, 16, 16)
+			body := m.sub()
+			body.subIn(i64)
+			cin := body.subIn(bool_)
+			v := body.subIn(f32, 4, 16)
+			th := body.sub()
+			th.out(th.op("MatMul", ins(v, w)), f32, []any{4, 16})
+			el := body.sub()
+			el.out(el.op("Neg", ins(v)), f32, []any{4, 16})
+			body.out(body.op("Identity", ins(cin)), bool_, []any{})
+			body.out(body.op("If", ins(cin), aG("then_branch", th.g), aG("else_branch", el.g)), f32, []any{4, 16})
+			m.op("Loop", ins(m.scalarI(3), m.init(bool_, []int64{}, []float64{1}), x), aG("body", body.g))
+		}, want{3 * mm, ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOCModel(13)
+			tc.build(m)
+			p := filepath.Join(t.TempDir(), "m.onnx")
+			ocWrite(t, p, m.modelProto())
+			md, err := Load(p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int64
+			for _, n := range md.Graph.Nodes {
+				if n.Subgraphs > 0 {
+					got += n.FLOPs
+				}
+			}
+			if got != tc.want.flops {
+				t.Errorf("control-flow FLOPs %d, want %d", got, tc.want.flops)
+			}
+			if tc.want.note != "" && !strings.Contains(strings.Join(md.Notes, "\n"), tc.want.note) {
+				t.Errorf("no note %q among the notes %q", tc.want.note, md.Notes)
+			}
+			if tc.want.note == "" && strings.Contains(strings.Join(md.Notes, "\n"), "counted once") {
+				t.Errorf("unexpected note: %q", md.Notes)
+			}
+			if md.Graph.TotalFLOPs() < tc.want.flops {
+				t.Errorf("TotalFLOPs %d < %d", md.Graph.TotalFLOPs(), tc.want.flops)
+			}
+		})
+	}
+}
+
+var _ = graph.Float
