@@ -177,7 +177,8 @@ type stageRow struct {
 	FLOPs, Params                         string
 	Weights                               int
 	Inputs, Outputs                       string
-	Compute, Comm, Overflow, Total, Share string
+	Call, Compute, Comm, Overflow, Total  string
+	Share                                 string
 	Bottleneck, Critical                  bool
 	File                                  string
 	NodeList                              string
@@ -1063,21 +1064,27 @@ func deviceLabel(m *Manifest, name string) string {
 	return name
 }
 
-// oneInferenceGantt draws one inference through the stages: each stage computes, sends its
-// outputs, and streams the weights that do not fit (Total = Compute + Comm + Overflow).
+// oneInferenceGantt draws one inference through the stages: each stage pays its runtime
+// call, computes, sends its outputs, and streams the weights that do not fit (Total = Call +
+// Compute + Comm + Overflow).
 func oneInferenceGantt(m *Manifest, color map[string]string) *gantt {
 	var rows []ganttRow
 	var end float64
 	for _, s := range m.Stages {
 		rows = append(rows, ganttRow{Label: truncate(fmt.Sprintf("stage %d · %s", s.Index, deviceLabel(m, s.Device)), 40), StageIndex: s.Index})
 		p := s.Predicted
-		end += math.Max(p.TotalS, p.ComputeS+p.CommS+p.OverflowS)
+		end += math.Max(p.TotalS, p.CallS+p.ComputeS+p.CommS+p.OverflowS)
 	}
 	fr := newGanttFrame(rows, end)
 	t := 0.0
 	for i, s := range m.Stages {
 		p := s.Predicted
 		c0 := t
+		if p.CallS > 0 {
+			fr.bar(i, c0, c0+p.CallS, callFill, "bar call", "call",
+				fmt.Sprintf("stage %d's runtime call (session run, synchronisation): %s", s.Index, fmtSeconds(p.CallS)))
+			c0 += p.CallS
+		}
 		fr.bar(i, c0, c0+p.ComputeS, color[s.Device], "bar compute", "compute",
 			fmt.Sprintf("stage %d computes on %s: %s (from %s)", s.Index, s.Device, fmtSeconds(p.ComputeS), fmtSeconds(c0)))
 		c1 := c0 + p.ComputeS
@@ -1090,12 +1097,16 @@ func oneInferenceGantt(m *Manifest, color map[string]string) *gantt {
 			fr.bar(i, c2, c2+p.OverflowS, "url(#hatch-overflow)", "bar overflow", "weights",
 				fmt.Sprintf("stage %d streams weights that do not fit in fast memory: %s", s.Index, fmtSeconds(p.OverflowS)))
 		}
-		t += math.Max(p.TotalS, p.ComputeS+p.CommS+p.OverflowS)
+		t += math.Max(p.TotalS, p.CallS+p.ComputeS+p.CommS+p.OverflowS)
 	}
-	var comm, overflow bool
+	var call, comm, overflow bool
 	for _, s := range m.Stages {
+		call = call || s.Predicted.CallS > 0
 		comm = comm || s.Predicted.CommS > 0
 		overflow = overflow || s.Predicted.OverflowS > 0
+	}
+	if call {
+		fr.g.Legend = append(fr.g.Legend, legendItem{callFill, "runtime call"})
 	}
 	if comm {
 		fr.g.Legend = append(fr.g.Legend, legendItem{"url(#hatch-comm)", "communication"})
@@ -1106,6 +1117,9 @@ func oneInferenceGantt(m *Manifest, color map[string]string) *gantt {
 	fr.g.Caption = fmt.Sprintf("One inference passes the %d stages in sequence: %s from input to output (sum of the stages' predicted totals).", len(m.Stages), fmtSeconds(end))
 	return fr.g
 }
+
+// callFill colours a stage's runtime call in the timeline.
+const callFill = "#bab0ac"
 
 // steadyGantt draws inferences flowing through the pipeline: inference j enters stage i
 // when stage i−1 has finished it and stage i has finished inference j−1, so the pipeline
@@ -1519,9 +1533,9 @@ func stageRows(m *Manifest, color map[string]string, bott int, crit map[int]bool
 			FLOPs: fmtFLOPs(s.FLOPs), Params: fmtBytes(s.ParamsBytes), Weights: s.Weights,
 			Inputs: ioText(s.Inputs), Outputs: ioText(s.Outputs), File: file, Bottleneck: i == bott, Critical: crit[i],
 			NodeList: strings.Join(s.Nodes, ", "), Duplicated: len(s.DuplicatedNodes),
-			Compute: "—", Comm: "—", Overflow: "—", Total: "—", Share: "—"}
+			Call: "—", Compute: "—", Comm: "—", Overflow: "—", Total: "—", Share: "—"}
 		if p := s.Predicted; p != nil {
-			r.Compute, r.Comm, r.Overflow, r.Total = fmtSeconds(p.ComputeS), fmtSeconds(p.CommS), fmtSeconds(p.OverflowS), fmtSeconds(p.TotalS)
+			r.Call, r.Compute, r.Comm, r.Overflow, r.Total = fmtSeconds(p.CallS), fmtSeconds(p.ComputeS), fmtSeconds(p.CommS), fmtSeconds(p.OverflowS), fmtSeconds(p.TotalS)
 			if sum > 0 {
 				r.Share = fmtPercent(p.TotalS / sum)
 			}

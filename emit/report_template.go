@@ -184,9 +184,9 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <section id="stages">
 <h2>Stages</h2>
 <table class="stages">
-<tr><th>stage</th><th>device</th><th>provider</th><th>ops</th><th>FLOPs</th><th>params</th><th>weights</th><th>inputs</th><th>outputs</th><th>compute</th><th>comm</th><th>weight streaming</th><th>total</th><th>share</th><th>file</th></tr>
+<tr><th>stage</th><th>device</th><th>provider</th><th>ops</th><th>FLOPs</th><th>params</th><th>weights</th><th>inputs</th><th>outputs</th><th>call</th><th>compute</th><th>comm</th><th>weight streaming</th><th>total</th><th>share</th><th>file</th></tr>
 {{- range .Stages}}
-<tr{{if .Bottleneck}} class="bottleneck"{{else if .Critical}} class="critical"{{end}}><td class="num">{{.Index}}{{if .Bottleneck}} ◀{{else if .Critical}} ◆{{end}}</td><td><span class="swatch" style="background: {{.Fill}}"></span>{{.Device}}</td><td title="{{.Provider}}">{{.ProviderShort}}</td><td class="num">{{.Nodes}}</td><td class="num">{{.FLOPs}}</td><td class="num">{{.Params}}</td><td class="num">{{.Weights}}</td><td class="num">{{.Inputs}}</td><td class="num">{{.Outputs}}</td><td class="num">{{.Compute}}</td><td class="num">{{.Comm}}</td><td class="num">{{.Overflow}}</td><td class="num">{{.Total}}</td><td class="num">{{.Share}}</td><td class="mono">{{.File}}</td></tr>
+<tr{{if .Bottleneck}} class="bottleneck"{{else if .Critical}} class="critical"{{end}}><td class="num">{{.Index}}{{if .Bottleneck}} ◀{{else if .Critical}} ◆{{end}}</td><td><span class="swatch" style="background: {{.Fill}}"></span>{{.Device}}</td><td title="{{.Provider}}">{{.ProviderShort}}</td><td class="num">{{.Nodes}}</td><td class="num">{{.FLOPs}}</td><td class="num">{{.Params}}</td><td class="num">{{.Weights}}</td><td class="num">{{.Inputs}}</td><td class="num">{{.Outputs}}</td><td class="num">{{.Call}}</td><td class="num">{{.Compute}}</td><td class="num">{{.Comm}}</td><td class="num">{{.Overflow}}</td><td class="num">{{.Total}}</td><td class="num">{{.Share}}</td><td class="mono">{{.File}}</td></tr>
 {{- end}}
 </table>
 {{- if not .HasStagePred}}

@@ -134,6 +134,19 @@ func TestFiguresAgree(t *testing.T) {
 				t.Errorf("report certificate lacks slower %s and gap %s", pct(f.Slower), pct(f.Gap))
 			}
 
+			// A pipeline's one-inference timeline ends at the manifest's latency (the stages'
+			// totals, calls included), as its latency card says.
+			if c.name == "throughput" {
+				end := regexp.MustCompile(`passes the \d+ stages in sequence: ([0-9.]+) (ns|µs|ms|s) from input to output`).FindStringSubmatch(report)
+				lat := regexp.MustCompile(`<div class="k">predicted latency</div><div class="v">([0-9.]+) (ns|µs|ms|s)</div>`).FindStringSubmatch(report)
+				if end == nil || lat == nil {
+					t.Fatal("report lacks the one-inference timeline or the latency card")
+				}
+				if e, l := seconds(t, end[1], end[2]), seconds(t, lat[1], lat[2]); !near(e, man.Predicted.LatencyS) || !near(l, man.Predicted.LatencyS) {
+					t.Errorf("one inference ends at %g, latency card %g; manifest latency %g", e, l, man.Predicted.LatencyS)
+				}
+			}
+
 			// The text's bound line: both figures, labelled, as the manifest's.
 			if f.Gap >= 5e-4 {
 				m := regexp.MustCompile(`at most ([0-9.]+)% slower than the best possible [a-z ]+ \(upper/lower − 1; gap 1 − lower/upper = ([0-9.]+)%\)`).FindStringSubmatch(out)
