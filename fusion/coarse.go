@@ -1,7 +1,8 @@
 package fusion
 
 import (
-	"container/heap"
+	"onnxpart/graph/dag"
+
 	"fmt"
 	"math"
 	"sort"
@@ -83,21 +84,6 @@ func Coarsen(g *graph.Graph, rs *RuleSet) (*Coarse, error) {
 	return c, nil
 }
 
-type minHeap struct {
-	ids []int
-	key []int
-}
-
-func (h *minHeap) Len() int           { return len(h.ids) }
-func (h *minHeap) Less(i, j int) bool { return h.key[h.ids[i]] < h.key[h.ids[j]] }
-func (h *minHeap) Swap(i, j int)      { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
-func (h *minHeap) Push(x any)         { h.ids = append(h.ids, x.(int)) }
-func (h *minHeap) Pop() any {
-	x := h.ids[len(h.ids)-1]
-	h.ids = h.ids[:len(h.ids)-1]
-	return x
-}
-
 // build orders the groups, attaches the absorbed nodes and makes the coarse graph.
 func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, error) {
 	g, e := w.g, w.e
@@ -113,42 +99,26 @@ func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, e
 			key[i] = min(key[i], w.pos[v])
 		}
 	}
-	succ := make([]map[int]bool, k)
-	indeg := make([]int, k)
-	for i := range succ {
-		succ[i] = map[int]bool{}
-	}
+	var edges [][2]int
 	for v, rd := range w.hRd {
 		if e.absorbed[v] {
 			continue
 		}
 		for _, x := range rd {
-			a, b := tmp[v], tmp[x]
-			if a != b && !succ[a][b] {
-				succ[a][b] = true
-				indeg[b]++
+			if a, b := tmp[v], tmp[x]; a != b {
+				edges = append(edges, [2]int{a, b})
 			}
 		}
 	}
-	h := &minHeap{key: key}
-	for i := 0; i < k; i++ {
-		if indeg[i] == 0 {
-			h.ids = append(h.ids, i)
-		}
+	prio := make([]float64, k)
+	for i, x := range key {
+		prio[i] = float64(x)
 	}
-	heap.Init(h)
-	rank := make([]int, k)
+	succ := dag.FromEdges(k, edges)
+	var kahn dag.Kahn
 	var order []int
-	for h.Len() > 0 {
-		i := heap.Pop(h).(int)
-		rank[i] = len(order)
-		order = append(order, i)
-		for j := range succ[i] {
-			indeg[j]--
-			if indeg[j] == 0 {
-				heap.Push(h, j)
-			}
-		}
+	for _, i := range kahn.Sort(succ, succ.Reverse(), prio, dag.MinFirst, nil) {
+		order = append(order, int(i))
 	}
 	if len(order) != k {
 		return nil, fmt.Errorf("fusion: internal error: the groups of %s form a cycle", g.Name)

@@ -2,7 +2,7 @@ package fusion
 
 import "sort"
 
-// dag is a DAG under edge contraction. It keeps a topological labelling ord (distinct
+// contractDAG is a DAG under edge contraction. It keeps a topological labelling ord (distinct
 // integers, u→v implies ord[u] < ord[v]) up to date, so that the cycle check of a
 // contraction only searches the vertices whose labels lie between the two endpoints.
 //
@@ -16,7 +16,7 @@ import "sort"
 // The cost of a merge is proportional to the part of the window that u reaches or that
 // reaches v, not to the graph: linear in the worst case, a handful of vertices for the
 // local merges fusion makes.
-type dag struct {
+type contractDAG struct {
 	out, in []map[int]struct{}
 	ord     []int
 	alive   []bool
@@ -27,7 +27,7 @@ type dag struct {
 }
 
 // addVertex adds a vertex with topological label ord and returns its id.
-func (d *dag) addVertex(ord int) int {
+func (d *contractDAG) addVertex(ord int) int {
 	d.out = append(d.out, map[int]struct{}{})
 	d.in = append(d.in, map[int]struct{}{})
 	d.ord = append(d.ord, ord)
@@ -36,7 +36,7 @@ func (d *dag) addVertex(ord int) int {
 }
 
 // addEdge adds u→v; the caller guarantees ord[u] < ord[v].
-func (d *dag) addEdge(u, v int) {
+func (d *contractDAG) addEdge(u, v int) {
 	if u == v {
 		return
 	}
@@ -44,7 +44,7 @@ func (d *dag) addEdge(u, v int) {
 	d.in[v][u] = struct{}{}
 }
 
-func (d *dag) hasEdge(u, v int) bool {
+func (d *contractDAG) hasEdge(u, v int) bool {
 	_, ok := d.out[u][v]
 	return ok
 }
@@ -59,12 +59,12 @@ func keys(m map[int]struct{}) []int {
 }
 
 // succs and preds return neighbour ids, ascending.
-func (d *dag) succs(v int) []int { return keys(d.out[v]) }
-func (d *dag) preds(v int) []int { return keys(d.in[v]) }
+func (d *contractDAG) succs(v int) []int { return keys(d.out[v]) }
+func (d *contractDAG) preds(v int) []int { return keys(d.in[v]) }
 
 // canContract reports whether contracting the edge u→v keeps the graph acyclic, and if so
 // returns the vertices of the window that u reaches (A) and that reach v (B).
-func (d *dag) canContract(u, v int) (a, b []int, ok bool) {
+func (d *contractDAG) canContract(u, v int) (a, b []int, ok bool) {
 	ou, ov := d.ord[u], d.ord[v]
 	seen := map[int]bool{u: true}
 	stack := []int{u}
@@ -107,7 +107,7 @@ func (d *dag) canContract(u, v int) (a, b []int, ok bool) {
 // contract merges the edge u→v into a new vertex and returns its id, or -1 (and changes
 // nothing) when another path from u to v exists. u and v die; their other edges move to the
 // new vertex.
-func (d *dag) contract(u, v int) int {
+func (d *contractDAG) contract(u, v int) int {
 	if !d.hasEdge(u, v) {
 		panic("fusion: contract of a non-edge")
 	}

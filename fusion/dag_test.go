@@ -7,7 +7,7 @@ import (
 
 // reachesAvoiding reports whether v is reachable from u without using the edge u→v
 // (brute force over the alive vertices).
-func reachesAvoiding(d *dag, u, v int) bool {
+func reachesAvoiding(d *contractDAG, u, v int) bool {
 	seen := map[int]bool{u: true}
 	stack := []int{}
 	for x := range d.out[u] {
@@ -39,7 +39,7 @@ func TestDAGContract(t *testing.T) {
 	refused, done := 0, 0
 	for trial := 0; trial < 300; trial++ {
 		n := 5 + r.Intn(60)
-		d := &dag{}
+		d := &contractDAG{}
 		for i := 0; i < n; i++ {
 			d.addVertex(i * 3) // gaps, as after merges
 		}

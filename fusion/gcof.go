@@ -21,7 +21,7 @@ const (
 type work struct {
 	g    *graph.Graph
 	e    *env
-	d    dag
+	d    contractDAG
 	pos  []int // node → position in g.TopoOrder
 	hRd  [][]int
 	hOut []bool // node produces a graph output

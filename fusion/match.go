@@ -1,6 +1,8 @@
 package fusion
 
 import (
+	"onnxpart/graph/dag"
+
 	"sort"
 
 	"onnxpart/graph"
@@ -63,19 +65,7 @@ func (e *env) index() {
 	}
 }
 
-func sortedUnique(s []int) []int {
-	if len(s) < 2 {
-		return s
-	}
-	sort.Ints(s)
-	out := s[:1]
-	for _, x := range s[1:] {
-		if x != out[len(out)-1] {
-			out = append(out, x)
-		}
-	}
-	return out
-}
+func sortedUnique(s []int) []int { return dag.SortedUnique(s) }
 
 func contains(sorted []int, x int) bool {
 	i := sort.SearchInts(sorted, x)

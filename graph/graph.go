@@ -12,9 +12,9 @@
 package graph
 
 import (
+	"onnxpart/graph/dag"
+
 	"fmt"
-	"sort"
-	"strings"
 )
 
 // TensorKind says where a tensor's value comes from.
@@ -199,6 +199,8 @@ type Graph struct {
 	preds  [][]int
 	succs  [][]int
 	topo   []int
+	// succRows and predRows are the same adjacency as graph/dag rows.
+	succRows, predRows dag.CSR
 }
 
 // TensorByName returns the tensor ID of name.
@@ -279,7 +281,6 @@ func (g *Graph) IsParam(t int) bool {
 	n := &g.Nodes[tn.Producer]
 	return n.OpType == "Constant" && (n.Domain == "" || n.Domain == "ai.onnx")
 }
-
 
 // Builder assembles a Graph. Tensors are created on first mention by name.
 type Builder struct {
@@ -409,15 +410,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s (and %d more problems)", e.Problems[0], len(e.Problems)-1)
 }
 
-// CycleError reports that the graph is not a DAG; Nodes lists a cycle in dependency order.
-type CycleError struct {
-	Nodes []string
-}
-
-// Error lists the cycle, "a -> b -> a".
-func (e *CycleError) Error() string {
-	return "the graph has a cycle: " + strings.Join(e.Nodes, " -> ") + " -> " + e.Nodes[0]
-}
+// CycleError reports that the graph is not a DAG; Nodes lists a cycle in dependency order
+// (graph/dag's one cycle error).
+type CycleError = dag.CycleError
 
 // Build validates the graph and computes consumers, adjacency and a topological order.
 // It reports tensors produced twice, tensors read but never produced (and not inputs or
@@ -458,86 +453,18 @@ func (b *Builder) Build() (*Graph, error) {
 				ps = append(ps, p)
 			}
 		}
-		g.preds[i] = sortedUnique(ps)
+		g.preds[i] = dag.SortedUnique(ps)
 	}
 	for v, ps := range g.preds {
 		for _, p := range ps {
 			g.succs[p] = append(g.succs[p], v) // v ascending, so succs come out sorted
 		}
 	}
+	g.succRows, g.predRows = dag.FromLists(g.succs), dag.FromLists(g.preds)
 	order, ok := g.kahn(nil)
 	if !ok {
-		return nil, &CycleError{Nodes: g.findCycle(order)}
+		return nil, dag.NewCycleError("", dag.FindCycle(g.succRows), func(v int) string { return g.Nodes[v].Label() })
 	}
 	g.topo = order
 	return g, nil
-}
-
-func sortedUnique(s []int) []int {
-	if len(s) < 2 {
-		return s
-	}
-	sort.Ints(s)
-	out := s[:1]
-	for _, x := range s[1:] {
-		if x != out[len(out)-1] {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// findCycle returns the labels of the nodes of one cycle among the nodes that Kahn's
-// algorithm could not order.
-func (g *Graph) findCycle(ordered []int) []string {
-	done := make([]bool, len(g.Nodes))
-	for _, v := range ordered {
-		done[v] = true
-	}
-	// Walk predecessors among unordered nodes until a node repeats.
-	start := -1
-	for v := range g.Nodes {
-		if !done[v] {
-			start = v
-			break
-		}
-	}
-	pos := map[int]int{}
-	var path []int
-	v := start
-	for {
-		if p, seen := pos[v]; seen {
-			cyc := path[p:]
-			// path follows predecessors; report in dependency order, starting from the
-			// node that comes first in the model, so the message is stable.
-			dep := make([]int, len(cyc))
-			for i := range cyc {
-				dep[len(cyc)-1-i] = cyc[i]
-			}
-			first := 0
-			for i := range dep {
-				if dep[i] < dep[first] {
-					first = i
-				}
-			}
-			labels := make([]string, len(dep))
-			for i := range dep {
-				labels[i] = g.Nodes[dep[(first+i)%len(dep)]].Label()
-			}
-			return labels
-		}
-		pos[v] = len(path)
-		path = append(path, v)
-		next := -1
-		for _, p := range g.preds[v] {
-			if !done[p] {
-				next = p
-				break
-			}
-		}
-		if next < 0 { // cannot happen: an unordered node has an unordered predecessor
-			return []string{g.Nodes[v].Label()}
-		}
-		v = next
-	}
 }

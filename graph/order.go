@@ -1,10 +1,10 @@
 package graph
 
 import (
-	"container/heap"
+	"onnxpart/graph/dag"
+
 	"fmt"
 	"math/bits"
-	"sort"
 )
 
 // KahnOrder returns a topological order in which, among the nodes whose predecessors are all
@@ -18,110 +18,37 @@ func (g *Graph) KahnOrder(priority []float64) []int {
 	return order
 }
 
-type readyHeap struct {
-	ids  []int
-	prio []float64
-}
-
-func (h *readyHeap) Len() int { return len(h.ids) }
-func (h *readyHeap) Less(i, j int) bool {
-	a, b := h.ids[i], h.ids[j]
-	if h.prio != nil && h.prio[a] != h.prio[b] {
-		return h.prio[a] < h.prio[b]
-	}
-	return a < b
-}
-func (h *readyHeap) Swap(i, j int) { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
-func (h *readyHeap) Push(x any)    { h.ids = append(h.ids, x.(int)) }
-func (h *readyHeap) Pop() any {
-	x := h.ids[len(h.ids)-1]
-	h.ids = h.ids[:len(h.ids)-1]
-	return x
-}
-
-// kahn runs Kahn's algorithm; ok is false when some nodes lie on cycles (order then holds
-// the nodes that could be placed).
+// kahn runs Kahn's algorithm (smallest priority first, ties by the smaller id; nil
+// priorities: by id); ok is false when some nodes lie on cycles (order then holds the nodes
+// that could be placed).
 func (g *Graph) kahn(prio []float64) (order []int, ok bool) {
-	n := len(g.Nodes)
-	indeg := make([]int, n)
-	h := &readyHeap{prio: prio}
-	for v := 0; v < n; v++ {
-		indeg[v] = len(g.preds[v])
-		if indeg[v] == 0 {
-			h.ids = append(h.ids, v)
-		}
+	ord := dag.MinFirst
+	if prio == nil {
+		ord = dag.ByID
 	}
-	heap.Init(h)
-	order = make([]int, 0, n)
-	for h.Len() > 0 {
-		v := heap.Pop(h).(int)
-		order = append(order, v)
-		for _, w := range g.succs[v] {
-			indeg[w]--
-			if indeg[w] == 0 {
-				heap.Push(h, w)
-			}
-		}
+	var k dag.Kahn
+	o := k.Sort(g.succRows, g.predRows, prio, ord, nil)
+	order = make([]int, len(o))
+	for i, v := range o {
+		order[i] = int(v)
 	}
-	return order, len(order) == n
+	return order, len(order) == len(g.Nodes)
 }
 
 // IsTopological reports whether order is a permutation of the nodes respecting every edge.
-func (g *Graph) IsTopological(order []int) bool {
-	if len(order) != len(g.Nodes) {
-		return false
-	}
-	pos := make([]int, len(g.Nodes))
-	for i := range pos {
-		pos[i] = -1
-	}
-	for i, v := range order {
-		if v < 0 || v >= len(g.Nodes) || pos[v] >= 0 {
-			return false
-		}
-		pos[v] = i
-	}
-	for v := range g.Nodes {
-		for _, w := range g.succs[v] {
-			if pos[v] > pos[w] {
-				return false
-			}
-		}
-	}
-	return true
-}
+func (g *Graph) IsTopological(order []int) bool { return dag.IsTopological(g.succRows, order) }
 
 // Reachability answers "is there a path from u to v" in O(1) after an O(n·m/64) build. It
 // stores n² bits: 10k nodes take 12.5 MB, 50k nodes 312 MB.
-type Reachability struct {
-	n     int
-	words int
-	bits  []uint64
-}
+type Reachability struct{ r *dag.Reachability }
 
 // Reachability computes the transitive closure (each node reaches itself).
 func (g *Graph) Reachability() *Reachability {
-	n := len(g.Nodes)
-	w := (n + 63) / 64
-	r := &Reachability{n: n, words: w, bits: make([]uint64, n*w)}
-	for i := len(g.topo) - 1; i >= 0; i-- {
-		v := g.topo[i]
-		row := r.bits[v*w : (v+1)*w]
-		row[v/64] |= 1 << (v % 64)
-		for _, s := range g.succs[v] {
-			srow := r.bits[s*w : (s+1)*w]
-			for k := range row {
-				row[k] |= srow[k]
-			}
-		}
-	}
-	return r
+	return &Reachability{dag.Reach(g.succRows, g.topo)}
 }
 
 // Reaches reports whether v is reachable from u (u == v counts).
-func (r *Reachability) Reaches(u, v int) bool {
-	return r.bits[u*r.words+v/64]&(1<<(v%64)) != 0
-}
+func (r *Reachability) Reaches(u, v int) bool { return r.r.Reaches(u, v) }
 
 // Comparable reports whether u and v are ordered by a path either way.
 func (r *Reachability) Comparable(u, v int) bool { return r.Reaches(u, v) || r.Reaches(v, u) }
@@ -129,37 +56,17 @@ func (r *Reachability) Comparable(u, v int) bool { return r.Reaches(u, v) || r.R
 // Descendants counts the nodes reachable from u, u included.
 func (r *Reachability) Descendants(u int) int {
 	c := 0
-	for _, x := range r.bits[u*r.words : (u+1)*r.words] {
+	for _, x := range r.r.Row(u) {
 		c += bits.OnesCount64(x)
 	}
 	return c
 }
 
 // Ancestors returns the nodes from which v is reachable, v excluded, ascending. O(n+m) BFS.
-func (g *Graph) Ancestors(v int) []int { return g.walk(v, g.preds) }
+func (g *Graph) Ancestors(v int) []int { return dag.Walk(g.predRows, v) }
 
 // Descendants returns the nodes reachable from v, v excluded, ascending. O(n+m) BFS.
-func (g *Graph) Descendants(v int) []int { return g.walk(v, g.succs) }
-
-func (g *Graph) walk(v int, adj [][]int) []int {
-	seen := make([]bool, len(g.Nodes))
-	stack := []int{v}
-	seen[v] = true
-	var out []int
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, y := range adj[x] {
-			if !seen[y] {
-				seen[y] = true
-				out = append(out, y)
-				stack = append(stack, y)
-			}
-		}
-	}
-	sort.Ints(out)
-	return out
-}
+func (g *Graph) Descendants(v int) []int { return dag.Walk(g.succRows, v) }
 
 // StageOrderError reports an assignment in which a tensor flows from a later stage to an
 // earlier one.
@@ -247,83 +154,20 @@ func (g *Graph) OrderStages(stage []int) ([]int, error) {
 			}
 		}
 	}
-	indeg := make([]int, k)
+	var edges [][2]int
 	for a := range succ {
 		for b := range succ[a] {
-			indeg[b]++
+			edges = append(edges, [2]int{a, b})
 		}
 	}
-	h := &readyHeap{}
-	for s := 0; s < k; s++ {
-		if indeg[s] == 0 {
-			h.ids = append(h.ids, s)
-		}
-	}
-	heap.Init(h)
-	var order []int
-	for h.Len() > 0 {
-		s := heap.Pop(h).(int)
-		order = append(order, s)
-		nexts := make([]int, 0, len(succ[s]))
-		for b := range succ[s] {
-			nexts = append(nexts, b)
-		}
-		sort.Ints(nexts)
-		for _, b := range nexts {
-			indeg[b]--
-			if indeg[b] == 0 {
-				heap.Push(h, b)
-			}
-		}
-	}
-	if len(order) == k {
+	order, cyc := dag.Topological(dag.FromEdges(k, edges))
+	if cyc == nil {
 		return order, nil
 	}
-	// Find a cycle among the remaining stages by walking predecessors: a stage left over by
-	// Kahn's algorithm always has a left-over predecessor.
-	done := map[int]bool{}
-	for _, s := range order {
-		done[s] = true
+	err := &StageCycleError{Stages: cyc}
+	for i := range cyc {
+		a, b := cyc[i], cyc[(i+1)%len(cyc)]
+		err.Tensors = append(err.Tensors, carrier[edge{a, b}])
 	}
-	pred := make([][]int, k)
-	for a := range succ {
-		for b := range succ[a] {
-			pred[b] = append(pred[b], a)
-		}
-	}
-	start := -1
-	for s := 0; s < k; s++ {
-		if !done[s] {
-			start = s
-			break
-		}
-	}
-	pos := map[int]int{}
-	var path []int
-	for s := start; ; {
-		if p, seen := pos[s]; seen {
-			walked := path[p:] // each element's successor is the previous one
-			cyc := make([]int, len(walked))
-			for i := range walked {
-				cyc[len(walked)-1-i] = walked[i]
-			}
-			err := &StageCycleError{Stages: cyc}
-			for i := range cyc {
-				a, b := cyc[i], cyc[(i+1)%len(cyc)]
-				err.Tensors = append(err.Tensors, carrier[edge{a, b}])
-			}
-			return nil, err
-		}
-		pos[s] = len(path)
-		path = append(path, s)
-		sort.Ints(pred[s])
-		next := -1
-		for _, a := range pred[s] {
-			if !done[a] {
-				next = a
-				break
-			}
-		}
-		s = next
-	}
+	return nil, err
 }

@@ -3,6 +3,8 @@ package partition
 import (
 	"math"
 	"sort"
+
+	"onnxpart/graph/dag"
 )
 
 // core is the compiled form of a Problem that every algorithm works on: colocation groups
@@ -207,7 +209,7 @@ func compile(p *Problem) *core {
 				cs = append(cs, g)
 			}
 		}
-		cs = sortedUnique(cs)
+		cs = dag.SortedUnique(cs)
 		if len(cs) == 0 {
 			continue
 		}
@@ -261,11 +263,11 @@ func compile(p *Problem) *core {
 	for v := 0; v < c.n; v++ {
 		c.inc = append(c.inc, incl[v]...)
 		c.incS[v+1] = int32(len(c.inc))
-		for _, w := range sortedUnique(succl[v]) {
+		for _, w := range dag.SortedUnique(succl[v]) {
 			c.succ = append(c.succ, int32(w))
 		}
 		c.succS[v+1] = int32(len(c.succ))
-		for _, w := range sortedUnique(predl[v]) {
+		for _, w := range dag.SortedUnique(predl[v]) {
 			c.pred = append(c.pred, int32(w))
 		}
 		c.predS[v+1] = int32(len(c.pred))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"onnxpart/graph/dag"
 	"sort"
 )
 
@@ -181,28 +182,14 @@ func (p *Problem) Validate() error {
 		}
 	}
 	if cyc := p.findCycle(); cyc != nil {
-		names := make([]string, len(cyc))
-		for i, v := range cyc {
-			names[i] = p.label(v)
-		}
-		return &CycleError{Nodes: names}
+		return dag.NewCycleError("partition: the graph", cyc, p.label)
 	}
 	return nil
 }
 
-// CycleError reports that the tensors of a Problem do not form a DAG.
-type CycleError struct {
-	Nodes []string // one cycle, in dependency order
-}
-
-// Error names the cycle.
-func (e *CycleError) Error() string {
-	s := "partition: the graph has a cycle:"
-	for _, v := range e.Nodes {
-		s += " " + v + " ->"
-	}
-	return s + " " + e.Nodes[0]
-}
+// CycleError reports that the tensors of a Problem do not form a DAG (graph/dag's one
+// cycle error).
+type CycleError = dag.CycleError
 
 func (p *Problem) label(v int) string {
 	if v >= 0 && v < len(p.NodeNames) && p.NodeNames[v] != "" {
@@ -226,70 +213,14 @@ func (p *Problem) succs() [][]int {
 		}
 	}
 	for v := range out {
-		out[v] = sortedUnique(out[v])
+		out[v] = dag.SortedUnique(out[v])
 	}
 	return out
 }
 
-func sortedUnique(a []int) []int {
-	if len(a) < 2 {
-		return a
-	}
-	sort.Ints(a)
-	j := 1
-	for i := 1; i < len(a); i++ {
-		if a[i] != a[j-1] {
-			a[j] = a[i]
-			j++
-		}
-	}
-	return a[:j]
-}
-
 // findCycle returns the nodes of one cycle of the producer → consumer relation of the
 // ordered tensors, or nil.
-func (p *Problem) findCycle() []int {
-	succ := p.succs()
-	n := len(succ)
-	state := make([]uint8, n) // 0 new, 1 on stack, 2 done
-	parent := make([]int, n)
-	type frame struct{ v, i int }
-	for s := 0; s < n; s++ {
-		if state[s] != 0 {
-			continue
-		}
-		stack := []frame{{s, 0}}
-		state[s] = 1
-		parent[s] = -1
-		for len(stack) > 0 {
-			f := &stack[len(stack)-1]
-			if f.i < len(succ[f.v]) {
-				w := succ[f.v][f.i]
-				f.i++
-				switch state[w] {
-				case 0:
-					state[w] = 1
-					parent[w] = f.v
-					stack = append(stack, frame{w, 0})
-				case 1:
-					cyc := []int{}
-					for x := f.v; x != w; x = parent[x] {
-						cyc = append(cyc, x)
-					}
-					cyc = append(cyc, w)
-					for i, j := 0, len(cyc)-1; i < j; i, j = i+1, j-1 {
-						cyc[i], cyc[j] = cyc[j], cyc[i]
-					}
-					return cyc
-				}
-				continue
-			}
-			state[f.v] = 2
-			stack = stack[:len(stack)-1]
-		}
-	}
-	return nil
-}
+func (p *Problem) findCycle() []int { return dag.FindCycle(dag.FromLists(p.succs())) }
 
 // StageCost is the cost breakdown of one stage, Eq. (3): Work + Comm + Overflow = Total.
 type StageCost struct {
