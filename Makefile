@@ -134,6 +134,15 @@ test-real: deps
 	set -o pipefail; ONNXPART_REAL_MODELS="$$(scripts/realmodels.sh)" $(CGO_ENV) $(GO) test -count=1 -timeout 20m -run '^TestRealModels$$' -v ./realmodels \
 		| grep -E '^ *(--- |ok|FAIL)|real_test.go'
 
+# Real models that other people exported (PyTorch, Paddle2ONNX, spox: audio VAD with If
+# branches, OCR detection/recognition/classification, a wake-word classifier), fetched from
+# npm packages by scripts/realmodels.sh (pinned, sha256-checked, ~20 MB cached outside the
+# repo). Each: every tensor's shape against ONNX Runtime, plan on 2xA100-80G + verify, split
+# in 2 + verify (realmodels/real_test.go). About 30 s on 2 cores once fetched.
+test-real: deps
+	set -o pipefail; dir=$$(scripts/realmodels.sh) && ONNXPART_REAL_MODELS="$$dir" $(CGO_ENV) $(GO) test -count=1 -timeout 20m -run '^TestRealModels$$' -v ./realmodels \
+		| grep -E '^ *(--- |ok|FAIL)|real_test.go'
+
 # Every corpus model truncated at 16 places and with 16 sets of bit flips (~15 s).
 test-corrupt: deps
 	set -o pipefail; ONNXPART_FULL_CORRUPT=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestCorruptedCorpus$$' -v ./emit \
