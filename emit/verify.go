@@ -440,6 +440,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 			other[k] = x
 		}
 		other[d] = secondSize(d, bound, BatchDim(man) == d)
+		other = v.consistent(other, d, set)
 		sub, err := v.runAt(ctx, other, true)
 		var re *sizeRunError
 		switch {
@@ -456,6 +457,44 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		rep.Pass = rep.Pass && sub.Pass
 	}
 	return rep, nil
+}
+
+// consistent returns dims, in which dim changed has just been moved off its bound size,
+// with one other bound dim moved by as much (either way) when the model ties them: a
+// decoder's total length is past + seq, and past alone one less breaks its shapes. The
+// model's shape inference decides (ingest's ShapeErrors); when no single move mends
+// them, dims come back as they were, and the original model's failure skips the size.
+func (v *verifier) consistent(dims map[string]int64, changed string, set map[string]bool) map[string]int64 {
+	if v.shapeErrors(dims) == 0 {
+		return dims
+	}
+	delta := dims[changed] - v.man.Model.Dims[changed]
+	for _, e := range v.man.Model.SymbolicDims { // sorted
+		if _, bound := v.man.Model.Dims[e]; !bound || e == changed || set[e] {
+			continue
+		}
+		for _, dd := range []int64{delta, -delta} {
+			try := map[string]int64{}
+			for k, x := range dims {
+				try[k] = x
+			}
+			try[e] += dd
+			if try[e] >= 1 && v.shapeErrors(try) == 0 {
+				return try
+			}
+		}
+	}
+	return dims
+}
+
+// shapeErrors counts the shape inference errors of the original model at dims (1 when it
+// does not load).
+func (v *verifier) shapeErrors(dims map[string]int64) int {
+	m, err := ingest.Load(v.modelPath, ingest.Options{Dims: dims})
+	if err != nil {
+		return 1
+	}
+	return len(m.ShapeErrors)
 }
 
 // secondSize is the size a dim bound for planning is verified at besides: 1 for a batch,
