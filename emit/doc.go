@@ -29,7 +29,10 @@
 //     that close it. A label left with no node of its own (all its nodes were weight-only
 //     and went with their consumers) is dropped, with a note in the manifest.
 //   - Boundary tensors carry their element type and onnxpart's inferred shape (symbolic
-//     dimensions as dim_param; an unknown rank leaves the shape out, with a note). Nodes
+//     dimensions as dim_param; an unknown rank leaves the shape out, with a note). Dims the
+//     model was loaded with bound (--dim) stay symbolic in the stage files, which then serve
+//     any size; the bound sizes only size costs and checks (Options.FreezeDims writes them
+//     in instead). Nodes
 //     keep the source's order; ir_version, opset_import, the model-local functions used,
 //     doc strings, domain, model_version and metadata_props are carried over.
 //   - Provenance (model-hub conventions): producer_name is "onnxpart" and producer_version
@@ -44,8 +47,9 @@
 // Verify runs the original model and the chain of stages in ONNX Runtime on the same
 // seeded (or user-supplied .npy) inputs and compares every model output: bit for bit with
 // graph optimizations disabled, within a relative tolerance (default 1e-4) with them enabled.
-// Symbolic dimensions the stages kept are bound by the input files, VerifyOptions.Dims, or
-// DefaultDim (1). For float16 models the reference rounds the float16 tensors that cross
+// Symbolic dimensions the stages kept are bound by the input files, VerifyOptions.Dims, the
+// size the plan bound them to, or DefaultDim (1); a dim the plan bound and nothing else sized
+// is run again at a second size (VerifyReport.OtherSizes). For float16 models the reference rounds the float16 tensors that cross
 // stage boundaries, because ONNX Runtime's CPU provider computes float16 graphs in float32
 // between operators without float16 kernels and never rounds there (see
 // VerifyReport.Reference); the difference to the unmodified model is reported as well.
@@ -55,5 +59,6 @@
 // Besides the stage files, a directory can get report.html (Report, WriteReport: one
 // self-contained page with the pipeline, a timeline, memory per device and the bounds) and a
 // Triton model repository (WriteTriton: one onnxruntime_onnx model per stage and an ensemble
-// wiring them by tensor name), both written inside the atomic write through Options.Extras.
+// wiring them by tensor name; a leading symbolic batch becomes max_batch_size with dynamic
+// batching), both written inside the atomic write through Options.Extras.
 package emit
