@@ -131,15 +131,6 @@ test-huge: deps
 # repo). Each: every tensor's shape against ONNX Runtime, plan on 2xA100-80G + verify, split
 # in 2 + verify (realmodels/real_test.go). About 30 s on 2 cores once fetched.
 test-real: deps
-	set -o pipefail; ONNXPART_REAL_MODELS="$$(scripts/realmodels.sh)" $(CGO_ENV) $(GO) test -count=1 -timeout 20m -run '^TestRealModels$$' -v ./realmodels \
-		| grep -E '^ *(--- |ok|FAIL)|real_test.go'
-
-# Real models that other people exported (PyTorch, Paddle2ONNX, spox: audio VAD with If
-# branches, OCR detection/recognition/classification, a wake-word classifier), fetched from
-# npm packages by scripts/realmodels.sh (pinned, sha256-checked, ~20 MB cached outside the
-# repo). Each: every tensor's shape against ONNX Runtime, plan on 2xA100-80G + verify, split
-# in 2 + verify (realmodels/real_test.go). About 30 s on 2 cores once fetched.
-test-real: deps
 	set -o pipefail; dir=$$(scripts/realmodels.sh) && ONNXPART_REAL_MODELS="$$dir" $(CGO_ENV) $(GO) test -count=1 -timeout 20m -run '^TestRealModels$$' -v ./realmodels \
 		| grep -E '^ *(--- |ok|FAIL)|real_test.go'
 
@@ -164,7 +155,7 @@ fidelity: deps
 .PHONY: fidelity-pipeline
 fidelity-pipeline: deps
 	@mkdir -p out
-	set -o pipefail; $(CGO_ENV) $(GO) run ./pipebench/internal/fidelity -models "testdata/models $(MODELS)" | tee out/fidelity-pipeline.md
+	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/pipeline -models "testdata/models $(MODELS)" | tee out/fidelity-pipeline.md
 
 # Benchmarks of package schedule (Moirai, RandWire latency/throughput, MILP vs SPLIT timing,
 # corpus): about 50 minutes on 2 cores. Subsets: BENCH_SCHEDULE_FLAGS="-tables moirai -budget 10s".
