@@ -239,8 +239,9 @@ type pipelineView struct {
 	Arrows        []arrow
 	Texts         []svgText
 	SizedBy       string
-	// Critical names the stages on the critical path (latency and batched plans).
-	Critical string
+	// Critical names the stages on the critical path (latency and batched plans); Note says
+	// what a batched plan's diagram shows.
+	Critical, Note string
 }
 
 type stageBox struct {
@@ -970,6 +971,10 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 			pv.Critical = fmt.Sprintf("Critical path (dashed red outline, ◆ in the table): stage%s %s, the chain of work and transfers that sets the %s; shortening another stage does not shorten it.",
 				plural(len(on)), strings.Join(on, ", "), PlanFigures(m).What)
 		}
+	}
+	if b := m.Batch; b != nil && len(b.Routes) > 0 {
+		pv.Note = fmt.Sprintf("Route 0 of %d (%d of the batch's %d inputs); the other routes' stages are in their directories (see Batch). A stage's time is its work and transfers for the route's share of the batch; they overlap in the schedule, so the batch takes %s.",
+			len(b.Routes), b.Routes[0].Inputs, b.Inputs, fmtSeconds(b.MakespanS))
 	}
 	pv.Width = width
 	pv.Height = rowY[rows-1] + boxH + 14

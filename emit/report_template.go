@@ -118,6 +118,9 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 {{- end}}
 </svg>
 </div>
+{{- if .Pipeline.Note}}
+<p class="caption" id="pipeline-note">{{.Pipeline.Note}}</p>
+{{- end}}
 {{- if .Pipeline.Critical}}
 <p class="caption" id="critical-path">{{.Pipeline.Critical}}</p>
 {{- end}}

@@ -467,12 +467,23 @@ func TestReportBatch(t *testing.T) {
 			{Index: 1, Dir: "route1", Granules: []int{7}, Inputs: 2, Devices: []string{"gpu1", "gpu0"}}}}
 	page := string(mustReport(t, m))
 	for _, want := range []string{`<section id="batch">`, "A batch of 16 inputs in 8 granules of 2", "gpu1 → gpu0", "route1",
-		"At most 25.0% slower than the best possible batched placement", "Timeline of a batch of 16"} {
+		"At most 25.0% slower than the best possible batched placement", "Timeline of a batch of 16",
+		"Route 0 of 2 (14 of the batch&#39;s 16 inputs)", "so the batch takes 1 ms"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
 	if strings.Contains(page, "Steady-state") {
 		t.Error("a batched plan shows a steady-state pipeline")
+	}
+	// The batch time everywhere: no slowest-stage or bottleneck figure, and the bound chart's
+	// plan bar is the batch's 1 ms, not the 2 ms slowest stage.
+	for _, bad := range []string{"slowest stage", "predicted bottleneck", `data-bottleneck="true"`, ">2 ms ·"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("a batched plan's page shows %q", bad)
+		}
+	}
+	if !strings.Contains(page, `1 ms · 100.0% of the plan`) {
+		t.Error("the bound chart's plan bar is not the batch time")
 	}
 }
