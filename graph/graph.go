@@ -111,7 +111,7 @@ type Node struct {
 	// Cost figures, filled by ingest. FLOPs counts multiply and add separately (2 per MAC).
 	FLOPs       int64
 	InputBytes  int64 // bytes of activations and graph inputs read
-	ParamBytes  int64 // bytes of initializers read
+	ParamBytes  int64 // bytes of weights read: initializers, Constant values, SubgraphParamBytes
 	OutputBytes int64
 	// Static marks a node whose outputs depend only on initializers and constants (Constant
 	// nodes, weight-only subgraphs, shape arithmetic on constants): its value is known before
@@ -119,6 +119,9 @@ type Node struct {
 	Static bool
 	// Subgraphs counts the graph-valued attributes (bodies of control flow).
 	Subgraphs int
+	// SubgraphParamBytes are the bytes of the weights stored inside the node's subgraphs
+	// (their initializers and Constant values, every branch's), part of ParamBytes.
+	SubgraphParamBytes int64
 }
 
 // Attr returns the attribute called name, or nil.
@@ -255,15 +258,19 @@ func (g *Graph) TotalFLOPs() int64 {
 	return s
 }
 
-// ParamBytes sums the sizes of the weights that some node reads, each once: initializers and
-// the values of Constant nodes (Paddle2ONNX and PyTorch write weights as Constant nodes;
-// ONNX Runtime turns them into initializers when it loads the model).
+// ParamBytes sums the sizes of the weights that some node reads, each once: initializers, the
+// values of Constant nodes (Paddle2ONNX and PyTorch write weights as Constant nodes; ONNX
+// Runtime turns them into initializers when it loads the model) and the weights stored
+// inside control-flow subgraphs (Node.SubgraphParamBytes).
 func (g *Graph) ParamBytes() int64 {
 	var s int64
 	for i := range g.Tensors {
 		if t := &g.Tensors[i]; g.IsParam(i) && len(t.Consumers) > 0 && t.Bytes > 0 {
 			s += t.Bytes
 		}
+	}
+	for i := range g.Nodes {
+		s += max(g.Nodes[i].SubgraphParamBytes, 0)
 	}
 	return s
 }

@@ -126,3 +126,49 @@ func mulSat(a, b int64) int64 {
 	}
 	return a * b
 }
+
+// subgraphWeightBytes sums the bytes of the weights stored inside the subgraphs of node np
+// (their initializers and the tensor values of their Constant nodes, nested subgraphs
+// included). Every branch counts: all of them are loaded with the model.
+func subgraphWeightBytes(np *onnxpb.NodeProto) int64 {
+	var s int64
+	var walk func(g *onnxpb.GraphProto, depth int)
+	tensor := func(t *onnxpb.TensorProto) {
+		if t == nil {
+			return
+		}
+		shape, err := tensorShape(t)
+		if err != nil {
+			return
+		}
+		if b, err := graph.ByteSize(graph.DType(t.GetDataType()), shape); err == nil && b > 0 {
+			s = addSat(s, b)
+		}
+	}
+	walk = func(g *onnxpb.GraphProto, depth int) {
+		if g == nil || depth > maxSubgraphDepth {
+			return
+		}
+		for _, t := range g.Initializer {
+			tensor(t)
+		}
+		for _, n := range g.Node {
+			for _, a := range n.Attribute {
+				if n.GetOpType() == "Constant" && (n.GetDomain() == "" || n.GetDomain() == "ai.onnx") && a.GetName() == "value" {
+					tensor(a.GetT())
+				}
+				walk(a.GetG(), depth+1)
+				for _, sg := range a.GetGraphs() {
+					walk(sg, depth+1)
+				}
+			}
+		}
+	}
+	for _, a := range np.Attribute {
+		walk(a.GetG(), 1)
+		for _, sg := range a.GetGraphs() {
+			walk(sg, 1)
+		}
+	}
+	return s
+}

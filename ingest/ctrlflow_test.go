@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
+	"onnxpart/partition"
 )
 
 // TestControlFlowCosts: If costs its costlier branch (with a note), Loop its body times a
@@ -112,4 +112,43 @@ func TestControlFlowCosts(t *testing.T) {
 	}
 }
 
-var _ = graph.Float
+// TestSubgraphWeightsAreParams: weights stored inside If branches (an initializer in one, a
+// Constant in the other, as spox and some PyTorch exports write them) count in the model's
+// params, the If node's ParamBytes and the partitioner's problem.
+func TestSubgraphWeightsAreParams(t *testing.T) {
+	m := newOCModel(13)
+	x := m.in(f32, 4, 16)
+	th := m.sub()
+	w := th.weight(f32, 16, 16) // an initializer of the branch
+	th.out(th.op("MatMul", ins(x, w)), f32, nil)
+	el := m.sub()
+	c := el.opD("", "Constant", nil, 1, aT("value", ocTensor(f32, []int64{16, 16}, make([]float64, 256))))[0]
+	el.out(el.op("MatMul", ins(x, c)), f32, nil)
+	m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+	p := filepath.Join(t.TempDir(), "m.onnx")
+	ocWrite(t, p, m.modelProto())
+	md, err := Load(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = 2 * 4 * 16 * 16
+	if got := md.Graph.ParamBytes(); got != want {
+		t.Errorf("graph.ParamBytes = %d, want %d", got, want)
+	}
+	for _, n := range md.Graph.Nodes {
+		if n.OpType == "If" && (n.ParamBytes != want || n.SubgraphParamBytes != want) {
+			t.Errorf("If node: ParamBytes %d, SubgraphParamBytes %d, want %d", n.ParamBytes, n.SubgraphParamBytes, want)
+		}
+	}
+	pr, err := partition.FromGraph(md.Graph, 1, partition.GraphCosts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params float64
+	for _, x := range pr.Params {
+		params += x
+	}
+	if params != want {
+		t.Errorf("partition problem params %.0f, want %d", params, want)
+	}
+}

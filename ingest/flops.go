@@ -57,6 +57,7 @@ func (m *Model) countCosts() {
 			if note != "" {
 				m.Notes = append(m.Notes, note)
 			}
+			n.SubgraphParamBytes = subgraphWeightBytes(m.Proto.Graph.Node[i])
 		}
 		n.InputBytes, n.ParamBytes, n.OutputBytes = 0, 0, 0
 		seen := map[int]bool{}
@@ -72,6 +73,7 @@ func (m *Model) countCosts() {
 				n.InputBytes += b
 			}
 		}
+		n.ParamBytes += n.SubgraphParamBytes
 		for _, t := range n.Outputs {
 			if t >= 0 {
 				n.OutputBytes += max(g.Tensors[t].Bytes, 0)

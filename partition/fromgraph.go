@@ -82,6 +82,9 @@ func FromGraph(g *graph.Graph, k int, gc GraphCosts) (*Problem, error) {
 				Size: math.Max(float64(tn.Bytes), 0)})
 		}
 	}
+	for v := range g.Nodes {
+		p.Params[v] += float64(max(g.Nodes[v].SubgraphParamBytes, 0)) // weights inside its bodies
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
