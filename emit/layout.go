@@ -590,6 +590,17 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: append([]string{}, l.symbolic...),
 		ExternalData: m.ExternalData,
 	}
+	if l.shapes != nil {
+		var kept []string
+		for _, d := range l.symbolic {
+			if v, ok := dims[d]; ok {
+				kept = append(kept, fmt.Sprintf("%s=%d", d, v))
+			}
+		}
+		if len(kept) > 0 {
+			man.Notes = append(man.Notes, fmt.Sprintf("planned at %s; the stage files keep these dims symbolic and serve other sizes (--freeze-dims writes the planned sizes in)", strings.Join(kept, ", ")))
+		}
+	}
 	for d, v := range g.Opsets {
 		if d == "" {
 			d = "ai.onnx"

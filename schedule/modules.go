@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"math"
+	"onnxpart/graph/dag"
 	"sort"
 )
 
@@ -296,45 +297,30 @@ func (in *inst) multiChannel(nodes []int, maxChannels, target int) [][]int {
 	return parts
 }
 
-// findCycle returns the groups of one cycle of the quotient, or nil.
+// findCycle returns the groups of one cycle of the quotient, ascending, or nil: the first
+// cycle a depth-first search meets, from the smallest group and its smallest successors.
 func findCycle(ids []int, succ map[int]map[int]bool) []int {
-	color := map[int]int{}
-	var stack []int
-	var found []int
-	var dfs func(c int) bool
-	dfs = func(c int) bool {
-		color[c] = 1
-		stack = append(stack, c)
-		next := make([]int, 0, len(succ[c]))
+	dense := make(map[int]int, len(ids))
+	for x, c := range ids {
+		dense[c] = x
+	}
+	lists := make([][]int, len(ids))
+	for x, c := range ids {
 		for d := range succ[c] {
-			next = append(next, d)
+			lists[x] = append(lists[x], dense[d])
 		}
-		sort.Ints(next)
-		for _, d := range next {
-			if color[d] == 1 {
-				for x := len(stack) - 1; x >= 0; x-- {
-					found = append(found, stack[x])
-					if stack[x] == d {
-						break
-					}
-				}
-				return true
-			}
-			if color[d] == 0 && dfs(d) {
-				return true
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[c] = 2
-		return false
+		lists[x] = dag.SortedUnique(lists[x])
 	}
-	for _, c := range ids {
-		if color[c] == 0 && dfs(c) {
-			sort.Ints(found)
-			return found
-		}
+	cyc := dag.FindCycle(dag.FromLists(lists))
+	if cyc == nil {
+		return nil
 	}
-	return nil
+	out := make([]int, len(cyc))
+	for x, v := range cyc {
+		out[x] = ids[v]
+	}
+	sort.Ints(out)
+	return out
 }
 
 // kEdgeComponents labels the vertices of an undirected multigraph (symmetric weight matrix)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"onnxpart/graph/dag"
 )
 
 // Problem is one heterogeneous placement instance.
@@ -127,12 +127,9 @@ func invalid(format string, args ...any) error {
 	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// CycleError reports that the edges do not form a DAG; Nodes are the names of nodes on a cycle.
-type CycleError struct{ Nodes []string }
-
-func (e *CycleError) Error() string {
-	return fmt.Sprintf("schedule: the graph has a cycle through %v", e.Nodes)
-}
+// CycleError reports that the edges do not form a DAG; Nodes are the names of the nodes of a
+// cycle in dependency order (graph/dag's one cycle error).
+type CycleError = dag.CycleError
 
 // Validate checks the problem: shapes of the arrays, finite non-negative numbers, a DAG,
 // every node runnable somewhere, every batch splittable.
@@ -381,31 +378,17 @@ func (in *inst) orders() error {
 		indeg[i] = len(in.preds[i])
 	}
 	// Kahn with the smallest index first.
-	h := &intHeap{}
-	deg := append([]int(nil), indeg...)
-	for i := range n {
-		if deg[i] == 0 {
-			h.push(i)
-		}
-	}
-	for h.len() > 0 {
-		i := h.pop()
-		in.topo = append(in.topo, i)
-		for _, j := range in.succs[i] {
-			if deg[j]--; deg[j] == 0 {
-				h.push(j)
-			}
-		}
-	}
-	if len(in.topo) != n {
-		return &CycleError{Nodes: in.cycleNames(deg)}
+	succ := dag.FromLists(in.succs)
+	order, cyc := dag.Topological(succ)
+	if cyc != nil {
+		return dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.p.Nodes[i].Name })
 	}
 	in.pos = make([]int, n)
 	for x, i := range in.topo {
 		in.pos[i] = x
 	}
 	// Breadth-first: a FIFO queue seeded with the sources in index order.
-	deg = append(deg[:0], indeg...)
+	deg := append([]int(nil), indeg...)
 	queue := make([]int, 0, n)
 	for i := range n {
 		if deg[i] == 0 {
@@ -421,41 +404,6 @@ func (in *inst) orders() error {
 	}
 	in.bfs = queue
 	return nil
-}
-
-func (in *inst) cycleNames(deg []int) []string {
-	// Walk predecessors among the nodes left with positive in-degree until one repeats.
-	start := -1
-	for i, d := range deg {
-		if d > 0 {
-			start = i
-			break
-		}
-	}
-	seen := map[int]int{}
-	var path []int
-	for v := start; ; {
-		if at, ok := seen[v]; ok {
-			var names []string
-			for _, x := range path[at:] {
-				names = append(names, in.p.Nodes[x].Name)
-			}
-			return names
-		}
-		seen[v] = len(path)
-		path = append(path, v)
-		next := -1
-		for _, u := range in.preds[v] {
-			if deg[u] > 0 {
-				next = u
-				break
-			}
-		}
-		if next < 0 {
-			return nil
-		}
-		v = next
-	}
 }
 
 // checkSplits makes sure every node has at least one split of the L granules into supported
@@ -512,16 +460,7 @@ func (p *Problem) NodeDevices(i int) []int {
 	return out
 }
 
-func sortedUnique(s []int) []int {
-	sort.Ints(s)
-	out := s[:0]
-	for x, v := range s {
-		if x == 0 || v != s[x-1] {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func sortedUnique(s []int) []int { return dag.SortedUnique(s) }
 
 // bitset is a fixed-size set of node indices.
 type bitset []uint64
@@ -551,40 +490,3 @@ func reachability(n int, topo []int, succs [][]int) []bitset {
 
 // comparable reports whether i and j are ordered by a path.
 func (in *inst) comparable(i, j int) bool { return in.reach[i].has(j) || in.reach[j].has(i) }
-
-// intHeap is a min-heap of ints.
-type intHeap struct{ a []int }
-
-func (h *intHeap) len() int { return len(h.a) }
-func (h *intHeap) push(x int) {
-	h.a = append(h.a, x)
-	for c := len(h.a) - 1; c > 0; {
-		p := (c - 1) / 2
-		if h.a[p] <= h.a[c] {
-			break
-		}
-		h.a[p], h.a[c] = h.a[c], h.a[p]
-		c = p
-	}
-}
-func (h *intHeap) pop() int {
-	top := h.a[0]
-	last := len(h.a) - 1
-	h.a[0] = h.a[last]
-	h.a = h.a[:last]
-	for c := 0; ; {
-		l, r, m := 2*c+1, 2*c+2, c
-		if l < last && h.a[l] < h.a[m] {
-			m = l
-		}
-		if r < last && h.a[r] < h.a[m] {
-			m = r
-		}
-		if m == c {
-			break
-		}
-		h.a[m], h.a[c] = h.a[c], h.a[m]
-		c = m
-	}
-	return top
-}
