@@ -202,7 +202,17 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polis
 	for _, b := range plan.Bounds {
 		o.Bounds = append(o.Bounds, boundJSON{Method: b.Method, LowerBound: b.Value})
 	}
+	o.AtMostSlower = atMostSlower(o.Objective, o.LowerBound)
 	return o, nil
+}
+
+// atMostSlower is upper/lower − 1, how much slower than the best possible a plan can be; 0
+// without a bound.
+func atMostSlower(upper, lower float64) float64 {
+	if lower <= 0 || upper <= lower {
+		return 0
+	}
+	return upper/lower - 1
 }
 
 func planMoirai(ctx context.Context, path, solver string, limit time.Duration, seed int64) (*planJSON, error) {
@@ -244,6 +254,7 @@ func planMoirai(ctx context.Context, path, solver string, limit time.Duration, s
 			best, o.BoundMethod = b.Value, b.Method
 		}
 	}
+	o.AtMostSlower = atMostSlower(o.Objective, o.LowerBound)
 	return o, nil
 }
 
@@ -267,7 +278,8 @@ func printInstancePlan(w io.Writer, o *planJSON) {
 	tw.Flush()
 	fmt.Fprintf(w, "objective  %.9g (%s, %s, %.2fs)\n", o.Objective, o.ObjectiveKind, o.Algorithm, o.Seconds)
 	if o.LowerBound > 0 {
-		fmt.Fprintf(w, "bound      %.9g (%s): gap %.2f%%\n", o.LowerBound, o.BoundMethod, 100*o.Gap)
+		fmt.Fprintf(w, "bound      %.9g (%s): at most %.2f%% slower than the best possible (upper/lower − 1); gap 1 − lower/upper = %.2f%%\n",
+			o.LowerBound, o.BoundMethod, 100*o.AtMostSlower, 100*o.Gap)
 	} else {
 		fmt.Fprintln(w, "bound      none")
 	}
