@@ -211,6 +211,19 @@ func genInstance(s source, batched bool) *instance {
 		genBatch(s, x, fl)
 	}
 	genMemory(s, x, fl)
+	if !batched && pick(s, 50) {
+		// Stage calls: one cost for all devices (identical devices stay identical), or one
+		// per device.
+		fl("calls")
+		same := float64(s.intn(4))
+		each := !identical && pick(s, 50)
+		for u := range p.Devices {
+			p.Devices[u].CallCost = same
+			if each {
+				p.Devices[u].CallCost = float64(s.intn(5))
+			}
+		}
+	}
 	// Keep the exhaustive search small: drop edges, then nodes, while it is too large.
 	for newRef(p).cost(refBudget) > refBudget {
 		if len(p.Edges) > 0 {

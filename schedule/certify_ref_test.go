@@ -167,6 +167,30 @@ func (r *refInst) route() {
 
 // transfer says whether edge e between devices u and v needs a transfer, and its time for c
 // granules (+Inf: no route).
+// callOf is the stage-call time of node i under a latency assignment (Device.CallCost): paid
+// when a non-free in-edge comes from another device, or when the node has no non-free in-edge
+// and some non-free out-edge or none at all (a source that is not a detached weight).
+func (r *refInst) callOf(i int, dev []int) float64 {
+	if r.L > 1 {
+		return 0 // batched mode prices no calls
+	}
+	in, out, crossIn, feeds := false, false, false, false
+	for e, ed := range r.p.Edges {
+		if ed.To == i && !r.free[e] {
+			in = true
+			crossIn = crossIn || dev[ed.From] != dev[i]
+		}
+		if ed.From == i {
+			out = true
+			feeds = feeds || !r.free[e]
+		}
+	}
+	if crossIn || (!in && (feeds || !out)) {
+		return r.p.Devices[dev[i]].CallCost
+	}
+	return 0
+}
+
 func (r *refInst) transfer(e, u, v, c int) (bool, float64) {
 	if u == v || r.free[e] {
 		return false, 0
@@ -351,7 +375,7 @@ func (r *refInst) latencyGraph(dev []int) (g *taskGraph, node []int, ok bool) {
 	g = &taskGraph{nres: 3 * r.k}
 	node = make([]int, r.n)
 	for i := 0; i < r.n; i++ {
-		node[i] = g.add(r.t[i][dev[i]], true, dev[i])
+		node[i] = g.add(r.t[i][dev[i]]+r.callOf(i, dev), true, dev[i])
 	}
 	for e, ed := range r.p.Edges {
 		u, v := dev[ed.From], dev[ed.To]

@@ -100,6 +100,9 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 			return 0, fmt.Errorf("task of node %d on device %d has %d granules, the placement %d", t.Node, t.Device, t.Granules, c)
 		}
 		d := r.bt[t.Node][t.Device][c]
+		if r.L == 1 {
+			d += r.callOf(t.Node, pl.Device)
+		}
 		if math.IsInf(d, 1) {
 			return 0, fmt.Errorf("node %d cannot run %d granules on device %d", t.Node, c, t.Device)
 		}

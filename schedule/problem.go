@@ -65,6 +65,12 @@ type Device struct {
 	// BatchSizes are the batch sizes (in granules) the device supports in batched mode;
 	// nil means every size 1..Batch.
 	BatchSizes []int
+	// CallCost is the fixed time of one stage call on the device (a session run, its
+	// synchronisation, the hand-off through the host). A stage is a run of consecutive tasks
+	// on one device that one call executes; a task opens a new stage — and its time grows by
+	// CallCost — when it reads a tensor from another device, or when it reads no tensor at all
+	// and feeds one (a source); see opensStage. Latency mode only: batched plans price none yet.
+	CallCost float64
 }
 
 // Link is a direct connection from one device to another.
@@ -92,11 +98,35 @@ type inst struct {
 	pos               []int // pos[i]: index of i in topo
 	reach             []bitset
 	mem               []float64 // capacity; +Inf when unlimited
+	call              []float64 // call[u]: Devices[u].CallCost
+	// bound[i]: node i has a non-free in-edge; source[i]: it has none and is no detached
+	// weight-only node (a node whose every out-edge is free opens no stage of its own).
+	bound, source []bool
 	// pinG[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
 	pinG [][]int
 }
 
 func (in *inst) latency() bool { return in.l <= 1 }
+
+// opensStage reports whether node j on device v starts a new stage (one runtime call) when
+// its predecessors sit on dev: it reads a transferred tensor from another device, or it is a
+// source. The rule depends on the assignment only, so a stage is exactly a maximal run of a
+// device's tasks, in the order the device runs them, that starts at such a node, and every
+// stage boundary is priced: each stage pays its device's CallCost once. The stage graph of
+// any schedule is acyclic: a cross-device edge ends at the first task of its stage, which
+// runs after the producer, so ordering the stages by their first task (in a topological
+// order consistent with the schedule) orders every edge forward.
+func (in *inst) opensStage(j, v int, dev []int) bool {
+	if in.source[j] {
+		return true
+	}
+	for _, e := range in.inE[j] {
+		if !in.free[e] && dev[in.p.Edges[e].From] != v {
+			return true
+		}
+	}
+	return false
+}
 
 // comm is the transfer time of edge e for c granules from device u to device v
 // (0 when u == v or the edge is free, +Inf when no route exists).
@@ -160,6 +190,10 @@ func prepare(p *Problem) (*inst, error) {
 		if d.Memory == 0 {
 			in.mem[u] = math.Inf(1)
 		}
+		if d.CallCost < 0 || math.IsNaN(d.CallCost) || math.IsInf(d.CallCost, 0) {
+			return nil, invalid("device %d (%s) has call cost %v", u, d.Name, d.CallCost)
+		}
+		in.call = append(in.call, d.CallCost)
 	}
 	in.sizeOK = make([][]bool, k)
 	for u, d := range p.Devices {
@@ -283,6 +317,17 @@ func prepare(p *Problem) (*inst, error) {
 		in.preds[i] = sortedUnique(in.preds[i])
 		in.succs[i] = sortedUnique(in.succs[i])
 	}
+	in.bound, in.source = make([]bool, n), make([]bool, n)
+	for i := range n {
+		feeds := len(in.outE[i]) == 0
+		for _, e := range in.outE[i] {
+			feeds = feeds || !in.free[e]
+		}
+		for _, e := range in.inE[i] {
+			in.bound[i] = in.bound[i] || !in.free[e]
+		}
+		in.source[i] = !in.bound[i] && feeds
+	}
 	if err := in.orders(); err != nil {
 		return nil, err
 	}
@@ -383,6 +428,7 @@ func (in *inst) orders() error {
 	if cyc != nil {
 		return dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.p.Nodes[i].Name })
 	}
+	in.topo = order
 	in.pos = make([]int, n)
 	for x, i := range in.topo {
 		in.pos[i] = x

@@ -76,8 +76,10 @@ type Schedule struct {
 	Transfers []Transfer `json:"transfers"`
 	// Memory[u] is the memory resident on device u (Weight once per node used, Act per granule).
 	Memory []float64 `json:"memory"`
-	// Busy[u] is device u's compute time.
+	// Busy[u] is device u's compute time, stage calls included.
 	Busy []float64 `json:"busy"`
+	// Stages[u] is the number of stages (runtime calls) on device u (latency mode).
+	Stages []int `json:"stages,omitempty"`
 	// Feasible is false when some device's memory exceeds its capacity; Overflow is the total
 	// excess in bytes.
 	Feasible bool    `json:"feasible"`
@@ -92,6 +94,12 @@ type Task struct {
 	Granules int     `json:"granules"`
 	Start    float64 `json:"start"`
 	End      float64 `json:"end"`
+	// Call is the stage-call time included in [Start, End] (the device's CallCost when the
+	// task opens a stage, else 0); Stage numbers the task's stage (latency mode: stages in the
+	// order their first task was scheduled; -1 for a weight-only node that opens none and
+	// precedes every stage of its device).
+	Call  float64 `json:"call,omitempty"`
+	Stage int     `json:"stage"`
 }
 
 // Transfer is one message of an edge's tensor between two devices.
@@ -221,6 +229,10 @@ type latSim struct {
 	start, end              []float64
 	trS, trE                []float64 // per edge (NaN: no transfer)
 	busy                    []float64
+	call                    []float64 // per node: the stage-call time it paid
+	stage                   []int     // per node: its stage (-1: none)
+	cur                     []int     // per device: its current stage (-1: none yet)
+	nstages                 int
 	makespan                float64
 	eg                      []float64 // scratch
 	rem                     []int     // scratch
@@ -232,6 +244,7 @@ func newLatSim(in *inst) *latSim {
 		dev: make([]int, in.n), start: make([]float64, in.n), end: make([]float64, in.n),
 		trS: make([]float64, len(in.p.Edges)), trE: make([]float64, len(in.p.Edges)),
 		busy: make([]float64, in.k), eg: make([]float64, in.k),
+		call: make([]float64, in.n), stage: make([]int, in.n), cur: make([]int, in.k),
 	}
 	s.reset()
 	return s
@@ -244,7 +257,12 @@ func (s *latSim) reset() {
 	clear(s.busy)
 	for i := range s.dev {
 		s.dev[i] = -1
+		s.stage[i] = -1
 	}
+	for u := range s.cur {
+		s.cur[u] = -1
+	}
+	s.nstages = 0
 	for e := range s.trS {
 		s.trS[e], s.trE[e] = math.NaN(), math.NaN()
 	}
@@ -296,13 +314,20 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 		}
 		ready = math.Max(ready, st+d)
 	}
+	opens := in.opensStage(j, v, s.dev)
 	dur := in.t[j][v]
+	call := 0.0
+	if opens {
+		call = in.call[v]
+	}
+	dur += call
 	st := ready
 	if dur > 0 {
 		st = math.Max(st, s.devFree[v])
 	}
 	fin := st + dur
 	if commit {
+		s.openStage(j, v, opens, call)
 		if congest && len(s.rem) > 0 {
 			copy(s.egFree, s.eg)
 			s.inFree[v] = ingress
@@ -315,6 +340,15 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 		s.makespan = math.Max(s.makespan, fin)
 	}
 	return fin
+}
+
+// openStage records node j's stage on device v: a new one when it opens one.
+func (s *latSim) openStage(j, v int, opens bool, call float64) {
+	if opens {
+		s.cur[v] = s.nstages
+		s.nstages++
+	}
+	s.stage[j], s.call[j] = s.cur[v], call
 }
 
 // evalLatency returns the makespan of dev scheduled in the given node order (a topological
@@ -368,7 +402,14 @@ func (in *inst) simulateLatency(pl *Placement) (*Schedule, error) {
 	}
 	sc := &Schedule{Makespan: s.makespan, Busy: append([]float64(nil), s.busy...)}
 	for i := range in.n {
-		sc.Tasks = append(sc.Tasks, Task{Node: i, Name: in.p.Nodes[i].Name, Device: s.dev[i], Granules: 1, Start: s.start[i], End: s.end[i]})
+		sc.Tasks = append(sc.Tasks, Task{Node: i, Name: in.p.Nodes[i].Name, Device: s.dev[i], Granules: 1, Start: s.start[i], End: s.end[i],
+			Call: s.call[i], Stage: s.stage[i]})
+	}
+	sc.Stages = make([]int, in.k)
+	for i := range in.n {
+		if in.opensStage(i, s.dev[i], s.dev) {
+			sc.Stages[s.dev[i]]++
+		}
 	}
 	for e, ed := range in.p.Edges {
 		if math.IsNaN(s.trS[e]) {
@@ -454,7 +495,13 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 				ready = math.Max(ready, s.end[in.p.Edges[e].From])
 			}
 		}
-		dur := in.t[j][v]
+		opens := in.opensStage(j, v, dev)
+		call := 0.0
+		if opens {
+			call = in.call[v]
+		}
+		s.openStage(j, v, opens, call)
+		dur := in.t[j][v] + call
 		st := ready
 		if dur > 0 {
 			st = math.Max(st, s.devFree[v])
@@ -541,6 +588,10 @@ type batchSim struct {
 	cnt                     []int     // per batch id
 	bStart, bEnd            []float64 // per batch id
 	busy                    []float64
+	call                    []float64 // per node: the stage-call time it paid
+	stage                   []int     // per node: its stage (-1: none)
+	cur                     []int     // per device: its current stage (-1: none yet)
+	nstages                 int
 	makespan                float64
 	pair                    []int // scratch K×K pair counts
 	eg                      []float64

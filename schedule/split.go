@@ -162,6 +162,10 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Batch: p.Batch, GranuleSize: p.GranuleSize, Congestion: p.Congestion}
 	for u := range q.Devices {
+		// Sub-solves plan without stage calls (their ghosts would pay them as sources): their
+		// bounds are then bounds of the call-free problem, below every priced plan; the
+		// stitched plan is priced by the full problem's simulator.
+		q.Devices[u].CallCost = 0
 		q.Devices[u].Memory = 0
 		if mem != nil && !math.IsInf(mem[u], 1) {
 			q.Devices[u].Memory = math.Max(mem[u], 1e-300)
@@ -673,6 +677,7 @@ func (in *inst) boundSub(nodes []int, oneGranule bool) (*subProblem, error) {
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Congestion: p.Congestion}
 	for u := range q.Devices {
+		q.Devices[u].CallCost = 0 // as in the module sub-problems
 		q.Devices[u].Memory, q.Devices[u].BatchSizes = 0, nil
 	}
 	sp := &subProblem{}

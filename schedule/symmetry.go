@@ -48,7 +48,7 @@ func (in *inst) deviceClasses() [][]int {
 }
 
 func (in *inst) interchangeable(u, v int) bool {
-	if in.mem[u] != in.mem[v] {
+	if in.mem[u] != in.mem[v] || in.call[u] != in.call[v] {
 		return false
 	}
 	for _, g := range in.pinG {
