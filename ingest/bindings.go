@@ -318,3 +318,46 @@ func (m *Model) RequireInputSizes() error {
 	}
 	return nil
 }
+
+// RequireKnownShapes returns a *UsageError when, with every input size known, inference still
+// leaves the output shapes of more than half of the computing nodes unknown (ops it does not
+// know, data-dependent sizes, subgraphs it cannot analyse): their FLOPs and activation bytes
+// count 0, so a plan would rest on guesses. The error names the first such node, the ops
+// inference does not know and how to go on anyway (--allow-unknown-shapes). Constant nodes
+// and nodes computed from weights alone do not count.
+func (m *Model) RequireKnownShapes() error {
+	g := m.Graph
+	total, unknown, first := 0, 0, -1
+	for _, v := range g.TopoOrder() {
+		n := &g.Nodes[v]
+		if n.Static {
+			continue
+		}
+		total++
+		if n.Subgraphs > 0 && n.FLOPs > 0 {
+			continue // control flow costed from its subgraphs, whatever its outputs' shapes
+		}
+		for _, t := range n.Outputs {
+			if t >= 0 && g.Tensors[t].NonTensor == "" && !g.Tensors[t].Shape.Known() {
+				unknown++
+				if first < 0 {
+					first = v
+				}
+				break
+			}
+		}
+	}
+	if total == 0 || 2*unknown <= total {
+		return nil
+	}
+	n := &g.Nodes[first]
+	msg := fmt.Sprintf("shape inference leaves the outputs of %d of %d nodes unknown (the first: node %s (%s)), so their FLOPs and activation bytes are unknown and a plan would be guesswork",
+		unknown, total, n.Label(), n.OpType)
+	if len(m.Unsupported) > 0 {
+		msg += "; ops shape inference does not know: " + strings.Join(m.Unsupported, ", ")
+	}
+	if un := m.UnboundInputs(); len(un) > 0 {
+		msg += "; bind the inputs with --input-shape " + m.inputShapeExample() + " (unbound: " + strings.Join(un, ", ") + ")"
+	}
+	return &UsageError{Msg: msg + "; --allow-unknown-shapes plans anyway, counting them as 0"}
+}

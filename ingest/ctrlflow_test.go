@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -150,5 +151,42 @@ func TestSubgraphWeightsAreParams(t *testing.T) {
 	}
 	if params != want {
 		t.Errorf("partition problem params %.0f, want %d", params, want)
+	}
+}
+
+// TestRequireKnownShapes: a model whose node outputs are mostly unknown although its inputs are
+// bound (an op shape inference does not know feeds the rest) is refused with the node named;
+// a model with known shapes passes.
+func TestRequireKnownShapes(t *testing.T) {
+	build := func(unknownOp bool) *Model {
+		m := newOCModel(13)
+		x := m.in(f32, 4, 16)
+		if unknownOp {
+			x = m.opD("com.example", "Mystery", ins(x), 1)[0]
+		}
+		for i := 0; i < 4; i++ {
+			x = m.op("Relu", ins(x))
+		}
+		p := filepath.Join(t.TempDir(), "m.onnx")
+		mp := m.modelProto()
+		ocWrite(t, p, mp)
+		md, err := Load(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md
+	}
+	if err := build(false).RequireKnownShapes(); err != nil {
+		t.Errorf("known shapes refused: %v", err)
+	}
+	err := build(true).RequireKnownShapes()
+	var ue *UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("unknown shapes: got %v, want a *UsageError", err)
+	}
+	for _, want := range []string{"5 of 5 nodes", "(Mystery)", "com.example.Mystery", "--allow-unknown-shapes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

@@ -84,6 +84,9 @@ func load(t *testing.T, dir string, rm realModel) *ingest.Model {
 	if err := m.RequireInputSizes(); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.RequireKnownShapes(); err != nil {
+		t.Error(err)
+	}
 	return m
 }
 
