@@ -85,7 +85,7 @@ type runFlags struct {
 	inputShapes                                                               []string
 	gpuIDs                                                                    []int
 	seed                                                                      int64
-	asJSON, force, quiet, freezeDims                                          bool
+	asJSON, force, quiet, freezeDims, allowUnknownShapes                      bool
 }
 
 func (f *runFlags) define(fs *pflag.FlagSet) {
@@ -104,6 +104,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.gap, "gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
+	fs.BoolVar(&f.allowUnknownShapes, "allow-unknown-shapes", false, "plan even when shape inference leaves most nodes' output shapes (so their FLOPs and activation bytes) unknown; they count 0")
 	fs.BoolVar(&f.freezeDims, "freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims; the sizes only cost and check the plan)")
 	fs.IntVar(&f.maxBatch, "max-batch", 0, "Triton max_batch_size along the leading symbolic batch dim (default: the size --dim binds it to)")
 	fs.Int64Var(&f.seed, "seed", 0, "random seed (default: unseeded, the planner uses the whole --time-limit and a rerun may differ); given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
@@ -179,6 +180,11 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	if err := m.RequireInputSizes(); err != nil { // every input size known, and none breaks a node
 		return err
+	}
+	if !f.allowUnknownShapes {
+		if err := m.RequireKnownShapes(); err != nil { // no plan of guessed costs
+			return err
+		}
 	}
 	if f.out != "-" {
 		// Every output check before planning, which can take minutes.
