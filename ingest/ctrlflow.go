@@ -127,11 +127,10 @@ func mulSat(a, b int64) int64 {
 	return a * b
 }
 
-// subgraphWeightBytes sums the bytes of the weights stored inside the subgraphs of node np
-// (their initializers and the tensor values of their Constant nodes, nested subgraphs
+// subgraphWeights sums the elements and bytes of the weights stored inside the subgraphs of
+// node np (their initializers and the tensor values of their Constant nodes, nested subgraphs
 // included). Every branch counts: all of them are loaded with the model.
-func subgraphWeightBytes(np *onnxpb.NodeProto) int64 {
-	var s int64
+func subgraphWeights(np *onnxpb.NodeProto) (elems, bytes int64) {
 	var walk func(g *onnxpb.GraphProto, depth int)
 	tensor := func(t *onnxpb.TensorProto) {
 		if t == nil {
@@ -141,8 +140,12 @@ func subgraphWeightBytes(np *onnxpb.NodeProto) int64 {
 		if err != nil {
 			return
 		}
+		n, err := shape.NumElements()
+		if err != nil {
+			return
+		}
 		if b, err := graph.ByteSize(graph.DType(t.GetDataType()), shape); err == nil && b > 0 {
-			s = addSat(s, b)
+			elems, bytes = addSat(elems, n), addSat(bytes, b)
 		}
 	}
 	walk = func(g *onnxpb.GraphProto, depth int) {
@@ -170,5 +173,5 @@ func subgraphWeightBytes(np *onnxpb.NodeProto) int64 {
 			walk(sg, 1)
 		}
 	}
-	return s
+	return elems, bytes
 }

@@ -133,6 +133,9 @@ func TestSubgraphWeightsAreParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	const want = 2 * 4 * 16 * 16
+	if got := md.Summarize(false); got.Params != 2*16*16 || got.ParamsBytes != want {
+		t.Errorf("summary: params %d (%d B), want %d (%d B)", got.Params, got.ParamsBytes, 2*16*16, want)
+	}
 	if got := md.Graph.ParamBytes(); got != want {
 		t.Errorf("graph.ParamBytes = %d, want %d", got, want)
 	}

@@ -57,7 +57,7 @@ func (m *Model) countCosts() {
 			if note != "" {
 				m.Notes = append(m.Notes, note)
 			}
-			n.SubgraphParamBytes = subgraphWeightBytes(m.Proto.Graph.Node[i])
+			_, n.SubgraphParamBytes = subgraphWeights(m.Proto.Graph.Node[i])
 		}
 		n.InputBytes, n.ParamBytes, n.OutputBytes = 0, 0, 0
 		seen := map[int]bool{}

@@ -25,7 +25,7 @@ type Summary struct {
 	Edges int            `json:"edges"`
 	Ops   map[string]int `json:"ops"`
 	// Params counts the elements of the weights some node reads (initializers and
-	// Constant-node values, each once), ParamsBytes their bytes. FLOPs sums the nodes' FLOPs
+	// Constant-node values, each once, and the weights inside control-flow subgraphs), ParamsBytes their bytes. FLOPs sums the nodes' FLOPs
 	// (nodes with tensors of unknown shape count 0) and ActivationBytes the sizes of the
 	// other node outputs whose size is known.
 	Params          int64 `json:"params"`
@@ -128,6 +128,10 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 	}
 	for i := range g.Nodes {
 		s.Ops[qualifiedOp(g.Nodes[i].Domain, g.Nodes[i].OpType)]++
+		if g.Nodes[i].Subgraphs > 0 && i < len(m.Proto.GetGraph().GetNode()) {
+			n, _ := subgraphWeights(m.Proto.Graph.Node[i]) // weights inside control flow
+			s.Params += n
+		}
 	}
 	for i := range g.Tensors {
 		t := &g.Tensors[i]
