@@ -147,6 +147,14 @@ type Plan struct {
 	Evaluations int64       `json:"evaluations"`
 	// Notes record solver faults that were caught and everything else a reader should know.
 	Notes []string `json:"notes,omitempty"`
+	// Phases lists the phases Solve ran, in order, with their wall time.
+	Phases []PhaseTime `json:"phases,omitempty"`
+}
+
+// PhaseTime is the wall time of one phase of Solve.
+type PhaseTime struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Gap is the relative gap of a certificate, 1 − lower/upper, clamped to [0, 1]: 0 when the
@@ -185,6 +193,7 @@ type solveState struct {
 	lb       float64
 	lbMethod string
 	bounds   []BoundInfo
+	phases   []PhaseTime
 	notes    []string
 	evals    int64
 	pending  []Progress
@@ -328,71 +337,148 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	}
 	rng := rand.New(rand.NewSource(opts.Seed))
 	e := newEngine(c, workers)
-
-	// Combinatorial bounds first: they cost microseconds and may already close the gap.
-	if opts.Bounds != BoundsNone {
-		for _, b := range c.combinatorialBounds(ctx) {
-			if b.Status == "partial" {
-				st.notes = append(st.notes, fmt.Sprintf("%s bound stopped early by its time or work budget (%.2f s); its value %.6g is valid but may be weaker than the full bound", b.Method, b.Seconds, b.Value))
-			}
-			st.bounds = append(st.bounds, b)
-			if b.Value > st.lb {
-				st.lb, st.lbMethod = b.Value, b.Method
-			}
-		}
-	}
-	// Deterministic starting orders, sliced and refined.
-	for _, h := range c.startOrders() {
-		if ctx.Err() != nil && !math.IsInf(st.best, 1) {
-			break
-		}
-		stage, dev, val := e.sliceFull(0, h.order)
-		if math.IsInf(val, 1) {
+	r := &solveRun{st: st, e: e, rng: rng, workers: workers}
+	for _, ph := range solvePhases {
+		if ph.when != nil && !ph.when(r) {
 			continue
 		}
-		st.offerPlan(stage, dev, h.order, h.name)
-	}
-	if math.IsInf(st.best, 1) {
-		if err := e.findFirstPlan(ctx, st, rng); err != nil {
+		t := time.Now()
+		if !math.IsInf(st.best, 1) && ctx.Err() == nil { // the phase shows in the progress
+			st.mu.Lock()
+			st.report(ph.name)
+			st.mu.Unlock()
+			st.flush()
+		}
+		err := ph.run(ctx, r)
+		st.mu.Lock()
+		st.phases = append(st.phases, PhaseTime{Name: ph.name, Seconds: time.Since(t).Seconds()})
+		st.mu.Unlock()
+		if err != nil {
 			return nil, err
 		}
 	}
-	if !opts.NoRefine {
-		e.refineIncumbent(ctx, st, "refine")
-	}
+	return st.plan(time.Since(t0)), nil
+}
+
+// solveRun is what the phases of Solve share.
+type solveRun struct {
+	st      *solveState
+	e       *engine
+	rng     *rand.Rand
+	workers int
+	proved  bool // the exact DP over ideals completed: the plan is optimal
+}
+
+// done reports that nothing is left to gain: the DP proved the plan optimal, the context
+// ended, or the gap is closed.
+func (r *solveRun) done(ctx context.Context) bool {
+	return r.proved || ctx.Err() != nil || r.st.gapLocked() <= r.st.opts.Gap+1e-9
+}
+
+// solvePhase is one step of Solve, in the manner of a compiler's pass list: a name (used in
+// progress reports and in Plan.Phases with its time), a condition and the work.
+type solvePhase struct {
+	name string
+	when func(*solveRun) bool
+	run  func(context.Context, *solveRun) error
+}
+
+// solvePhases is Solve, in order. Bounds come first (microseconds, and they may close the
+// gap at once), then plans: start orders, a proved infeasibility or a first plan, refinement,
+// the exact DP on narrow graphs, the order search, the window polish, and last the MIP bounds
+// beside further searches.
+var solvePhases = []solvePhase{
+	{name: "combinatorial-bounds", when: func(r *solveRun) bool { return r.st.opts.Bounds != BoundsNone }, run: phaseCombinatorial},
+	{name: "start-orders", run: phaseStartOrders},
+	{name: "first-plan", when: func(r *solveRun) bool { return math.IsInf(r.st.best, 1) }, run: func(ctx context.Context, r *solveRun) error {
+		return r.e.findFirstPlan(ctx, r.st, r.rng)
+	}},
+	{name: "refine", when: func(r *solveRun) bool { return !r.st.opts.NoRefine }, run: func(ctx context.Context, r *solveRun) error {
+		r.e.refineIncumbent(ctx, r.st, "refine")
+		return nil
+	}},
 	// Too many device kinds for the count lattice: improve the fixed device order.
-	if e.a.order != nil && ctx.Err() == nil {
-		e.improveDeviceOrder(ctx, st)
-	}
-	// Exact DP over ideals, for narrow graphs (gives up quickly on wide ones).
-	proved := false
-	if ctx.Err() == nil && st.gapLocked() > opts.Gap+1e-9 {
-		proved = e.exactIdeals(ctx, st)
-	}
-	// Order search: the first run gets every worker.
-	done := func() bool { return proved || ctx.Err() != nil || st.gapLocked() <= opts.Gap+1e-9 }
-	if !done() {
-		e.search(ctx, st, rng, workers, opts.BRKGA)
-	}
-	// Window polish of the search's plan (before the MIP bounds, whose variable fixings and
-	// warm start profit from a better incumbent).
-	// It gets at most a third of the time left, so that the bounds keep most of it.
-	if !opts.NoPolish && !done() && c.directionalBoundsSound() {
-		pctx, pcancel := ctx, context.CancelFunc(func() {})
-		if d, ok := ctx.Deadline(); ok {
-			pctx, pcancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/3))
+	{name: "device-order", when: func(r *solveRun) bool { return r.e.a.order != nil }, run: func(ctx context.Context, r *solveRun) error {
+		if ctx.Err() == nil {
+			r.e.improveDeviceOrder(ctx, r.st)
 		}
-		e.polishIncumbent(pctx, st)
-		pcancel()
+		return nil
+	}},
+	// Exact DP over ideals, for narrow graphs (gives up quickly on wide ones).
+	{name: BoundIdealDP, run: func(ctx context.Context, r *solveRun) error {
+		if ctx.Err() == nil && r.st.gapLocked() > r.st.opts.Gap+1e-9 {
+			r.proved = r.e.exactIdeals(ctx, r.st)
+		}
+		return nil
+	}},
+	// Order search: the first run gets every worker.
+	{name: "search", run: func(ctx context.Context, r *solveRun) error {
+		if !r.done(ctx) {
+			r.e.search(ctx, r.st, r.rng, r.workers, r.st.opts.BRKGA)
+		}
+		return nil
+	}},
+	// Window polish of the search's plan, before the MIP bounds (whose variable fixings and
+	// warm start profit from a better incumbent), with at most a third of the time left.
+	{name: "polish", when: func(r *solveRun) bool { return !r.st.opts.NoPolish && r.e.c.directionalBoundsSound() }, run: phasePolish},
+	{name: "mip-bounds", run: phaseMIPBounds},
+}
+
+// phaseCombinatorial computes Lemma 3.3 and the communication-aware bounds.
+func phaseCombinatorial(ctx context.Context, r *solveRun) error {
+	st := r.st
+	for _, b := range r.e.c.combinatorialBounds(ctx) {
+		if b.Status == "partial" {
+			st.notes = append(st.notes, fmt.Sprintf("%s bound stopped early by its time or work budget (%.2f s); its value %.6g is valid but may be weaker than the full bound", b.Method, b.Seconds, b.Value))
+		}
+		st.bounds = append(st.bounds, b)
+		if b.Value > st.lb {
+			st.lb, st.lbMethod = b.Value, b.Method
+		}
 	}
-	// Then the MIP bounds (HiGHS's branch and bound is serial) next to further searches on the
-	// remaining workers.
+	return nil
+}
+
+// phaseStartOrders slices the deterministic starting orders.
+func phaseStartOrders(ctx context.Context, r *solveRun) error {
+	for _, h := range r.e.c.startOrders() {
+		if ctx.Err() != nil && !math.IsInf(r.st.best, 1) {
+			break
+		}
+		stage, dev, val := r.e.sliceFull(0, h.order)
+		if math.IsInf(val, 1) {
+			continue
+		}
+		r.st.offerPlan(stage, dev, h.order, h.name)
+	}
+	return nil
+}
+
+// phasePolish runs the window polish within a third of the time left.
+func phasePolish(ctx context.Context, r *solveRun) error {
+	if r.done(ctx) {
+		return nil
+	}
+	pctx, pcancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		pctx, pcancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/3))
+	}
+	r.e.polishIncumbent(pctx, r.st)
+	pcancel()
+	return nil
+}
+
+// phaseMIPBounds runs the MIP bounds (HiGHS's branch and bound is serial) next to further
+// order searches on the remaining workers.
+func phaseMIPBounds(ctx context.Context, r *solveRun) error {
+	st, e, opts := r.st, r.e, r.st.opts
 	var wg sync.WaitGroup
 	mipDone := make(chan struct{})
-	if !c.directionalBoundsSound() && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) {
+	mips := opts.Bounds == BoundsFast || opts.Bounds == BoundsFull
+	if !e.c.directionalBoundsSound() && mips {
 		st.note("cost-only (backward) tensors: the MIP bounds and the window polish assume every tensor orders its stages, so they were not run; the bound is Lemma 3.3 or the exact DP over ideals")
 	}
-	if !done() && (opts.Bounds == BoundsFast || opts.Bounds == BoundsFull) && c.directionalBoundsSound() {
+	if !r.done(ctx) && mips && e.c.directionalBoundsSound() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -406,17 +492,17 @@ func Solve(ctx context.Context, p *Problem, opts Options) (*Plan, error) {
 	if restarts < 0 && opts.TimeLimit <= 0 {
 		restarts = 0
 	}
-	for run := 1; (restarts < 0 || run <= restarts) && !done(); run++ {
-		w := workers
+	for run := 1; (restarts < 0 || run <= restarts) && !r.done(ctx); run++ {
+		w := r.workers
 		select {
 		case <-mipDone:
 		default:
-			w = max(1, workers-1)
+			w = max(1, r.workers-1)
 		}
 		e.search(ctx, st, rand.New(rand.NewSource(opts.Seed+int64(run)*7919)), w, opts.BRKGA)
 	}
 	wg.Wait()
-	return st.plan(time.Since(t0)), nil
+	return nil
 }
 
 // plan assembles the result.
@@ -430,7 +516,7 @@ func (s *solveState) plan(elapsed time.Duration) *Plan {
 	pl := &Plan{Objective: obj, LowerBound: s.lb, BoundMethod: s.lbMethod, Assignment: assign,
 		StageDevice: append([]int(nil), s.device...), StageCosts: costs, Bounds: append([]BoundInfo(nil), s.bounds...),
 		Seconds: elapsed.Seconds(), Algorithm: s.algorithm(), Seed: s.opts.Seed, Evaluations: s.evals,
-		Notes: append([]string(nil), s.notes...)}
+		Notes: append([]string(nil), s.notes...), Phases: append([]PhaseTime(nil), s.phases...)}
 	if s.opts.Bounds == BoundsNone {
 		pl.BoundMethod = "none"
 	}

@@ -85,7 +85,7 @@ type runFlags struct {
 	inputShapes                                                               []string
 	gpuIDs                                                                    []int
 	seed                                                                      int64
-	asJSON, force, quiet, freezeDims, allowUnknownShapes                      bool
+	asJSON, force, quiet, freezeDims, allowUnknownShapes, verbose             bool
 }
 
 func (f *runFlags) define(fs *pflag.FlagSet) {
@@ -114,6 +114,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.force, "force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
 	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "also print the time of each phase of the pipeline solver")
 }
 
 func runMain(ctx context.Context, e *env, args []string) error {
@@ -245,6 +246,13 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	} else {
 		printPlan(e.stdout, m, res, layout.Manifest, f.out)
+		if f.verbose && res.Partition != nil {
+			var ph []string
+			for _, p := range res.Partition.Phases {
+				ph = append(ph, fmt.Sprintf("%s %s", p.Name, dur(p.Seconds)))
+			}
+			fmt.Fprintf(e.stdout, "phases     %s\n", strings.Join(ph, ", "))
+		}
 	}
 	if interrupted {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: wrote the best plan found so far")}
