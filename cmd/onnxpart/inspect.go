@@ -228,6 +228,8 @@ func flopsStr(n int64) string {
 		return fmt.Sprintf("%.3f GFLOP", f/1e9)
 	case f >= 1e6:
 		return fmt.Sprintf("%.2f MFLOP", f/1e6)
+	case f >= 1e3:
+		return fmt.Sprintf("%.1f kFLOP", f/1e3)
 	}
 	return fmt.Sprintf("%d FLOP", n)
 }
