@@ -863,9 +863,9 @@ func buildPipeline(m *Manifest, color map[string]string, stagePred bool, bott in
 		b := stageBox{Index: s.Index, X: x, Y: y, W: w, H: boxH, Fill: color[s.Device], Bottleneck: i == bott, Critical: crit[i]}
 		cx := x + w/2
 		chars := int((w - 10) / 6.4)
-		line2 := fmt.Sprintf("%d ops · %s", len(s.Nodes), fmtBytes(s.ParamsBytes))
+		line2 := fmt.Sprintf("%d op%s · %s", len(s.Nodes), plural(len(s.Nodes)), fmtBytes(s.ParamsBytes))
 		if utf8.RuneCountInString(line2) > chars {
-			line2 = fmt.Sprintf("%d ops·%s", len(s.Nodes), fmtBytes(s.ParamsBytes))
+			line2 = fmt.Sprintf("%d op%s·%s", len(s.Nodes), plural(len(s.Nodes)), fmtBytes(s.ParamsBytes))
 		}
 		var line3 string
 		if stagePred {
