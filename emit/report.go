@@ -27,13 +27,15 @@ type ReportOptions struct {
 
 // Report renders the manifest as one self-contained HTML page: inline CSS and SVG, no
 // script, nothing fetched. It shows the model summary, the pipeline (stages as boxes sized
-// by predicted time, or by FLOPs without predictions, transfers as arrows labelled with
-// bytes), a timeline of one inference and, for throughput plans, the steady-state pipeline
-// with the bottleneck stage marked (or the manifest's Timeline when a planner gave one),
-// memory per device against capacity, and the lower bounds with the gap they certify.
-// Sections the manifest has no data for say so. Every name from the model is escaped, and
-// the same manifest always gives the same bytes. Each stage box is an SVG group
-// <g class="stage" data-stage="i">.
+// by predicted time, or by FLOPs without predictions, wrapped into rows when there are many,
+// transfers as arrows labelled with bytes), a timeline of one inference and, for throughput
+// plans, the steady-state pipeline with the bottleneck stage marked (or the manifest's
+// Timeline when a planner gave one, grouped per stage when long, with its critical path),
+// memory per device against capacity, and the lower bounds with the gap they certify. Its
+// figures are the objective's (PlanFigures): a pipeline's bottleneck, a placement's latency,
+// a batch's time. Sections the manifest has no data for say so. Every name from the model is
+// escaped, and the same manifest always gives the same bytes. Each stage box is an SVG group
+// <g class="stage" data-stage="i">, with data-bottleneck or data-critical when marked.
 func Report(m *Manifest, opt ReportOptions) ([]byte, error) {
 	if m == nil {
 		return nil, errors.New("report: no manifest")
