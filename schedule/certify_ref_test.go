@@ -167,28 +167,28 @@ func (r *refInst) route() {
 
 // transfer says whether edge e between devices u and v needs a transfer, and its time for c
 // granules (+Inf: no route).
-// callOf is the stage-call time of node i under a latency assignment (Device.CallCost): paid
-// when a non-free in-edge comes from another device, or when the node has no non-free in-edge
-// and some non-free out-edge or none at all (a source that is not a detached weight).
-func (r *refInst) callOf(i int, dev []int) float64 {
+// callOf is the stage-call time of node i under a latency assignment (Device.CallCost) when
+// it reads a non-free edge from another device (always paid), and when it is a source — no
+// non-free in-edge — the time it pays when it is its device's first task.
+func (r *refInst) callOf(i int, dev []int) (always, ifFirst float64) {
 	if r.L > 1 {
-		return 0 // batched mode prices no calls
+		return 0, 0 // batched mode prices no calls
 	}
-	in, out, crossIn, feeds := false, false, false, false
+	in, crossIn := false, false
 	for e, ed := range r.p.Edges {
 		if ed.To == i && !r.free[e] {
 			in = true
 			crossIn = crossIn || dev[ed.From] != dev[i]
 		}
-		if ed.From == i {
-			out = true
-			feeds = feeds || !r.free[e]
-		}
 	}
-	if crossIn || (!in && (feeds || !out)) {
-		return r.p.Devices[dev[i]].CallCost
+	c := r.p.Devices[dev[i]].CallCost
+	switch {
+	case crossIn:
+		return c, 0
+	case !in:
+		return 0, c
 	}
-	return 0
+	return 0, 0
 }
 
 func (r *refInst) transfer(e, u, v, c int) (bool, float64) {
@@ -207,9 +207,10 @@ func (r *refInst) transfer(e, u, v, c int) (bool, float64) {
 
 // task is one task of a fixed assignment: a node, a batch or a transfer.
 type task struct {
-	dur  float64
-	res  []int // unary resources it occupies (none when dur = 0)
-	node bool
+	dur   float64
+	first float64 // added to dur when the task is the first of its device's sequence
+	res   []int   // unary resources it occupies (none when dur = first = 0)
+	node  bool
 }
 
 // taskGraph is a fixed assignment's tasks, precedence arcs and resources.
@@ -220,8 +221,12 @@ type taskGraph struct {
 }
 
 func (g *taskGraph) add(dur float64, node bool, res ...int) int {
-	t := task{dur: dur, node: node}
-	if dur > 0 {
+	return g.addFirst(dur, 0, node, res...)
+}
+
+func (g *taskGraph) addFirst(dur, first float64, node bool, res ...int) int {
+	t := task{dur: dur, first: first, node: node}
+	if dur > 0 || first > 0 {
 		t.res = res
 	}
 	g.tasks = append(g.tasks, t)
@@ -242,10 +247,30 @@ func (g *taskGraph) longest(seq [][]int) float64 {
 			deg[b]++
 		}
 	}
+	// A device's first task pays its extra (the stage call of a source); resources past the
+	// sequences given add none, which keeps a partial sequence's makespan a lower bound.
+	dur := make([]float64, n)
+	for a := range dur {
+		dur[a] = g.tasks[a].dur
+	}
 	for _, s := range seq {
-		for x := 1; x < len(s); x++ {
-			extra[s[x-1]] = append(extra[s[x-1]], s[x])
-			deg[s[x]]++
+		if len(s) > 0 {
+			dur[s[0]] += g.tasks[s[0]].first
+		}
+	}
+	// Tasks of length zero then hold no resource (the simulator starts them without waiting
+	// for the device): the sequence skips them.
+	for _, s := range seq {
+		prev := -1
+		for _, a := range s {
+			if dur[a] == 0 {
+				continue
+			}
+			if prev >= 0 {
+				extra[prev] = append(extra[prev], a)
+				deg[a]++
+			}
+			prev = a
 		}
 	}
 	start := make([]float64, n)
@@ -261,7 +286,7 @@ func (g *taskGraph) longest(seq [][]int) float64 {
 		a := queue[0]
 		queue = queue[1:]
 		done++
-		end := start[a] + g.tasks[a].dur
+		end := start[a] + dur[a]
 		mk = math.Max(mk, end)
 		for _, list := range [][]int{g.succ[a], extra[a]} {
 			for _, b := range list {
@@ -375,7 +400,8 @@ func (r *refInst) latencyGraph(dev []int) (g *taskGraph, node []int, ok bool) {
 	g = &taskGraph{nres: 3 * r.k}
 	node = make([]int, r.n)
 	for i := 0; i < r.n; i++ {
-		node[i] = g.add(r.t[i][dev[i]]+r.callOf(i, dev), true, dev[i])
+		always, ifFirst := r.callOf(i, dev)
+		node[i] = g.addFirst(r.t[i][dev[i]]+always, ifFirst, true, dev[i])
 	}
 	for e, ed := range r.p.Edges {
 		u, v := dev[ed.From], dev[ed.To]

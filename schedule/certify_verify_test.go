@@ -87,6 +87,7 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 	end := map[key]float64{}
 	use := make([][]interval, 3*r.k)
 	mk := 0.0
+	var sources []schedule.Task // sources on devices with a call cost
 	for _, t := range sc.Tasks {
 		kk := key{t.Node, t.Device}
 		if t.Node < 0 || t.Node >= r.n || t.Device < 0 || t.Device >= r.k {
@@ -101,7 +102,19 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 		}
 		d := r.bt[t.Node][t.Device][c]
 		if r.L == 1 {
-			d += r.callOf(t.Node, pl.Device)
+			// The stage call: always paid after a cross-device input; by a source only when
+			// it is its device's first task (checked below, once every task is known).
+			always, ifFirst := r.callOf(t.Node, pl.Device)
+			switch {
+			case always > 0 && t.Call != always:
+				return 0, fmt.Errorf("node %d reads from another device: call %g, want %g", t.Node, t.Call, always)
+			case always == 0 && t.Call != 0 && t.Call != ifFirst:
+				return 0, fmt.Errorf("node %d pays call %g, want 0 or %g", t.Node, t.Call, ifFirst)
+			}
+			if ifFirst > 0 {
+				sources = append(sources, t)
+			}
+			d += t.Call
 		}
 		if math.IsInf(d, 1) {
 			return 0, fmt.Errorf("node %d cannot run %d granules on device %d", t.Node, c, t.Device)
@@ -114,6 +127,26 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 			use[t.Device] = append(use[t.Device], interval{t.Start, t.End, fmt.Sprintf("node %d", t.Node)})
 		}
 		mk = math.Max(mk, t.End)
+	}
+	// A source pays its call exactly when it is its device's first task: nothing of positive
+	// length runs on the device before it, and when it does not pay, a call-paying task starts
+	// no later than it.
+	for _, src := range sources {
+		paid := false
+		for _, t := range sc.Tasks {
+			if t.Device != src.Device || t.Node == src.Node {
+				continue
+			}
+			if src.Call > 0 && t.End > t.Start && t.Start < src.Start-1e-9*math.Max(1, src.Start) {
+				return 0, fmt.Errorf("source node %d pays a call on device %d after node %d ran there", src.Node, src.Device, t.Node)
+			}
+			if t.Call > 0 && t.Start <= src.Start+1e-9*math.Max(1, src.Start) {
+				paid = true
+			}
+		}
+		if src.Call == 0 && !paid {
+			return 0, fmt.Errorf("source node %d runs first on device %d without a call", src.Node, src.Device)
+		}
 	}
 	for i, g := range gm {
 		for u, c := range r.counts(g) {

@@ -68,8 +68,8 @@ type Device struct {
 	// CallCost is the fixed time of one stage call on the device (a session run, its
 	// synchronisation, the hand-off through the host). A stage is a run of consecutive tasks
 	// on one device that one call executes; a task opens a new stage — and its time grows by
-	// CallCost — when it reads a tensor from another device, or when it reads no tensor at all
-	// and feeds one (a source); see opensStage. Latency mode only: batched plans price none yet.
+	// CallCost — when it reads a tensor from another device, or when it is the device's first
+	// task; see opensStage. Latency mode only: batched plans price none yet.
 	CallCost float64
 }
 
@@ -99,9 +99,7 @@ type inst struct {
 	reach             []bitset
 	mem               []float64 // capacity; +Inf when unlimited
 	call              []float64 // call[u]: Devices[u].CallCost
-	// bound[i]: node i has a non-free in-edge; source[i]: it has none and is no detached
-	// weight-only node (a node whose every out-edge is free opens no stage of its own).
-	bound, source []bool
+	source            []bool    // source[i]: node i has no non-free in-edge (it reads no transfer)
 	// pinG[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
 	pinG [][]int
 }
@@ -109,16 +107,16 @@ type inst struct {
 func (in *inst) latency() bool { return in.l <= 1 }
 
 // opensStage reports whether node j on device v starts a new stage (one runtime call) when
-// its predecessors sit on dev: it reads a transferred tensor from another device, or it is a
-// source. The rule depends on the assignment only, so a stage is exactly a maximal run of a
-// device's tasks, in the order the device runs them, that starts at such a node, and every
-// stage boundary is priced: each stage pays its device's CallCost once. The stage graph of
-// any schedule is acyclic: a cross-device edge ends at the first task of its stage, which
-// runs after the producer, so ordering the stages by their first task (in a topological
-// order consistent with the schedule) orders every edge forward.
-func (in *inst) opensStage(j, v int, dev []int) bool {
+// its predecessors sit on dev and first says that no task has run on v yet: it reads a
+// transferred tensor from another device, or it is a source and the first task of v. A stage
+// is exactly a maximal run of a device's tasks, in the order the device runs them, that starts
+// at such a node, and each stage pays its device's CallCost once. The stage graph of any
+// schedule is acyclic: a cross-device edge ends at the first task of its stage, which runs
+// after the producer, so ordering the stages by their first task (in a topological order
+// consistent with the schedule) orders every edge forward.
+func (in *inst) opensStage(j, v int, dev []int, first bool) bool {
 	if in.source[j] {
-		return true
+		return first
 	}
 	for _, e := range in.inE[j] {
 		if !in.free[e] && dev[in.p.Edges[e].From] != v {
@@ -317,16 +315,12 @@ func prepare(p *Problem) (*inst, error) {
 		in.preds[i] = sortedUnique(in.preds[i])
 		in.succs[i] = sortedUnique(in.succs[i])
 	}
-	in.bound, in.source = make([]bool, n), make([]bool, n)
+	in.source = make([]bool, n)
 	for i := range n {
-		feeds := len(in.outE[i]) == 0
-		for _, e := range in.outE[i] {
-			feeds = feeds || !in.free[e]
-		}
+		in.source[i] = true
 		for _, e := range in.inE[i] {
-			in.bound[i] = in.bound[i] || !in.free[e]
+			in.source[i] = in.source[i] && in.free[e]
 		}
-		in.source[i] = !in.bound[i] && feeds
 	}
 	if err := in.orders(); err != nil {
 		return nil, err

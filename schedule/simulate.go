@@ -96,8 +96,7 @@ type Task struct {
 	End      float64 `json:"end"`
 	// Call is the stage-call time included in [Start, End] (the device's CallCost when the
 	// task opens a stage, else 0); Stage numbers the task's stage (latency mode: stages in the
-	// order their first task was scheduled; -1 for a weight-only node that opens none and
-	// precedes every stage of its device).
+	// order their first task was scheduled).
 	Call  float64 `json:"call,omitempty"`
 	Stage int     `json:"stage"`
 }
@@ -232,6 +231,7 @@ type latSim struct {
 	call                    []float64 // per node: the stage-call time it paid
 	stage                   []int     // per node: its stage (-1: none)
 	cur                     []int     // per device: its current stage (-1: none yet)
+	perDev                  []int     // per device: its number of stages
 	nstages                 int
 	makespan                float64
 	eg                      []float64 // scratch
@@ -244,7 +244,7 @@ func newLatSim(in *inst) *latSim {
 		dev: make([]int, in.n), start: make([]float64, in.n), end: make([]float64, in.n),
 		trS: make([]float64, len(in.p.Edges)), trE: make([]float64, len(in.p.Edges)),
 		busy: make([]float64, in.k), eg: make([]float64, in.k),
-		call: make([]float64, in.n), stage: make([]int, in.n), cur: make([]int, in.k),
+		call: make([]float64, in.n), stage: make([]int, in.n), cur: make([]int, in.k), perDev: make([]int, in.k),
 	}
 	s.reset()
 	return s
@@ -262,6 +262,7 @@ func (s *latSim) reset() {
 	for u := range s.cur {
 		s.cur[u] = -1
 	}
+	clear(s.perDev)
 	s.nstages = 0
 	for e := range s.trS {
 		s.trS[e], s.trE[e] = math.NaN(), math.NaN()
@@ -314,7 +315,7 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 		}
 		ready = math.Max(ready, st+d)
 	}
-	opens := in.opensStage(j, v, s.dev)
+	opens := in.opensStage(j, v, s.dev, s.cur[v] < 0)
 	dur := in.t[j][v]
 	call := 0.0
 	if opens {
@@ -347,6 +348,7 @@ func (s *latSim) openStage(j, v int, opens bool, call float64) {
 	if opens {
 		s.cur[v] = s.nstages
 		s.nstages++
+		s.perDev[v]++
 	}
 	s.stage[j], s.call[j] = s.cur[v], call
 }
@@ -405,12 +407,7 @@ func (in *inst) simulateLatency(pl *Placement) (*Schedule, error) {
 		sc.Tasks = append(sc.Tasks, Task{Node: i, Name: in.p.Nodes[i].Name, Device: s.dev[i], Granules: 1, Start: s.start[i], End: s.end[i],
 			Call: s.call[i], Stage: s.stage[i]})
 	}
-	sc.Stages = make([]int, in.k)
-	for i := range in.n {
-		if in.opensStage(i, s.dev[i], s.dev) {
-			sc.Stages[s.dev[i]]++
-		}
-	}
+	sc.Stages = append([]int(nil), s.perDev...)
 	for e, ed := range in.p.Edges {
 		if math.IsNaN(s.trS[e]) {
 			continue
@@ -495,7 +492,7 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 				ready = math.Max(ready, s.end[in.p.Edges[e].From])
 			}
 		}
-		opens := in.opensStage(j, v, dev)
+		opens := in.opensStage(j, v, dev, s.cur[v] < 0)
 		call := 0.0
 		if opens {
 			call = in.call[v]
@@ -591,6 +588,7 @@ type batchSim struct {
 	call                    []float64 // per node: the stage-call time it paid
 	stage                   []int     // per node: its stage (-1: none)
 	cur                     []int     // per device: its current stage (-1: none yet)
+	perDev                  []int     // per device: its number of stages
 	nstages                 int
 	makespan                float64
 	pair                    []int // scratch K×K pair counts
