@@ -122,10 +122,13 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 		case dims[n] < 0:
 			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", n, dims[n])}
 		case onInputs[n]:
-		case elsewhere[n] && len(have) > 0:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", n, dims[n], n, strings.Join(have, ", "))}
 		case elsewhere[n]:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which --input-shape binds)", n, dims[n], n)}
+			// Checked against what inference derives (checkDerivedDims): a manifest or a
+			// user may restate such a size, but never change it.
+			if m.derivedDims == nil {
+				m.derivedDims = map[string]int64{}
+			}
+			m.derivedDims[n] = dims[n]
 		case len(have) == 0:
 			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)", n, dims[n])}
 		default:
@@ -133,12 +136,11 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 		}
 	}
 	merged := map[string]int64{}
-	for k, v := range dims {
-		merged[k] = v
-	}
 	from := map[string]string{} // where a size for a dim_param came from, for conflicts
-	for k := range dims {
-		from[k] = "--dim " + k
+	for k, v := range dims {
+		if _, derived := m.derivedDims[k]; !derived {
+			merged[k], from[k] = v, "--dim "+k
+		}
 	}
 	for _, name := range sortedKeys(shapes) {
 		s := shapes[name]
@@ -360,4 +362,47 @@ func (m *Model) RequireKnownShapes() error {
 		msg += "; bind the inputs with --input-shape " + m.inputShapeExample() + " (unbound: " + strings.Join(un, ", ") + ")"
 	}
 	return &UsageError{Msg: msg + "; --allow-unknown-shapes plans anyway, counting them as 0"}
+}
+
+// checkDerivedDims checks the sizes given for dims that only outputs or value_info carry
+// (inference derives them from the input sizes) against what inference derived: the same size
+// is accepted (a manifest restating the plan's sizes), another size or one inference cannot
+// derive is a usage error.
+func (m *Model) checkDerivedDims() error {
+	if len(m.derivedDims) == 0 {
+		return nil
+	}
+	derived := map[string]int64{}
+	pg := m.Proto.Graph
+	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Output, pg.ValueInfo} {
+		for _, vi := range l {
+			id, ok := m.Graph.TensorByName(vi.GetName())
+			if !ok {
+				continue
+			}
+			shape := m.Graph.Tensors[id].Shape
+			for i, d := range tensorDims(vi.GetType()) {
+				if p, ok := d.Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok && i < len(shape) && shape[i].Known() {
+					if _, have := derived[p.DimParam]; !have {
+						derived[p.DimParam] = shape[i].Value
+					}
+				}
+			}
+		}
+	}
+	inputs := m.SymbolicDims
+	for _, n := range sortedKeys(m.derivedDims) {
+		v := m.derivedDims[n]
+		got, ok := derived[n]
+		switch {
+		case ok && got == v:
+		case ok:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q; inference derives it from the input sizes as %d", n, v, n, got)}
+		case len(inputs) > 0:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", n, v, n, strings.Join(inputs, ", "))}
+		default:
+			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which --input-shape binds)", n, v, n)}
+		}
+	}
+	return nil
 }

@@ -97,6 +97,12 @@ func TestBindInputs(t *testing.T) {
 	if err := m.RequireInputSizes(); err != nil {
 		t.Errorf("every input bound, yet: %v", err)
 	}
+	// A size for the output-only dim that agrees with inference (a manifest restating the
+	// plan's sizes) is accepted.
+	if _, err := Load(path, Options{Dims: map[string]int64{"batch": 2, "seq": 5, "p2o.DynamicDimension.4": 5},
+		InputShapes: map[string][]int64{audio: {3, 16}, state: {2, 1, 128}}}); err != nil {
+		t.Errorf("a derived dim restated at its derived size: %v", err)
+	}
 	for name, shape := range map[string]string{"add_": "[2,3,128]", "gather_": "[2,5,8]"} {
 		if s := ocTensorNamed(t, m, name).Shape.String(); s != shape {
 			t.Errorf("%s: shape %s, want %s", name, s, shape)
@@ -126,6 +132,7 @@ func TestBindInputs(t *testing.T) {
 		want string
 	}{
 		{Options{Dims: map[string]int64{"p2o.DynamicDimension.4": 3}}, "only outputs or value_info carry it"},
+		{Options{Dims: map[string]int64{"batch": 2, "seq": 5, "p2o.DynamicDimension.4": 4}}, "inference derives it from the input sizes as 5"},
 		{Options{Dims: map[string]int64{"bach": 3}}, `no symbolic dimension "bach" (it has: batch, seq)`},
 		{Options{InputShapes: map[string][]int64{"nosuch": {1}}}, `no input "nosuch"`},
 		{Options{InputShapes: map[string][]int64{state: {2, 128}}}, "has rank 3 ([2,?,128]), not 2"},

@@ -87,9 +87,12 @@ type Model struct {
 	// If is costed by, a Loop or Scan whose trip count is unknown (counted once).
 	Notes []string
 
-	inits       map[string]*onnxpb.TensorProto
-	sub         *subgraphCosts
-	dims        map[string]int64
+	inits map[string]*onnxpb.TensorProto
+	sub   *subgraphCosts
+	dims  map[string]int64
+	// derivedDims are sizes given for dims only outputs or value_info carry, checked after
+	// inference (checkDerivedDims).
+	derivedDims map[string]int64
 	inputShapes map[string][]int64
 }
 
@@ -217,6 +220,9 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 			return nil, ie
 		}
 		return nil, fail("%v", err)
+	}
+	if err := m.checkDerivedDims(); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
