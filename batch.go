@@ -72,6 +72,7 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		r.Notes = append(r.Notes, fmt.Sprintf("--batch %d has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.Batch, MaxGranules, granules, per))
 	}
 	p := placementProblem(r.Cluster, g, times, overs, table, devs, granules, per)
+	applyNodeMemory(p, r.Cluster, devs, opt)
 	res, err := runPlacement(ctx, r, p, opt)
 	if err != nil {
 		return nil, nil, err

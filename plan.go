@@ -94,6 +94,12 @@ type Options struct {
 	// nil: the NVML index of GPUs found by --devices auto, else each GPU's position among
 	// the GPUs.
 	GPUIDs []int
+	// MemoryGraph is the model's graph sized at the dims the stages' memory is checked at
+	// (--max-dim, e.g. the longest KV cache), loaded from the same model so that its nodes
+	// and tensors are the model's; nil: the graph planned.
+	MemoryGraph *graph.Graph
+
+	nodeMem []float64 // per node of the planned (coarse) graph: weights and owned state
 }
 
 // Progress is one progress report.
@@ -148,6 +154,7 @@ type StageSummary struct {
 	CallS      float64 // the fixed cost of the stage's runtime call (the device's run overhead)
 	TotalS     float64
 	Bottleneck bool
+	Memory     StageMemory // the whole memory on its device
 }
 
 // Result is a plan ready to emit.
@@ -185,6 +192,9 @@ type Result struct {
 	// records it only then. Interrupted says the context ended planning early: the plan is
 	// the best found so far, and the manifest says so.
 	Reproducible, Interrupted bool
+	// Memory is the whole memory of each stage label of Assignment.
+	Memory   []StageMemory
+	memGraph *graph.Graph // the graph Memory is sized at
 }
 
 // cudaOrdinals maps each GPU of the cluster to the CUDA ordinal a serving process uses for it.
@@ -293,7 +303,11 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
 		return nil, &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
 	}
-	if err := checkFits(g, c, devs); err != nil {
+	mg, err := memoryGraph(g, opt)
+	if err != nil {
+		return nil, &UsageError{Msg: err.Error()}
+	}
+	if err := checkMemoryFits(g, mg, c, devs); err != nil {
 		return nil, err
 	}
 
@@ -316,6 +330,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		r.RuleSet = "none"
 	}
 	r.CoarseNodes = len(work.Nodes)
+	opt.nodeMem = workMemory(g, mg, work, coarse)
 	times := make([][]float64, len(c.Devices))
 	var overs [][]float64 // the fixed part of each time, which batched plans do not scale
 	if batched {
@@ -377,6 +392,9 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	r.Assignment = a
 	if r.Batch != nil {
 		r.Assignment = r.Batch.Routes[0].Assignment // the same stages, with the routes' note
+	}
+	if err := r.checkMemory(g, opt); err != nil {
+		return nil, err
 	}
 	r.Seconds = time.Since(start).Seconds()
 	r.Interrupted = errors.Is(ctx.Err(), context.Canceled) // the caller's, not the time limit
@@ -495,6 +513,9 @@ func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSu
 		if s := byLabel[st.Label]; s != nil {
 			st.Predicted = &emit.StagePrediction{ComputeS: s.ComputeS, CommS: s.CommS, CallS: s.CallS, TotalS: s.TotalS}
 		}
+		if mem := stageMemoryOf(r, a, st.Label); mem != nil {
+			st.Memory = mem
+		}
 	}
 	man.Timeline = r.Timeline
 	man.Notes = append(man.Notes, r.Notes...)
@@ -548,20 +569,6 @@ func identicalDevices(c *profile.Cluster, devs []int) bool {
 		}
 	}
 	return true
-}
-
-// checkFits refuses a model whose weights exceed the devices' total memory (exit 3).
-func checkFits(g *graph.Graph, c *profile.Cluster, devs []int) error {
-	total := 0.0
-	for _, d := range devs {
-		total += c.Devices[d].Capacity()
-	}
-	need := float64(g.ParamBytes())
-	if need > total {
-		return &InfeasibleError{Msg: fmt.Sprintf("the model's weights (%s) do not fit the devices' memory (%s in all): %s short",
-			human(need), human(total), human(need-total))}
-	}
-	return nil
 }
 
 func human(b float64) string {
@@ -620,6 +627,9 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	for v := range g.Nodes {
 		p.NodeNames[v] = g.Nodes[v].Label()
 		p.Params[v] = float64(g.Nodes[v].ParamBytes)
+		if len(opt.nodeMem) == len(g.Nodes) {
+			p.Params[v] = opt.nodeMem[v] // weights and owned state (memory.go)
+		}
 	}
 	// One link figure per pipeline: the slowest route between two of the devices used
 	// (identical devices on a uniform interconnect have one figure anyway).
@@ -662,10 +672,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 			k = len(devs)
 		}
 		p.K = k
-		p.MemoryCap = r.Cluster.Devices[devs[0]].Capacity()
-		if math.IsInf(p.MemoryCap, 1) {
-			p.MemoryCap = 0
-		}
+		p.MemoryCap = usableCap(&r.Cluster.Devices[devs[0]]) // less the workspace reserve
 		groups = [][]int{devs}
 	} else {
 		// Group identical devices; each group is one partition device with a count.
@@ -686,9 +693,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		for _, grp := range groups {
 			dev := &r.Cluster.Devices[grp[0]]
 			pd := partition.Device{Name: dev.Name, Count: len(grp), Work: times[grp[0]]}
-			if cp := dev.Capacity(); !math.IsInf(cp, 1) {
-				pd.MemoryCap = cp
-			}
+			pd.MemoryCap = usableCap(dev) // less the workspace reserve
 			p.Devices = append(p.Devices, pd)
 		}
 		if opt.K > 0 && opt.K != len(devs) {
@@ -875,6 +880,7 @@ func markBottleneck(st []StageSummary) {
 func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
 	devs []int, opt Options) ([]int, []int, error) {
 	p := placementProblem(r.Cluster, g, times, nil, table, devs, 1, 1)
+	applyNodeMemory(p, r.Cluster, devs, opt)
 	res, err := runPlacement(ctx, r, p, opt)
 	if err != nil {
 		return nil, nil, err

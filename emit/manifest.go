@@ -258,10 +258,26 @@ type Stage struct {
 	Outputs           []TensorRef    `json:"outputs"`
 	// Predicted is filled by planners.
 	Predicted *StagePrediction `json:"predicted"`
+	// Memory is the stage's whole memory on its device, filled by planners (absent from
+	// manual splits).
+	Memory *StageMemory `json:"memory,omitempty"`
 	// Pipeline is this stage's element of onnxruntime-genai's decoder "pipeline" array:
 	// {"stage<i>": {filename, inputs, outputs, session_options}}; `jq '[.stages[].pipeline]'`
 	// gives the whole array.
 	Pipeline map[string]GenAIStage `json:"pipeline"`
+}
+
+// StageMemory is a stage's whole memory on its device, part by part, in bytes: its weights
+// (initializers and Constant-node tensors, each once), the peak of its live activations in
+// execution order, its input and output buffers, the graph inputs and outputs it holds (such
+// as KV cache) and the device's workspace reserve. TotalBytes is their sum.
+type StageMemory struct {
+	WeightsBytes     int64 `json:"weights_bytes"`
+	ActivationsBytes int64 `json:"activations_bytes"`
+	BuffersBytes     int64 `json:"buffers_bytes"`
+	StateBytes       int64 `json:"state_bytes"`
+	ReserveBytes     int64 `json:"reserve_bytes"`
+	TotalBytes       int64 `json:"total_bytes"`
 }
 
 // SharedWeight is a weight copied into several stages.

@@ -154,6 +154,9 @@ type Device struct {
 	// onnxpart may use (from a spec file). Use Capacity.
 	Memory    Figure
 	MemoryCap Figure
+	// WorkspaceReserve is the memory the runtime takes on the device besides the stage's
+	// tensors (CUDA context, cuBLAS/cuDNN workspaces), in bytes; unknown: Reserve's default.
+	WorkspaceReserve Figure
 	// Peak is the peak arithmetic rate per precision in operations per second (dense, no
 	// sparsity). FP32 is the rate of ordinary (non-tensor) math; the other entries are the
 	// matrix rates used by MatMul and convolution.
@@ -223,6 +226,26 @@ func (d *Device) Capacity() float64 {
 		c = d.MemoryCap.Value
 	}
 	return c
+}
+
+// DefaultGPUReserve is the workspace reserve of a GPU without a workspace_reserve figure:
+// 256 MiB for the CUDA context and the cuBLAS/cuDNN workspaces ONNX Runtime's CUDA provider
+// allocates. It is a conservative default, not a measurement: the context alone is commonly
+// a few hundred MiB depending on the driver and the GPU, so a spec file should give the
+// figure measured on the deployment (e.g. free memory before and after creating a session).
+const DefaultGPUReserve = 256 << 20
+
+// Reserve is the workspace reserve of the device in bytes: WorkspaceReserve when known, else
+// DefaultGPUReserve for a GPU and 0 for other devices (a CPU's runtime buffers live in host
+// memory that Capacity rarely binds).
+func (d *Device) Reserve() float64 {
+	if d.WorkspaceReserve.Known() {
+		return math.Max(d.WorkspaceReserve.Value, 0)
+	}
+	if d.Kind == GPU {
+		return DefaultGPUReserve
+	}
+	return 0
 }
 
 // PeakFor returns the peak rate for precision p, falling back to FP32 when the device has

@@ -35,7 +35,9 @@ import (
 //	    - [42.08, 43.22, 33.28, -    ]
 //
 // Device fields: name, type (a catalog id, or "host" for this machine's measured CPU), kind,
-// model, count (replicates the device as name0, name1, …), memory, memory_cap, peak (fp32,
+// model, count (replicates the device as name0, name1, …), memory, memory_cap,
+// workspace_reserve (memory the runtime takes besides the stage's tensors; default
+// DefaultGPUReserve on a GPU, 0 elsewhere), peak (fp32,
 // tf32, fp16, bf16, int8), bandwidth, launch, run_overhead, nvlink, io_bandwidth and
 // layout_bandwidth (a stage's boundary costs; 0 for none), host_link (a preset name such as
 // pcie4, or {bandwidth, latency}), threads (host CPU), efficiency (op class or ONNX op type →
@@ -56,7 +58,7 @@ const DefaultMaxSpecBytes = 1 << 20
 // 4096xt4`) before any planning. No planner here uses that many stages anyway.
 const maxSpecDevices = 256
 
-var deviceFields = []string{"name", "type", "kind", "model", "count", "memory", "memory_cap", "peak",
+var deviceFields = []string{"name", "type", "kind", "model", "count", "memory", "memory_cap", "workspace_reserve", "peak",
 	"bandwidth", "launch", "run_overhead", "nvlink", "host_link", "threads", "efficiency", "io_bandwidth",
 	"layout_bandwidth"}
 
@@ -275,6 +277,9 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	}
 	if x, ok := positive("memory_cap", Bytes); ok {
 		dv.MemoryCap = x
+	}
+	if x, ok := spec("workspace_reserve", Bytes); ok {
+		dv.WorkspaceReserve = x
 	}
 	if x, ok := positive("bandwidth", Rate); ok {
 		dv.Bandwidth = x
