@@ -133,12 +133,32 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 		st.mu.Unlock()
 		return nil
 	}
+	if p.Batch <= 1 && o.Seed%3 == 0 {
+		o.MaxStages = 1 + int(o.Seed/3%3) // a stage cap of 1 to 3
+	}
 	ref := newRef(p).optimum()
 	res, err := schedule.Solve(context.Background(), p, o)
+	if err == nil && o.MaxStages > 0 {
+		stages := map[int]bool{}
+		for _, t := range res.Schedule.Tasks {
+			stages[t.Stage] = true
+		}
+		if len(stages) > o.MaxStages || res.Schedule.StageCount() != len(stages) {
+			fail("%d stages (schedule says %d) above the cap of %d", len(stages), res.Schedule.StageCount(), o.MaxStages)
+		}
+	}
 	if err != nil {
 		var ie *schedule.InfeasibleError
 		var ne *schedule.NoPlanError
+		var ce *schedule.StageCapError
 		switch {
+		case errors.As(err, &ce):
+			st.mu.Lock()
+			st.noPlan++
+			st.mu.Unlock()
+			if ce.MaxStages != o.MaxStages || ce.Stages <= o.MaxStages {
+				fail("stage cap error %v with a cap of %d", err, o.MaxStages)
+			}
 		case errors.As(err, &ie):
 			st.mu.Lock()
 			st.infeasible++

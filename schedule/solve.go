@@ -50,6 +50,11 @@ type Options struct {
 	MaxChannels int
 	// Progress, when set, receives progress reports (calls are serialised).
 	Progress func(Progress)
+	// MaxStages caps the stages (runtime calls, Device.CallCost) of a latency plan; 0: no
+	// cap. The chosen plan is repaired by moving whole stages onto neighbouring devices (or
+	// onto one device); Solve returns a *StageCapError when no plan within the cap fits.
+	// Batched problems take no cap.
+	MaxStages int
 }
 
 // DefaultIterations is EA's and SA's budget when neither Iterations nor a time limit is set.
@@ -177,6 +182,9 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	case SymmetryNone, SymmetryTasks, SymmetryTime:
 	default:
 		return nil, invalid("unknown symmetry criterion %q", o.Symmetry)
+	}
+	if o.MaxStages < 0 || (o.MaxStages > 0 && !in.latency()) {
+		return nil, invalid("a stage cap of %d (a positive cap, and for latency problems only: batched plans do not count their stages)", o.MaxStages)
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -517,6 +525,21 @@ func (s *solver) result() (*Result, error) {
 			e.Tried = append(e.Tried, what)
 		}
 		return nil, e
+	}
+	if in.latency() && chosen.pl != nil && chosen.sc != nil {
+		// Stage calls: merge stages while that pays, and honour the cap.
+		stop := func() bool { return false } // bounded work: every move removes time or stages
+		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, s.o.MaxStages)
+		if !ok {
+			return nil, &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, Stages: sc.StageCount()}
+		}
+		if moves > 0 {
+			s.notes = append(s.notes, fmt.Sprintf("%s's plan: %d stage move(s) to neighbouring devices (%d stages, makespan %.6g → %.6g)",
+				chosen.Method, moves, sc.StageCount(), chosen.sc.Makespan, sc.Makespan))
+			c := *chosen
+			c.pl, c.sc, c.Makespan, c.Feasible = pl, sc, sc.Makespan, sc.Feasible
+			chosen = &c
+		}
 	}
 	r := &Result{Method: chosen.Method, Objective: "latency", Placement: chosen.pl, Schedule: chosen.sc,
 		Makespan: chosen.sc.Makespan, Throughput: chosen.sc.Throughput, Modules: s.modules}
