@@ -2,6 +2,7 @@ package onnxpart
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -220,6 +221,13 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 		return nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a placement solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver)}
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
+	if opt.K > 0 {
+		// -k caps the stages (runtime calls) of the placement.
+		if p.Batch > 1 {
+			return nil, &UsageError{Msg: fmt.Sprintf("-k %d: batched placements (--batch %d in %d granules) cannot cap their stages yet; leave -k out, or plan one input (--objective latency)", opt.K, p.Batch*max(p.GranuleSize, 1), p.Batch)}
+		}
+		so.MaxStages = opt.K
+	}
 	if opt.Bounds == "none" && method == "auto" {
 		so.Method = "heft"
 	}
@@ -229,6 +237,10 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 		}
 	}
 	res, err := solveLatency(ctx, p, so, opt.Reproducible)
+	var capErr *schedule.StageCapError
+	if errors.As(err, &capErr) {
+		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages)}
+	}
 	if err != nil {
 		return nil, solverError(err)
 	}

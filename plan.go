@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -889,27 +890,24 @@ func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 	if res.Makespan > 0 {
 		r.ThroughputPerS = 1 / res.Makespan
 	}
-	// Stages: split each device's work into runs so that the stage graph stays acyclic.
-	dev, start := make([]int, len(g.Nodes)), make([]float64, len(g.Nodes))
-	for v := range g.Nodes {
-		dev[v], start[v] = res.Nodes[v].Device, res.Nodes[v].Start
-	}
-	stage, labelDev := stagesFromPlacement(g, dev, start, devs)
+	// Stages are the schedule's: a device's run of tasks that one runtime call executes
+	// (schedule.Device.CallCost prices each), so the emitted stages are the priced ones.
+	stage, labelDev := scheduleStages(g, res.Schedule, devs)
 	for l, d := range labelDev { // labels are 0..len-1 in creation order
 		r.Stages = append(r.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
 	}
-	for v, l := range stage {
-		s := &r.Stages[l]
+	for _, t := range res.Schedule.Tasks {
+		s := &r.Stages[stage[t.Node]]
 		s.Ops++
-		s.ParamBytes += g.Nodes[v].ParamBytes
-		np := res.Nodes[v]
-		s.ComputeS += np.End - np.Start
+		s.ParamBytes += g.Nodes[t.Node].ParamBytes
+		s.ComputeS += t.End - t.Start - t.Call
+		s.CallS += t.Call
 	}
 	for _, tr := range res.Schedule.Transfers {
 		r.Stages[stage[tr.To]].CommS += tr.End - tr.Start
 	}
 	for i := range r.Stages {
-		r.Stages[i].TotalS = r.Stages[i].ComputeS + r.Stages[i].CommS
+		r.Stages[i].TotalS = r.Stages[i].ComputeS + r.Stages[i].CommS + r.Stages[i].CallS
 	}
 	markBottleneck(r.Stages)
 	for _, t := range res.Schedule.Tasks {
@@ -937,7 +935,9 @@ func placementProblem(c *profile.Cluster, g *graph.Graph, times, overs [][]float
 	}
 	for _, d := range devs {
 		dev := &c.Devices[d]
-		sd := schedule.Device{Name: dev.Name}
+		// Every stage is one runtime call (session run, synchronisation, the hand-off
+		// through the host): the device's run overhead, once per stage.
+		sd := schedule.Device{Name: dev.Name, CallCost: math.Max(table.RunOverhead[d], 0)}
 		if cp := dev.Capacity(); !math.IsInf(cp, 1) {
 			sd.Memory = cp
 		}
@@ -982,13 +982,23 @@ func placementProblem(c *profile.Cluster, g *graph.Graph, times, overs [][]float
 		}
 		p.Nodes = append(p.Nodes, n)
 	}
+	zeroTimes := make([][]float64, len(devs))
+	for i := range zeroTimes {
+		zeroTimes[i] = make([]float64, len(devs))
+	}
 	for t := range g.Tensors {
 		tn := &g.Tensors[t]
 		if tn.Producer < 0 {
 			continue
 		}
 		for _, c := range tn.Consumers {
-			p.Edges = append(p.Edges, schedule.Edge{From: tn.Producer, To: c, Bytes: math.Max(float64(tn.Bytes), 0) * float64(per)})
+			e := schedule.Edge{From: tn.Producer, To: c, Bytes: math.Max(float64(tn.Bytes), 0) * float64(per)}
+			if g.Nodes[tn.Producer].Static {
+				// Weight-only nodes are emitted again in every stage that reads them (emit's
+				// classify): their outputs cross no stage boundary and need no transfer.
+				e.Time = zeroTimes
+			}
+			p.Edges = append(p.Edges, e)
 		}
 	}
 	return p
@@ -1145,6 +1155,61 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 type hiddenDeadline struct{ context.Context }
 
 func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// scheduleStages returns the stage label of every node of a latency schedule and the cluster
+// device of every label: the schedule's stages (schedule.Task.Stage: a run of a device's
+// tasks that one call executes, opened by a task that reads from another device or by the
+// device's first task), numbered in the order they open. The stage graph is acyclic
+// (schedule's opensStage says why). A stage of weight-only nodes alone (emit puts those in
+// every stage that reads them) is dropped: its nodes take the label of a consumer.
+func scheduleStages(g *graph.Graph, sc *schedule.Schedule, devs []int) (stage []int, labelDevice []int) {
+	n := len(g.Nodes)
+	stage = make([]int, n)
+	dev := make([]int, n)
+	nst := 0
+	for _, t := range sc.Tasks {
+		stage[t.Node], dev[t.Node] = t.Stage, t.Device
+		nst = max(nst, t.Stage+1)
+	}
+	real := make([]bool, nst)
+	for v := range g.Nodes {
+		if !g.Nodes[v].Static {
+			real[stage[v]] = true
+		}
+	}
+	label := make([]int, nst)
+	for s := range label {
+		label[s] = -1
+	}
+	if !slices.Contains(real, true) && nst > 0 { // weights only: one stage
+		real[0] = true
+	}
+	for s := 0; s < nst; s++ {
+		if real[s] {
+			label[s] = len(labelDevice)
+			labelDevice = append(labelDevice, -1)
+		}
+	}
+	for v := range g.Nodes {
+		if l := label[stage[v]]; l >= 0 {
+			labelDevice[l] = devs[dev[v]]
+		}
+	}
+	for v := range g.Nodes {
+		l := label[stage[v]]
+		if l < 0 { // a weight-only stage: join the first consumer's
+			l = 0
+			for _, c := range g.Succs(v) {
+				if cl := label[stage[c]]; cl >= 0 {
+					l = cl
+					break
+				}
+			}
+		}
+		stage[v] = l
+	}
+	return stage, labelDevice
+}
 
 // stagesFromPlacement turns a placement (dev[v], an index into devs, and the start time of
 // every node) into stages: nodes are taken in order of start time; a node joins its device's current stage when every predecessor on another device

@@ -82,7 +82,7 @@ type runFlags struct {
 	timeLimit                                                                 time.Duration
 	gap                                                                       float64
 	dims, emit                                                                []string
-	inputShapes                                                               []string
+	inputShapes, maxDims                                                      []string
 	gpuIDs                                                                    []int
 	seed                                                                      int64
 	asJSON, force, quiet, freezeDims, allowUnknownShapes, verbose             bool
@@ -103,6 +103,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeLimit, "time-limit", 30*time.Second, "time budget for planning (search and bounds)")
 	fs.Float64Var(&f.gap, "gap", 0, "stop as soon as the plan is proved within this relative gap (e.g. 0.01)")
 	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
+	fs.StringArrayVar(&f.maxDims, "max-dim", nil, "check each stage's memory (KV cache, activations, buffers) at this size of a symbolic dimension, NAME=SIZE (repeatable; default: the --dim size)")
 	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
 	fs.BoolVar(&f.allowUnknownShapes, "allow-unknown-shapes", false, "plan even when shape inference leaves most nodes' output shapes (so their FLOPs and activation bytes) unknown; they count 0")
 	fs.BoolVar(&f.freezeDims, "freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims; the sizes only cost and check the plan)")
@@ -179,6 +180,10 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	memGraph, err := maxDimGraph(fs.Arg(0), f.maxDims, dims, shapes)
+	if err != nil {
+		return err
+	}
 	if err := m.RequireInputSizes(); err != nil { // every input size known, and none breaks a node
 		return err
 	}
@@ -215,7 +220,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
-		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs}
+		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	interrupted := ctx.Err() != nil
