@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"onnxpart/graph"
-	"onnxpart/ingest"
 	"onnxpart/internal/onnxpb"
 )
 
@@ -203,10 +203,10 @@ func checkStageFile(dir string, i int, st *Stage) []string {
 		reads := append([]string{}, n.Input...)
 		for _, a := range n.Attribute {
 			if a.G != nil {
-				reads = append(reads, ingest.FreeNames(a.G)...)
+				reads = append(reads, access.FreeNames(a.G)...)
 			}
 			for _, sg := range a.Graphs {
-				reads = append(reads, ingest.FreeNames(sg)...)
+				reads = append(reads, access.FreeNames(sg)...)
 			}
 		}
 		for _, r := range reads {

@@ -3,6 +3,7 @@ package emit
 import (
 	"container/heap"
 	"fmt"
+	"onnxpart/internal/access"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -586,7 +587,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 	dims := boundDims(m)
 	man.Model = ModelInfo{
 		Path: l.opt.ModelPath, File: filepath.Base(m.Path), SHA256: m.SHA256, FileBytes: m.FileSize,
-		IRVersion: m.Proto.GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
+		IRVersion: access.ModelProto(m).GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
 		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: append([]string{}, l.symbolic...),
 		ExternalData: m.ExternalData,
 	}
@@ -817,7 +818,7 @@ func boundDims(m *ingest.Model) map[string]int64 {
 		unbound[d] = true
 	}
 	dims := map[string]int64{}
-	pg := m.Proto.Graph
+	pg := access.ModelProto(m).Graph
 	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input, pg.Output, pg.ValueInfo} {
 		for _, vi := range l {
 			id, ok := m.Graph.TensorByName(vi.GetName())

@@ -3,6 +3,7 @@ package emit
 import (
 	"fmt"
 	"io"
+	"onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +12,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"onnxpart/graph"
-	"onnxpart/ingest"
 	"onnxpart/internal/onnxpb"
 )
 
@@ -30,7 +30,7 @@ type externalTensor struct {
 // stageModel builds stage i's model. Unchanged messages of the source (nodes, inline
 // weights, opsets, functions) are shared, not copied: the source is never modified.
 func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error) {
-	src := l.m.Proto
+	src := access.ModelProto(l.m)
 	g := l.m.Graph
 	sp := l.stages[i]
 	pg := src.Graph
@@ -95,7 +95,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			gr.SparseInitializer = append(gr.SparseInitializer, st)
 			continue
 		}
-		tp := l.m.Initializer(name)
+		tp := access.Initializer(l.m, name)
 		if tp == nil {
 			return nil, nil, fmt.Errorf("internal error: no initializer %q", name)
 		}
@@ -206,7 +206,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			}
 			et.path, et.offset, et.length = ref.Path, ref.Offset, ref.Length
 		} else {
-			b, err := ingest.TensorData(tp)
+			b, err := access.TensorData(tp)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"sort"
@@ -903,7 +904,7 @@ func halfBoundaries(g *graph.Graph, man *Manifest) []string {
 // in float16), and the nodes of later stages read the copy. ONNX semantics are unchanged.
 func roundedReference(m *ingest.Model, man *Manifest, rounded []string, inNames, outNames []string, sopt ort.Options) (*ort.Session, error) {
 	g := m.Graph
-	mp := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+	mp := proto.Clone(access.ModelProto(m)).(*onnxpb.ModelProto)
 	pg := mp.Graph
 	stageOf := map[string]int{} // node label → its only stage (absent when duplicated)
 	for i, st := range man.Stages {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strings"
@@ -533,7 +534,7 @@ func tempBase(abs string) string {
 func modelFiles(m *ingest.Model) []string {
 	paths := []string{m.Path}
 	seen := map[string]bool{m.Path: true}
-	for _, tp := range m.Proto.Graph.Initializer {
+	for _, tp := range access.ModelProto(m).Graph.Initializer {
 		if ref, err := m.ExternalRef(tp.GetName()); err == nil && ref != nil && !seen[ref.Path] {
 			seen[ref.Path] = true
 			paths = append(paths, ref.Path)

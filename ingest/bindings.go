@@ -84,7 +84,7 @@ func ParseInputShapes(list []string) (map[string][]int64, error) {
 // records them: every dim_param an input shape names gets its size (consistently with --dim
 // and the other input shapes). A binding for a dimension no input carries is a usage error.
 func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error {
-	g := m.Proto.Graph
+	g := m.proto.Graph
 	inits := map[string]bool{}
 	for _, t := range g.Initializer {
 		inits[t.GetName()] = true
@@ -373,7 +373,7 @@ func (m *Model) checkDerivedDims() error {
 		return nil
 	}
 	derived := map[string]int64{}
-	pg := m.Proto.Graph
+	pg := m.proto.Graph
 	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Output, pg.ValueInfo} {
 		for _, vi := range l {
 			id, ok := m.Graph.TensorByName(vi.GetName())

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"onnxpart/internal/access"
 	"sort"
 
 	"onnxpart/graph"
@@ -10,9 +11,9 @@ import (
 
 // build turns the protobuf graph into a graph.Graph, then infers shapes and costs.
 func (m *Model) build() error {
-	pg := m.Proto.Graph
+	pg := m.proto.Graph
 	b := graph.NewBuilder(pg.GetName())
-	for _, op := range m.Proto.OpsetImport {
+	for _, op := range m.proto.OpsetImport {
 		b.SetOpset(op.GetDomain(), op.GetVersion())
 	}
 	m.inits = map[string]*onnxpb.TensorProto{}
@@ -104,10 +105,16 @@ func (m *Model) build() error {
 	return nil
 }
 
-// FreeNames returns the names a subgraph (an If branch, a Loop or Scan body) reads from
-// enclosing scopes, its nested subgraphs included, in order of use with repetitions: the
-// outer-scope captures that make the node holding the subgraph depend on their producers.
-func FreeNames(g *onnxpb.GraphProto) []string { return freeNames(g, nil) }
+// The hooks of internal/access: what onnxpart's own packages need of the protobuf.
+func init() {
+	access.ModelProto = func(m any) *onnxpb.ModelProto { return m.(*Model).proto }
+	access.Initializer = func(m any, name string) *onnxpb.TensorProto { return m.(*Model).inits[name] }
+	access.TensorData = tensorData
+	// FreeNames: the names a subgraph (an If branch, a Loop or Scan body) reads from
+	// enclosing scopes, its nested subgraphs included, in order of use with repetitions: the
+	// outer-scope captures that make the node holding the subgraph depend on their producers.
+	access.FreeNames = func(g *onnxpb.GraphProto) []string { return freeNames(g, nil) }
+}
 
 // freeNames returns the names a subgraph reads from enclosing scopes: names used by its nodes
 // (including nested subgraphs) or listed as its outputs that the subgraph does not define

@@ -51,13 +51,13 @@ func (m *Model) countCosts() {
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		n.FLOPs = nodeFLOPs(g, n)
-		if n.Subgraphs > 0 && i < len(m.Proto.GetGraph().GetNode()) {
-			f, note := m.sub.controlFLOPs(n, m.Proto.Graph.Node[i])
+		if n.Subgraphs > 0 && i < len(m.proto.GetGraph().GetNode()) {
+			f, note := m.sub.controlFLOPs(n, m.proto.Graph.Node[i])
 			n.FLOPs = addSat(max(n.FLOPs, 0), f)
 			if note != "" {
 				m.Notes = append(m.Notes, note)
 			}
-			_, n.SubgraphParamBytes = subgraphWeights(m.Proto.Graph.Node[i])
+			_, n.SubgraphParamBytes = subgraphWeights(m.proto.Graph.Node[i])
 		}
 		n.InputBytes, n.ParamBytes, n.OutputBytes = 0, 0, 0
 		seen := map[int]bool{}

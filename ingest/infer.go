@@ -210,7 +210,7 @@ func (c *nctx) errorf(format string, a ...any) error {
 // inferShapes assigns dtype, shape and byte size to every tensor of the graph.
 func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 	g := m.Graph
-	pg := m.Proto.Graph
+	pg := m.proto.Graph
 	inf := &inferer{m: m, g: g, info: make([]tinfo, len(g.Tensors)),
 		declared: map[string]*onnxpb.TypeProto{}, unsupported: map[string]bool{}, subWork: new(int)}
 	m.sub = newSubgraphCosts()
@@ -355,7 +355,7 @@ func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo
 		return nil
 	}
 	b := graph.NewBuilder(sg.GetName())
-	for _, op := range inf.m.Proto.OpsetImport {
+	for _, op := range inf.m.proto.OpsetImport {
 		b.SetOpset(op.GetDomain(), op.GetVersion())
 	}
 	local := map[string]bool{}

@@ -66,8 +66,9 @@ type Model struct {
 	// SHA256 of the model file (hex) and its size in bytes.
 	SHA256   string
 	FileSize int64
-	// Proto is the decoded model. Node i of Graph is Proto.Graph.Node[i].
-	Proto *onnxpb.ModelProto
+	// proto is the decoded model (node i of Graph is proto.Graph.Node[i]); onnxpart's own
+	// packages reach it through internal/access.
+	proto *onnxpb.ModelProto
 	Graph *graph.Graph
 	// Unsupported lists op types (domain-qualified when not ONNX) that shape inference does not
 	// know; their outputs take shapes from value_info when present.
@@ -200,7 +201,7 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 		Dir:      filepath.Dir(path),
 		SHA256:   hex.EncodeToString(sum[:]),
 		FileSize: int64(len(data)),
-		Proto:    &mp,
+		proto:    &mp,
 	}
 	if err := m.bindDims(opt.Dims, opt.InputShapes); err != nil {
 		return nil, err

@@ -103,7 +103,7 @@ func TestExternalDataNotLoaded(t *testing.T) {
 		t.Fatal("ExternalData is false")
 	}
 	var external, inline int
-	for _, init := range m.Proto.Graph.Initializer {
+	for _, init := range m.proto.Graph.Initializer {
 		if init.GetDataLocation() == 1 {
 			external++
 			if len(init.RawData) != 0 {

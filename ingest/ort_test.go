@@ -69,7 +69,7 @@ func TestShapesMatchONNXRuntime(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := m.Graph
-			mp := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+			mp := proto.Clone(m.proto).(*onnxpb.ModelProto)
 			have := map[string]bool{}
 			for _, o := range mp.Graph.Output {
 				have[o.GetName()] = true

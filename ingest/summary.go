@@ -109,16 +109,16 @@ func Info(g *graph.Graph, id int, withEdges bool) TensorInfo {
 func (m *Model) Summarize(withTensors bool) *Summary {
 	g := m.Graph
 	s := &Summary{
-		Path: m.Path, SHA256: m.SHA256, IRVersion: m.Proto.GetIrVersion(),
-		Producer: m.Proto.GetProducerName(), Opsets: map[string]int64{},
+		Path: m.Path, SHA256: m.SHA256, IRVersion: m.proto.GetIrVersion(),
+		Producer: m.proto.GetProducerName(), Opsets: map[string]int64{},
 		Nodes: len(g.Nodes), Edges: g.NumEdges(), Ops: map[string]int{},
 		FLOPs: g.TotalFLOPs(), ParamsBytes: m.ParamBytes(),
 		UnsupportedOps: append([]string{}, m.Unsupported...),
 		SymbolicDims:   append([]string{}, m.SymbolicDims...),
 		ExternalData:   m.ExternalData, Warnings: m.Warnings,
 	}
-	if m.Proto.GetProducerVersion() != "" {
-		s.Producer += " " + m.Proto.GetProducerVersion()
+	if m.proto.GetProducerVersion() != "" {
+		s.Producer += " " + m.proto.GetProducerVersion()
 	}
 	for d, v := range g.Opsets {
 		if d == "" {
@@ -128,8 +128,8 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 	}
 	for i := range g.Nodes {
 		s.Ops[qualifiedOp(g.Nodes[i].Domain, g.Nodes[i].OpType)]++
-		if g.Nodes[i].Subgraphs > 0 && i < len(m.Proto.GetGraph().GetNode()) {
-			n, _ := subgraphWeights(m.Proto.Graph.Node[i]) // weights inside control flow
+		if g.Nodes[i].Subgraphs > 0 && i < len(m.proto.GetGraph().GetNode()) {
+			n, _ := subgraphWeights(m.proto.Graph.Node[i]) // weights inside control flow
 			s.Params += n
 		}
 	}

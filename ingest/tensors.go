@@ -225,8 +225,6 @@ func (m *Model) ExternalRef(name string) (*ExternalRef, error) {
 	return m.externalRef(t)
 }
 
-// Initializer returns the initializer proto called name, or nil.
-func (m *Model) Initializer(name string) *onnxpb.TensorProto { return m.inits[name] }
 
 // maxFoldElements bounds the size of tensors whose values are decoded for constant folding.
 const maxFoldElements = 1 << 14
@@ -292,17 +290,17 @@ func (m *Model) rawBytes(t *onnxpb.TensorProto) ([]byte, bool) {
 		}
 		return buf, true
 	}
-	buf, err := TensorData(t)
+	buf, err := tensorData(t)
 	if err != nil {
 		return nil, false
 	}
 	return buf, true
 }
 
-// TensorData returns the little-endian bytes of a tensor stored inline in the model: its
+// tensorData returns the little-endian bytes of a tensor stored inline in the model: its
 // raw_data, or its typed field (float_data, int32_data, …) converted. The size must match
 // the tensor's shape and type.
-func TensorData(tp *onnxpb.TensorProto) ([]byte, error) {
+func tensorData(tp *onnxpb.TensorProto) ([]byte, error) {
 	dt := graph.DType(tp.GetDataType())
 	want, err := graph.ByteSize(dt, graph.ShapeOf(tp.Dims...))
 	if err != nil || want < 0 {

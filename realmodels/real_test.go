@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,7 +164,7 @@ func TestRealModels(t *testing.T) {
 // Runtime and compares each tensor's dtype and shape with inference.
 func checkShapes(t *testing.T, m *ingest.Model, in map[string]*ort.Tensor, dir string) {
 	g := m.Graph
-	mp := proto.Clone(m.Proto).(*onnxpb.ModelProto)
+	mp := proto.Clone(access.ModelProto(m)).(*onnxpb.ModelProto)
 	have := map[string]bool{}
 	for _, o := range mp.Graph.Output {
 		have[o.GetName()] = true

@@ -69,21 +69,9 @@ func Init() error {
 	return initErr
 }
 
-// Tensor is a dense tensor in raw little-endian form.
-type Tensor struct {
-	DType graph.DType
-	Shape []int64
-	Data  []byte
-}
-
-// Elements is the number of elements of the tensor's shape.
-func (t *Tensor) Elements() int64 {
-	n := int64(1)
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
-}
+// Tensor is a dense tensor in raw little-endian form: graph.Value, the public type the
+// feeds and results of onnxpart's API use.
+type Tensor = graph.Value
 
 // Options for a session.
 type Options struct {
