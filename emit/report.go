@@ -309,6 +309,7 @@ type barRow struct {
 	Label                string
 	LabelY               float64
 	Track, Bar           svgRect
+	Parts                []svgRect // segments of Bar (a stage memory's parts), drawn over it
 	Marker               *svgRect
 	Text                 svgText
 	Over, Best, Emphasis bool
@@ -1381,19 +1382,37 @@ func buildMemory(m *Manifest, color map[string]string) memoryView {
 		capOf[d.Name] = d.MemoryBytes
 	}
 	weights := map[string]int64{}
+	whole := map[string]*StageMemory{} // the device's stages' whole memory, part by part
 	for _, s := range m.Stages {
 		weights[s.Device] += max(s.ParamsBytes, 0)
+		if sm := s.Memory; sm != nil {
+			w := whole[s.Device]
+			if w == nil {
+				w = &StageMemory{}
+				whole[s.Device] = w
+			}
+			// The device's stages hold their tensors side by side; its reserve once.
+			w.WeightsBytes += sm.WeightsBytes
+			w.ActivationsBytes += sm.ActivationsBytes
+			w.BuffersBytes += sm.BuffersBytes
+			w.StateBytes += sm.StateBytes
+			w.ReserveBytes = max(w.ReserveBytes, sm.ReserveBytes)
+			w.TotalBytes = w.WeightsBytes + w.ActivationsBytes + w.BuffersBytes + w.StateBytes + w.ReserveBytes
+		}
 	}
 	type row struct {
 		name      string
 		used, cap int64
 		estimated bool
+		parts     *StageMemory
 	}
 	var rows []row
 	var scale int64
 	for _, n := range deviceNames(m) {
 		r := row{name: n, used: weights[n], cap: capOf[n]}
-		if e, ok := est[n]; ok {
+		if w := whole[n]; w != nil {
+			r.used, r.estimated, r.parts = w.TotalBytes, true, w
+		} else if e, ok := est[n]; ok {
 			r.used, r.estimated = e.UsedBytes, true
 			if e.CapacityBytes > 0 {
 				r.cap = e.CapacityBytes
@@ -1419,7 +1438,26 @@ func buildMemory(m *Manifest, color map[string]string) memoryView {
 		uw := plotW * float64(r.used) / float64(scale)
 		br.Bar = svgRect{X: ganttLabelW, Y: y + 4, W: math.Max(uw, 1), H: 18, Fill: color[r.name], Class: "used"}
 		what := "weights"
-		if r.estimated {
+		if r.parts != nil {
+			what = fmt.Sprintf("(weights %s + activations %s + buffers %s + state %s + reserve %s)",
+				fmtBytes(r.parts.WeightsBytes), fmtBytes(r.parts.ActivationsBytes), fmtBytes(r.parts.BuffersBytes),
+				fmtBytes(r.parts.StateBytes), fmtBytes(r.parts.ReserveBytes))
+			x := float64(ganttLabelW)
+			for _, p := range []struct {
+				name  string
+				bytes int64
+			}{{"weights", r.parts.WeightsBytes}, {"activations", r.parts.ActivationsBytes}, {"buffers", r.parts.BuffersBytes},
+				{"state", r.parts.StateBytes}, {"reserve", r.parts.ReserveBytes}} {
+				if p.bytes <= 0 {
+					continue
+				}
+				w := plotW * float64(p.bytes) / float64(scale)
+				br.Parts = append(br.Parts, svgRect{X: x, Y: y + 4, W: w, H: 18, Fill: color[r.name], Class: "used mem-" + p.name,
+					Title: fmt.Sprintf("%s: %s %s", r.name, p.name, fmtBytes(p.bytes))})
+				x += w
+			}
+			br.Bar.Fill = "#fff" // under the parts, which draw the device's colour by part
+		} else if r.estimated {
 			what = "estimated"
 		} else {
 			anyWeightsOnly = true

@@ -56,6 +56,8 @@ svg.defs { position: absolute; width: 0; height: 0; }
 .track { fill: #eef1f4; stroke: #c5ced6; }
 .used { fill-opacity: .85; }
 .used.over { stroke: var(--bad); stroke-width: 2; }
+.mem-weights { fill-opacity: 1; } .mem-activations { fill-opacity: .7; } .mem-buffers { fill-opacity: .5; }
+.mem-state { fill-opacity: .35; } .mem-reserve { fill-opacity: .15; stroke: #98a2ad; stroke-dasharray: 3 2; }
 .bound { fill: #76b7b2; }
 .upper { fill: #e15759; }
 .chart-row.best .bar-label, .chart-row.emph .bar-label { font-weight: 700; }
@@ -308,7 +310,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <div class="scroll">
 <svg class="bars" width="{{f1 .Width}}" height="{{f1 .Height}}" viewBox="0 0 {{f1 .Width}} {{f1 .Height}}" role="img" aria-label="bar chart">
 {{- range .Rows}}
-<g class="chart-row{{if .Best}} best{{end}}{{if .Emphasis}} emph{{end}}{{if .Over}} over{{end}}"><text x="180" y="{{f1 .LabelY}}" text-anchor="end" class="row-label">{{.Label}}</text>{{with .Track}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" class="{{.Class}}"></rect>{{end}}{{with .Bar}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"{{if .Fill}} fill="{{.Fill}}"{{end}} class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{with .Text}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}</g>
+<g class="chart-row{{if .Best}} best{{end}}{{if .Emphasis}} emph{{end}}{{if .Over}} over{{end}}"><text x="180" y="{{f1 .LabelY}}" text-anchor="end" class="row-label">{{.Label}}</text>{{with .Track}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" class="{{.Class}}"></rect>{{end}}{{with .Bar}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"{{if .Fill}} fill="{{.Fill}}"{{end}} class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{range .Parts}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}" class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{with .Text}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}</g>
 {{- end}}
 </svg>
 </div>
