@@ -260,7 +260,7 @@ type Stage struct {
 	Predicted *StagePrediction `json:"predicted"`
 	// Memory is the stage's whole memory on its device, filled by planners (absent from
 	// manual splits).
-	Memory *StageMemory `json:"memory,omitempty"`
+	Memory *StageMemory `json:"whole_memory,omitempty"`
 	// Pipeline is this stage's element of onnxruntime-genai's decoder "pipeline" array:
 	// {"stage<i>": {filename, inputs, outputs, session_options}}; `jq '[.stages[].pipeline]'`
 	// gives the whole array.

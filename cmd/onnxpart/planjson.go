@@ -60,6 +60,8 @@ type stageCostJSON struct {
 	// stages on the critical path of a latency or batched plan's schedule.
 	Bottleneck   bool `json:"bottleneck"`
 	CriticalPath bool `json:"critical_path,omitempty"`
+	// Memory is the stage's whole memory on its device, as in the manifest (model plans).
+	Memory *emit.StageMemory `json:"whole_memory,omitempty"`
 }
 
 type boundJSON struct {

@@ -352,7 +352,8 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 		o.StageDeviceNames = append(o.StageDeviceNames, st.Device)
 		s := byLabel[st.Label]
 		o.StageCosts = append(o.StageCosts, stageCostJSON{Work: s.ComputeS, Comm: s.CommS, Call: s.CallS, Total: s.TotalS,
-			ParamsBytes: st.ParamsBytes, Nodes: len(st.Nodes), Bottleneck: isPipeline(r) && s.Bottleneck, CriticalPath: critical[st.Index]})
+			ParamsBytes: st.ParamsBytes, Nodes: len(st.Nodes), Bottleneck: isPipeline(r) && s.Bottleneck, CriticalPath: critical[st.Index],
+			Memory: st.Memory})
 	}
 	return o
 }
