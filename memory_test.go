@@ -114,8 +114,8 @@ func decoderModel(t *testing.T) string {
 	}
 	axis1 := &onnxpb.AttributeProto{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(1)}
 	g := &onnxpb.GraphProto{Name: proto.String("decoder"),
-		Input: []*onnxpb.ValueInfoProto{vi("x", 1, 1, d), vi("enc", 1, "past", d), vi("past.0", 1, "past", d), vi("past.1", 1, "past", d)},
-		Output: []*onnxpb.ValueInfoProto{vi("y", 1, 1, d), vi("present.0", 1, "total", d), vi("present.1", 1, "total", d)},
+		Input:       []*onnxpb.ValueInfoProto{vi("x", 1, 1, d), vi("enc", 1, "past", d), vi("past.0", 1, "past", d), vi("past.1", 1, "past", d)},
+		Output:      []*onnxpb.ValueInfoProto{vi("y", 1, 1, d), vi("present.0", 1, "total", d), vi("present.1", 1, "total", d)},
 		Initializer: []*onnxpb.TensorProto{weight("w0"), weight("w1"), weight("w2")},
 		Node: []*onnxpb.NodeProto{
 			node("MatMul", "mm0", []string{"x", "w0"}, []string{"h0"}),
@@ -244,5 +244,40 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 	var inf *InfeasibleError
 	if !errors.As(err, &inf) || !strings.Contains(err.Error(), "weights 48.0 KiB + state") {
 		t.Fatalf("got %v, want an InfeasibleError with the parts", err)
+	}
+}
+
+// TestNodeMemory: the solvers see each node's weights and the state it owns; a graph input
+// read by several nodes counts at its first reader only (x is mm0's, y mm2's). Planned with room for each stage's
+// whole memory, every stage fits its device.
+func TestNodeMemory(t *testing.T) {
+	const past = 512
+	m, err := ingest.Load(decoderModel(t), ingest.Options{Dims: map[string]int64{"past": past, "total": past + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.Graph
+	mem := nodeMemory(g, g)
+	pastB, presentB, w := float64(past*64*4), float64((past+1)*64*4), float64(64*64*4)
+	for name, want := range map[string]float64{"mm0": w + 64*4, "cat0": pastB + presentB, "mix0": pastB, "mix1": 0, "cat1": pastB + presentB, "mm2": w + 64*4} {
+		v, ok := g.NodeByName(name)
+		if !ok {
+			t.Fatalf("no node %s", name)
+		}
+		if mem[v] != want {
+			t.Errorf("%s: %g B, want %g", name, mem[v], want)
+		}
+	}
+	// 700 KiB each: one stage cannot hold it all (weights and state ≈ 0.69 MiB, with m0, m1);
+	// the plan splits it so that each stage fits.
+	c := twoDevices(t, "700KiB")
+	r, err := Plan(context.Background(), m, c, Options{K: 2, Objective: Throughput, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.Stages {
+		if cp := c.Devices[c.Index(s.Device)].Capacity(); float64(s.Memory.Total()) > cp || s.Memory.Total() == 0 {
+			t.Errorf("stage %d: %s, capacity %g", s.Stage, s.Memory.Parts(), cp)
+		}
 	}
 }
