@@ -300,14 +300,17 @@ func applyNodeMemory(p *schedule.Problem, c *profile.Cluster, devs []int, opt Op
 	}
 }
 
-// checkMemoryFits refuses, before planning, a model whose weights and state exceed the
-// devices' memory less their reserves in all (exit 3): every plan holds each weight and
-// each state tensor at least once.
+// checkMemoryFits refuses, before planning, a model whose weights and state exceed what the
+// devices offer in all, each its capacity less its workspace reserve (exit 3): every plan
+// holds each weight and each state tensor at least once, and a device it uses holds its
+// reserve too (a device whose reserve exceeds its capacity offers nothing).
 func checkMemoryFits(g, mg *graph.Graph, c *profile.Cluster, devs []int) error {
-	total, reserve := 0.0, 0.0
+	total, reserve, usable := 0.0, 0.0, 0.0
 	for _, d := range devs {
-		total += c.Devices[d].Capacity()
-		reserve += c.Devices[d].Reserve()
+		dev := &c.Devices[d]
+		total += dev.Capacity()
+		reserve += dev.Reserve()
+		usable += math.Max(dev.Capacity()-dev.Reserve(), 0)
 	}
 	weights := float64(g.ParamBytes())
 	state := 0.0
@@ -317,9 +320,9 @@ func checkMemoryFits(g, mg *graph.Graph, c *profile.Cluster, devs []int) error {
 			state += float64(max(tn.Bytes, 0))
 		}
 	}
-	if need := weights + state + reserve; need > total {
-		return &InfeasibleError{Msg: fmt.Sprintf("the model does not fit the devices' memory: weights %s + state %s + reserves %s = %s > %s in all (%s short)",
-			human(weights), human(state), human(reserve), human(need), human(total), human(need-total))}
+	if need := weights + state; need > usable {
+		return &InfeasibleError{Msg: fmt.Sprintf("the model does not fit the devices' memory: weights %s + state %s = %s > %s in all (capacities %s less reserves %s; %s short)",
+			human(weights), human(state), human(need), human(usable), human(total), human(reserve), human(need-usable))}
 	}
 	return nil
 }
