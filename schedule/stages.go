@@ -116,32 +116,24 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		moves++
 	}
 	if maxStages > 0 && sc.StageCount() > maxStages {
-		var bpl *Placement
-		var bsc *Schedule
-		for u := range in.k {
-			q := &Placement{Device: make([]int, in.n), Order: pl.Order}
-			ok := true
-			for i := range q.Device {
-				q.Device[i] = u
-				ok = ok && in.canRun(i, u)
-			}
-			if !ok {
-				continue
-			}
-			if s, err := in.simulate(q); err == nil && s.Feasible && (bsc == nil || s.Makespan < bsc.Makespan) {
-				bpl, bsc = q, s
+		var best *stageMove
+		for _, m := range in.oneDevice(pl) {
+			if m.sc.Feasible && (best == nil || m.sc.Makespan < best.sc.Makespan) {
+				best = &m
 			}
 		}
-		if bsc == nil {
+		if best == nil {
 			return pl, sc, moves, false
 		}
-		pl, sc = bpl, bsc
+		pl, sc = best.pl, best.sc
 		moves++
 	}
 	for round := 0; round < 4*in.n && !stop(); round++ {
 		var best *stageMove
-		for _, m := range in.stageMoves(pl, sc) {
-			if maxStages > 0 && m.sc.StageCount() > maxStages {
+		// Single stage moves, and every node onto one device (a plan of many small stages
+		// may lose to one device while no single move pays).
+		for _, m := range append(in.stageMoves(pl, sc), in.oneDevice(pl)...) {
+			if (maxStages > 0 && m.sc.StageCount() > maxStages) || (sc.Feasible && !m.sc.Feasible) {
 				continue
 			}
 			if m.sc.Makespan < sc.Makespan*(1-1e-9) && (best == nil || m.sc.Makespan < best.sc.Makespan) {
@@ -155,4 +147,25 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		moves++
 	}
 	return pl, sc, moves, true
+}
+
+// oneDevice lists the plans that put every node on one device (one stage), keeping pl's
+// priorities; devices where some node cannot run are skipped.
+func (in *inst) oneDevice(pl *Placement) []stageMove {
+	var out []stageMove
+	for u := range in.k {
+		q := &Placement{Device: make([]int, in.n), Order: pl.Order}
+		ok := true
+		for i := range q.Device {
+			q.Device[i] = u
+			ok = ok && in.canRun(i, u)
+		}
+		if !ok {
+			continue
+		}
+		if s, err := in.simulate(q); err == nil {
+			out = append(out, stageMove{q, s})
+		}
+	}
+	return out
 }
