@@ -244,7 +244,7 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	if err != nil {
 		return nil, solverError(err)
 	}
-	r.Schedule = res
+	r.Schedule, r.placement = res, p
 	r.Algorithm = "placement-" + res.Method
 	if p.Batch > 1 {
 		r.Algorithm = "batched-" + res.Method

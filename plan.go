@@ -196,6 +196,9 @@ type Result struct {
 	// Memory is the whole memory of each stage label of Assignment.
 	Memory   []StageMemory
 	memGraph *graph.Graph // the graph Memory is sized at
+	// placement is the placement problem a latency or batched plan solved (what its
+	// Schedule's plan is a placement of), for tests that re-price plans.
+	placement *schedule.Problem
 }
 
 // cudaOrdinals maps each GPU of the cluster to the CUDA ordinal a serving process uses for it.
