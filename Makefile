@@ -32,8 +32,8 @@ deps:
 	@test -f /usr/lib/x86_64-linux-gnu/libz.a -o -f /usr/lib/libz.a || scripts/deps.sh apt-pkg zlib1g-dev
 
 build: deps
-	@echo "go build -o $(BIN) ./cmd/onnxpart"
-	@$(CGO_ENV) $(GO) build -o $(BIN) ./cmd/onnxpart
+	@echo "go build -buildvcs=auto -o $(BIN) ./cmd/onnxpart"
+	@$(CGO_ENV) $(GO) build -buildvcs=auto -o $(BIN) ./cmd/onnxpart
 	@$(MAKE) -s check-link
 
 # go-nvml links with --unresolved-symbols=ignore-in-object-files, which hides a missing
