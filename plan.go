@@ -914,8 +914,14 @@ func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float
 	}
 	markBottleneck(r.Stages)
 	for _, t := range res.Schedule.Tasks {
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[t.Device]].Name, Kind: emit.EventCompute,
-			Label: t.Name, StartS: t.Start, EndS: t.End, Stage: stage[t.Node]})
+		dev, start := r.Cluster.Devices[devs[t.Device]].Name, t.Start
+		if t.Call > 0 { // the stage's runtime call opens it, on its device
+			r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+				Label: fmt.Sprintf("stage %d runtime call", stage[t.Node]), StartS: start, EndS: start + t.Call, Stage: stage[t.Node]})
+			start += t.Call
+		}
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+			Label: t.Name, StartS: start, EndS: t.End, Stage: stage[t.Node]})
 	}
 	for _, tr := range res.Schedule.Transfers {
 		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[tr.Src]].Name,
