@@ -224,7 +224,7 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	if opt.K > 0 {
 		// -k caps the stages (runtime calls) of the placement.
 		if p.Batch > 1 {
-			return nil, &UsageError{Msg: fmt.Sprintf("-k %d: batched placements (--batch %d in %d granules) cannot cap their stages yet; leave -k out, or plan one input (--objective latency)", opt.K, p.Batch*max(p.GranuleSize, 1), p.Batch)}
+			return nil, &UsageError{Msg: fmt.Sprintf("-k %d: batched placements (--batch %d in %d granules) cannot cap their stages yet; leave out -k, or --batch to plan one input", opt.K, p.Batch*max(p.GranuleSize, 1), p.Batch)}
 		}
 		so.MaxStages = opt.K
 	}

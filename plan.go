@@ -50,7 +50,9 @@ const (
 
 // Options control Plan.
 type Options struct {
-	// K is the number of pipeline stages (throughput) or of devices used; 0: all devices.
+	// K caps the stages: a pipeline's (throughput), or a latency placement's runtime calls
+	// (a usage error when the solver finds no plan within it); batched placements refuse it.
+	// 0: no cap (a pipeline then has one stage per device).
 	K int
 	// Objective is Throughput, Latency or "" (throughput for identical devices, latency for
 	// mixed ones).
