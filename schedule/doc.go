@@ -44,6 +44,16 @@
 //     the thesis's recursive lower bound from dependency and predecessor sets, built from the
 //     sub-solves' dual bounds (never incumbents) when they time out.
 //
+// Stage calls (latency mode): a stage is a run of a device's tasks that one runtime call
+// executes; a task opens one when it reads a tensor from another device or is its device's
+// first task, and then also takes its device's CallCost (Device.CallCost), so the stages a
+// caller emits from Schedule.Tasks (Task.Stage) are exactly the priced ones. Every method's plan
+// is judged with the calls by the simulator, and the chosen plan is merged (whole stages moved
+// onto a neighbouring stage's device, or every node onto one device, while the makespan
+// falls); Options.MaxStages caps the stages. The MILPs and the lower bounds leave the calls
+// out: a plan with calls is never shorter than the same schedule without them, so every bound
+// stays a bound, only looser. Batched plans price no calls yet.
+//
 // Certificates: a Result's LowerBound (and every entry of Bounds) is proved — each bound's
 // argument is stated where it is computed (bounds.go, split.go) —, Optimal means the plan is
 // within RelGap of that bound, and Solve returns an *InfeasibleError only with a proof (a node
