@@ -702,8 +702,11 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 			pd.MemoryCap = usableCap(dev) // less the workspace reserve
 			p.Devices = append(p.Devices, pd)
 		}
-		if opt.K > 0 && opt.K != len(devs) {
-			r.Notes = append(r.Notes, fmt.Sprintf("-k %d ignored: a heterogeneous pipeline uses one stage per device (%d)", opt.K, len(devs)))
+		switch {
+		case opt.K > 0 && opt.K < len(devs):
+			return nil, nil, &UsageError{Msg: fmt.Sprintf("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs))}
+		case opt.K > len(devs):
+			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.K, len(devs), len(devs)))
 		}
 	}
 	bounds, err := partition.ParseBounds(opt.Bounds)
