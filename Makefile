@@ -19,7 +19,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 	ONNXPART_ORT_LIB="$(ORT_LIB)"
 
 
-.PHONY: all build demo test vet unit fuzz-short fuzz proto env deps check-link bench clean install \
+.PHONY: all build demo test vet unit examples fuzz-short fuzz proto env deps check-link bench clean install \
 	test-matrix test-real fuzz-certificates bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
 	bench-schedule bench-partition
 
@@ -50,13 +50,18 @@ demo: build
 	@echo; echo '$$ onnxpart verify out'
 	@$(CGO_ENV) ./$(BIN) verify out
 
-test: build vet unit fuzz-short test-report test-matrix test-corrupt test-huge
+test: build vet unit examples fuzz-short test-report test-matrix test-corrupt test-huge
 
 vet: deps
 	$(CGO_ENV) $(GO) vet ./...
 
 unit: deps
 	$(CGO_ENV) $(GO) test -count=1 -timeout 30m ./...
+
+# examples/ is a module of its own that imports the public API by its path, as a program
+# outside this repository would (a replace directive points it at this tree).
+examples: deps
+	cd examples && $(CGO_ENV) $(GO) vet ./... && $(CGO_ENV) $(GO) test -count=1 ./...
 
 # Fuzz targets (package:Target). Each returns a value or an error for any input, never panics
 # or hangs; a crasher lands in the package's testdata/fuzz/<Target>/ and then runs in every
@@ -177,7 +182,7 @@ env:
 proto:
 	scripts/deps.sh protoc
 	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	PATH=$(CURDIR)/bin:$$PATH protoc -I internal/onnxpb/proto --go_out=. --go_opt=module=onnxpart internal/onnxpb/proto/onnx.proto
+	PATH=$(CURDIR)/bin:$$PATH protoc -I internal/onnxpb/proto --go_out=. --go_opt=module=github.com/onnxpart/onnxpart internal/onnxpb/proto/onnx.proto
 
 install: build
 	install -m 0755 $(BIN) $${GOBIN:-$$($(GO) env GOPATH)/bin}/onnxpart

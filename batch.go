@@ -9,11 +9,11 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/emit"
-	"onnxpart/graph"
-	"onnxpart/partition"
-	"onnxpart/profile"
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // MaxGranules is the most granules a batch is cut into: the batched problem grows with the

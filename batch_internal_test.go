@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"onnxpart/ingest"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // A batched node's time grows with the batch except for its class overhead: a convolution

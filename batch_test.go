@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart"
-	"onnxpart/emit"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestBatchedPlan plans a batch on identical and mixed devices and checks the plan's

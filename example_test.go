@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"onnxpart"
-	"onnxpart/emit"
-	"onnxpart/ingest"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Plan a bundled ResNet-50 on two catalog GPUs, write the stages and check them in ONNX

@@ -1,4 +1,4 @@
-module onnxpart
+module github.com/onnxpart/onnxpart
 
 go 1.26.0
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // measuredCorpus is testdata/models, and with ONNXPART_FULL_MEASURED=1 also the shared

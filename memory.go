@@ -5,11 +5,11 @@ import (
 	"math"
 	"strings"
 
-	"onnxpart/emit"
-	"onnxpart/fusion"
-	"onnxpart/graph"
-	"onnxpart/profile"
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // StageMemory is the whole memory one stage holds on its device while it runs, in bytes,

@@ -12,12 +12,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/emit"
-	"onnxpart/emit/schema"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestPeakActivations walks small chains and checks the peak of live tensors.

@@ -28,13 +28,13 @@ import (
 	"strings"
 	"time"
 
-	"onnxpart/emit"
-	"onnxpart/fusion"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/partition"
-	"onnxpart/profile"
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // MaxPlacementDevices bounds the devices of a latency placement: schedule's route set-up

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/ingest"
-	"onnxpart/profile"
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // No emitted stage of a mixed-device latency plan could merge into its neighbours and make

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart"
-	"onnxpart/ingest"
-	"onnxpart/partition"
-	"onnxpart/partition/instances"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition/instances"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestTimeLimit measures how well Plan honours its time limit on solves that would run

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Assignment gives every node of a model a stage.

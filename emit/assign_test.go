@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 func TestCutAfter(t *testing.T) {

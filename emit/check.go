@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,8 +13,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // CheckError lists the structural problems found in an output directory.

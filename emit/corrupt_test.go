@@ -17,8 +17,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // Corrupted-corpus test (issue 9.2): every corpus model truncated at 16 places and with

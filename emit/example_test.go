@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"onnxpart/emit"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // Write splits a model into stage files and a manifest; EqualFLOPs makes the assignment.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // corpusDir is the shared model corpus (real architectures, small weights).

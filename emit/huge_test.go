@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/ingest"
-	"onnxpart/internal/hugemodel"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/hugemodel"
 )
 
 // Huge models (issue 9.3). TestWriteStreamsExternalData runs by default on a 64 MiB model;

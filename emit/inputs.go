@@ -7,8 +7,8 @@ import (
 	"math/rand"
 	"strings"
 
-	"onnxpart/graph"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // InputRange says how RandomFeeds fills an input.

@@ -3,14 +3,14 @@ package emit
 import (
 	"container/heap"
 	"fmt"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // Options control how stages are written.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Format identifies the manifest schema written by this package.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // The matrix: every corpus model (fp16, external data, dynamic batch with and without

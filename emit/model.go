@@ -3,7 +3,7 @@ package emit
 import (
 	"fmt"
 	"io"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // externalTensor is a weight written to a stage's data file: from the source's external

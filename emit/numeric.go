@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // floatToHalf converts to IEEE 754 binary16 with round-to-nearest-even.

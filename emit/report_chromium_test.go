@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // chromiumPath is Debian's chromium; ONNXPART_CHROMIUM overrides it.

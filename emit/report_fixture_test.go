@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // sampleManifest builds a k-stage manifest by hand, with hostile names (tags, quotes,

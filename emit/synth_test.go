@@ -12,9 +12,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // A small builder of ONNX models for tests.

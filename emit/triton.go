@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // TritonDir is the Triton model repository's directory name inside an output directory.
@@ -230,7 +230,7 @@ func tritonName(s string) string {
 	}
 	n := strings.TrimLeft(b.String(), "-")
 	if n == "" || strings.Trim(n, "_") == "" {
-		return "onnxpart"
+		return "github.com/onnxpart/onnxpart"
 	}
 	return n
 }

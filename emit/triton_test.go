@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/golden")

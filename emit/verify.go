@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,11 +17,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/emit/npy"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/emit/npy"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // VerifyOptions control Verify.

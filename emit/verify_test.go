@@ -12,10 +12,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/emit/npy"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/emit/npy"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 func writeSplit(t *testing.T, c modelConfig, k int) (string, *Manifest) {

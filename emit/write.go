@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // ExistsError reports an output directory that already exists (and Force was not set).

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 func listDir(t *testing.T, dir string) []string {

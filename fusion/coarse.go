@@ -1,13 +1,13 @@
 package fusion
 
 import (
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"fmt"
 	"math"
 	"sort"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Domain is the operator domain of coarse nodes that stand for a fused group; their OpType

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // TestCorpusTargets checks issue 5's targets: the BERT-like model at opset 14 loses at

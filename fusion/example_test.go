@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"log"
 
-	"onnxpart/emit"
-	"onnxpart/fusion"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // Coarsen groups a model's nodes into the kernels a backend runs; plans are made on the

@@ -3,7 +3,7 @@ package fusion
 import (
 	"sort"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // tag is a vertex's state in GCOF (seed 004, Algorithm 1).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // table1 are the only rules seed 004 gives (TABLE I, "Eigen on a GPU kernel").

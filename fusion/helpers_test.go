@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // gb builds small graphs for tests: every node has one output named after the node, every

@@ -1,11 +1,11 @@
 package fusion
 
 import (
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"sort"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // env is what pattern matching knows about the nodes of the working graph: op keys, which

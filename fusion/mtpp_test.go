@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/fusion"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // A nominal accelerator for the MTPP comparison (profile's calibrated roofline was not yet

@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"onnxpart/fusion"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestProfileKernelTime plugs profile's roofline into Coarse.Times: on the corpus, pricing

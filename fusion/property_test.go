@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // checkCoarse verifies the contract documented on Coarse.

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/emit"
-	"onnxpart/fusion"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // coarsePlans makes stage assignments on the coarse graph, as a planner working on it would:

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 func TestBuiltinRuleSets(t *testing.T) {

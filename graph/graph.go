@@ -12,7 +12,7 @@
 package graph
 
 import (
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"fmt"
 )

@@ -1,7 +1,7 @@
 package graph
 
 import (
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"fmt"
 	"math/bits"

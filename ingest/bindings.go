@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // Binding input sizes: --dim NAME=SIZE binds a named (dim_param) dimension wherever the

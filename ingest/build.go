@@ -2,11 +2,11 @@ package ingest
 
 import (
 	"fmt"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"sort"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // build turns the protobuf graph into a graph.Graph, then infers shapes and costs.

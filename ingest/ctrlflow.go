@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // subgraphCosts is what inference learns about control-flow subgraphs (If branches, Loop and

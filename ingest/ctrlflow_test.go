@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // TestControlFlowCosts: If costs its costlier branch (with a note), Loop its body times a

@@ -1,6 +1,6 @@
 package ingest
 
-import "onnxpart/graph"
+import "github.com/onnxpart/onnxpart/graph"
 
 // Data propagation: the element-moving ops (Transpose, Slice, Gather, Concat, Split, Tile…)
 // carry a small tensor's value through at any rank, as onnx's data_prop and ONNX Runtime's

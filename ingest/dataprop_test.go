@@ -13,9 +13,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // TestDataPropagation checks, against ONNX Runtime (see opcov_harness_test.go), that small

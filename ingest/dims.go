@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Dimension arithmetic that keeps symbolic names where the result is still that name.

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // tiny builds a minimal valid model: x:[1,4] float → Relu → y, plus whatever edit does.

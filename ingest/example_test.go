@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // Load reads a model and gives its graph: every tensor with a dtype, shape and size, every

@@ -3,7 +3,7 @@ package ingest
 import (
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // FLOP counting. One multiply-accumulate (MAC) counts as 2 FLOPs. Formulas per op family

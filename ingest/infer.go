@@ -6,8 +6,8 @@ import (
 	"math"
 	"sort"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // tinfo is what shape inference knows of a tensor.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // A model with more nodes than Options.MaxNodes is refused with an *Error naming the count

@@ -22,9 +22,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // ocModel builds one test model.

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // shapeFunc infers a node's output types, shapes and (for small integer tensors) values.

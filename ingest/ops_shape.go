@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // axesArg reads an axes list given as an attribute before opset `since` and as input idx

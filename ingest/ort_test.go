@@ -8,9 +8,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // randomFeed makes a deterministic input tensor: integers in {0, 1} (valid token ids and

@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/internal/onnxpb"
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // TestConstantWeightsAreParams loads the same small network twice, once with its weights as

@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // withW makes the tiny model read a [4] float weight w through Add.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Summary is what `onnxpart inspect` reports about a model; its JSON form is a contract

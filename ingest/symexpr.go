@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Symbolic dimension expressions: shape arithmetic on symbolic dims (Concat of past and new

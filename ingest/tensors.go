@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // ExternalRef is a resolved external-data reference of an initializer.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // windowCase is one randomly drawn convolution or pool over a small input.

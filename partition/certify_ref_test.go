@@ -10,7 +10,7 @@ import (
 	"math"
 	"sort"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // refResult is what exhaustive search found: the optimum over every plan of the model, or

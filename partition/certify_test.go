@@ -25,8 +25,8 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/partition"
-	"onnxpart/partition/instances"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition/instances"
 )
 
 // certKinds are the generator families; the fuzz target and the long run cycle through them.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
 // core is the compiled form of a Problem that every algorithm works on: colocation groups

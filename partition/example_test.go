@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // A chain of four nodes with a heavy one in the middle, split into two pipeline stages. Each

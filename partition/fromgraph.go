@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // GraphCosts turn the FLOP and byte counts that ingest puts on a graph into MTPP costs for

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // TestMILPFaults injects solver faults into every MIP that Solve runs (milp.SetTestHook) and

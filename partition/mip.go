@@ -7,7 +7,7 @@ import (
 	"math/bits"
 	"time"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // reachWork returns, for every core node v, the smallest possible work of its ancestors plus

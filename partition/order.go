@@ -1,6 +1,6 @@
 package partition
 
-import "onnxpart/graph/dag"
+import "github.com/onnxpart/onnxpart/graph/dag"
 
 // kahnScratch holds the buffers of Kahn's algorithm so that repeated decodes do not allocate.
 type kahnScratch = dag.Kahn

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // TestExactProbes runs the exact bound by probes alone (no warm-started MIP first), from the

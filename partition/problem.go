@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 	"sort"
 )
 

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"onnxpart/emit"
-	"onnxpart/emit/npy"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit/npy"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Format is the format string of a Report (schema bench.v1).

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // The section UpdateReport adds to report.html sits between these markers, so that a later

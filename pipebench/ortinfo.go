@@ -7,7 +7,7 @@ import (
 	ortgo "github.com/yalue/onnxruntime_go"
 	"golang.org/x/sys/unix"
 
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // providerLibs are the shared libraries ONNX Runtime loads, from its own directory, for an

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit"
 )
 
 // Report is what a bench measured, beside what the manifest predicted (JSON schema

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // convs builds one convolution per spec, each reading x: {cout, cin per group, group, k}.

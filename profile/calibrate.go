@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Sample is one model's measured per-node times on a device, for calibration.

@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // synthetic builds n Conv nodes (16 output channels) and n standalone Add nodes with random

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // CostOptions configure a cost model.

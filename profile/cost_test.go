@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // chain builds x → Conv(w: [cout,cin,3,3]) → Relu → Reshape → MatMul(m) → y with cost

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log"
 
-	"onnxpart/ingest"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Resolve describes devices from a --devices value; every figure carries its source.

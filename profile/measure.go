@@ -12,9 +12,9 @@ import (
 	ortgo "github.com/yalue/onnxruntime_go"
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/graph"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // MeasureOptions control an ONNX Runtime profiling run.

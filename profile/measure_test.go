@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 func corpusModel(t *testing.T, name string) (string, *graph.Graph) {

@@ -1,7 +1,7 @@
 package profile
 
 import (
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // OpClass groups ONNX op types that behave alike under the roofline: one efficiency (and,

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // ORT profiling traces. With SessionOptions profiling on, ONNX Runtime writes a Chrome-trace

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // A trace in ONNX Runtime's format: session events, two runs, kernels with the arguments ORT

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,14 +22,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart"
-	"onnxpart/emit"
-	"onnxpart/emit/npy"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/onnxpb"
-	"onnxpart/internal/ort"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit/npy"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // realModel is one pinned model (scripts/realmodels.sh lists the packages and hashes).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // Bound is one proved lower bound on the optimal makespan.

@@ -13,7 +13,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // source yields the generator's choices: a seeded PCG, or the bytes of a fuzz input.

@@ -34,7 +34,7 @@ package schedule_test
 import (
 	"math"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 type refInst struct {

@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 var verbose = os.Getenv("ONNXPART_FUZZ_CERT_VERBOSE") != ""

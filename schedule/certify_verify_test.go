@@ -11,7 +11,7 @@ import (
 	"math"
 	"sort"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 func near(a, b float64) bool {

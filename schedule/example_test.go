@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // Two independent branches and a join, on a fast and a slow device joined by a link: the

@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // The batched-throughput MILP of seed 003 §3.2 in digest-003's formulation F (§3.4):

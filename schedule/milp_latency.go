@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // The latency MILP of Moirai (seed 004 §III-D, digest-004 §4), generalised to our cost model.

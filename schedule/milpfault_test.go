@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/internal/milp"
-	"onnxpart/schedule"
-	"onnxpart/schedule/instances"
+	"github.com/onnxpart/onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule/instances"
 )
 
 // TestMILPFaults injects solver faults (milp.SetTestHook) into every HiGHS call of Solve and

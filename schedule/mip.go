@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // mipOptions control one MILP solve.

@@ -2,7 +2,7 @@ package schedule
 
 import (
 	"math"
-	"onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 	"sort"
 )
 

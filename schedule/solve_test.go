@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/schedule"
-	"onnxpart/schedule/instances"
+	"github.com/onnxpart/onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule/instances"
 )
 
 func stack(t *testing.T, cfg instances.StackConfig, batch int) *schedule.Problem {

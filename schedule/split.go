@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // MILP-SPLIT (seed 003 §3.3).

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // Solve's plans, with stage calls priced, keep no stage whose move as one onto the device of a

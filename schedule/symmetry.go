@@ -3,7 +3,7 @@ package schedule
 import (
 	"sort"
 
-	"onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
 // Symmetry breaking between identical devices (seed 003 §5.2, digest-003 §6): when two

@@ -56,11 +56,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"onnxpart/emit"
-	"onnxpart/graph"
-	"onnxpart/ingest"
-	"onnxpart/internal/ort"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 type model struct {

@@ -27,10 +27,10 @@ import (
 	"sync"
 	"time"
 
-	"onnxpart/ingest"
-	"onnxpart/internal/milp"
-	"onnxpart/partition"
-	"onnxpart/partition/instances"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition/instances"
 )
 
 func main() {

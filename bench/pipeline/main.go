@@ -18,11 +18,11 @@ import (
 	"strings"
 	"time"
 
-	"onnxpart"
-	"onnxpart/emit"
-	"onnxpart/ingest"
-	"onnxpart/pipebench"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/pipebench"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 type row struct {

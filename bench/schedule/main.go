@@ -25,11 +25,11 @@ import (
 	"strings"
 	"time"
 
-	"onnxpart/ingest"
-	"onnxpart/profile"
-	"onnxpart/schedule"
-	"onnxpart/schedule/fromgraph"
-	"onnxpart/schedule/instances"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule/fromgraph"
+	"github.com/onnxpart/onnxpart/schedule/instances"
 )
 
 func main() {

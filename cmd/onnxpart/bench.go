@@ -11,9 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"onnxpart/emit"
-	"onnxpart/pipebench"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/pipebench"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func init() {

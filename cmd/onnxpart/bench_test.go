@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/internal/ort"
-	"onnxpart/pipebench/benchtest"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/pipebench/benchtest"
 )
 
 // A stage that fails at run time: `onnxpart bench` names it and exits 1, without hanging.

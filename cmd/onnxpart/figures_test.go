@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/emit"
-	"onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit/schema"
 )
 
 // seconds parses "662 µs", "662µs", "1.2 ms", "3 s".

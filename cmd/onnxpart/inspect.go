@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/emit"
-	"onnxpart/fusion"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 func init() {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"onnxpart/fusion"
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // fusionFlags are inspect's --fusion RULESET, --fusion-rules FILE and --fusion-top N.

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"onnxpart/emit"
-	"onnxpart/graph"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // inspectNode is one node of `inspect --nodes` (JSON: the inspect schema's node_list): what

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/emit/schema"
 )
 
 // TestInterrupt cancels the main command's context (what Ctrl-C does) during long solves, a

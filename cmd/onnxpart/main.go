@@ -20,7 +20,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // Exit codes (documented in --help and the README).

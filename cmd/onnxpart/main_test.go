@@ -9,7 +9,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/emit/schema"
 )
 
 // TestMain lets the scripts in testdata/script run `onnxpart` as a command in-process.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"maps"
 
-	"onnxpart/graph"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // maxDimGraph loads the model a second time with the --max-dim sizes over the --dim ones, so

@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"onnxpart/partition"
-	"onnxpart/partition/instances"
-	"onnxpart/schedule"
-	schedinst "onnxpart/schedule/instances"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition/instances"
+	"github.com/onnxpart/onnxpart/schedule"
+	schedinst "github.com/onnxpart/onnxpart/schedule/instances"
 )
 
 func init() {

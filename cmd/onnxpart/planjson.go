@@ -1,6 +1,6 @@
 package main
 
-import "onnxpart/emit"
+import "github.com/onnxpart/onnxpart/emit"
 
 // planJSON is the --json form of every plan, from the main command and from `plan` (schema
 // onnxpart.plan/v1, emit/schema/plan.v1.json). Costs are in seconds for ONNX models and in

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"onnxpart/ingest"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func init() {

@@ -16,11 +16,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"onnxpart"
-	"onnxpart/emit"
-	"onnxpart/ingest"
-	"onnxpart/partition"
-	"onnxpart/profile"
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func init() {

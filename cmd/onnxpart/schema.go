@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/emit/schema"
 )
 
 func init() {

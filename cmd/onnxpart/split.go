@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"onnxpart/emit"
-	"onnxpart/graph"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 func init() {

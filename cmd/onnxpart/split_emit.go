@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit"
 )
 
 // emitHelp is the help of --emit, the same values for the main command and split.

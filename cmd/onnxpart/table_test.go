@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/pipebench"
+	"github.com/onnxpart/onnxpart/pipebench"
 )
 
 // The bench table goes through newTable: no row ends in spaces, although every row's last

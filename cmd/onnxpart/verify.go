@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit"
 )
 
 func init() {

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Array is a dense array: elements as little-endian bytes in C order.

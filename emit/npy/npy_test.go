@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 func TestRoundTrip(t *testing.T) {

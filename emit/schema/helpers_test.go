@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"onnxpart/emit/schema"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 var (
@@ -85,7 +85,7 @@ func onnxpartBinary(t *testing.T) string {
 			return
 		}
 		cli.path = filepath.Join(cli.dir, "onnxpart")
-		cmd := exec.Command(goTool(), "build", "-o", cli.path, "onnxpart/cmd/onnxpart")
+		cmd := exec.Command(goTool(), "build", "-o", cli.path, "github.com/onnxpart/onnxpart/cmd/onnxpart")
 		cli.out, cli.err = cmd.CombinedOutput()
 	})
 	if cli.err != nil {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/emit"
-	"onnxpart/fusion"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // splitModel writes an equal-FLOPs split of m into k stages under a new directory and

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"onnxpart/emit"
-	"onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/emit/schema"
 )
 
 func TestNames(t *testing.T) {

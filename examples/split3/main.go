@@ -18,8 +18,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"onnxpart/emit"
-	"onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 func main() {

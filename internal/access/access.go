@@ -4,7 +4,7 @@
 // package cannot import ingest (ingest imports it).
 package access
 
-import "onnxpart/internal/onnxpb"
+import "github.com/onnxpart/onnxpart/internal/onnxpb"
 
 var (
 	// ModelProto returns the decoded protobuf of an *ingest.Model.

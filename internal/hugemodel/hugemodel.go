@@ -18,7 +18,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
 // Spec describes a model.

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"onnxpart/graph"
-	"onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // TestSmallModelRuns: a small instance runs in ONNX Runtime and gives Expected bit for bit,

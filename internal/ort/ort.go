@@ -19,7 +19,7 @@ import (
 
 	ortgo "github.com/yalue/onnxruntime_go"
 
-	"onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph"
 )
 
 // Version is the ONNX Runtime release onnxpart is built and tested against.

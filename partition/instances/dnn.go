@@ -15,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // dnnFile is the JSON layout of a dnn-partitioning instance.

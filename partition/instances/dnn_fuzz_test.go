@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // FuzzLoadDNN feeds arbitrary bytes to the dnn-partitioning importer, with k from the file or

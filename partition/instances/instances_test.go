@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 var benchDir = filepath.Join("..", "..", "..", "shared", "benchmarks", "dnn-partitioning")

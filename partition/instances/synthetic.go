@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"sort"
 
-	"onnxpart/partition"
+	"github.com/onnxpart/onnxpart/partition"
 )
 
 // RegalOptions configure the REGAL-like generator. Zero fields take the defaults in brackets.

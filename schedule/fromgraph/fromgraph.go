@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"math"
 
-	"onnxpart/graph"
-	"onnxpart/profile"
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // Options choose the objective.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/ingest"
-	"onnxpart/profile"
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 func load(t *testing.T, spec string) (*ingest.Model, *profile.CostModel) {

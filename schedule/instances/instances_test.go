@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 func TestReadMoiraiExample(t *testing.T) {

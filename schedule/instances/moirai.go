@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // ReadMoiraiFile reads a Moirai instance CSV; see ReadMoirai.

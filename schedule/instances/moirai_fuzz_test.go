@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // FuzzReadMoirai feeds arbitrary bytes to the Moirai CSV importer: it must return a problem

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule"
 )
 
 // Random graph models of RandWire (Xie et al., ICCV 2019) with the parameters seed 003 §4.1
