@@ -230,7 +230,7 @@ func tritonName(s string) string {
 	}
 	n := strings.TrimLeft(b.String(), "-")
 	if n == "" || strings.Trim(n, "_") == "" {
-		return "github.com/onnxpart/onnxpart"
+		return "onnxpart"
 	}
 	return n
 }
