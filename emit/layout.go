@@ -1,7 +1,6 @@
 package emit
 
 import (
-	"container/heap"
 	"fmt"
 	"github.com/onnxpart/onnxpart/internal/access"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph/dag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
@@ -441,9 +441,14 @@ func allPresent(xs []int, s int, present func(x, s int) bool) bool {
 // *graph.StageCycleError naming the tensors carried by the edges of one cycle.
 func orderStages(g *graph.Graph, labels []int, byLabel map[int]*stagePlan) ([]int, error) {
 	type edge struct{ a, b int }
+	sorted := append([]int(nil), labels...)
+	sort.Ints(sorted)
+	dense := make(map[int]int, len(sorted)) // label → rank: ties by id are ties by label
+	for i, s := range sorted {
+		dense[s] = i
+	}
 	carrier := map[edge]int{}
-	succ := map[int][]int{}
-	indeg := map[int]int{}
+	var edges [][2]int
 	for _, s := range labels {
 		sp := byLabel[s]
 		for _, t := range sp.inputs {
@@ -454,92 +459,26 @@ func orderStages(g *graph.Graph, labels []int, byLabel map[int]*stagePlan) ([]in
 			e := edge{f, s}
 			if _, ok := carrier[e]; !ok {
 				carrier[e] = t
-				succ[f] = append(succ[f], s)
-				indeg[s]++
+				edges = append(edges, [2]int{dense[f], dense[s]})
 			}
 		}
 	}
-	h := &intHeap{}
-	for _, s := range labels {
-		if indeg[s] == 0 {
-			heap.Push(h, s)
+	order, cyc := dag.Topological(dag.FromEdges(len(sorted), edges))
+	if cyc == nil {
+		for i, x := range order {
+			order[i] = sorted[x]
 		}
-	}
-	var order []int
-	for h.Len() > 0 {
-		s := heap.Pop(h).(int)
-		order = append(order, s)
-		for _, b := range succ[s] {
-			indeg[b]--
-			if indeg[b] == 0 {
-				heap.Push(h, b)
-			}
-		}
-	}
-	if len(order) == len(labels) {
 		return order, nil
 	}
-	// Walk back along predecessors among the stages left over until one repeats.
-	done := map[int]bool{}
-	for _, s := range order {
-		done[s] = true
+	err := &graph.StageCycleError{Stages: make([]int, len(cyc))}
+	for i, x := range cyc {
+		err.Stages[i] = sorted[x]
 	}
-	pred := map[int][]int{}
-	for e := range carrier {
-		pred[e.b] = append(pred[e.b], e.a)
+	for i := range err.Stages {
+		a, b := err.Stages[i], err.Stages[(i+1)%len(err.Stages)]
+		err.Tensors = append(err.Tensors, g.Tensors[carrier[edge{a, b}]].Name)
 	}
-	start := -1
-	for _, s := range labels {
-		if !done[s] {
-			start = s
-			break
-		}
-	}
-	seenAt := map[int]int{}
-	var path []int
-	for s := start; ; {
-		if p, ok := seenAt[s]; ok {
-			walked := path[p:] // each element's predecessor follows it
-			cyc := make([]int, len(walked))
-			for i := range walked {
-				cyc[len(walked)-1-i] = walked[i]
-			}
-			err := &graph.StageCycleError{Stages: cyc}
-			for i := range cyc {
-				a, b := cyc[i], cyc[(i+1)%len(cyc)]
-				err.Tensors = append(err.Tensors, g.Tensors[carrier[edge{a, b}]].Name)
-			}
-			return nil, err
-		}
-		seenAt[s] = len(path)
-		path = append(path, s)
-		ps := pred[s]
-		sort.Ints(ps)
-		next := -1
-		for _, p := range ps {
-			if !done[p] {
-				next = p
-				break
-			}
-		}
-		if next < 0 {
-			return nil, fmt.Errorf("internal error: stage %d is on no cycle", s)
-		}
-		s = next
-	}
-}
-
-type intHeap []int
-
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *intHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return nil, err
 }
 
 func appendUnique(s []int, x int) []int {

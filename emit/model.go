@@ -3,7 +3,6 @@ package emit
 import (
 	"fmt"
 	"io"
-	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 

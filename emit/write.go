@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"github.com/onnxpart/onnxpart/internal/access"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/access"
 )
 
 // ExistsError reports an output directory that already exists (and Force was not set).

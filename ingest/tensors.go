@@ -225,7 +225,6 @@ func (m *Model) ExternalRef(name string) (*ExternalRef, error) {
 	return m.externalRef(t)
 }
 
-
 // maxFoldElements bounds the size of tensors whose values are decoded for constant folding.
 const maxFoldElements = 1 << 14
 

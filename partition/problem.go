@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"github.com/onnxpart/onnxpart/graph/dag"
 	"sort"
+
+	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
 // Tensor is one value produced by a node and read by other nodes. Each tensor is charged

@@ -2,8 +2,9 @@ package schedule
 
 import (
 	"math"
-	"github.com/onnxpart/onnxpart/graph/dag"
 	"sort"
+
+	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
 // Module detection for MILP-SPLIT (seed 003 §3.3).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
 	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
