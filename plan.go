@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/onnxpart/onnxpart/emit"
@@ -243,11 +242,7 @@ func DeviceLabel(c *profile.Cluster, name string) string {
 	if d < 0 {
 		return name
 	}
-	model := strings.TrimPrefix(c.Devices[d].Model, "NVIDIA ")
-	if model == "" || model == name {
-		return name
-	}
-	return name + " (" + model + ")"
+	return emit.DeviceLabel(name, c.Devices[d].Model)
 }
 
 // Plan plans model m on cluster c.

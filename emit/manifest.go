@@ -196,6 +196,17 @@ type DeviceInfo struct {
 	CUDADeviceID *int `json:"cuda_device_id,omitempty"`
 }
 
+// DeviceLabel names a device for people: "gpu0 (A100-SXM4-80GB)", the product without its
+// vendor prefix, or the bare name when the product is unknown or is the name. The text
+// output and the report label devices with it.
+func DeviceLabel(name, model string) string {
+	model = strings.TrimPrefix(model, "NVIDIA ")
+	if model == "" || model == name {
+		return name
+	}
+	return name + " (" + model + ")"
+}
+
 // SetCUDADevice records the CUDA ordinal of device name: in its DeviceInfo, and as the
 // device_id provider option of every onnxruntime-genai pipeline entry of a stage on it.
 func (m *Manifest) SetCUDADevice(name string, id int) {

@@ -1066,8 +1066,10 @@ func barTextClass(fill string) string {
 // deviceLabel names a device with its product when the manifest knows it:
 // "gpu0 (A100-SXM4-80GB)".
 func deviceLabel(m *Manifest, name string) string {
-	if model := deviceModel(m, name); model != "" {
-		return name + " (" + model + ")"
+	for _, d := range m.Devices {
+		if d.Name == name {
+			return DeviceLabel(name, d.Model)
+		}
 	}
 	return name
 }
