@@ -534,8 +534,14 @@ func (s *solver) result() (*Result, error) {
 			return nil, &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, Stages: sc.StageCount()}
 		}
 		if moves > 0 {
-			s.notes = append(s.notes, fmt.Sprintf("%s's plan: %d stage move(s) to neighbouring devices (%d stages, makespan %.6g → %.6g)",
-				chosen.Method, moves, sc.StageCount(), chosen.sc.Makespan, sc.Makespan))
+			plural := func(n int, w string) string {
+				if n == 1 {
+					return "1 " + w
+				}
+				return fmt.Sprintf("%d %ss", n, w)
+			}
+			s.notes = append(s.notes, fmt.Sprintf("%s's plan was merged: %s onto neighbouring devices left %s, with a makespan %.1f%% lower once stage calls are priced",
+				chosen.Method, plural(moves, "stage move"), plural(sc.StageCount(), "stage"), 100*(1-sc.Makespan/chosen.sc.Makespan)))
 			c := *chosen
 			c.pl, c.sc, c.Makespan, c.Feasible = pl, sc, sc.Makespan, sc.Feasible
 			chosen = &c
