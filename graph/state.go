@@ -1,0 +1,127 @@
+package graph
+
+import (
+	"fmt"
+	"sort"
+)
+
+// StatePair is state a model carries from one call to the next: a graph input (a decoder's
+// past_key_values.3.key) whose next value is a graph output (present.3.key). A serving loop
+// feeds the output of one call back as the input of the next, so the pair lives on one
+// device between calls instead of crossing a link every step.
+type StatePair struct {
+	In, Out int // tensor ids: a graph input and a graph output
+	// Concat is the node that appends this call's values to the past (the output's producer),
+	// or -1 for a pair named by hand that is not so joined.
+	Concat int
+	// Axis is the Concat's axis, non-negative (the sequence axis of a KV cache); -1 without one.
+	Axis int
+	// Given marks a pair named by hand (--state) rather than found.
+	Given bool
+}
+
+// Owner is the node that writes the state's next value: the producer of Out (-1 when Out
+// is a graph input passed through).
+func (g *Graph) StateOwner(p StatePair) int { return g.Tensors[p.Out].Producer }
+
+// StatePairs finds the graph's state pairs: a graph input read by a Concat whose output is a
+// graph output (possibly through Identity or Cast), the pattern of every KV cache exported by
+// transformers and optimum (present.i.key = Concat(past_key_values.i.key, k, axis=2)). given
+// adds pairs by name, IN → OUT, for models the pattern misses; a name that is not a graph
+// input (IN) or output (OUT), or a tensor in two pairs, is an error naming it. Pairs are in
+// the order of their inputs among the graph's inputs.
+func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
+	var out []StatePair
+	usedIn, usedOut := map[int]bool{}, map[int]bool{}
+	names := make([]string, 0, len(given))
+	for in := range given {
+		names = append(names, in)
+	}
+	sort.Strings(names)
+	for _, inName := range names {
+		outName := given[inName]
+		in, ok := g.TensorByName(inName)
+		if !ok || g.Tensors[in].Kind != Input {
+			return nil, fmt.Errorf("--state %s=%s: %q is not an input of the model", inName, outName, inName)
+		}
+		o, ok := g.TensorByName(outName)
+		if !ok || !g.Tensors[o].IsOutput {
+			return nil, fmt.Errorf("--state %s=%s: %q is not an output of the model", inName, outName, outName)
+		}
+		if usedOut[o] {
+			return nil, fmt.Errorf("--state %s=%s: output %q is already the state of another input", inName, outName, outName)
+		}
+		p := StatePair{In: in, Out: o, Concat: -1, Axis: -1, Given: true}
+		if c := g.Tensors[o].Producer; c >= 0 && g.Nodes[c].OpType == "Concat" && g.Nodes[c].Domain == "" {
+			p.Concat, p.Axis = c, g.concatAxis(c)
+		}
+		usedIn[in], usedOut[o] = true, true
+		out = append(out, p)
+	}
+	for _, in := range g.Inputs {
+		if usedIn[in] {
+			continue
+		}
+		for _, c := range g.Tensors[in].Consumers {
+			n := &g.Nodes[c]
+			if n.OpType != "Concat" || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
+				continue
+			}
+			o := g.passThrough(n.Outputs[0])
+			if o < 0 || !g.Tensors[o].IsOutput || usedOut[o] || g.Tensors[o].Kind == Input {
+				continue
+			}
+			usedIn[in], usedOut[o] = true, true
+			out = append(out, StatePair{In: in, Out: o, Concat: c, Axis: g.concatAxis(c)})
+			break
+		}
+	}
+	pos := map[int]int{}
+	for i, t := range g.Inputs {
+		pos[t] = i
+	}
+	sort.SliceStable(out, func(i, j int) bool { return pos[out[i].In] < pos[out[j].In] })
+	return out, nil
+}
+
+// passThrough follows t through a chain of single-consumer Identity and Cast nodes to a graph
+// output; it returns t itself when t is an output, the output reached, or -1.
+func (g *Graph) passThrough(t int) int {
+	for steps := 0; steps < 4; steps++ {
+		if g.Tensors[t].IsOutput {
+			return t
+		}
+		cs := g.Tensors[t].Consumers
+		if len(cs) != 1 {
+			return -1
+		}
+		n := &g.Nodes[cs[0]]
+		if (n.OpType != "Identity" && n.OpType != "Cast") || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
+			return -1
+		}
+		t = n.Outputs[0]
+	}
+	return -1
+}
+
+// concatAxis is Concat node c's axis made non-negative with its output's rank (-1 when the
+// rank is unknown and the axis negative).
+func (g *Graph) concatAxis(c int) int {
+	n := &g.Nodes[c]
+	a := n.AttrInt("axis", 0)
+	if a < 0 {
+		r := len(g.Tensors[n.Outputs[0]].Shape)
+		if r == 0 {
+			return -1
+		}
+		a += int64(r)
+	}
+	return int(a)
+}
+
+// ShapeOnly reports whether node v reads its input tensors' shapes only (Shape, Size), not
+// their values.
+func (g *Graph) ShapeOnly(v int) bool {
+	n := &g.Nodes[v]
+	return n.Domain == "" && (n.OpType == "Shape" || n.OpType == "Size")
+}
