@@ -37,6 +37,9 @@ type Options struct {
 	// and the manifest are written (file hashes filled in) and before the atomic rename, to
 	// add more files (report.html, a Triton repository); an error aborts the whole write.
 	Extras func(tmpDir string, m *Manifest) error
+	// State names state pairs the pattern of graph.StatePairs misses, input → output
+	// (--state); the manifest lists each stage's state.
+	State map[string]string
 }
 
 // ExternalDataMode says which weights are written to stage<i>.onnx.data.
@@ -371,6 +374,9 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	}
 	notes = append(notes, a.Notes...)
 	l.Manifest = l.buildManifest(a, emitted, notes)
+	if err := l.addState(l.Manifest); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

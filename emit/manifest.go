@@ -272,6 +272,8 @@ type Stage struct {
 	// Memory is the stage's whole memory on its device, filled by planners (absent from
 	// manual splits).
 	Memory *StageMemory `json:"whole_memory,omitempty"`
+	// State is the state the stage keeps on its device between calls (KV cache pairs).
+	State []StateTensor `json:"state"`
 	// Pipeline is this stage's element of onnxruntime-genai's decoder "pipeline" array:
 	// {"stage<i>": {filename, inputs, outputs, session_options}}; `jq '[.stages[].pipeline]'`
 	// gives the whole array.

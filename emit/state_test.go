@@ -1,0 +1,50 @@
+package emit
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onnxpart/onnxpart/ingest"
+)
+
+// The stage that makes present from past keeps the pair as state; a pair named by hand is
+// listed too, and a name that is not an input is an error naming it, with nothing written.
+func TestManifestState(t *testing.T) {
+	m, err := ingest.Load(decoderModel(t), ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nodes: concat, proj, mean, mask; the concat alone in stage 0.
+	dir := filepath.Join(t.TempDir(), "out")
+	man, err := Write(m, &Assignment{Stage: []int{0, 1, 1, 1}}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(man.Stages[1].State); n != 0 {
+		t.Errorf("stage 1 keeps %d state pairs, want none", n)
+	}
+	st := man.Stages[0].State
+	if len(st) != 1 || st[0].Input != "past_key" || st[0].Output != "present" || st[0].Axis == nil || *st[0].Axis != 1 ||
+		st[0].Bytes != 17*8*4 || len(st[0].AlsoReadBy) != 0 {
+		t.Fatalf("stage 0 state %+v", st)
+	}
+
+	// By hand: the attention mask "becomes" y (a made-up pair, to exercise --state).
+	dir2 := filepath.Join(t.TempDir(), "out2")
+	man, err = Write(m, &Assignment{Stage: []int{0, 1, 1, 1}}, dir2, Options{State: map[string]string{"attention_mask": "y"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := man.Stages[1].State; len(st) != 1 || st[0].Input != "attention_mask" || st[0].Axis != nil {
+		t.Errorf("stage 1 state %+v, want the pair named by hand", st)
+	}
+	dir3 := filepath.Join(t.TempDir(), "out3")
+	_, err = Write(m, &Assignment{Stage: []int{0, 1, 1, 1}}, dir3, Options{State: map[string]string{"h": "y"}})
+	if err == nil || !strings.Contains(err.Error(), `"h" is not an input`) {
+		t.Errorf("--state h=y: %v", err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(dir3), "*")); len(matches) != 0 {
+		t.Errorf("a failed write left %v", matches)
+	}
+}
