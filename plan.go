@@ -100,8 +100,18 @@ type Options struct {
 	// (--max-dim, e.g. the longest KV cache), loaded from the same model so that its nodes
 	// and tensors are the model's; nil: the graph planned.
 	MemoryGraph *graph.Graph
+	// Workload, when set, plans one pipeline for a mix of phases (an LLM's prefill and decode
+	// steps), each the model at its own dims: every stage's busy time per request is the sum
+	// of its phases' times weighted by their calls, and the plan minimises the busiest
+	// stage's (a throughput pipeline; latency and batched plans refuse it).
+	Workload []Phase
+	// State names state pairs (input → output) that graph.StatePairs's pattern misses
+	// (--state); the state stays on the device of the stage that writes it.
+	State map[string]string
 
-	nodeMem []float64 // per node of the planned (coarse) graph: weights and owned state
+	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
+	phaseCosts []phaseCosts
+	stateReads []stateRead
 }
 
 // Progress is one progress report.
@@ -188,6 +198,10 @@ type Result struct {
 	Schedule  *schedule.Result
 	// Batch is set for batched plans (Options.Batch > 1): the routes the granules follow.
 	Batch *BatchPlan
+	// Workload holds each phase's figures alone for a plan made for Options.Workload, whose
+	// Upper is then the busiest stage's time per request (ThroughputPerS requests per second)
+	// and LatencyS a request's (its calls one after another).
+	Workload []PhaseFigures
 	// CUDAOrdinal maps a cluster GPU's index to its CUDA ordinal (Options.GPUIDs).
 	CUDAOrdinal map[int]int
 	// Reproducible is Options.Reproducible: the seed describes the plan, and the manifest
@@ -281,6 +295,11 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	case Throughput, Latency:
 		r.Objective = opt.Objective
 	case "":
+		if len(opt.Workload) > 0 && !batched {
+			r.Objective = Throughput
+			r.ObjectiveChosen = "--workload: a pipeline serving every phase"
+			break
+		}
 		if batched {
 			r.Objective = Throughput
 			r.ObjectiveChosen = fmt.Sprintf("--batch %d: the batch shared among the devices", opt.Batch)
@@ -303,6 +322,13 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
 		return nil, &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
+	}
+	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
+		return nil, &UsageError{Msg: "--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload"}
+	}
+	pairs, err := g.StatePairs(opt.State)
+	if err != nil {
+		return nil, &UsageError{Msg: err.Error()}
 	}
 	mg, err := memoryGraph(g, opt)
 	if err != nil {
@@ -361,6 +387,17 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 			}
 		}
 	}
+	if len(opt.Workload) > 0 {
+		pcs, notes, err := workloadCosts(g, work, coarse, rs, cm, devs, len(c.Devices), opt.Workload)
+		if err != nil {
+			return nil, err
+		}
+		times = weightedTimes(opt.Workload, pcs, devs, len(c.Devices), len(work.Nodes))
+		opt.phaseCosts = pcs
+		r.Notes = append(r.Notes, workloadNote(opt.Workload))
+		r.Notes = append(r.Notes, notes...)
+	}
+	opt.stateReads = stateReads(g, work, coarse, pairs)
 	table := cm.Costs(&graph.Graph{}) // routes and capacities only
 	var workStage []int               // stage label per node of work
 	var labelDevice []int             // cluster device of each label
@@ -472,7 +509,8 @@ func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSu
 	}
 	man := l.Manifest
 	man.Objective = emit.Objective(r.Objective)
-	man.Predicted = &emit.Predicted{BottleneckS: r.bottleneck(), ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS}
+	man.Predicted = &emit.Predicted{BottleneckS: r.bottleneck(), ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS,
+		Workload: r.workloadPredictions(man.Stages)}
 	man.Bounds = &emit.Bounds{LowerBoundS: r.Lower, Method: r.BoundMethod, Gap: r.Gap, Computed: r.Bounds}
 	man.Solver = &emit.Solver{Algorithm: r.Algorithm} // no timings: manifests are reproducible
 	if r.Reproducible {
@@ -644,6 +682,24 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 			}
 		}
 	}
+	latBW := 0.0 // a transfer's latency in bytes: Size/B = bytes/B + latency
+	if !math.IsInf(bw, 1) {
+		latBW = lat * bw
+	}
+	// With a workload, a tensor's size per request is its bytes in each phase weighted by
+	// the phase's calls, and it pays the latency once per call.
+	calls := totalWeight(opt.Workload)
+	size := func(t int) float64 {
+		if len(opt.phaseCosts) == 0 {
+			return math.Max(float64(g.Tensors[t].Bytes), 0) + latBW
+		}
+		s := calls * latBW
+		for i, pc := range opt.phaseCosts {
+			s += opt.Workload[i].Weight * math.Max(pc.bytes[t], 0)
+		}
+		return s
+	}
+	var tensorWork []int // the work-graph tensor of each of p's tensors
 	for t := range g.Tensors {
 		tn := &g.Tensors[t]
 		// Weight-only (static) nodes, Constants included, are emitted again in every stage
@@ -651,11 +707,14 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		if tn.Producer < 0 || len(tn.Consumers) == 0 || g.Nodes[tn.Producer].Static {
 			continue
 		}
-		size := math.Max(float64(tn.Bytes), 0)
-		if !math.IsInf(bw, 1) {
-			size += lat * bw // Size/B = bytes/B + latency
-		}
-		p.Tensors = append(p.Tensors, partition.Tensor{Name: tn.Name, Producer: tn.Producer, Consumers: tn.Consumers, Size: size})
+		p.Tensors = append(p.Tensors, partition.Tensor{Name: tn.Name, Producer: tn.Producer, Consumers: tn.Consumers, Size: size(t)})
+		tensorWork = append(tensorWork, t)
+	}
+	// State read away from the stage that keeps it crosses the link on every call.
+	for _, sr := range opt.stateReads {
+		p.Tensors = append(p.Tensors, partition.Tensor{Name: g.Tensors[sr.tensor].Name, Producer: sr.owner, Consumers: sr.readers,
+			Size: size(sr.tensor), Unordered: true})
+		tensorWork = append(tensorWork, sr.tensor)
 	}
 	p.Bandwidth = bw
 	k := len(devs)
@@ -738,7 +797,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	callOf := make([]float64, len(groups))
 	callMin := math.Inf(1)
 	for gi, grp := range groups {
-		callOf[gi] = table.RunOverhead[grp[0]]
+		callOf[gi] = calls * table.RunOverhead[grp[0]] // one call per phase call
 		callMin = math.Min(callMin, callOf[gi])
 	}
 	if math.IsInf(callMin, 1) {
@@ -806,6 +865,23 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		r.ThroughputPerS = 1 / upper
 	}
 	markBottleneck(r.Stages)
+	if len(opt.phaseCosts) > 0 {
+		one := make([]float64, len(callOf))
+		for gi, grp := range groups {
+			one[gi] = table.RunOverhead[grp[0]]
+		}
+		figs, err := phaseFigures(p, plan, opt.Workload, opt.phaseCosts, tensorWork, groups, one, latBW)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Workload = figs
+		// A request's calls run one after another (each decode step needs the previous one):
+		// its latency is the sum of its calls'.
+		r.LatencyS = 0
+		for _, f := range figs {
+			r.LatencyS += f.Weight * f.LatencyS
+		}
+	}
 	return plan.Assignment, labelDevice, nil
 }
 

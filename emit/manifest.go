@@ -342,6 +342,9 @@ type Predicted struct {
 	BottleneckS    float64 `json:"bottleneck_s"`
 	ThroughputPerS float64 `json:"throughput_per_s"`
 	LatencyS       float64 `json:"latency_s"`
+	// Workload, for a plan made for a mix of phases (--workload), holds each phase's
+	// figures; the three above are then per request (the phases' calls weighted).
+	Workload []PhasePrediction `json:"workload,omitempty"`
 }
 
 // Bounds is the certificate: the best lower bound on the bottleneck and how it was found.

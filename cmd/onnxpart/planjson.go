@@ -43,6 +43,9 @@ type planJSON struct {
 	// Batch is a batched plan's sharing of the batch (the manifest's batch section); stages
 	// are then route 0's.
 	Batch *emit.Batch `json:"batch,omitempty"`
+	// Workload is each phase's figures alone for a plan made for --workload (the manifest's
+	// predicted.workload); objective, throughput and latency are then per request.
+	Workload []emit.PhasePrediction `json:"workload,omitempty"`
 }
 
 // stageCostJSON is one stage's predicted cost: work (compute), communication, parameter

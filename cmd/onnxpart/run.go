@@ -82,7 +82,7 @@ type runFlags struct {
 	timeLimit                                                                 time.Duration
 	gap                                                                       float64
 	dims, emit                                                                []string
-	inputShapes, maxDims                                                      []string
+	inputShapes, maxDims, workload, states                                    []string
 	gpuIDs                                                                    []int
 	seed                                                                      int64
 	asJSON, force, quiet, freezeDims, allowUnknownShapes, verbose             bool
@@ -105,6 +105,8 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.dims, "dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	fs.StringArrayVar(&f.maxDims, "max-dim", nil, "check each stage's memory (KV cache, activations, buffers) at this size of a symbolic dimension, NAME=SIZE (repeatable; default: the --dim size)")
 	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
+	fs.StringArrayVar(&f.workload, "workload", nil, workloadHelp)
+	fs.StringArrayVar(&f.states, "state", nil, stateHelp)
 	fs.BoolVar(&f.allowUnknownShapes, "allow-unknown-shapes", false, "plan even when shape inference leaves most nodes' output shapes (so their FLOPs and activation bytes) unknown; they count 0")
 	fs.BoolVar(&f.freezeDims, "freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims; the sizes only cost and check the plan)")
 	fs.IntVar(&f.maxBatch, "max-batch", 0, "Triton max_batch_size along the leading symbolic batch dim (default: the size --dim binds it to)")
@@ -164,6 +166,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if fs.Changed("max-batch") && f.maxBatch < 1 {
 		return usageErrorf("--max-batch %d: want a batch size ≥ 1", f.maxBatch)
 	}
+	if len(f.workload) > 0 && f.freezeDims {
+		return usageErrorf("--workload plans stage files that serve every phase, so they keep the dims symbolic; leave out --freeze-dims")
+	}
 	if fs.Changed("max-batch") && f.freezeDims {
 		return usageErrorf("--max-batch needs a symbolic batch dim, and --freeze-dims fixes every dim")
 	}
@@ -173,6 +178,14 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	defer prog.stop()
 	prog.phase("reading " + fs.Arg(0))
 	shapes, err := ingest.ParseInputShapes(f.inputShapes)
+	if err != nil {
+		return err
+	}
+	states, err := parseStates(f.states)
+	if err != nil {
+		return err
+	}
+	phases, dims, err := loadPhases(fs.Arg(0), f.workload, dims, shapes)
 	if err != nil {
 		return err
 	}
@@ -220,7 +233,8 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
-		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph}
+		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph,
+		Workload: phases, State: states}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	interrupted := ctx.Err() != nil
@@ -232,7 +246,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
 	}
-	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims}
+	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states}
 	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
 		return splitError(err)
@@ -325,6 +339,9 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
 		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...), Batch: man.Batch}
+	if man.Predicted != nil {
+		o.Workload = man.Predicted.Workload
+	}
 	for _, d := range r.Devices {
 		o.Devices = append(o.Devices, r.Cluster.Devices[d].Name)
 	}
@@ -430,6 +447,12 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 			for _, rt := range man.Batch.Routes {
 				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), emit.GranuleList(rt.Granules), strings.Join(rt.Devices, " → "), rt.Dir)
 			}
+		}
+	} else if man.Predicted != nil && len(man.Predicted.Workload) > 0 {
+		fmt.Fprintf(w, "throughput %s requests/s (busiest stage %s per request), latency %s per request\n", rate(r.ThroughputPerS), dur(r.Upper), dur(r.LatencyS))
+		for _, ph := range man.Predicted.Workload {
+			fmt.Fprintf(w, "phase      %s (%s) ×%g: bottleneck %s per call (%s calls/s alone), latency %s\n",
+				ph.Name, phaseDims(ph.Dims), ph.Weight, dur(ph.BottleneckS), rate(ph.ThroughputPerS), dur(ph.LatencyS))
 		}
 	} else if r.Objective == onnxpart.Throughput {
 		fmt.Fprintf(w, "throughput %.1f inferences/s (bottleneck stage %s), latency %s\n", r.ThroughputPerS, dur(r.Upper), dur(r.LatencyS))
