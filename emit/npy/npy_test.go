@@ -3,6 +3,7 @@ package npy
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -163,5 +164,53 @@ func TestReadHugeHeaderSmallFile(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 		t.Fatalf("reading a %d-byte file allocated %d bytes", len(b), grew)
+	}
+}
+
+// TestEmptyArray: an array with a 0 in its shape (a decoder's past keys at prefill, [1,2,0,4])
+// goes through Write and Read, a file and numpy's own spellings of its header (Fortran order,
+// a version 2.0 file) with its shape and no data; a byte of data for it is refused.
+func TestEmptyArray(t *testing.T) {
+	for _, dt := range []graph.DType{graph.Float, graph.Float16, graph.Int64, graph.Bool} {
+		a := &Array{DType: dt, Shape: []int64{1, 2, 0, 4}, Data: []byte{}}
+		var buf bytes.Buffer
+		if err := Write(&buf, a); err != nil {
+			t.Fatalf("%s: %v", dt, err)
+		}
+		if buf.Len()%64 != 0 {
+			t.Errorf("%s: %d bytes, want the padded header alone", dt, buf.Len())
+		}
+		p := filepath.Join(t.TempDir(), "empty.npy")
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadFile(p)
+		if err != nil {
+			t.Fatalf("%s: %v", dt, err)
+		}
+		if b.DType != dt || len(b.Shape) != 4 || b.Shape[0] != 1 || b.Shape[1] != 2 || b.Shape[2] != 0 || b.Shape[3] != 4 || len(b.Data) != 0 {
+			t.Errorf("%s: read back %+v", dt, b)
+		}
+		// Nil data is as empty as an empty slice.
+		if err := Write(io.Discard, &Array{DType: dt, Shape: []int64{0}}); err != nil {
+			t.Errorf("%s: nil data for shape [0]: %v", dt, err)
+		}
+		if err := Write(io.Discard, &Array{DType: dt, Shape: []int64{1, 2, 0, 4}, Data: []byte{0}}); err == nil {
+			t.Errorf("%s: a byte of data for an empty shape was written", dt)
+		}
+	}
+	for _, hdr := range []string{
+		"{'descr': '<f4', 'fortran_order': True, 'shape': (1, 2, 0, 4), }\n",
+		"{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }\n",
+	} {
+		for _, v := range []byte{1, 2} {
+			a, err := Read(bytes.NewReader(raw(v, hdr, nil)))
+			if err != nil {
+				t.Fatalf("%q: %v", hdr, err)
+			}
+			if n, _ := graph.ShapeOf(a.Shape...).NumElements(); n != 0 || len(a.Data) != 0 || a.DType != graph.Float {
+				t.Errorf("%q: %+v", hdr, a)
+			}
+		}
 	}
 }

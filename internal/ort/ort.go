@@ -242,11 +242,18 @@ func toValue(t *Tensor) (ortgo.Value, error) {
 	if len(t.Shape) == 0 {
 		return scalarValue(t)
 	}
-	if want == 0 {
-		return nil, fmt.Errorf("empty tensors (shape %v) are not supported", t.Shape)
+	return customValue(t.Shape, append([]byte(nil), t.Data...), t.DType)
+}
+
+// customValue makes an ONNX Runtime tensor over data. A tensor with no elements (a 0 in its
+// shape: a decoder's past keys at prefill) gets a one-byte buffer: the binding refuses an
+// empty one, and ONNX Runtime reads and writes none of it (it only checks that the buffer
+// is large enough for the shape). fromValue gives such a tensor back with no data.
+func customValue(shape []int64, data []byte, dt graph.DType) (ortgo.Value, error) {
+	if len(data) == 0 {
+		data = make([]byte, 1)
 	}
-	data := append([]byte(nil), t.Data...)
-	return ortgo.NewCustomDataTensor(ortgo.NewShape(t.Shape...), data, ortgo.TensorElementDataType(t.DType))
+	return ortgo.NewCustomDataTensor(ortgo.NewShape(shape...), data, ortgo.TensorElementDataType(dt))
 }
 
 func scalarValue(t *Tensor) (ortgo.Value, error) {
@@ -279,7 +286,7 @@ func scalarValue(t *Tensor) (ortgo.Value, error) {
 
 func bytesOf[T any](s []T) []byte {
 	if len(s) == 0 {
-		return nil
+		return []byte{}
 	}
 	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))...)
 }
@@ -290,7 +297,13 @@ func fromValue(v ortgo.Value) (*Tensor, error) {
 	switch x := v.(type) {
 	case *ortgo.CustomDataTensor:
 		t.DType = graph.DType(x.DataType())
-		t.Data = append([]byte(nil), x.GetData()...)
+		data := x.GetData()
+		// The buffer may be longer than the shape needs (customValue's byte for a tensor
+		// with no elements).
+		if n, err := graph.ByteSize(t.DType, graph.ShapeOf(shape...)); err == nil && n >= 0 && n < int64(len(data)) {
+			data = data[:n]
+		}
+		t.Data = append([]byte{}, data...)
 	case *ortgo.Tensor[float32]:
 		t.DType, t.Data = graph.Float, bytesOf(x.GetData())
 	case *ortgo.Tensor[float64]:
@@ -461,10 +474,7 @@ func viewValue(t *Tensor) (ortgo.Value, error) {
 	if len(t.Shape) == 0 {
 		return scalarValue(t)
 	}
-	if want == 0 {
-		return nil, fmt.Errorf("empty tensors (shape %v) are not supported", t.Shape)
-	}
-	return ortgo.NewCustomDataTensor(ortgo.NewShape(t.Shape...), t.Data, ortgo.TensorElementDataType(t.DType))
+	return customValue(t.Shape, t.Data, t.DType)
 }
 
 // Run calls the session on the bound inputs, writing the preallocated outputs in place.

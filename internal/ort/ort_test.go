@@ -2,6 +2,7 @@ package ort
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -286,4 +287,130 @@ func TestPrepareScalarFloat16AndErrors(t *testing.T) {
 	if err := b.Run(); err == nil || !strings.Contains(err.Error(), "closed session") {
 		t.Errorf("run after the session closed: %v", err)
 	}
+}
+
+// concatModel writes a KV-cache step in miniature, for element type dt: present =
+// Concat(past, x) on axis 2 and past_out = Identity(past), with past [1,2,past,4] and x
+// [1,2,3,4].
+func concatModel(t *testing.T, dt graph.DType) string {
+	t.Helper()
+	vi := func(name string, dims ...any) *onnxpb.ValueInfoProto {
+		s := &onnxpb.TensorShapeProto{}
+		for _, d := range dims {
+			dim := &onnxpb.TensorShapeProto_Dimension{}
+			switch v := d.(type) {
+			case int:
+				dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(v)}
+			case string:
+				dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: v}
+			}
+			s.Dim = append(s.Dim, dim)
+		}
+		return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
+			TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(dt)), Shape: s}}}}
+	}
+	m := &onnxpb.ModelProto{
+		IrVersion:   proto.Int64(8),
+		OpsetImport: []*onnxpb.OperatorSetIdProto{{Version: proto.Int64(17)}},
+		Graph: &onnxpb.GraphProto{
+			Name:   proto.String("concat"),
+			Input:  []*onnxpb.ValueInfoProto{vi("past", 1, 2, "past", 4), vi("x", 1, 2, 3, 4)},
+			Output: []*onnxpb.ValueInfoProto{vi("present", 1, 2, "total", 4), vi("past_out", 1, 2, "past", 4)},
+			Node: []*onnxpb.NodeProto{
+				{OpType: proto.String("Concat"), Input: []string{"past", "x"}, Output: []string{"present"},
+					Attribute: []*onnxpb.AttributeProto{{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(2)}}},
+				{OpType: proto.String("Identity"), Input: []string{"past"}, Output: []string{"past_out"}},
+			},
+		},
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "concat.onnx")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestEmptyTensors: a tensor with a 0 in its shape (the past keys of a prefill) goes in as a
+// feed and comes back as an output with its shape and no data, through Run (outputs
+// allocated by the runtime or preallocated from hints) and through Prepare (in place, with
+// and without an I/O binding), for a native type and for float16.
+func TestEmptyTensors(t *testing.T) {
+	needORT(t)
+	for _, dt := range []graph.DType{graph.Float, graph.Float16} {
+		size := int(dt.Bits() / 8)
+		s, err := NewSession(concatModel(t, dt), []string{"past", "x"}, []string{"present", "past_out"}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]byte, 24*size)
+		for i := range x {
+			x[i] = byte(i%61 + 1)
+		}
+		feeds := map[string]*Tensor{
+			"past": {DType: dt, Shape: []int64{1, 2, 0, 4}, Data: []byte{}},
+			"x":    {DType: dt, Shape: []int64{1, 2, 3, 4}, Data: x},
+		}
+		hints := map[string]OutputHint{"present": {DType: dt, Shape: []int64{1, 2, 3, 4}}, "past_out": {DType: dt, Shape: []int64{1, 2, 0, 4}}}
+		check := func(how string, present, past *Tensor) {
+			t.Helper()
+			if present == nil || past == nil {
+				t.Fatalf("%s %s: missing outputs", dt, how)
+			}
+			if present.DType != dt || !sameInts(present.Shape, []int64{1, 2, 3, 4}) || string(present.Data) != string(x) {
+				t.Errorf("%s %s: present %s %v, %d bytes; want x", dt, how, present.DType, present.Shape, len(present.Data))
+			}
+			if past.DType != dt || !sameInts(past.Shape, []int64{1, 2, 0, 4}) || past.Data == nil || len(past.Data) != 0 || past.Elements() != 0 {
+				t.Errorf("%s %s: past_out %s %v, data %v; want an empty [1 2 0 4] tensor", dt, how, past.DType, past.Shape, past.Data)
+			}
+		}
+		runs := []map[string]OutputHint{hints}
+		if dt == graph.Float {
+			runs = append(runs, nil) // float16 outputs must be preallocated
+		}
+		for _, h := range runs {
+			out, err := s.Run(feeds, h)
+			if err != nil {
+				t.Fatalf("%s Run (hints %v): %v", dt, h != nil, err)
+			}
+			check(fmt.Sprintf("Run (hints %v)", h != nil), out["present"], out["past_out"])
+			b, err := s.Prepare(feeds, h)
+			if err != nil {
+				t.Fatalf("%s Prepare (hints %v): %v", dt, h != nil, err)
+			}
+			for i := 0; i < 2; i++ {
+				if err := b.Run(); err != nil {
+					t.Fatalf("%s prepared run (hints %v): %v", dt, h != nil, err)
+				}
+				p, err1 := b.Output("present")
+				q, err2 := b.Output("past_out")
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				check(fmt.Sprintf("prepared run %d (hints %v)", i, h != nil), p, q)
+			}
+			b.Close()
+		}
+		// A feed whose data does not fit its empty shape is still refused.
+		bad := map[string]*Tensor{"past": {DType: dt, Shape: []int64{1, 2, 0, 4}, Data: make([]byte, size)}, "x": feeds["x"]}
+		if _, err := s.Run(bad, hints); err == nil || !strings.Contains(err.Error(), "need 0") {
+			t.Errorf("%s: data for an empty shape: %v", dt, err)
+		}
+		s.Close()
+	}
+}
+
+func sameInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
