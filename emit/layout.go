@@ -37,6 +37,10 @@ type Options struct {
 	// and the manifest are written (file hashes filled in) and before the atomic rename, to
 	// add more files (report.html, a Triton repository); an error aborts the whole write.
 	Extras func(tmpDir string, m *Manifest) error
+	// GenAI, when set, also writes genai_config.json, onnxruntime-genai's pipeline decoder
+	// over the stages (--emit genai; see genai.go), before the manifest, whose notes name
+	// the values it could not find.
+	GenAI *GenAIOptions
 	// State names state pairs the pattern of graph.StatePairs misses, input → output
 	// (--state); the manifest lists each stage's state.
 	State map[string]string

@@ -81,9 +81,9 @@ func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, 
 }
 
 // WriteDir writes stage<i>.onnx (+ stage<i>.onnx.data) for every stage and manifest.json
-// into dir, atomically: everything goes into a temporary directory beside dir, is synced,
-// and is renamed into place; on any error the temporary directory is removed and dir is
-// untouched. An existing dir is refused unless Options.Force, and Force replaces only an
+// (and genai_config.json with Options.GenAI) into dir, atomically: everything goes into a
+// temporary directory beside dir, is synced, and is renamed into place; on any error the
+// temporary directory is removed and dir is untouched. An existing dir is refused unless Options.Force, and Force replaces only an
 // empty directory or a previous onnxpart output, removing only the files its manifest lists
 // (see CheckOutput). A dir holding the input model, the root, the current or the home
 // directory or a parent of them is always refused. A symbolic link at dir is never
@@ -276,10 +276,10 @@ func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
 
 // ownedEntries returns the names of dir's entries when every one of them is part of a
 // previous onnxpart output: manifest.json, the stage and data files it lists, report.html,
-// the Triton repository and, at the top (top), the batch's route directories, each checked
-// the same way by its own manifest. The first other entry in name order is a
-// ForeignFileError whose File is relative to the top directory (rel is dir's path from it).
-// An empty directory has no entries.
+// genai_config.json, the Triton repository and, at the top (top), the batch's route
+// directories, each checked the same way by its own manifest. The first other entry in name
+// order is a ForeignFileError whose File is relative to the top directory (rel is dir's path
+// from it). An empty directory has no entries.
 func ownedEntries(dir, rel string, top bool) ([]string, error) {
 	es, err := os.ReadDir(dir)
 	if err != nil || len(es) == 0 {
@@ -295,7 +295,7 @@ func ownedEntries(dir, rel string, top bool) ([]string, error) {
 		return nil, foreign(ManifestFile, "which is not an onnxpart manifest")
 	}
 	// The kind each owned name must have (a symbolic link is never ours).
-	kind := map[string]os.FileMode{ManifestFile: 0, ReportFile: 0, TritonDir: os.ModeDir}
+	kind := map[string]os.FileMode{ManifestFile: 0, ReportFile: 0, TritonDir: os.ModeDir, GenAIFile: 0}
 	for _, st := range man.Stages {
 		for _, f := range []string{st.File, st.DataFile} {
 			if plainName(f) && (strings.HasSuffix(f, ".onnx") || strings.HasSuffix(f, ".onnx.data")) {
@@ -384,6 +384,14 @@ func (l *Layout) writeFiles(tmp string) error {
 		sum := sha256.Sum256(buf)
 		st.SHA256 = hex.EncodeToString(sum[:])
 		if err := writeFileSync(filepath.Join(tmp, st.File), buf); err != nil {
+			return err
+		}
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if l.opt.GenAI != nil {
+		if err := l.writeGenAI(tmp); err != nil {
 			return err
 		}
 		if err := step(); err != nil {

@@ -67,11 +67,15 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	external := fs.String("external-data", "auto", "weights in stage<i>.onnx.data: auto (as the source, or when a stage exceeds 2 GiB), always, never")
 	asJSON := fs.Bool("json", false, "print the manifest instead of the summary")
 	emitList := fs.StringSlice("emit", []string{"onnx", "manifest"}, emitHelp)
+	genai := fs.StringArray("genai", nil, genaiHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	extra, err := parseEmit(*emitList)
 	if err != nil {
+		return err
+	}
+	if err := extra.setGenAI(*genai); err != nil {
 		return err
 	}
 	if fs.Changed("max-batch") && *maxBatch < 1 {
@@ -194,7 +198,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			a.Devices = append(a.Devices, emit.Device{Provider: *provider})
 		}
 	}
-	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims})
+	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims, GenAI: extra.genai})
 	if err != nil {
 		return splitError(err)
 	}

@@ -10,7 +10,10 @@ import (
 )
 
 // emitHelp is the help of --emit, the same values for the main command and split.
-const emitHelp = "what to write: onnx and manifest (always written), report (DIR/report.html), triton (a Triton model repository in DIR/triton)"
+const emitHelp = "what to write: onnx and manifest (always written), report (DIR/report.html), triton (a Triton model repository in DIR/triton), genai (DIR/genai_config.json, onnxruntime-genai's pipeline decoder)"
+
+// genaiHelp is the help of --genai, the same for the main command and split.
+const genaiHelp = "a value of DIR/genai_config.json the model does not hold, KEY=VALUE (repeatable; implies --emit genai): context_length, bos_token_id, eos_token_id (a,b,…), pad_token_id, vocab_size, hidden_size, num_attention_heads, or hf_config=FILE, the Hugging Face config.json to read them from (default: config.json beside the model)"
 
 // emitSet is what --emit asked for beyond the stage files and the manifest, which are
 // always written.
@@ -21,10 +24,13 @@ type emitSet struct {
 	solverSeconds float64
 	// maxBatch is Triton's max_batch_size (--max-batch; 0: the bound batch size).
 	maxBatch int
+	// genai, when set, writes genai_config.json (emit.Options.GenAI).
+	genai *emit.GenAIOptions
 }
 
 // parseEmit reads an --emit list (comma-separated or repeated): onnx and manifest (always
-// written), report (DIR/report.html) and triton (a Triton model repository in DIR/triton).
+// written), report (DIR/report.html), triton (a Triton model repository in DIR/triton) and
+// genai (DIR/genai_config.json).
 func parseEmit(list []string) (emitSet, error) {
 	var se emitSet
 	for _, x := range list {
@@ -34,15 +40,30 @@ func parseEmit(list []string) (emitSet, error) {
 			se.report = true
 		case "triton":
 			se.triton = true
+		case "genai":
+			se.genai = &emit.GenAIOptions{}
 		default:
 			hint := ""
-			if s := suggest(x, []string{"onnx", "manifest", "report", "triton"}); s != "" {
+			if s := suggest(x, []string{"onnx", "manifest", "report", "triton", "genai"}); s != "" {
 				hint = fmt.Sprintf(" (did you mean %s?)", s)
 			}
-			return se, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton%s", x, hint)
+			return se, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton, genai%s", x, hint)
 		}
 	}
 	return se, nil
+}
+
+// setGenAI reads the --genai settings, which imply --emit genai.
+func (se *emitSet) setGenAI(settings []string) error {
+	if len(settings) == 0 {
+		return nil
+	}
+	opt, err := emit.ParseGenAI(settings)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	se.genai = opt
+	return nil
 }
 
 // extras returns the emit.Options.Extras hook that writes the report and the Triton
@@ -82,5 +103,8 @@ func (se emitSet) print(w io.Writer, dir string) {
 	if se.triton {
 		repo := filepath.Join(dir, emit.TritonDir)
 		fmt.Fprintf(w, "triton: %s (tritonserver --model-repository %s)\n", repo, repo)
+	}
+	if se.genai != nil {
+		fmt.Fprintf(w, "genai: %s (onnxruntime-genai: og.Model(%q))\n", filepath.Join(dir, emit.GenAIFile), dir)
 	}
 }

@@ -12,6 +12,7 @@
 //	verify.v1    onnxpart verify --json (emit.VerifyReport)
 //	bench.v1     onnxpart bench --json (pipebench.Report)
 //	plan.v1      onnxpart MODEL --json and onnxpart plan --json (a model form and an instance form; provisional)
+//	genai_config.v1  genai_config.json written by --emit genai (onnxruntime-genai's format, the part onnxpart writes; emit.GenAIConfig)
 //
 // Versioning: a name ends in its major version, as the manifest's format string does
 // ("onnxpart.manifest/v1" is manifest.v1). Within a version fields are only added, never

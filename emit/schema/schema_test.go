@@ -13,7 +13,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"bench.v1", "inspect.v1", "manifest.v1", "plan.v1", "profile.v1", "verify.v1"}
+	want := []string{"bench.v1", "genai_config.v1", "inspect.v1", "manifest.v1", "plan.v1", "profile.v1", "verify.v1"}
 	if got := schema.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -281,8 +281,9 @@ func typesOf(root map[string]any, s any) string {
 var knownConflicts = map[string]string{
 	"bounds":    "the certificate object (manifest) but the list of computed bounds (plan)",
 	"devices":   "device objects (manifest), device names (plan), the --devices argument (profile, whose list is device_list)",
-	"inputs":    "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
-	"outputs":   "tensor objects, but tensor names in the manifest's onnxruntime-genai pipeline entries (genai's format)",
+	"inputs":    "tensor objects, but tensor names in the onnxruntime-genai pipeline entries and genai_config's decoder name map (genai's format)",
+	"outputs":   "tensor objects, but tensor names in the onnxruntime-genai pipeline entries and genai_config's decoder name map (genai's format)",
+	"pipeline":  "one stage's element (manifest stages[]) but the whole array of them (genai_config, genai's format)",
 	"label":     "the assignment's stage label (manifest stages[]) but the event's text (manifest timeline[])",
 	"model":     "the model object (manifest, profile) but a path (verify) or a product name (profile device_list[])",
 	"nodes":     "a count (model, inspect, profile, fusion) but the node names (manifest stages[])",
