@@ -109,6 +109,10 @@ type Options struct {
 	// (--state); the state stays on the device of the stage that writes it.
 	State map[string]string
 
+	// CutAt restricts a pipeline's cuts: CutAny, CutBlocks or CutAuto ("" is CutAuto).
+	CutAt string
+
+	colocate   [][]int   // work nodes that share a stage (block-boundary cuts)
 	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
 	phaseCosts []phaseCosts
 	stateReads []stateRead
@@ -323,6 +327,9 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
 		return nil, &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
 	}
+	if opt.CutAt == CutBlocks && (batched || r.Objective != Throughput) {
+		return nil, &UsageError{Msg: "--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one"}
+	}
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
 		return nil, &UsageError{Msg: "--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload"}
 	}
@@ -405,7 +412,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	case batched:
 		workStage, labelDevice, err = planBatched(ctx, r, work, times, overs, table, devs, opt)
 	case r.Objective == Throughput:
-		workStage, labelDevice, err = planThroughput(ctx, r, work, times, table, devs, identical, opt)
+		workStage, labelDevice, err = planThroughputCuts(ctx, r, g, work, coarse, times, table, devs, identical, len(pairs) > 0, opt)
 	default:
 		workStage, labelDevice, err = planLatency(ctx, r, work, times, table, devs, opt)
 	}
@@ -717,6 +724,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		tensorWork = append(tensorWork, sr.tensor)
 	}
 	p.Bandwidth = bw
+	p.Colocate = opt.colocate
 	k := len(devs)
 	if opt.K > 0 {
 		k = opt.K

@@ -114,6 +114,7 @@ type reportView struct {
 	Devices         []deviceRow
 	TimelineTitle   string
 	Batch           *batchView
+	Workload        *workloadView
 }
 
 // batchView is a batched plan's shares and routes.
@@ -365,6 +366,8 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 		case m.Batch != nil:
 			b := m.Batch
 			v.Headline = []kv{{fmt.Sprintf("batch of %d", b.Inputs), fmtSeconds(b.MakespanS)}, {"throughput", fmtRate(b.ThroughputPerS)}}
+		case len(p.Workload) > 0:
+			v.Headline = []kv{{"busiest stage per request", fmtSeconds(p.BottleneckS)}, {"requests", fmtRate(p.ThroughputPerS)}, {"latency per request", fmtSeconds(p.LatencyS)}}
 		case m.Objective == "latency":
 			v.Headline = []kv{{"latency", fmtSeconds(p.LatencyS)}, {"throughput, one at a time", fmtRate(p.ThroughputPerS)}}
 		default:
@@ -373,6 +376,7 @@ func buildReport(m *Manifest, opt ReportOptions) *reportView {
 	} else {
 		v.PredictionNote = "Predictions absent: this manifest has no predicted times (a manual split, or a planner that did not price the plan)."
 	}
+	v.Workload = buildWorkload(m)
 	v.Certificate = certificate(m)
 	v.Pipeline = buildPipeline(m, devColor, stagePred, bott, crit)
 	switch {

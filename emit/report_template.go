@@ -128,6 +128,19 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 {{- end}}
 </section>
 
+{{- with .Workload}}
+<section id="workload">
+<h2>Workload</h2>
+<p class="caption">{{.Caption}}</p>
+<table class="workload">
+<tr><th>phase</th><th>dims</th><th>calls per request</th><th>bottleneck per call</th><th>alone</th><th>latency per call</th>{{range .Stages}}<th>stage {{.}}</th>{{end}}</tr>
+{{- range .Rows}}
+<tr><td>{{.Name}}</td><td>{{.Dims}}</td><td class="num">{{.Weight}}</td><td class="num">{{.Bottleneck}}</td><td class="num">{{.Rate}}</td><td class="num">{{.Latency}}</td>{{range .StageS}}<td class="num">{{.}}</td>{{end}}</tr>
+{{- end}}
+</table>
+</section>
+{{- end}}
+
 {{- with .Batch}}
 <section id="batch">
 <h2>Batch</h2>

@@ -78,10 +78,11 @@ is still written).
 // runFlags are the main command's flags (also listed by the top-level --help).
 type runFlags struct {
 	devices, link, objective, fusion, fusionRules, solver, bounds, out, costs string
+	cutAt                                                                     string
 	k, batch, polish, maxBatch                                                int
 	timeLimit                                                                 time.Duration
 	gap                                                                       float64
-	dims, emit                                                                []string
+	dims, emit, genai                                                         []string
 	inputShapes, maxDims, workload, states                                    []string
 	gpuIDs                                                                    []int
 	seed                                                                      int64
@@ -107,12 +108,14 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.inputShapes, "input-shape", nil, inputShapeHelp)
 	fs.StringArrayVar(&f.workload, "workload", nil, workloadHelp)
 	fs.StringArrayVar(&f.states, "state", nil, stateHelp)
+	fs.StringVar(&f.cutAt, "cut-at", "auto", "where pipeline cuts may fall: any, blocks (only between repeated blocks such as transformer layers, so stages hold whole layers) or auto (blocks for models with state, such as decoders, when that costs at most 5% throughput)")
 	fs.BoolVar(&f.allowUnknownShapes, "allow-unknown-shapes", false, "plan even when shape inference leaves most nodes' output shapes (so their FLOPs and activation bytes) unknown; they count 0")
 	fs.BoolVar(&f.freezeDims, "freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims; the sizes only cost and check the plan)")
 	fs.IntVar(&f.maxBatch, "max-batch", 0, "Triton max_batch_size along the leading symbolic batch dim (default: the size --dim binds it to)")
 	fs.Int64Var(&f.seed, "seed", 0, "random seed (default: unseeded, the planner uses the whole --time-limit and a rerun may differ); given, the plan and files are reproducible: searches run on work budgets, not the clock (see --help)")
 	fs.StringVarP(&f.out, "output", "o", "out", "output directory; - writes nothing and prints the plan")
 	fs.StringSliceVar(&f.emit, "emit", []string{"onnx", "manifest", "report"}, emitHelp)
+	fs.StringArrayVar(&f.genai, "genai", nil, genaiHelp)
 	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON on stdout")
 	fs.BoolVar(&f.force, "force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
 	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
@@ -136,6 +139,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	want, err := parseEmit(f.emit)
 	if err != nil {
+		return err
+	}
+	if err := want.setGenAI(f.genai); err != nil {
 		return err
 	}
 	if f.out == "" {
@@ -197,6 +203,11 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if memGraph == nil && len(phases) > 1 {
+		big := largestPhase(phases)
+		memGraph = big.Graph
+		prog.note(fmt.Sprintf("memory checked at the dims of phase %s, the largest of the workload (--max-dim sets others)", big.Name))
+	}
 	if err := m.RequireInputSizes(); err != nil { // every input size known, and none breaks a node
 		return err
 	}
@@ -234,7 +245,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph,
-		Workload: phases, State: states}
+		Workload: phases, State: states, CutAt: f.cutAt}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	interrupted := ctx.Err() != nil
@@ -246,7 +257,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
 	}
-	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states}
+	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states, GenAI: want.genai}
 	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
 		return splitError(err)
@@ -475,6 +486,9 @@ func extrasText(dir string) string {
 	}
 	if _, err := os.Stat(filepath.Join(dir, emit.TritonDir)); err == nil {
 		s += ", triton/"
+	}
+	if _, err := os.Stat(filepath.Join(dir, emit.GenAIFile)); err == nil {
+		s += ", " + emit.GenAIFile
 	}
 	return s
 }

