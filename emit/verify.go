@@ -142,6 +142,11 @@ type VerifyReport struct {
 	Runs     int              `json:"runs"`
 	Seed     int64            `json:"seed"`
 	Dims     map[string]int64 `json:"dims"`
+	// DerivedDims are the dims among Dims that follow from the others through the model's
+	// ties (ingest's Model.DerivedDims: a decoder's total = past + seq), with the
+	// expression each was derived as; they are never given a second size of their own. Not
+	// in the JSON form (verify.v1 has no field for it; Dims holds their sizes).
+	DerivedDims map[string]string `json:"-"`
 	// Inputs says how each model input was made.
 	Inputs []InputReport `json:"inputs"`
 	// Reference says what the chain was compared with: "original model", or, for a model
@@ -336,7 +341,9 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	}
 	// Dims the stage files fixed keep the manifest's sizes; the ones they keep symbolic
 	// take the sizes of the input files, then --dim, then the size the plan bound them to
-	// (Model.Dims), then DefaultDim.
+	// (Model.Dims), then DefaultDim. Those last two are loose: a dim the model ties to
+	// others (a decoder's total = past + seq) is derived from them instead (ingest's
+	// DefaultDims), so that --dim past=0 alone verifies a prefill.
 	dims := map[string]int64{}
 	for k, v := range man.Model.Dims {
 		if !free[k] {
@@ -392,6 +399,12 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 			return nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
 		}
 	}
+	loose := map[string]bool{}
+	for _, d := range man.Model.SymbolicDims {
+		if !set[d] {
+			loose[d] = true
+		}
+	}
 
 	v := &verifier{dir: dir, man: man, modelPath: modelPath, opt: opt, given: given,
 		sopt: ort.Options{Optimize: opt.Optimize, Threads: opt.Threads}, ref: opt.Reference}
@@ -425,15 +438,23 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		}
 		v.stages[i] = s
 	}
-	rep, err := v.runAt(ctx, dims, false)
+	rep, err := v.runAt(ctx, dims, loose, false)
 	if err != nil {
 		return nil, err
 	}
 	// A plan made at bound sizes whose stage files kept the dims symbolic must serve other
 	// sizes too: each such dim nothing else sized is run again at a second size.
+	// A derived dim has no size of its own: it moves with the dims it follows.
+	keep := map[string]bool{}
+	for d := range set {
+		keep[d] = true
+	}
+	for d := range rep.DerivedDims {
+		keep[d] = true
+	}
 	for _, d := range man.Model.SymbolicDims {
 		bound, ok := man.Model.Dims[d]
-		if !ok || set[d] {
+		if !ok || keep[d] {
 			continue
 		}
 		other := map[string]int64{}
@@ -441,16 +462,20 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 			other[k] = x
 		}
 		other[d] = secondSize(d, bound, BatchDim(man) == d)
-		other = v.consistent(other, d, set)
-		sub, err := v.runAt(ctx, other, true)
+		otherLoose := map[string]bool{}
+		for k := range loose {
+			otherLoose[k] = k != d
+		}
+		other = v.consistent(other, d, keep, otherLoose)
+		sub, err := v.runAt(ctx, other, otherLoose, true)
 		var re *sizeRunError
 		switch {
 		case errors.As(err, &re) && re.stage < 0:
 			sub = &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
-				Dims: other, Tolerance: rep.Tolerance, Pass: true, Skipped: re.Error()}
+				Dims: re.dims, Tolerance: rep.Tolerance, Pass: true, Skipped: re.Error()}
 		case errors.As(err, &re):
 			sub = &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
-				Dims: other, Tolerance: rep.Tolerance, Problem: re.Error()}
+				Dims: re.dims, Tolerance: rep.Tolerance, Problem: re.Error()}
 		case err != nil:
 			return nil, err
 		}
@@ -461,17 +486,18 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 }
 
 // consistent returns dims, in which dim changed has just been moved off its bound size,
-// with one other bound dim moved by as much (either way) when the model ties them: a
-// decoder's total length is past + seq, and past alone one less breaks its shapes. The
-// model's shape inference decides (ingest's ShapeErrors); when no single move mends
-// them, dims come back as they were, and the original model's failure skips the size.
-func (v *verifier) consistent(dims map[string]int64, changed string, set map[string]bool) map[string]int64 {
-	if v.shapeErrors(dims) == 0 {
+// with one other bound dim moved by as much (either way) when the model ties them in a way
+// ingest does not derive (it derives a decoder's total = past + seq itself). The model's
+// shape inference decides (ingest's ShapeErrors); when no single move mends them, dims
+// come back as they were, and the original model's failure skips the size. Dims in keep
+// (sized by the user, or derived) do not move; loose ones are ingest's DefaultDims.
+func (v *verifier) consistent(dims map[string]int64, changed string, keep, loose map[string]bool) map[string]int64 {
+	if v.shapeErrors(dims, loose) == 0 {
 		return dims
 	}
 	delta := dims[changed] - v.man.Model.Dims[changed]
 	for _, e := range v.man.Model.SymbolicDims { // sorted
-		if _, bound := v.man.Model.Dims[e]; !bound || e == changed || set[e] {
+		if _, bound := v.man.Model.Dims[e]; !bound || e == changed || keep[e] {
 			continue
 		}
 		for _, dd := range []int64{delta, -delta} {
@@ -480,7 +506,7 @@ func (v *verifier) consistent(dims map[string]int64, changed string, set map[str
 				try[k] = x
 			}
 			try[e] += dd
-			if try[e] >= 1 && v.shapeErrors(try) == 0 {
+			if try[e] >= 1 && v.shapeErrors(try, loose) == 0 {
 				return try
 			}
 		}
@@ -490,12 +516,26 @@ func (v *verifier) consistent(dims map[string]int64, changed string, set map[str
 
 // shapeErrors counts the shape inference errors of the original model at dims (1 when it
 // does not load).
-func (v *verifier) shapeErrors(dims map[string]int64) int {
-	m, err := ingest.Load(v.modelPath, ingest.Options{Dims: dims})
+func (v *verifier) shapeErrors(dims map[string]int64, loose map[string]bool) int {
+	m, err := loadAt(v.modelPath, dims, loose)
 	if err != nil {
 		return 1
 	}
 	return len(m.ShapeErrors)
+}
+
+// loadAt loads the model with dims bound, those in loose as defaults that the model's ties
+// to the others override (ingest's DefaultDims).
+func loadAt(path string, dims map[string]int64, loose map[string]bool) (*ingest.Model, error) {
+	explicit, defaults := map[string]int64{}, map[string]int64{}
+	for k, x := range dims {
+		if loose[k] {
+			defaults[k] = x
+		} else {
+			explicit[k] = x
+		}
+	}
+	return ingest.Load(path, ingest.Options{Dims: explicit, DefaultDims: defaults})
 }
 
 // secondSize is the size a dim bound for planning is verified at besides: 1 for a batch,
@@ -546,16 +586,29 @@ type verifier struct {
 	second bool
 }
 
-// runAt runs the original model and the chain with every dimension bound to dims; second
-// marks a second size, whose failures come back as *sizeRunError.
-func (v *verifier) runAt(ctx context.Context, dims map[string]int64, second bool) (*VerifyReport, error) {
+// runAt runs the original model and the chain with every dimension bound to dims (those in
+// loose unless the model derives them from the others); second marks a second size, whose
+// failures come back as *sizeRunError.
+func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[string]bool, second bool) (*VerifyReport, error) {
 	v.second = second
 	man, opt, given, modelPath := v.man, v.opt, v.given, v.modelPath
 	// The model with every dimension bound gives every boundary tensor's concrete shape.
-	m, err := ingest.Load(modelPath, ingest.Options{Dims: dims})
+	m, err := loadAt(modelPath, dims, loose)
+	var ue *ingest.UsageError
+	if err != nil && !second && errors.As(err, &ue) {
+		return nil, &InputError{Msg: err.Error()} // sizes that contradict each other
+	}
 	if err != nil {
 		return nil, v.fail(dims, -1, err)
 	}
+	sized := map[string]int64{}
+	for k, x := range dims {
+		sized[k] = x
+	}
+	for k, x := range m.Dims() {
+		sized[k] = x
+	}
+	dims = sized
 	g := m.Graph
 	if err := checkTensorSizes(g, man, given, opt.MaxTensorBytes); err != nil {
 		return nil, v.fail(dims, -1, err)
@@ -565,7 +618,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, second bool
 		givenNames[name] = true
 	}
 	rep := &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
-		Seed: opt.Seed, Dims: dims, Tolerance: opt.Tolerance}
+		Seed: opt.Seed, Dims: dims, DerivedDims: m.DerivedDims, Tolerance: opt.Tolerance}
 	if !opt.Optimize {
 		rep.Tolerance = 0
 	}

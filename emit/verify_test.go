@@ -3,8 +3,10 @@ package emit
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
@@ -336,7 +339,7 @@ func decoderModel(t testing.TB) string {
 }
 
 // A decoder planned at past=1024 keeps its dims symbolic and runs at past=1023: the second
-// size of past moves seq too, as the model's shapes demand (the issue's "Got: 1024
+// size of past moves total too, as the model's shapes demand (the issue's "Got: 1024
 // Expected: 1025" came from stage files frozen at the planned lengths).
 func TestVerifyDecoderSecondSizes(t *testing.T) {
 	needORT(t)
@@ -379,13 +382,246 @@ func TestVerifyDecoderSecondSizes(t *testing.T) {
 		}
 		sizes = append(sizes, dimList(o.Dims))
 	}
+	// total follows from past and seq (ingest derives it): it has no second size of its
+	// own, and moves with theirs.
+	if rep.DerivedDims["total"] != "past + seq" {
+		t.Errorf("derived dims %v, want total = past + seq", rep.DerivedDims)
+	}
 	want := []string{
 		"batch=2, past=1024, seq=1, total=1025",
-		"batch=1, past=1023, seq=2, total=1025",
-		"batch=1, past=1023, seq=2, total=1025",
 		"batch=1, past=1023, seq=1, total=1024",
+		"batch=1, past=1024, seq=2, total=1026",
 	}
 	if strings.Join(sizes, " | ") != strings.Join(want, " | ") {
 		t.Errorf("second sizes:\n%s\nwant\n%s", strings.Join(sizes, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// kvDecoderModel is a two-layer decoder with a KV cache as transformers exports it, in
+// miniature: input_ids [batch, seq], attention_mask [batch, total] and
+// past_key_values.{0,1}.{key,value} [batch, 2, past, 4] in; logits [batch, seq, 10] and
+// present.{0,1}.{key,value} [batch, 2, total, 4] = Concat(past, new) on axis 2 out. Each
+// layer's scores [batch, 2, seq, past + seq] are added to the mask unsqueezed to [batch, 1,
+// 1, total], so total = past + seq. Layer 1's past keys are scaled (by 1) into an output
+// of their own, past_scaled.1, before the concatenation: computed in stage 0 and read in
+// stage 1 of the split stage0, it is an empty tensor that crosses a stage boundary at a
+// prefill (past = 0), and an empty model output.
+func kvDecoderModel(t testing.TB) (path string, stage0 map[string]bool) {
+	w := func(name string, dims ...int64) *onnxpb.TensorProto {
+		n := int64(1)
+		for _, d := range dims {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32((i*5+len(name))%9-4) / 8
+		}
+		return floatTensor(name, dims, v...)
+	}
+	i64 := func(name string, v ...int64) *onnxpb.TensorProto {
+		raw := make([]byte, 8*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(raw[8*i:], uint64(x))
+		}
+		return &onnxpb.TensorProto{Name: proto.String(name), Dims: []int64{int64(len(v))}, DataType: proto.Int32(int32(graph.Int64)), RawData: raw}
+	}
+	one := func(name string, v int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(v)}
+	}
+	perm := func(v ...int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String("perm"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
+	}
+	inits := []*onnxpb.TensorProto{w("emb", 10, 8), w("wout", 8, 10), floatTensor("one", nil, 1), floatTensor("neg", nil, -1e4),
+		i64("split_heads", 0, 0, 2, 4), i64("merge_heads", 0, 0, 8), i64("mask_axes", 1, 2)}
+	nodes := []*onnxpb.NodeProto{
+		node("Gather", "embed", []string{"emb", "input_ids"}, []string{"h0"}),
+		node("Cast", "mask_cast", []string{"attention_mask"}, []string{"mf"}, one("to", int64(graph.Float))),
+		node("Unsqueeze", "mask_4d", []string{"mf", "mask_axes"}, []string{"m4"}),
+		node("Sub", "mask_inv", []string{"one", "m4"}, []string{"mi"}),
+		node("Mul", "mask_big", []string{"mi", "neg"}, []string{"mb"}),
+		node("Mul", "scale_past1", []string{"past_key_values.1.key", "one"}, []string{"past_scaled.1"}),
+	}
+	stage0 = map[string]bool{}
+	for _, n := range nodes {
+		stage0[n.GetName()] = true
+	}
+	for l := 0; l < 2; l++ {
+		p := fmt.Sprintf("l%d_", l)
+		h, out := fmt.Sprintf("h%d", l), fmt.Sprintf("h%d", l+1)
+		pastK := fmt.Sprintf("past_key_values.%d.key", l)
+		if l == 1 {
+			pastK = "past_scaled.1"
+		}
+		inits = append(inits, w(p+"wq", 8, 8), w(p+"wk", 8, 8), w(p+"wv", 8, 8))
+		layer := []*onnxpb.NodeProto{}
+		for _, x := range []string{"q", "k", "v"} {
+			layer = append(layer,
+				node("MatMul", p+x+"_proj", []string{h, p + "w" + x}, []string{p + x + "0"}),
+				node("Reshape", p+x+"_reshape", []string{p + x + "0", "split_heads"}, []string{p + x + "1"}),
+				node("Transpose", p+x+"_heads", []string{p + x + "1"}, []string{p + x}, perm(0, 2, 1, 3)))
+		}
+		layer = append(layer,
+			node("Concat", p+"cat_k", []string{pastK, p + "k"}, []string{fmt.Sprintf("present.%d.key", l)}, one("axis", 2)),
+			node("Concat", p+"cat_v", []string{fmt.Sprintf("past_key_values.%d.value", l), p + "v"}, []string{fmt.Sprintf("present.%d.value", l)}, one("axis", 2)),
+			node("Transpose", p+"kt", []string{fmt.Sprintf("present.%d.key", l)}, []string{p + "kT"}, perm(0, 1, 3, 2)),
+			node("MatMul", p+"scores", []string{p + "q", p + "kT"}, []string{p + "s"}),
+			node("Add", p+"mask_add", []string{p + "s", "mb"}, []string{p + "sm"}),
+			node("Softmax", p+"softmax", []string{p + "sm"}, []string{p + "p"}, one("axis", -1)),
+			node("MatMul", p+"attend", []string{p + "p", fmt.Sprintf("present.%d.value", l)}, []string{p + "a"}),
+			node("Transpose", p+"merge_t", []string{p + "a"}, []string{p + "at"}, perm(0, 2, 1, 3)),
+			node("Reshape", p+"merge", []string{p + "at", "merge_heads"}, []string{p + "o"}),
+			node("Add", p+"residual", []string{p + "o", h}, []string{out}))
+		for _, n := range layer {
+			stage0[n.GetName()] = l == 0
+		}
+		nodes = append(nodes, layer...)
+	}
+	nodes = append(nodes, node("MatMul", "lm_head", []string{"h2", "wout"}, []string{"logits"}))
+	in := []*onnxpb.ValueInfoProto{vinfo("input_ids", graph.Int64, "batch", "seq"), vinfo("attention_mask", graph.Int64, "batch", "total")}
+	out := []*onnxpb.ValueInfoProto{vinfo("logits", graph.Float, "batch", "seq", 10), vinfo("past_scaled.1", graph.Float, "batch", 2, "past", 4)}
+	for l := 0; l < 2; l++ {
+		for _, kv := range []string{"key", "value"} {
+			in = append(in, vinfo(fmt.Sprintf("past_key_values.%d.%s", l, kv), graph.Float, "batch", 2, "past", 4))
+			out = append(out, vinfo(fmt.Sprintf("present.%d.%s", l, kv), graph.Float, "batch", 2, "total", 4))
+		}
+	}
+	g := &onnxpb.GraphProto{Name: proto.String("kv_decoder"), Input: in, Output: out, Initializer: inits, Node: nodes}
+	return writeModel(t, &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: g}), stage0
+}
+
+// TestVerifyDecoderPrefill: a decoder planned with only batch, past and seq bound (ingest
+// derives total = past + seq) verifies at the planned sizes and at second sizes of each of
+// them, and then as a prefill (--dim past=0): the past keys and values are empty tensors
+// fed to ONNX Runtime, one of them crosses the stage boundary, and an empty model output
+// compares equal to the original's. A total that contradicts past + seq is one input
+// error naming the dim and both sizes.
+func TestVerifyDecoderPrefill(t *testing.T) {
+	needORT(t)
+	p, stage0 := kvDecoderModel(t)
+	m, err := ingest.Load(p, ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.DerivedDims["total"] != "past + seq" || m.Dims()["total"] != 20 || len(m.ShapeErrors) > 0 {
+		t.Fatalf("derived %v, dims %v, shape errors %v", m.DerivedDims, m.Dims(), m.ShapeErrors)
+	}
+	stage := make([]int, len(m.Graph.Nodes))
+	for v := range m.Graph.Nodes {
+		if !stage0[m.Graph.Nodes[v].Name] {
+			stage[v] = 1
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crosses := false
+	for _, tr := range man.Transfers {
+		crosses = crosses || tr.Tensor == "past_scaled.1"
+	}
+	if !crosses || man.Model.Dims["total"] != 20 {
+		t.Fatalf("transfers %+v, dims %v; want past_scaled.1 sent from stage 0 to 1 and total=20 recorded", man.Transfers, man.Model.Dims)
+	}
+	ctx := context.Background()
+	rep, err := Verify(ctx, dir, VerifyOptions{Runs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass || rep.Dims["total"] != 20 || rep.DerivedDims["total"] != "past + seq" {
+		t.Fatalf("at the planned sizes: pass %v, dims %v, derived %v: %v", rep.Pass, rep.Dims, rep.DerivedDims, (&MismatchError{Report: rep}).Error())
+	}
+	var sizes []string
+	for _, o := range rep.OtherSizes {
+		if !o.Pass || o.Skipped != "" {
+			t.Errorf("at %s: pass %v, skipped %q, problem %q", dimList(o.Dims), o.Pass, o.Skipped, o.Problem)
+		}
+		sizes = append(sizes, dimList(o.Dims))
+	}
+	if got := strings.Join(sizes, " | "); got != "batch=2, past=16, seq=4, total=20 | batch=1, past=15, seq=4, total=19 | batch=1, past=16, seq=3, total=19" {
+		t.Errorf("second sizes %s", got)
+	}
+
+	// The prefill.
+	rep, err = Verify(ctx, dir, VerifyOptions{Dims: map[string]int64{"past": 0}, Runs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Pass || rep.Dims["past"] != 0 || rep.Dims["total"] != 4 || len(rep.OtherSizes) != 2 { // batch and seq; --dim sizes past
+		t.Fatalf("prefill: pass %v, dims %v, %d other sizes: %v", rep.Pass, rep.Dims, len(rep.OtherSizes), (&MismatchError{Report: rep}).Error())
+	}
+	for _, in := range rep.Inputs {
+		if strings.HasPrefix(in.Name, "past_key_values.") && fmt.Sprint(in.Shape) != "[1 2 0 4]" {
+			t.Errorf("prefill input %s %v", in.Name, in.Shape)
+		}
+	}
+	for _, o := range rep.Outputs {
+		switch {
+		case !o.Pass || !o.BitExact:
+			t.Errorf("prefill output %s: %+v", o.Name, o)
+		case o.Name == "past_scaled.1" && (fmt.Sprint(o.Shape) != "[1 2 0 4]" || o.Elements != 0):
+			t.Errorf("empty output %s: shape %v, %d elements", o.Name, o.Shape, o.Elements)
+		case strings.HasPrefix(o.Name, "present.") && fmt.Sprint(o.Shape) != "[1 2 4 4]":
+			t.Errorf("prefill %s: shape %v", o.Name, o.Shape)
+		}
+	}
+	for _, o := range rep.OtherSizes {
+		if !o.Pass || o.Dims["past"] != 0 {
+			t.Errorf("prefill at %s: pass %v, %s%s", dimList(o.Dims), o.Pass, o.Skipped, o.Problem)
+		}
+	}
+
+	// Sizes that contradict the model's tie.
+	_, err = Verify(ctx, dir, VerifyOptions{Dims: map[string]int64{"past": 16, "seq": 8, "total": 5}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "dimension total is bound to 5") || !strings.Contains(err.Error(), "past + seq = 24") {
+		t.Errorf("total=5 at past=16, seq=8: %v", err)
+	}
+}
+
+// TestVerifyLlamaPrefill: internal/llamagen's Llama-style decoder, planned in two stages with
+// batch, past and seq bound (total derived), verifies at the planned sizes, at their second
+// sizes and as a prefill (--dim past=0), where every past_key_values input is empty.
+func TestVerifyLlamaPrefill(t *testing.T) {
+	needORT(t)
+	p, err := llamagen.Write(t.TempDir(), llamagen.Tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ingest.Load(p, ingest.Options{Dims: map[string]int64{"batch": 1, "past": 8, "seq": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, err := EqualFLOPs(m.Graph, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	if _, err := Write(m, &Assignment{Stage: stage}, dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, opt := range []VerifyOptions{{}, {Dims: map[string]int64{"past": 0}}} {
+		rep, err := Verify(ctx, dir, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Pass || rep.Dims["total"] != rep.Dims["past"]+3 || rep.DerivedDims["total"] != "past + seq" {
+			t.Fatalf("%v: pass %v, dims %v, derived %v: %v", opt.Dims, rep.Pass, rep.Dims, rep.DerivedDims, (&MismatchError{Report: rep}).Error())
+		}
+		for _, o := range rep.OtherSizes {
+			if !o.Pass || o.Skipped != "" || o.Dims["total"] != o.Dims["past"]+o.Dims["seq"] {
+				t.Errorf("%v at %s: pass %v, %s%s", opt.Dims, dimList(o.Dims), o.Pass, o.Skipped, o.Problem)
+			}
+		}
+		empty := 0
+		for _, in := range rep.Inputs {
+			if strings.HasPrefix(in.Name, "past_key_values.") && len(in.Shape) == 4 && in.Shape[2] == 0 {
+				empty++
+			}
+		}
+		if want := map[bool]int{false: 0, true: 2 * llamagen.Tiny.Layers}[opt.Dims != nil]; empty != want {
+			t.Errorf("%v: %d empty past inputs, want %d", opt.Dims, empty, want)
+		}
 	}
 }

@@ -116,6 +116,7 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 			}
 		}
 	}
+	m.inputParams = onInputs
 	have := sortedKeys(onInputs)
 	for _, n := range sortedKeys(dims) {
 		switch {
@@ -301,8 +302,25 @@ func (m *Model) RequireInputSizes() error {
 		example := "--input-shape " + m.inputShapeExample()
 		var msg string
 		if len(m.SymbolicDims) > 0 {
-			msg = fmt.Sprintf("the model has symbolic dimensions %s; bind them with --dim %s=SIZE (or whole inputs with %s)",
-				strings.Join(m.SymbolicDims, ", "), strings.Join(m.SymbolicDims, "=SIZE,"), example)
+			// Dims tied to the others (total = past + seq) follow from them.
+			dep := m.dependentDims()
+			var ask, follow []string
+			for _, d := range m.SymbolicDims {
+				if e, ok := dep[d]; ok {
+					follow = append(follow, d+" = "+e)
+				} else {
+					ask = append(ask, d)
+				}
+			}
+			bind := fmt.Sprintf("--dim %s=SIZE", strings.Join(ask, "=SIZE,"))
+			if len(follow) > 0 {
+				bind += " (" + strings.Join(follow, ", ") + " follows)"
+				if len(follow) > 1 {
+					bind = strings.TrimSuffix(bind, "follows)") + "follow)"
+				}
+			}
+			msg = fmt.Sprintf("the model has symbolic dimensions %s; bind them with %s (or whole inputs with %s)",
+				strings.Join(m.SymbolicDims, ", "), bind, example)
 			if anonymous := strings.Contains(strings.Join(un, " "), "?"); anonymous {
 				msg += "; inputs with unnamed dimensions need --input-shape"
 			}

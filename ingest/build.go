@@ -100,8 +100,10 @@ func (m *Model) build() error {
 	if err := m.inferShapes(sparse); err != nil {
 		return err
 	}
-	m.countCosts()
-	m.markStatic()
+	if !m.shapesOnly {
+		m.countCosts()
+		m.markStatic()
+	}
 	return nil
 }
 

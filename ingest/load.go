@@ -6,7 +6,10 @@
 // validated graph.Graph in which every tensor has a dtype, a shape (inferred by onnxpart's own
 // shape inference with constant folding of shape computations) and a byte size, and every
 // node its FLOPs, bytes read and written, and parameter bytes. Model.Summarize gives the
-// object `onnxpart inspect --json` prints (JSON Schema: emit/schema's inspect.v1).
+// object `onnxpart inspect --json` prints (JSON Schema: emit/schema's inspect.v1). An input
+// dim the model ties to others (a decoder's attention mask length, total = past + seq) is
+// derived when they are bound (Model.DerivedDims), and bound sizes that contradict such a tie
+// are one *UsageError naming the dim and both sizes (derive.go).
 //
 //	m, err := ingest.Load("model.onnx", ingest.Options{Dims: map[string]int64{"batch": 8}})
 //	// m.Graph goes to profile (costs), fusion (coarsening) and emit (stage files).
@@ -48,6 +51,12 @@ type Options struct {
 	MaxFileBytes int64
 	// MaxNodes refuses models whose main graph has more nodes (0: DefaultMaxNodes).
 	MaxNodes int
+	// DefaultDims are sizes for input dims that neither Dims nor InputShapes bind and that
+	// no tie to bound dims settles (see Model.DerivedDims): a dim the model ties to others
+	// (total = past + seq) is derived from them rather than given its default. Names the
+	// model's inputs do not carry are ignored. Verify passes the sizes a plan was made at
+	// this way.
+	DefaultDims map[string]int64
 }
 
 // DefaultMaxNodes bounds the nodes of a model's main graph. Loading takes about 4.6 KB and
@@ -87,6 +96,10 @@ type Model struct {
 	// Notes say how costs were estimated where the model does not settle them: the branch an
 	// If is costed by, a Loop or Scan whose trip count is unknown (counted once).
 	Notes []string
+	// DerivedDims are the input dims this load bound because the model ties them to dims
+	// that were bound, each with the expression it was derived as: a decoder's attention
+	// mask length, total → "past + seq" (its size is in Dims; DerivedNotes writes both).
+	DerivedDims map[string]string
 
 	inits map[string]*onnxpb.TensorProto
 	sub   *subgraphCosts
@@ -95,9 +108,16 @@ type Model struct {
 	// inference (checkDerivedDims).
 	derivedDims map[string]int64
 	inputShapes map[string][]int64
+	// inputParams are the dim_params the graph inputs carry; rels the ties between them,
+	// when the load looked for them (derive.go).
+	inputParams map[string]bool
+	rels        []dimRelation
+	// shapesOnly skips costs: the load of the model with its dims unbound that finds ties.
+	shapesOnly bool
 }
 
-// Dims returns the symbolic-dimension bindings the model was loaded with (a copy).
+// Dims returns the symbolic-dimension bindings the model was loaded with (a copy): those
+// given, the derived ones (DerivedDims) and the defaults used.
 func (m *Model) Dims() map[string]int64 {
 	out := make(map[string]int64, len(m.dims))
 	for k, v := range m.dims {
@@ -206,6 +226,7 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 	if err := m.bindDims(opt.Dims, opt.InputShapes); err != nil {
 		return nil, err
 	}
+	m.deriveDims(opt.DefaultDims)
 	if err := m.build(); err != nil {
 		var ge *graph.Error
 		var ce *graph.CycleError
@@ -221,6 +242,9 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 			return nil, ie
 		}
 		return nil, fail("%v", err)
+	}
+	if err := m.checkTies(); err != nil {
+		return nil, err
 	}
 	if err := m.checkDerivedDims(); err != nil {
 		return nil, err

@@ -895,14 +895,14 @@ func rangeOp(c *nctx) error {
 	d, ok3 := delta.numbers()
 	if !ok1 || !ok2 || !ok3 || len(s) != 1 || len(l) != 1 || len(d) != 1 || d[0] == 0 {
 		n := unknownDim
-		// Range(a, S, ±1) over a symbolic limit S has S − a (a − S) elements.
-		if ok1 && ok3 && len(s) == 1 && len(d) == 1 && (d[0] == 1 || d[0] == -1) && len(limit.ival) == 1 && s[0] == math.Trunc(s[0]) {
-			a := vInt(int64(s[0]))
-			if d[0] == 1 {
-				n = dimOfVal(intArith["Sub"](limit.ival[0], a))
-			} else {
-				n = dimOfVal(intArith["Sub"](a, limit.ival[0]))
+		// Range(a, S, ±1) over a symbolic limit S has S − a (a − S) elements, a symbolic or
+		// not: a causal mask's query positions Range(total − seq, total, 1) are seq.
+		if ok3 && len(d) == 1 && (d[0] == 1 || d[0] == -1) && len(limit.ival) == 1 && len(start.ival) == 1 {
+			a, b := start.ival[0], limit.ival[0]
+			if d[0] == -1 {
+				a, b = b, a
 			}
+			n = dimOfVal(intArith["Sub"](b, a))
 		}
 		c.set(0, start.dt, graph.Shape{n})
 		return nil

@@ -30,10 +30,12 @@ compares every model output. Prints the largest absolute and relative error per 
 
 Inputs are random and seeded (floats in [-1,1); integer ids that index a table in range;
 masks 0/1), or real data from .npy files with --input. Symbolic dimensions the stages kept
-take their size from the input files, --dim, the size the plan bound them to, or 1. A plan
-made at bound sizes (onnxpart MODEL --dim batch=8) is also run at a second size of each
-dimension it bound and nothing else sized: 1 for a batch, else one less; a size at which
-the original model itself fails is skipped.
+take their size from the input files, --dim, the size the plan bound them to, or 1; a
+dimension the model ties to others (a decoder's attention mask length total = past + seq)
+follows from them unless the input files or --dim size it, so --dim past=0 alone runs a
+prefill. A plan made at bound sizes (onnxpart MODEL --dim batch=8) is also run at a second
+size of each dimension it bound and nothing else sized (derived ones move with the others):
+1 for a batch, else one less; a size at which the original model itself fails is skipped.
 
 For float16 models, ONNX Runtime's CPU provider computes in float32 between operators that
 lack float16 kernels, skipping the rounding a stage boundary must do; the reference then
@@ -48,6 +50,7 @@ Examples:
   onnxpart verify out
   onnxpart verify out --opt all --runs 5 --seed 7
   onnxpart verify out --input input_ids=ids.npy --input attention_mask=mask.npy
+  onnxpart verify out --dim past=0                  # a decoder's prefill (empty KV cache)
 `,
 		run: runVerify,
 	})
@@ -144,6 +147,19 @@ func printVerify(w io.Writer, dir string, rep *emit.VerifyReport) {
 	}
 	fmt.Fprintf(w, "verify %s: %s of %s, %s, %s, seed %d\n", dir, plural(rep.Stages, "stage"), rep.Model, mode, plural(rep.Runs, "run"), rep.Seed)
 	fmt.Fprintf(w, "reference: %s\n", rep.Reference)
+	if len(rep.DerivedDims) > 0 {
+		// Once: the sizes below show what each derived dim is at every size.
+		names := make([]string, 0, len(rep.DerivedDims))
+		for d := range rep.DerivedDims {
+			names = append(names, d)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, d := range names {
+			parts[i] = fmt.Sprintf("%s = %s = %d", d, rep.DerivedDims[d], rep.Dims[d])
+		}
+		fmt.Fprintf(w, "derived: %s (the model ties it to the other sizes)\n", strings.Join(parts, ", "))
+	}
 	if len(rep.OtherSizes) > 0 {
 		fmt.Fprintf(w, "at %s (the sizes planned at):\n", dimWords(rep.Dims))
 	}
