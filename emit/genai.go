@@ -389,23 +389,34 @@ func genaiPrimary(man *Manifest, provs []string, notes []string) (GenAISessionOp
 	if len(odd) > 0 {
 		note("onnxruntime-genai has no execution provider for %s: run those stages on another provider", strings.Join(odd, ", "))
 	}
+	// genai keeps its CUDA buffers on device 0 (DeviceInterface::GetDeviceId, src/smartptrs.h)
+	// and runs every CUDA session on its one stream (src/cuda/session_options.cpp).
+	gpus, ids := map[string]bool{}, map[string]bool{}
+	var names []string
+	for i, p := range provs {
+		if p != "cuda" {
+			continue
+		}
+		st := man.Stages[i]
+		if !gpus[st.Device] {
+			gpus[st.Device] = true
+			names = append(names, st.Device)
+		}
+		for _, po := range st.Pipeline[fmt.Sprintf("stage%d", i)].SessionOptions.ProviderOptions {
+			ids[po["cuda"]["device_id"]] = true
+		}
+	}
+	switch {
+	case len(gpus) > 1:
+		note("the stages run on %d GPUs (%s): genai keeps its buffers on CUDA device 0 and runs every CUDA session on one CUDA stream, so a pipeline over several GPUs is not known to run under genai", len(gpus), strings.Join(names, ", "))
+	case len(ids) == 1 && !ids[""] && !ids["0"]:
+		for id := range ids {
+			note("the CUDA stages have device_id %s, but genai keeps its buffers and stream on CUDA device 0: run with CUDA_VISIBLE_DEVICES=%s and device_id 0", id, id)
+		}
+	}
 	if same && (provs[0] == "cuda" || provs[0] == "qnn") {
-		// The first stage's options (its device_id): genai creates the primary device's
-		// buffers there.
-		for _, po := range man.Stages[0].Pipeline["stage0"].SessionOptions.ProviderOptions {
-			so.ProviderOptions = append(so.ProviderOptions, po)
-		}
-		if provs[0] == "cuda" {
-			ids := map[string]bool{}
-			for _, st := range man.Stages {
-				for _, po := range st.Pipeline[fmt.Sprintf("stage%d", st.Index)].SessionOptions.ProviderOptions {
-					ids[po["cuda"]["device_id"]] = true
-				}
-			}
-			if len(ids) > 1 {
-				note("the stages run on %d GPUs: genai runs all its CUDA sessions on one CUDA stream (src/cuda/session_options.cpp) and keeps the KV cache on the first stage's GPU, so a pipeline over several GPUs is not known to run under genai", len(ids))
-			}
-		}
+		// The first stage's provider and options, as every stage has them.
+		so.ProviderOptions = append(so.ProviderOptions, man.Stages[0].Pipeline["stage0"].SessionOptions.ProviderOptions...)
 		return so, notes
 	}
 	if !same || provs[0] != "" {

@@ -370,9 +370,12 @@ func TestGenAIDecoder(t *testing.T) {
 		t.Errorf("primary device %v, want cuda", got)
 	}
 	for _, n := range man.Notes {
-		if strings.HasPrefix(n, genaiNote) {
+		if strings.HasPrefix(n, genaiNote) && !strings.Contains(n, "the stages run on 3 GPUs (gpu0, gpu1, gpu2)") {
 			t.Errorf("unexpected note: %s", n)
 		}
+	}
+	if !hasNote(man, "the stages run on 3 GPUs (gpu0, gpu1, gpu2)") {
+		t.Errorf("no note of the GPUs: %q", man.Notes)
 	}
 	if dec := doc["model"].(map[string]any)["decoder"].(map[string]any); dec["pipeline"].([]any)[1].(map[string]any)["stage1"] == nil {
 		t.Errorf("pipeline element 1 is not keyed stage1: %v", dec["pipeline"])
@@ -409,6 +412,20 @@ func TestGenAIDecoder(t *testing.T) {
 	}
 	if !hasNote(l.Manifest, "the stages run on 3 GPUs") {
 		t.Errorf("no note of the GPUs: %q", l.Manifest.Notes)
+	}
+
+	// All stages on one GPU whose ordinal is not 0: genai's buffers stay on device 0.
+	one := []Device{{"gpu1", cuda}, {"gpu1", cuda}, {"gpu1", cuda}}
+	l, err = Prepare(m, &Assignment{Stage: layerOf, Devices: one}, Options{GenAI: &GenAIOptions{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Manifest.SetCUDADevice("gpu1", 1)
+	if err := l.WriteDir(filepath.Join(t.TempDir(), "one")); err != nil {
+		t.Fatal(err)
+	}
+	if !hasNote(l.Manifest, "CUDA_VISIBLE_DEVICES=1") || hasNote(l.Manifest, "GPUs") {
+		t.Errorf("notes %q", l.Manifest.Notes)
 	}
 }
 
