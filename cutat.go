@@ -7,6 +7,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -106,7 +107,7 @@ func planThroughputCuts(ctx context.Context, r *Result, g, work *graph.Graph, co
 	if mode == CutAny {
 		return planThroughput(ctx, r, work, times, table, devs, identical, opt)
 	}
-	blockOf, nBlocks, desc := findBlocks(g)
+	blockOf, nBlocks, desc := findBlocks(g, opt.blocks)
 	if nBlocks < 2 {
 		if mode == CutBlocks {
 			r.Notes = append(r.Notes, "--cut-at blocks: the model has no repeated blocks; cuts fall anywhere")
@@ -192,8 +193,28 @@ func durText(s float64) string {
 	return fmt.Sprintf("%.3gµs", s*1e6)
 }
 
-// findBlocks finds g's repeated blocks: the block of each node (-1 outside any), their
-// number, and a description ("22 blocks of 31 nodes").
-func findBlocks(g *graph.Graph) (blockOf []int, n int, desc string) {
-	return nil, 0, ""
+// findBlocks finds g's repeated blocks (graph/blocks): the block of each node (-1 outside
+// any), their number, and a description for notes.
+func findBlocks(g *graph.Graph, res *blocks.Result) (blockOf []int, n int, desc string) {
+	if res == nil || len(res.Blocks) < 2 {
+		return nil, 0, ""
+	}
+	blockOf = make([]int, len(g.Nodes))
+	for v := range blockOf {
+		blockOf[v] = -1
+	}
+	repeated := 0
+	for b, bl := range res.Blocks {
+		for _, v := range bl.Nodes {
+			blockOf[v] = b
+		}
+		if bl.Repeated {
+			repeated++
+		}
+	}
+	desc = fmt.Sprintf("%d blocks", len(res.Blocks))
+	if repeated > 0 && repeated < len(res.Blocks) {
+		desc = fmt.Sprintf("%d blocks (%d repeated)", len(res.Blocks), repeated)
+	}
+	return blockOf, len(res.Blocks), desc
 }

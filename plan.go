@@ -30,6 +30,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
@@ -113,6 +114,10 @@ type Options struct {
 	CutAt string
 
 	colocate   [][]int   // work nodes that share a stage (block-boundary cuts)
+	fine       *graph.Graph
+	coarse     *fusion.Coarse
+	blocks     *blocks.Result // the model's repeated blocks (throughput pipelines)
+	statePairs []graph.StatePair
 	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
 	phaseCosts []phaseCosts
 	stateReads []stateRead
@@ -215,6 +220,7 @@ type Result struct {
 	// Memory is the whole memory of each stage label of Assignment.
 	Memory   []StageMemory
 	memGraph *graph.Graph // the graph Memory is sized at
+	recompute []bool       // model nodes every reading stage computes (emit.Assignment.Recompute)
 	// placement is the placement problem a latency or batched plan solved (what its
 	// Schedule's plan is a placement of), for tests that re-price plans.
 	placement *schedule.Problem
@@ -412,6 +418,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	case batched:
 		workStage, labelDevice, err = planBatched(ctx, r, work, times, overs, table, devs, opt)
 	case r.Objective == Throughput:
+		opt.fine, opt.coarse, opt.blocks, opt.statePairs = g, coarse, blocks.Find(g), pairs
 		workStage, labelDevice, err = planThroughputCuts(ctx, r, g, work, coarse, times, table, devs, identical, len(pairs) > 0, opt)
 	default:
 		workStage, labelDevice, err = planLatency(ctx, r, work, times, table, devs, opt)
@@ -430,7 +437,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	if err := r.expandRoutes(expand); err != nil {
 		return nil, err
 	}
-	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: r.Algorithm}}
+	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: r.Algorithm}, Recompute: r.recompute}
 	for _, d := range labelDevice {
 		a.Devices = append(a.Devices, emit.Device{Name: c.Devices[d].Name, Provider: provider(&c.Devices[d])})
 	}
@@ -706,12 +713,19 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		}
 		return s
 	}
+	// Cheap cones every block reads (masks, rotary tables) are recomputed where they are
+	// read when that costs less than receiving them (recompute.go).
+	var workRe, fineRe []bool
+	if opt.fine != nil {
+		workRe, fineRe = chooseRecompute(opt.fine, g, opt.coarse, opt.blocks, times[devs[0]], size, bw, opt.statePairs)
+	}
 	var tensorWork []int // the work-graph tensor of each of p's tensors
 	for t := range g.Tensors {
 		tn := &g.Tensors[t]
 		// Weight-only (static) nodes, Constants included, are emitted again in every stage
-		// that reads them (emit's classify), so their outputs never cross a stage boundary.
-		if tn.Producer < 0 || len(tn.Consumers) == 0 || g.Nodes[tn.Producer].Static {
+		// that reads them (emit's classify), so their outputs never cross a stage boundary;
+		// so are recomputed cones.
+		if tn.Producer < 0 || len(tn.Consumers) == 0 || g.Nodes[tn.Producer].Static || (workRe != nil && workRe[tn.Producer]) {
 			continue
 		}
 		p.Tensors = append(p.Tensors, partition.Tensor{Name: tn.Name, Producer: tn.Producer, Consumers: tn.Consumers, Size: size(t)})
@@ -855,10 +869,12 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		if ops > 0 {
 			call = callOf[gi]
 		}
+		dt := times[labelDevice[s]]
+		extra := recomputeExtra(g, workRe, plan.Assignment, s, func(w int) float64 { return dt[w] })
 		r.Stages = append(r.Stages, StageSummary{Stage: s, Device: r.Cluster.Devices[labelDevice[s]].Name, Ops: ops,
-			ParamBytes: int64(sc.Params), ComputeS: sc.Work, CommS: sc.Comm + sc.Overflow, CallS: call, TotalS: sc.Total + call})
-		r.LatencyS += sc.Total + call
-		upper = math.Max(upper, sc.Total+call)
+			ParamBytes: int64(sc.Params), ComputeS: sc.Work + extra, CommS: sc.Comm + sc.Overflow, CallS: call, TotalS: sc.Total + call + extra})
+		r.LatencyS += sc.Total + call + extra
+		upper = math.Max(upper, sc.Total+call+extra)
 	}
 	r.Upper, r.Lower, r.BoundMethod = upper, math.Min(plan.LowerBound+callMin, upper), plan.BoundMethod
 	for _, b := range plan.Bounds {
@@ -878,7 +894,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		for gi, grp := range groups {
 			one[gi] = table.RunOverhead[grp[0]]
 		}
-		figs, err := phaseFigures(p, plan, opt.Workload, opt.phaseCosts, tensorWork, groups, one, latBW)
+		figs, err := phaseFigures(p, plan, opt.Workload, opt.phaseCosts, tensorWork, groups, one, latBW, g, workRe, labelDevice)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -889,6 +905,16 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		for _, f := range figs {
 			r.LatencyS += f.Weight * f.LatencyS
 		}
+	}
+	r.recompute = fineRe
+	if fineRe != nil {
+		n := 0
+		for _, x := range fineRe {
+			if x {
+				n++
+			}
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%d nodes computing tensors every block reads from the model's inputs (masks, rotary tables) are computed again in each stage that reads them, which costs less than sending their outputs", n))
 	}
 	return plan.Assignment, labelDevice, nil
 }

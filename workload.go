@@ -185,7 +185,7 @@ func totalWeight(phases []Phase) float64 {
 // stage's runtime call. tensorWork maps p's tensors to work-graph tensor ids (-1: keep the
 // size) and groupDev gives each partition device's cluster devices.
 func phaseFigures(p *partition.Problem, plan *partition.Plan, phases []Phase, pcs []phaseCosts,
-	tensorWork []int, groups [][]int, callOf []float64, latBW float64) ([]PhaseFigures, error) {
+	tensorWork []int, groups [][]int, callOf []float64, latBW float64, work *graph.Graph, workRe []bool, labelDevice []int) ([]PhaseFigures, error) {
 	out := make([]PhaseFigures, len(phases))
 	for i, ph := range phases {
 		q := *p
@@ -217,6 +217,10 @@ func phaseFigures(p *partition.Problem, plan *partition.Plan, phases []Phase, pc
 			t := sc.Total
 			if s < len(plan.Stages) && len(plan.Stages[s]) > 0 {
 				t += callOf[gi]
+			}
+			if s < len(labelDevice) {
+				dt := pcs[i].times[labelDevice[s]]
+				t += recomputeExtra(work, workRe, plan.Assignment, s, func(w int) float64 { return dt[w] })
 			}
 			f.StageS[s] = t
 			f.LatencyS += t

@@ -26,6 +26,12 @@ type Assignment struct {
 	Split SplitInfo
 	// Notes are carried into the manifest (e.g. how FLOPs were counted for --stages).
 	Notes []string
+	// Recompute, when set, marks nodes (by index of the model graph) that every stage reading
+	// their outputs computes itself instead of receiving them, as weight-only nodes are: the
+	// cheap cones that turn graph inputs into tensors every block reads (a decoder's causal
+	// mask, its rotary tables). Their inputs must be graph inputs, weights or outputs of other
+	// such nodes.
+	Recompute []bool
 }
 
 // Device names where a stage runs.
@@ -386,3 +392,28 @@ func editDistance(a, b string, limit int) int {
 }
 
 var errNoStages = errors.New("the assignment has no nodes")
+
+// markRecompute gives the nodes of recompute the recompute role; a node that reads an
+// activation other than a graph input or another such node's output is an error (every
+// stage could not compute it).
+func markRecompute(g *graph.Graph, role []int, recompute []bool) error {
+	if recompute == nil {
+		return nil
+	}
+	if len(recompute) != len(g.Nodes) {
+		return fmt.Errorf("recompute marks %d nodes, the model has %d", len(recompute), len(g.Nodes))
+	}
+	for _, v := range g.TopoOrder() {
+		if !recompute[v] || role[v] == roleStatic {
+			continue
+		}
+		for _, t := range g.Nodes[v].Deps() {
+			tt := &g.Tensors[t]
+			if tt.Producer >= 0 && role[tt.Producer] != roleStatic && role[tt.Producer] != roleRecompute && role[tt.Producer] != roleShapeOnly {
+				return fmt.Errorf("node %s cannot be recomputed in every stage: it reads %q, computed by %s", g.Nodes[v].Label(), tt.Name, g.Nodes[tt.Producer].Label())
+			}
+		}
+		role[v] = roleRecompute
+	}
+	return nil
+}

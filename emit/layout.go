@@ -110,6 +110,7 @@ const (
 	roleNormal    = iota
 	roleStatic    // computed from weights only: emitted with every consumer
 	roleShapeOnly // computed from activations' shapes only: recomputed where the activation is
+	roleRecompute // Assignment.Recompute: computed in every stage that reads it
 )
 
 // Prepare lays the model out in stages following the assignment: it decides where every
@@ -145,6 +146,9 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	}
 	role, sources := classify(g, order)
 	label := a.Stage
+	if err := markRecompute(g, role, a.Recompute); err != nil {
+		return nil, err
+	}
 
 	// readers[t] lists the labels whose normal nodes read tensor t; a shape-only node can be
 	// recomputed in a stage where the activations whose shapes it reads are present anyway.
@@ -157,9 +161,15 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 			readers[t] = appendUnique(readers[t], label[v])
 		}
 	}
+	emitted := make([][]int, len(g.Nodes)) // where each node is computed
 	present := func(x, s int) bool {
 		if p := g.Tensors[x].Producer; p >= 0 && role[p] == roleNormal && label[p] == s {
 			return true
+		}
+		for _, c := range g.Tensors[x].Consumers {
+			if role[c] == roleRecompute && contains(emitted[c], s) {
+				return true // read by value there
+			}
 		}
 		for _, l := range readers[x] {
 			if l == s {
@@ -170,7 +180,6 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	}
 
 	// Where each node is computed, deciding consumers before producers.
-	emitted := make([][]int, len(g.Nodes))
 	for i := len(order) - 1; i >= 0; i-- {
 		v := order[i]
 		n := &g.Nodes[v]
@@ -194,7 +203,7 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 		var at []int
 		home := isOut || len(need) == 0
 		for _, s := range need {
-			if role[v] == roleStatic || allPresent(sources[v], s, present) {
+			if role[v] == roleStatic || role[v] == roleRecompute || allPresent(sources[v], s, present) {
 				at = appendUnique(at, s)
 			} else {
 				home = true // sent from the stage it was assigned to

@@ -48,3 +48,30 @@ func TestManifestState(t *testing.T) {
 		t.Errorf("a failed write left %v", matches)
 	}
 }
+
+// A node marked for recomputation must read only graph inputs, weights and other such
+// nodes' outputs: one that reads an activation is refused, naming it.
+func TestRecomputeRefusesActivations(t *testing.T) {
+	m, err := ingest.Load(decoderModel(t), ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := make([]bool, len(m.Graph.Nodes))
+	re[1] = true // proj reads present, the concat's output
+	_, err = Prepare(m, &Assignment{Stage: []int{0, 1, 1, 1}, Recompute: re}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "proj cannot be recomputed") || !strings.Contains(err.Error(), `"present"`) {
+		t.Errorf("recompute proj: %v", err)
+	}
+	re = make([]bool, len(m.Graph.Nodes))
+	re[0] = true // the concat reads graph inputs only: computed in both stages that read present
+	l, err := Prepare(m, &Assignment{Stage: []int{0, 1, 1, 1}, Recompute: re}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Manifest.Transfers) != 0 {
+		t.Errorf("transfers %+v: present should be computed again, not sent", l.Manifest.Transfers)
+	}
+	if d := l.Manifest.Stages[1].DuplicatedNodes; len(d) != 1 || d[0] != "concat" {
+		t.Errorf("stage 1 computes again %q, want the concat", d)
+	}
+}

@@ -1,0 +1,179 @@
+package onnxpart
+
+import (
+	"math"
+
+	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph/blocks"
+)
+
+// Tensors every block reads (a decoder's causal mask, its rotary cos/sin) are computed from
+// graph inputs before the first block. A pipeline stage that reads one either receives it
+// over the link or computes its cone itself (graph/blocks.SharedTensor); chooseRecompute
+// picks the cheaper per tensor, on the work graph, and the chosen cones are recomputed in
+// every stage that reads them (emit.Assignment.Recompute).
+//
+// Pricing stays certified: the partition problem leaves the chosen cones' tensors out (no
+// transfer) and counts each cone's time once, at the stage it is assigned, which is at most
+// what any plan pays for it (every reading stage computes it, or receives it and its
+// producer's stage computes it), so the bounds hold; the plan's stages are then repriced with
+// the cone time of every stage that computes it again (recomputeExtra).
+
+// chooseRecompute returns the work nodes to recompute (nil for none) and the model graph's
+// nodes they hold. times are per work node on the first device, size the weighted bytes of
+// a work tensor, bw the link's bandwidth.
+func chooseRecompute(g, work *graph.Graph, coarse *fusion.Coarse, res *blocks.Result, times []float64,
+	size func(t int) float64, bw float64, state []graph.StatePair) (workRe []bool, fine []bool) {
+	if res == nil || len(res.Blocks) < 2 || len(times) != len(work.Nodes) || len(res.Shared) == 0 {
+		return nil, nil
+	}
+	toWork := func(v int) int {
+		if coarse == nil {
+			return v
+		}
+		return coarse.GroupOf[v]
+	}
+	// Input-derived nodes: everything they read is a graph input (other than state, which
+	// lives on one stage), a weight, or another input-derived or weight-only node's output.
+	isState := map[int]bool{}
+	for _, p := range state {
+		isState[p.In] = true
+	}
+	derived := make([]bool, len(g.Nodes))
+	for _, v := range g.TopoOrder() {
+		n := &g.Nodes[v]
+		if n.Static || n.Subgraphs > 0 {
+			continue
+		}
+		ok := true
+		for _, t := range n.Deps() {
+			tt := &g.Tensors[t]
+			switch {
+			case tt.Kind == graph.Initializer:
+			case tt.Kind == graph.Input:
+				ok = ok && !isState[t]
+			case tt.Producer >= 0 && (g.Nodes[tt.Producer].Static || derived[tt.Producer]):
+			default:
+				ok = false
+			}
+		}
+		derived[v] = ok
+	}
+	// A work node can be recomputed when all its members are input-derived (or weight-only).
+	whole := make([]bool, len(work.Nodes))
+	for w := range whole {
+		whole[w] = true
+	}
+	for v := range g.Nodes {
+		if w := toWork(v); w >= 0 && !g.Nodes[v].Static && !derived[v] {
+			whole[w] = false
+		}
+	}
+	workRe = make([]bool, len(work.Nodes))
+	chosen := false
+	for _, sh := range res.Shared {
+		prod := g.Tensors[sh.Tensor].Producer
+		wt, found := work.TensorByName(g.Tensors[sh.Tensor].Name)
+		if prod < 0 || !derived[prod] || !found {
+			continue
+		}
+		// The cone: the work nodes of the producer's input-derived ancestors.
+		var cone []int
+		ok := true
+		seen := map[int]bool{prod: true}
+		stack := []int{prod}
+		for len(stack) > 0 && ok {
+			v := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if g.Nodes[v].Static {
+				continue
+			}
+			w := toWork(v)
+			if w < 0 || !whole[w] {
+				ok = false
+				break
+			}
+			cone = appendUniqueInt(cone, w)
+			for _, p := range g.Preds(v) {
+				if !seen[p] {
+					seen[p] = true
+					stack = append(stack, p)
+				}
+			}
+		}
+		if !ok || len(cone) == 0 {
+			continue
+		}
+		t := 0.0
+		for _, w := range cone {
+			t += times[w]
+		}
+		send := math.Inf(1)
+		if bw > 0 && !math.IsInf(bw, 1) {
+			send = size(wt) / bw
+		}
+		if t < send {
+			for _, w := range cone {
+				workRe[w] = true
+			}
+			chosen = true
+		}
+	}
+	if !chosen {
+		return nil, nil
+	}
+	fine = make([]bool, len(g.Nodes))
+	for v := range g.Nodes {
+		if w := toWork(v); w >= 0 && workRe[w] && !g.Nodes[v].Static {
+			fine[v] = true
+		}
+	}
+	return workRe, fine
+}
+
+// recomputeExtra is the time stage s adds by computing again the recomputed work nodes it
+// needs and is not assigned: those feeding a node of s that is not recomputed, and their
+// recomputed predecessors. time gives a work node's time on the stage's device.
+func recomputeExtra(work *graph.Graph, re []bool, stage []int, s int, time func(w int) float64) float64 {
+	if re == nil {
+		return 0
+	}
+	need := map[int]bool{}
+	var stack []int
+	for w := range work.Nodes {
+		if stage[w] != s || re[w] {
+			continue
+		}
+		for _, p := range work.Preds(w) {
+			if re[p] && !need[p] {
+				need[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	for len(stack) > 0 {
+		w := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, p := range work.Preds(w) {
+			if re[p] && !need[p] {
+				need[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	extra := 0.0
+	for w := range need {
+		if stage[w] != s {
+			extra += time(w)
+		}
+	}
+	return extra
+}
+
+func appendUniqueInt(s []int, x int) []int {
+	if containsInt(s, x) {
+		return s
+	}
+	return append(s, x)
+}
