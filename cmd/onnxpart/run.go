@@ -199,6 +199,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, n := range m.DerivedNotes() {
+		prog.note(n)
+	}
 	memGraph, err := maxDimGraph(fs.Arg(0), f.maxDims, dims, shapes)
 	if err != nil {
 		return err
