@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/onnxpart/onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/internal/llamagen"
 )
 
 // TestMain lets the scripts in testdata/script run `onnxpart` as a command in-process.
@@ -43,6 +46,23 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// llamagen FILE LAYERS: writes a Llama-style decoder (internal/llamagen's Tiny with
+			// LAYERS layers) to FILE.
+			"llamagen": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 || neg {
+					ts.Fatalf("usage: llamagen FILE LAYERS")
+				}
+				c := llamagen.Tiny
+				n, err := strconv.Atoi(args[1])
+				if err != nil {
+					ts.Fatalf("llamagen: layers %q: %v", args[1], err)
+				}
+				c.Layers = n
+				c.Name = strings.TrimSuffix(filepath.Base(args[0]), ".onnx")
+				if _, err := llamagen.Write(filepath.Dir(ts.MkAbs(args[0])), c); err != nil {
+					ts.Fatalf("llamagen: %v", err)
+				}
+			},
 			// schema NAME FILE|stdout: the document satisfies emit/schema's NAME strictly.
 			"schema": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 2 {
