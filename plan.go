@@ -401,14 +401,13 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		}
 	}
 	if len(opt.Workload) > 0 {
-		pcs, notes, err := workloadCosts(g, work, coarse, rs, cm, devs, len(c.Devices), opt.Workload)
+		pcs, err := workloadCosts(g, work, coarse, cm, devs, len(c.Devices), opt.Workload)
 		if err != nil {
 			return nil, err
 		}
 		times = weightedTimes(opt.Workload, pcs, devs, len(c.Devices), len(work.Nodes))
 		opt.phaseCosts = pcs
 		r.Notes = append(r.Notes, workloadNote(opt.Workload))
-		r.Notes = append(r.Notes, notes...)
 	}
 	opt.stateReads = stateReads(g, work, coarse, pairs)
 	table := cm.Costs(&graph.Graph{}) // routes and capacities only

@@ -82,29 +82,26 @@ type phaseCosts struct {
 }
 
 // workloadCosts prices every phase on the work graph (g itself, or its coarsening) for the
-// devices devs: a node's time at the phase's sizes, and each tensor's bytes. A coarsening is
-// repeated on each phase's graph so that fused kernels are priced as kernels; when the rule
-// set groups a phase's graph differently, its groups are priced as the sums of their members.
-func workloadCosts(g, work *graph.Graph, coarse *fusion.Coarse, rs *fusion.RuleSet, cm *profile.CostModel,
-	devs []int, nDev int, phases []Phase) ([]phaseCosts, []string, error) {
+// devices devs: a node's time at the phase's sizes, and each tensor's bytes. Fused kernels
+// keep the planned groups at every phase's sizes (fusion.Coarse.Resized).
+func workloadCosts(g, work *graph.Graph, coarse *fusion.Coarse, cm *profile.CostModel,
+	devs []int, nDev int, phases []Phase) ([]phaseCosts, error) {
 	out := make([]phaseCosts, len(phases))
-	var notes []string
 	for i, ph := range phases {
 		pg := ph.Graph
 		if pg == nil {
-			return nil, nil, &UsageError{Msg: fmt.Sprintf("--workload %s: the model was not sized at the phase's dims", ph.Name)}
+			return nil, &UsageError{Msg: fmt.Sprintf("--workload %s: the model was not sized at the phase's dims", ph.Name)}
 		}
 		if len(pg.Nodes) != len(g.Nodes) || len(pg.Tensors) != len(g.Tensors) {
-			return nil, nil, &UsageError{Msg: fmt.Sprintf("--workload %s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
+			return nil, &UsageError{Msg: fmt.Sprintf("--workload %s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
 				ph.Name, len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors))}
 		}
 		pc := phaseCosts{times: make([][]float64, nDev)}
-		var kernels *graph.Graph // the phase's own coarse graph, when it groups as work does
+		var kernels *graph.Graph // the phase's kernels: the planned groups at its sizes
 		if coarse != nil {
-			if c2, err := fusion.Coarsen(pg, rs); err == nil && sameGroups(coarse, c2) {
-				kernels = c2.Graph
-			} else {
-				notes = append(notes, fmt.Sprintf("--workload %s: the %s rules group the model differently at the phase's dims; its fused kernels are priced as the sums of their nodes", ph.Name, rs.Name))
+			var err error
+			if kernels, err = coarse.Resized(pg); err != nil {
+				return nil, fmt.Errorf("--workload %s: %w", ph.Name, err)
 			}
 		}
 		for _, d := range devs {
@@ -117,14 +114,7 @@ func workloadCosts(g, work *graph.Graph, coarse *fusion.Coarse, rs *fusion.RuleS
 				}
 			default:
 				pc.times[d] = coarse.Times(func(grp int, members []int, _ *graph.Node) float64 {
-					if kernels != nil {
-						return cm.KernelTime(pg, members, &kernels.Nodes[grp], d)
-					}
-					s := 0.0
-					for _, v := range members {
-						s += cm.NodeTime(pg, v, d)
-					}
-					return s
+					return cm.KernelTime(pg, members, &kernels.Nodes[grp], d)
 				}, nil)
 			}
 		}
@@ -137,20 +127,7 @@ func workloadCosts(g, work *graph.Graph, coarse *fusion.Coarse, rs *fusion.RuleS
 		}
 		out[i] = pc
 	}
-	return out, notes, nil
-}
-
-// sameGroups reports whether two coarsenings group the nodes alike.
-func sameGroups(a, b *fusion.Coarse) bool {
-	if len(a.GroupOf) != len(b.GroupOf) || len(a.Graph.Nodes) != len(b.Graph.Nodes) {
-		return false
-	}
-	for v := range a.GroupOf {
-		if a.GroupOf[v] != b.GroupOf[v] {
-			return false
-		}
-	}
-	return true
+	return out, nil
 }
 
 // weightedTimes is Σ_p w_p·times_p per device and work node: a stage's busy time per request

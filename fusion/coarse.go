@@ -56,6 +56,10 @@ type Coarse struct {
 	Absorbed []bool
 
 	dupIn [][]int // per group: the absorbed nodes it recomputes besides its primaries
+	// invisible and pos are the coarsening's: nodes that name no group, and each node's
+	// position in the order the rules were applied (for naming groups).
+	invisible []bool
+	pos       []int
 	stats stats
 }
 
@@ -169,7 +173,8 @@ func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, e
 	for i := range c.Groups {
 		sort.Ints(c.Groups[i])
 	}
-	cg, err := c.makeGraph(w, in)
+	c.invisible, c.pos = w.e.invisible, w.pos
+	cg, err := c.makeGraph(in)
 	if err != nil {
 		return nil, err
 	}
@@ -178,8 +183,8 @@ func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, e
 }
 
 // makeGraph builds the coarse graph.Graph; in lists the groups holding each node.
-func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
-	g, e := c.Orig, w.e
+func (c *Coarse) makeGraph(in [][]int) (*graph.Graph, error) {
+	g, absorbed := c.Orig, c.Absorbed
 	b := graph.NewBuilder(g.Name)
 	for d, v := range g.Opsets {
 		b.SetOpset(d, v)
@@ -199,7 +204,7 @@ func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
 		compute := 0
 		for _, v := range members {
 			nd := &g.Nodes[v]
-			kernel := !e.absorbed[v]
+			kernel := !absorbed[v]
 			if kernel {
 				compute++
 				flops += nd.FLOPs
@@ -210,7 +215,7 @@ func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
 				if tt.Producer >= 0 && holds(i, tt.Producer) {
 					// Internal, unless a kernel member reads an absorbed member's output:
 					// then it is a folded constant of the kernel.
-					if !kernel || !e.absorbed[tt.Producer] || seenIn[t] {
+					if !kernel || !absorbed[tt.Producer] || seenIn[t] {
 						continue
 					}
 					seenIn[t] = true
@@ -250,7 +255,7 @@ func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
 		// Activation inputs read only by absorbed members (shape arithmetic on activations)
 		// are dependencies without data traffic.
 		for _, v := range members {
-			if !e.absorbed[v] {
+			if !absorbed[v] {
 				continue
 			}
 			for _, t := range g.Nodes[v].Deps() {
@@ -269,7 +274,7 @@ func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
 				}
 				tt := &g.Tensors[t]
 				leaves := tt.IsOutput
-				if !e.absorbed[v] {
+				if !absorbed[v] {
 					for _, x := range tt.Consumers {
 						for _, j := range in[x] {
 							if j != i {
@@ -301,7 +306,7 @@ func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
 			outNames = append(outNames, g.Tensors[t].Name)
 			used[t] = true
 		}
-		name, op, dom, attrs := c.describe(w, i)
+		name, op, dom, attrs := c.describe(i)
 		id := b.AddNode(name, op, dom, inNames, outNames, nil, attrs)
 		nr := b.NodeRef(id)
 		nr.FLOPs, nr.InputBytes, nr.ParamBytes, nr.OutputBytes = flops, inBytes, paramBytes, outBytes
@@ -329,10 +334,10 @@ func (c *Coarse) makeGraph(w *work, in [][]int) (*graph.Graph, error) {
 // describe names coarse node i: a fused group is "<rule>:<first kernel node>" of op type
 // <rule> in Domain; any other group keeps the identity (name, op, attributes) of its one
 // visible kernel node.
-func (c *Coarse) describe(w *work, i int) (name, op, domain string, attrs []graph.Attr) {
+func (c *Coarse) describe(i int) (name, op, domain string, attrs []graph.Attr) {
 	var visible []int
 	for _, v := range c.Groups[i] {
-		if !w.e.absorbed[v] && !w.e.invisible[v] {
+		if !c.Absorbed[v] && !c.invisible[v] {
 			visible = append(visible, v)
 		}
 	}
@@ -342,7 +347,7 @@ func (c *Coarse) describe(w *work, i int) (name, op, domain string, attrs []grap
 	if c.Rule[i] != "" && c.Rule[i] != "views" {
 		first := visible[0]
 		for _, v := range visible {
-			if w.pos[v] < w.pos[first] {
+			if c.pos[v] < c.pos[first] {
 				first = v
 			}
 		}
@@ -350,6 +355,31 @@ func (c *Coarse) describe(w *work, i int) (name, op, domain string, attrs []grap
 	}
 	nd := &c.Orig.Nodes[visible[0]]
 	return nd.Label(), nd.OpType, nd.Domain, nd.Attrs
+}
+
+// Resized is the coarse graph of the same groups over h, the original graph sized at other
+// dims (the same model loaded with other --dim sizes: the same nodes and tensors): its
+// kernels' FLOPs and bytes are h's. A rule set may group h differently by itself (rules
+// that look at sizes); Resized keeps this coarsening's groups, so that one plan prices
+// alike at every size.
+func (c *Coarse) Resized(h *graph.Graph) (*graph.Graph, error) {
+	g := c.Orig
+	if len(h.Nodes) != len(g.Nodes) || len(h.Tensors) != len(g.Tensors) {
+		return nil, fmt.Errorf("fusion: %s has %d nodes and %d tensors, the coarsened graph %d and %d", h.Name, len(h.Nodes), len(h.Tensors), len(g.Nodes), len(g.Tensors))
+	}
+	for v := range g.Nodes {
+		if h.Nodes[v].OpType != g.Nodes[v].OpType || h.Nodes[v].Name != g.Nodes[v].Name {
+			return nil, fmt.Errorf("fusion: node %d is %s in %s, %s in the coarsened graph", v, h.Nodes[v].Label(), h.Name, g.Nodes[v].Label())
+		}
+	}
+	in := make([][]int, len(g.Nodes))
+	for v := range in {
+		in[v] = append([]int{c.GroupOf[v]}, c.Dup[v]...)
+		sort.Ints(in[v])
+	}
+	d := *c
+	d.Orig = h
+	return d.makeGraph(in)
 }
 
 // Members returns every original node coarse node i computes: its primary members and the
