@@ -10,6 +10,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/ingest"
 )
 
@@ -21,12 +23,13 @@ func init() {
        onnxpart inspect DIR [--json]
 
 Reads the model, infers the shape of every tensor and prints the op histogram, parameter
-count and bytes, total FLOPs, activation bytes, inputs and outputs, unsupported ops and
-tensors whose shape stays unknown. --nodes adds a table of every node in graph order: op,
-name, FLOPs, parameter bytes, activation (output) bytes, and its inputs and outputs with
-dtypes and shapes (JSON: node_list). Given an output directory of onnxpart, it inspects the
-model planned there, with the sizes it was planned with, and lists the nodes per stage
-(JSON: stage_list, and each node's stages).
+count and bytes, total FLOPs, activation bytes, the repeated blocks (transformer layers,
+residual blocks: their count, size and boundary tensor), inputs and outputs, unsupported
+ops and tensors whose shape stays unknown. --nodes adds a table of every node in graph
+order: op, name, FLOPs, parameter bytes, activation (output) bytes, and its inputs and
+outputs with dtypes and shapes (JSON: node_list). Given an output directory of onnxpart, it
+inspects the model planned there, with the sizes it was planned with, and lists the nodes
+per stage (JSON: stage_list, and each node's stages).
 
 Examples:
   onnxpart inspect resnet50.onnx
@@ -100,7 +103,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 			StageList []inspectStage  `json:"stage_list,omitempty"`
 		}{s, fsum, rows, stages})
 	}
-	printSummary(e.stdout, s, *tensors)
+	printSummary(e.stdout, s, blocksLine(m.Graph), *tensors)
 	if *nodes {
 		printNodes(e.stdout, rows, stages, man)
 	}
@@ -111,13 +114,46 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func printSummary(w io.Writer, s *ingest.Summary, tensors bool) {
+// blocksLine describes g's repeated blocks (graph/blocks): "12 × 79 ops (boundary tensor
+// NAME, 32.0 KiB), 1 shared tensor", with the range of sizes and the number of kinds when
+// the blocks differ; "none" without repetition.
+func blocksLine(g *graph.Graph) string {
+	r := blocks.Find(g)
+	if len(r.Blocks) == 0 {
+		return "none"
+	}
+	lo, hi, kinds := len(r.Blocks[0].Nodes), 0, 0
+	for _, b := range r.Blocks {
+		lo, hi, kinds = min(lo, len(b.Nodes)), max(hi, len(b.Nodes)), max(kinds, b.Kind+1)
+	}
+	size := fmt.Sprint(lo)
+	if hi > lo {
+		size = fmt.Sprintf("%d–%d", lo, hi)
+	}
+	line := fmt.Sprintf("%d × %s ops", len(r.Blocks), size)
+	if kinds > 1 {
+		line += fmt.Sprintf(", %d kinds", kinds)
+	}
+	b := r.Blocks[0]
+	bytes := "size unknown"
+	if b.Bytes >= 0 {
+		bytes = bytesStr(b.Bytes)
+	}
+	line += fmt.Sprintf(" (boundary tensor %s, %s)", g.Tensors[b.Out].Name, bytes)
+	if n := len(r.Shared); n > 0 {
+		line += ", " + plural(n, "shared tensor")
+	}
+	return line
+}
+
+func printSummary(w io.Writer, s *ingest.Summary, blocksDesc string, tensors bool) {
 	fmt.Fprintf(w, "model      %s\n", s.Path)
 	fmt.Fprintf(w, "producer   %s, IR %d, opsets %s\n", orDash(s.Producer), s.IRVersion, opsetList(s.Opsets))
 	fmt.Fprintf(w, "nodes      %d (%d edges)\n", s.Nodes, s.Edges)
 	fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), bytesStr(s.ParamsBytes))
 	fmt.Fprintf(w, "flops      %s\n", flopsStr(s.FLOPs))
 	fmt.Fprintf(w, "activations %s\n", bytesStr(s.ActivationBytes))
+	fmt.Fprintf(w, "blocks     %s\n", blocksDesc)
 	for _, t := range s.Inputs {
 		fmt.Fprintf(w, "input      %s %s %s\n", t.Name, t.DType, shapeStr(t.Shape))
 	}
