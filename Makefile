@@ -175,6 +175,14 @@ bench-partition: deps
 	@mkdir -p out
 	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/partition $(BENCH_PARTITION_FLAGS) | tee out/bench-partition.md
 
+# LLM decoders planned on catalog GPUs: what crosses the stage boundaries with cuts anywhere
+# and between layers, and the plan for a prefill + decode workload (docs/llm-decoders.md).
+# BENCH_LLM_FLAGS=-large adds TinyLlama-1.1B's shape (writes 2.05 GiB to a temporary dir).
+.PHONY: bench-llm
+bench-llm: deps
+	@mkdir -p out
+	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/llmplan $(BENCH_LLM_FLAGS) | tee out/bench-llm.md
+
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:
 	@echo 'export $(CGO_ENV)'
