@@ -183,6 +183,12 @@ bench-llm: deps
 	@mkdir -p out
 	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/llmplan $(BENCH_LLM_FLAGS) | tee out/bench-llm.md
 
+# The opt-in ~1 B decoder tier (issue 32): TinyLlama-1.1B's shape with 2.05 GiB of fp16
+# external data, generated, loaded, planned for a prefill + decode workload and written out.
+.PHONY: test-llm-large
+test-llm-large: deps
+	ONNXPART_LLAMA_1B=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run 'TestLlama1B|TestTinyLlama1B|1B' . ./internal/llamagen/
+
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:
 	@echo 'export $(CGO_ENV)'

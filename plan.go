@@ -113,7 +113,7 @@ type Options struct {
 	// CutAt restricts a pipeline's cuts: CutAny, CutBlocks or CutAuto ("" is CutAuto).
 	CutAt string
 
-	colocate   [][]int   // work nodes that share a stage (block-boundary cuts)
+	colocate   [][]int // work nodes that share a stage (block-boundary cuts)
 	fine       *graph.Graph
 	coarse     *fusion.Coarse
 	blocks     *blocks.Result // the model's repeated blocks (throughput pipelines)
@@ -218,8 +218,8 @@ type Result struct {
 	// the best found so far, and the manifest says so.
 	Reproducible, Interrupted bool
 	// Memory is the whole memory of each stage label of Assignment.
-	Memory   []StageMemory
-	memGraph *graph.Graph // the graph Memory is sized at
+	Memory    []StageMemory
+	memGraph  *graph.Graph // the graph Memory is sized at
 	recompute []bool       // model nodes every reading stage computes (emit.Assignment.Recompute)
 	// placement is the placement problem a latency or batched plan solved (what its
 	// Schedule's plan is a placement of), for tests that re-price plans.
