@@ -54,7 +54,9 @@ type Options struct {
 	// Seed of the random inputs; Inputs gives real data for model inputs (name → .npy file).
 	Seed   int64
 	Inputs map[string]string
-	// Dims binds symbolic dimensions the stages kept (default emit.DefaultDim).
+	// Dims binds symbolic dimensions the stages kept (default: the size the manifest
+	// records, else emit.DefaultDim). A dim the model ties to others (a decoder's total =
+	// past + seq) and Dims leaves out follows them rather than its recorded size.
 	Dims map[string]int64
 	// ModelPath is the original model, for inputs made as verify makes them (default: the
 	// manifest's model path; when it is missing, inputs are made from the stage files).
@@ -669,11 +671,11 @@ func (b *bench) load(dir string) (*emit.Manifest, error) {
 			weights = append(weights, max(rt.Inputs, 1))
 		}
 	}
-	dims, err := b.dims(man)
+	dims, orig, err := b.dims(dir, man)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.makeFeeds(dir, man, dims); err != nil {
+	if err := b.makeFeeds(dir, man, dims, orig); err != nil {
 		return nil, err
 	}
 	byName := map[string]*worker{}
@@ -794,22 +796,29 @@ func DevicesFrom(c *profile.Cluster) []Device {
 	return out
 }
 
-// dims binds every symbolic dimension the stages kept: Options.Dims, .npy input shapes,
-// else emit.DefaultDim.
-func (b *bench) dims(man *emit.Manifest) (map[string]int64, error) {
-	dims := map[string]int64{}
-	for k, v := range man.Model.Dims {
-		dims[k] = v
-	}
+// dims binds every symbolic dimension the stages kept. Dims the stage files fixed keep the
+// manifest's sizes; --dim (Options.Dims) and the shapes of .npy inputs size the others.
+// The sizes the manifest records for the rest, else emit.DefaultDim, are defaults only
+// (ingest's DefaultDims): a dim the model ties to others (a decoder's total = past + seq)
+// is derived from them instead, so that --dim past=0 alone runs a prefill. The ties are
+// read from the original model when it is there (returned, for the inputs), else from the
+// stage files. The derived dims are noted.
+func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.Model, error) {
 	free := map[string]bool{}
 	for _, d := range man.Model.SymbolicDims {
 		free[d] = true
 	}
+	explicit := map[string]int64{}
+	for k, v := range man.Model.Dims {
+		if !free[k] {
+			explicit[k] = v
+		}
+	}
 	for d, v := range b.opt.Dims {
 		if !free[d] {
-			return nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
+			return nil, nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
 		}
-		dims[d] = v
+		explicit[d] = v
 	}
 	for name, path := range b.opt.Inputs {
 		var ref *emit.TensorRef
@@ -819,29 +828,125 @@ func (b *bench) dims(man *emit.Manifest) (map[string]int64, error) {
 			}
 		}
 		if ref == nil {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the model has no input %q", name, name)}
+			return nil, nil, &InputError{Msg: fmt.Sprintf("--input %s: the model has no input %q", name, name)}
 		}
 		a, err := npy.ReadFile(path)
 		if err != nil {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: %v", name, err)}
+			return nil, nil, &InputError{Msg: fmt.Sprintf("--input %s: %v", name, err)}
 		}
 		if len(a.Shape) != len(ref.Shape) {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape))}
+			return nil, nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape))}
 		}
 		for i, d := range ref.Shape {
 			if !d.Known() && d.Param != "" && free[d.Param] {
 				if _, set := b.opt.Dims[d.Param]; !set {
-					dims[d.Param] = a.Shape[i]
+					explicit[d.Param] = a.Shape[i]
 				}
 			}
 		}
 	}
+	defaults := map[string]int64{}
 	for _, d := range man.Model.SymbolicDims {
-		if _, ok := dims[d]; !ok {
-			dims[d] = emit.DefaultDim
+		if _, ok := explicit[d]; ok {
+			continue
+		}
+		defaults[d] = emit.DefaultDim
+		if v, ok := man.Model.Dims[d]; ok {
+			defaults[d] = v
 		}
 	}
-	return dims, nil
+
+	modelPath := b.opt.ModelPath
+	if modelPath == "" {
+		modelPath = man.Model.Path
+	}
+	m, err := ingest.Load(modelPath, ingest.Options{Dims: explicit, DefaultDims: defaults})
+	if err == nil && m.SHA256 == man.Model.SHA256 {
+		b.derivedNote(m.DerivedNotes())
+		return m.Dims(), m, nil
+	}
+	if b.opt.ModelPath != "" {
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, &InputError{Msg: fmt.Sprintf("--model %s is not the model the stages were cut from (sha256 differs)", b.opt.ModelPath)}
+	}
+	// Without the original model, each stage file whose inputs carry a dim not sized yet
+	// settles its dims, with the sizes settled so far.
+	dims := map[string]int64{}
+	for k, v := range explicit {
+		dims[k] = v
+	}
+	var notes []string
+	for i, st := range man.Stages {
+		has := map[string]bool{}
+		open := false
+		for _, in := range st.Inputs {
+			for _, d := range in.Shape {
+				if d.Param != "" && !d.Known() {
+					has[d.Param] = true
+					_, sized := dims[d.Param]
+					open = open || !sized
+				}
+			}
+		}
+		if !open {
+			continue
+		}
+		given, def := map[string]int64{}, map[string]int64{}
+		for k, v := range dims {
+			if has[k] {
+				given[k] = v
+			}
+		}
+		for k, v := range defaults {
+			if _, sized := dims[k]; !sized && has[k] {
+				def[k] = v
+			}
+		}
+		sm, err := ingest.Load(filepath.Join(dir, st.File), ingest.Options{Dims: given, DefaultDims: def})
+		if err != nil {
+			return nil, nil, fmt.Errorf("stage %d: %w", i, err)
+		}
+		for k, v := range sm.Dims() {
+			if has[k] {
+				dims[k] = v
+			}
+		}
+		for _, n := range sm.DerivedNotes() {
+			if !containsString(notes, n) {
+				notes = append(notes, n)
+			}
+		}
+	}
+	for k, v := range defaults {
+		if _, ok := dims[k]; !ok {
+			dims[k] = v
+		}
+	}
+	b.derivedNote(notes)
+	return dims, nil, nil
+}
+
+// derivedNote notes the dims the model's ties derived (ingest's Model.DerivedNotes), once.
+func (b *bench) derivedNote(notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	parts := make([]string, len(notes))
+	for i, n := range notes {
+		parts[i] = strings.TrimSuffix(n, " (derived)")
+	}
+	b.notes = append(b.notes, fmt.Sprintf("derived: %s (the model ties it to the other sizes)", strings.Join(parts, ", ")))
+}
+
+func containsString(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 // bind returns the concrete shape of s with dims bound; ok is false when a dimension stays
@@ -865,9 +970,9 @@ func bind(s emit.Shape, dims map[string]int64) ([]int64, bool) {
 }
 
 // makeFeeds makes inputSets input sets: real data where given, else random as verify makes
-// them from the original model (or, when it is not there, from the stage files that read
-// each input).
-func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64) error {
+// them from the original model (orig, loaded at dims; or, when it is not there, from the
+// stage files that read each input).
+func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64, orig *ingest.Model) error {
 	given := map[string]*ort.Tensor{}
 	for name, path := range b.opt.Inputs {
 		a, err := npy.ReadFile(path)
@@ -881,20 +986,10 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64)
 		}
 		given[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
 	}
-	modelPath := b.opt.ModelPath
-	if modelPath == "" {
-		modelPath = man.Model.Path
-	}
 	var graphs []*graph.Graph
-	if m, err := ingest.Load(modelPath, ingest.Options{Dims: dims}); err == nil && m.SHA256 == man.Model.SHA256 {
-		graphs = []*graph.Graph{m.Graph}
+	if orig != nil {
+		graphs = []*graph.Graph{orig.Graph}
 	} else {
-		if b.opt.ModelPath != "" {
-			if err != nil {
-				return err
-			}
-			return &InputError{Msg: fmt.Sprintf("--model %s is not the model the stages were cut from (sha256 differs)", b.opt.ModelPath)}
-		}
 		// Each model input from the first stage that reads it.
 		loaded := map[int]bool{}
 		for _, in := range man.Model.Inputs {

@@ -44,6 +44,10 @@ threads and cores (cpu:2x1: one thread each on disjoint cores). Without it, one 
 gets every core and several share the cores equally, each pinned to its own.
 
 Inputs are random and seeded as 'onnxpart verify' makes them, or real data (--input).
+Symbolic dimensions the stages kept take --dim, else the sizes the manifest records; a
+dimension the model ties to others follows them (a decoder's total = past + seq), so
+--dim past=0 alone runs a prefill and --dim seq=1,past=16 a decode step. The sizes it
+derives are noted.
 Ctrl-C prints what was measured so far (exit 130). A stage that fails at run time stops the
 bench with a message naming the stage (exit 1).
 
@@ -51,6 +55,7 @@ Examples:
   onnxpart model.onnx --devices cpu:2x1 --costs measured -o out
   onnxpart bench out --devices cpu:2x1
   onnxpart bench out --duration 30s --in-flight 4 --json > bench.json
+  onnxpart bench decoder_out --dim seq=1,past=1024
 `,
 		run: runBench,
 	})
@@ -66,7 +71,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	devices := fs.String("devices", "", "the devices the plan was made for (threads and cores per device), e.g. cpu:2x1")
 	model := fs.String("model", "", "original model, for inputs made as verify makes them (default: the manifest's)")
 	inputs := fs.StringArray("input", nil, "real data for a model input, NAME=FILE.npy (repeatable)")
-	dimFlags := fs.StringArray("dim", nil, "size of a symbolic dimension the stages kept, NAME=SIZE (repeatable)")
+	dimFlags := fs.StringArray("dim", nil, "size of a symbolic dimension the stages kept, NAME=SIZE (repeatable; dims tied to others, such as total = past + seq, follow them)")
 	seed := fs.Int64("seed", 1, "seed of the random inputs")
 	optLevel := fs.String("opt", "all", "ONNX Runtime graph optimizations: all (as deployed) or disabled")
 	spin := fs.Duration("spin", 0, "how long an idle worker polls its queue before it sleeps (e.g. 200us; 0: sleep at once)")
