@@ -220,6 +220,59 @@ func EqualFLOPs(g *graph.Graph, n int) ([]int, error) {
 	return stagesFromBounds(g, order, bounds), nil
 }
 
+// EqualFLOPsAt cuts order (a topological order of all of g's nodes) into n consecutive
+// parts of about equal FLOPs, cutting only at the positions of at (ascending, each in
+// 1..len(order)-1; position b starts a part at order[b]): for j = 1..n-1, the cut is the
+// position left after the previous cut, with enough positions after it for the remaining
+// cuts, whose running FLOP count is nearest to j/n of the total. It is how a split cuts only
+// between a model's repeated blocks (graph/blocks.Order and Boundaries). As with EqualFLOPs,
+// unknown FLOPs (all zero) count the nodes not computed from weights alone. Fewer positions
+// than n-1 is an error.
+func EqualFLOPsAt(g *graph.Graph, n int, order, at []int) ([]int, error) {
+	if n < 1 {
+		return nil, &StageCountError{Stages: n}
+	}
+	if len(order) != len(g.Nodes) {
+		return nil, fmt.Errorf("the order holds %d nodes, the model %d", len(order), len(g.Nodes))
+	}
+	for i, b := range at {
+		if b < 1 || b >= len(order) || (i > 0 && b <= at[i-1]) {
+			return nil, fmt.Errorf("cut positions %v: want ascending positions in 1..%d", at, len(order)-1)
+		}
+	}
+	if len(at) < n-1 {
+		return nil, fmt.Errorf("cannot cut into %d stages at %d places", n, len(at))
+	}
+	prefix := make([]float64, len(order)+1) // prefix[i] = FLOPs of order[:i]
+	for i, v := range order {
+		prefix[i+1] = prefix[i] + float64(max(g.Nodes[v].FLOPs, 0))
+	}
+	if prefix[len(order)] == 0 {
+		for i, v := range order {
+			prefix[i+1] = prefix[i]
+			if !g.Nodes[v].Static {
+				prefix[i+1]++
+			}
+		}
+	}
+	total := prefix[len(order)]
+	bounds := make([]int, 0, n-1)
+	next := 0 // index in at of the first position still free
+	for j := 1; j < n; j++ {
+		target := total * float64(j) / float64(n)
+		last := len(at) - (n - 1 - j) // positions after this cut are kept for the others
+		best := next
+		for k := next; k < last; k++ {
+			if abs(prefix[at[k]]-target) < abs(prefix[at[best]]-target) {
+				best = k
+			}
+		}
+		bounds = append(bounds, at[best])
+		next = best + 1
+	}
+	return stagesFromBounds(g, order, bounds), nil
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x

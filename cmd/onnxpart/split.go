@@ -10,6 +10,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/ingest"
 )
 
@@ -29,6 +30,13 @@ with their consumers. Check the result with 'onnxpart verify DIR'.
                      model's topological order (as with PiPPy split points)
   --stages N         N consecutive parts of the topological order with about equal FLOPs
                      (with symbolic dimensions left unbound, FLOPs are counted with them = 1)
+  --cut-at MODE      where --stages may cut: any (between any two nodes), blocks (only between
+                     the model's repeated blocks, such as transformer layers, so that stages
+                     hold whole layers and send hidden states; tensors every block reads that
+                     cheap nodes compute from the model's inputs, such as a decoder's mask, are
+                     computed again in each stage instead of sent) or auto (the default: blocks
+                     for a model with state, such as a decoder with a KV cache, and at least
+                     two blocks; any otherwise)
   --assignment FILE  a JSON object {"node name": stage, …} (unnamed nodes: "Op#index"); stage
                      numbers need not be dense or in pipeline order, but the stages must not
                      depend on each other in a cycle (refused, naming the tensors that close it)
@@ -56,6 +64,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	out := fs.StringP("output", "o", "", "output directory (required)")
 	cuts := fs.StringSlice("cut", nil, "tensors after which a new stage starts (comma-separated)")
 	stages := fs.Int("stages", 0, "number of equal-FLOP stages")
+	cutAt := fs.String("cut-at", "auto", "where --stages may cut: any, blocks (only between repeated blocks such as transformer layers) or auto (blocks for models with state, such as decoders)")
 	assignment := fs.String("assignment", "", `JSON file {"node name": stage, …}`)
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
 	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
@@ -96,6 +105,14 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	}
 	if modes != 1 {
 		return usageErrorf("give exactly one of --cut, --stages or --assignment")
+	}
+	switch *cutAt {
+	case "any", "blocks", "auto":
+	default:
+		return usageErrorf("--cut-at %q: want any, blocks or auto", *cutAt)
+	}
+	if fs.Changed("cut-at") && !fs.Changed("stages") {
+		return usageErrorf("--cut-at applies to --stages; --cut and --assignment place the cuts themselves")
 	}
 	var mode emit.ExternalDataMode
 	switch *external {
@@ -143,22 +160,39 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	case fs.Changed("stages"):
 		g := m.Graph
 		if len(m.SymbolicDims) > 0 {
-			// FLOPs need sizes: count them with the unbound dimensions set to 1.
-			cd := map[string]int64{}
-			for k, v := range dims {
-				cd[k] = v
-			}
+			// FLOPs need sizes: count them with the unbound dimensions set to 1, but for
+			// those the model ties to others (total = past + seq), which follow from them.
+			ones := map[string]int64{}
 			for _, d := range m.SymbolicDims {
-				cd[d] = 1
+				ones[d] = 1
 			}
-			cm, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: cd})
+			cm, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, DefaultDims: ones})
 			if err != nil {
 				return err
 			}
 			g = cm.Graph
-			a.Notes = append(a.Notes, fmt.Sprintf("--stages balanced FLOPs counted with %s = 1 (left symbolic in the stages)", strings.Join(m.SymbolicDims, ", ")))
+			var set []string
+			for _, d := range m.SymbolicDims {
+				if _, derived := cm.DerivedDims[d]; !derived {
+					set = append(set, d)
+				}
+			}
+			note := fmt.Sprintf("--stages balanced FLOPs counted with %s = 1", strings.Join(set, ", "))
+			for _, dn := range cm.DerivedNotes() {
+				note += ", " + strings.TrimSuffix(dn, " (derived)")
+			}
+			a.Notes = append(a.Notes, note+" (left symbolic in the stages)")
 		}
-		a.Stage, err = emit.EqualFLOPs(g, *stages)
+		var bs *blockSplit
+		if bs, err = splitAtBlocks(g, *stages, *cutAt); err != nil {
+			return err
+		}
+		if bs != nil {
+			a.Stage, a.Recompute = bs.stage, bs.recompute
+			a.Notes = append(a.Notes, bs.notes...)
+		} else {
+			a.Stage, err = emit.EqualFLOPs(g, *stages)
+		}
 		a.Split = emit.SplitInfo{Method: "stages", RequestedStages: *stages}
 	default:
 		f, ferr := os.Open(*assignment)
@@ -212,6 +246,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	}
 	printSplit(e.stdout, *out, man)
 	extra.print(e.stdout, *out)
+	printDerived(e.stdout, m.DerivedNotes())
 	for _, n := range man.Notes {
 		fmt.Fprintf(e.stderr, "note: %s\n", n)
 	}
@@ -289,4 +324,159 @@ func ioStr(ts []emit.TensorRef) string {
 		s += "+?"
 	}
 	return s + ")"
+}
+
+// recomputeFLOPsPerByte bounds what --cut-at blocks computes again rather than sends: a
+// tensor every block reads (a decoder's mask) is computed in each stage that reads it when
+// the nodes computing it from the model's inputs cost at most this many FLOPs per byte of
+// it. Every device computes far more FLOPs in the time a link moves a byte.
+const recomputeFLOPsPerByte = 1
+
+// blockSplit is an equal-FLOP split that cuts only between blocks.
+type blockSplit struct {
+	stage     []int
+	recompute []bool // emit.Assignment.Recompute; nil for none
+	notes     []string
+}
+
+// splitAtBlocks applies --cut-at to --stages N: nil for cuts anywhere (emit.EqualFLOPs),
+// else N equal-FLOP stages cut only at the block boundaries graph/blocks finds in g (auto:
+// when the model has state pairs and at least two blocks).
+func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
+	if cutAt == "any" || n <= 1 {
+		return nil, nil
+	}
+	var pairs []graph.StatePair
+	if cutAt == "auto" {
+		var err error
+		if pairs, err = g.StatePairs(nil); err != nil || len(pairs) == 0 {
+			return nil, nil
+		}
+	}
+	res := blocks.Find(g)
+	if len(res.Blocks) < 2 {
+		if cutAt == "auto" {
+			return nil, nil
+		}
+		return nil, usageErrorf("--cut-at blocks: the model has no repeated blocks (layers) to cut between; --cut-at any cuts anywhere")
+	}
+	if pairs == nil {
+		pairs, _ = g.StatePairs(nil)
+	}
+	order := blocks.Order(g, res.Blocks)
+	at := blocks.Boundaries(g, res.Blocks)
+	if len(at) < n-1 {
+		return nil, usageErrorf("--stages %d --cut-at %s: the model has %d blocks, whose boundaries allow at most %d stages; ask for fewer, or --cut-at any to cut anywhere",
+			n, cutAt, len(res.Blocks), len(at)+1)
+	}
+	stage, err := emit.EqualFLOPsAt(g, n, order, at)
+	if err != nil {
+		return nil, err
+	}
+	bs := &blockSplit{stage: stage}
+	why := "--cut-at blocks"
+	if cutAt == "auto" {
+		why = "--cut-at auto: the model carries state, as a decoder's KV cache"
+	}
+	// How far the FLOPs of the stages are from equal shares (weight-only nodes go with
+	// their consumers and cost nothing per inference).
+	flops := make([]int64, n)
+	var total int64
+	for v := range g.Nodes {
+		if f := max(g.Nodes[v].FLOPs, 0); !g.Nodes[v].Static {
+			flops[stage[v]] += f
+			total += f
+		}
+	}
+	var parts []string
+	var most int64
+	for _, f := range flops {
+		parts = append(parts, flopsStr(f))
+		most = max(most, f)
+	}
+	uneven := ""
+	if total > 0 {
+		uneven = fmt.Sprintf(": the largest is %.1f%% above an equal share", 100*(float64(most)*float64(n)/float64(total)-1))
+	}
+	bs.notes = append(bs.notes, fmt.Sprintf("--stages %d cut only between the model's %d blocks (%s; --cut-at any cuts anywhere), so stages hold whole blocks; stage FLOPs %s%s",
+		n, len(res.Blocks), why, strings.Join(parts, ", "), uneven))
+
+	// Tensors every block reads that cheap nodes compute from the model's inputs (not from
+	// its state) are computed again in each stage that reads them: the producer and all its
+	// ancestors but the weight-only ones, which every stage computes anyway.
+	state := map[int]bool{}
+	for _, p := range pairs {
+		state[p.In] = true
+	}
+	var names []string
+	for _, sh := range res.Shared {
+		prod := g.Tensors[sh.Tensor].Producer
+		if prod < 0 || sh.Bytes < 0 {
+			continue
+		}
+		cone, ok := inputCone(g, prod, state)
+		var f int64
+		for _, v := range cone {
+			f += max(g.Nodes[v].FLOPs, 0)
+		}
+		if !ok || len(cone) == 0 || f > recomputeFLOPsPerByte*sh.Bytes {
+			continue
+		}
+		if bs.recompute == nil {
+			bs.recompute = make([]bool, len(g.Nodes))
+		}
+		for _, v := range cone {
+			bs.recompute[v] = true
+		}
+		names = append(names, fmt.Sprintf("%q", g.Tensors[sh.Tensor].Name))
+	}
+	if len(names) > 0 {
+		bs.notes = append(bs.notes, fmt.Sprintf("%s, read by every block and computed from the model's inputs by a few cheap nodes, %s computed again in each stage that reads %s instead of sent",
+			strings.Join(names, ", "), map[bool]string{true: "is", false: "are"}[len(names) == 1], map[bool]string{true: "it", false: "them"}[len(names) == 1]))
+	}
+	return bs, nil
+}
+
+// inputCone returns v and its ancestors that are not weight-only; ok is false when one of
+// them reads a state input or holds a subgraph (it cannot be computed in every stage).
+func inputCone(g *graph.Graph, v int, state map[int]bool) (cone []int, ok bool) {
+	seen := map[int]bool{v: true}
+	stack := []int{v}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n := &g.Nodes[u]
+		if n.Static {
+			continue
+		}
+		if n.Subgraphs > 0 {
+			return nil, false
+		}
+		for _, t := range n.Deps() {
+			if state[t] {
+				return nil, false
+			}
+		}
+		cone = append(cone, u)
+		for _, p := range g.Preds(u) {
+			if !seen[p] {
+				seen[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	return cone, true
+}
+
+// printDerived writes the dims the model's ties derived (ingest's Model.DerivedNotes) on one
+// line, as verify does.
+func printDerived(w io.Writer, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	parts := make([]string, len(notes))
+	for i, n := range notes {
+		parts[i] = strings.TrimSuffix(n, " (derived)")
+	}
+	fmt.Fprintf(w, "derived: %s (the model ties it to the other sizes)\n", strings.Join(parts, ", "))
 }
