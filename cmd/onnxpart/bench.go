@@ -130,7 +130,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if *devices != "" {
 		cl, err := profile.Resolve(ctx, *devices, profile.Options{Host: profile.HostOptions{NoBench: true}})
 		if err != nil {
-			return deviceError(err)
+			return err
 		}
 		opt.Devices = pipebench.DevicesFrom(cl)
 	}

@@ -20,7 +20,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Exit codes (documented in --help and the README).
@@ -75,11 +79,24 @@ func inputErrorf(format string, a ...any) error {
 	return &exitError{code: exitBadInput, err: fmt.Errorf(format, a...)}
 }
 
-// exitCode maps an error to the documented exit code.
+// exitCode is the one map from errors to the documented exit codes: an exitError's own
+// code; usage errors of any package (a flag value the model or the devices do not allow) 2;
+// infeasibility proved 3; no plan found within the limits 5; interruption 130; everything
+// else (the model, a spec or input file, the output directory) 1.
 func exitCode(err error) int {
-	var ee *exitError
-	var ue *ingest.UsageError
-	var ie *ingest.Error
+	var (
+		ee             *exitError
+		iu             *ingest.UsageError
+		pu             *profile.UsageError
+		ou             *onnxpart.UsageError
+		cut            *emit.CutError
+		count          *emit.StageCountError
+		infeasible     *onnxpart.InfeasibleError
+		partInfeasible *partition.InfeasibleError
+		noPlan         *onnxpart.NoPlanError
+		partNoPlan     *partition.NoPlanError
+		mismatch       *emit.MismatchError
+	)
 	switch {
 	case err == nil:
 		return exitOK
@@ -87,10 +104,14 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &iu), errors.As(err, &pu), errors.As(err, &ou), errors.As(err, &cut), errors.As(err, &count):
 		return exitUsage
-	case errors.As(err, &ie):
-		return exitBadInput
+	case errors.As(err, &infeasible), errors.As(err, &partInfeasible):
+		return exitInfeasible
+	case errors.As(err, &noPlan), errors.As(err, &partNoPlan):
+		return exitNoPlan
+	case errors.As(err, &mismatch):
+		return exitMismatch
 	}
 	return exitBadInput
 }

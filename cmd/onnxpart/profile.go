@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -100,7 +99,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	cl, err := profile.Resolve(ctx, *devices, profile.Options{Link: l, Threads: *threads,
 		Host: profile.HostOptions{NoBench: *noBench, Refresh: *refresh}})
 	if err != nil {
-		return profileError(err)
+		return err
 	}
 	rep := &profileReport{Devices: *devices, Notes: cl.Notes}
 	for i := range cl.Devices {
@@ -128,15 +127,6 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	}
 	printProfile(e.stdout, rep)
 	return nil
-}
-
-// profileError maps package profile's errors to exit codes: usage errors to 2, spec files to 1.
-func profileError(err error) error {
-	var ue *profile.UsageError
-	if errors.As(err, &ue) {
-		return usageErrorf("%v", err)
-	}
-	return inputErrorf("%v", err)
 }
 
 type figureJSON struct {

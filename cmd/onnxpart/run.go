@@ -19,7 +19,6 @@ import (
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -228,7 +227,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	prog.phase("devices " + f.devices)
 	cluster, err := profile.Resolve(ctx, f.devices, profile.Options{Link: f.link})
 	if err != nil {
-		return deviceError(err)
+		return err
 	}
 	for _, n := range cluster.Notes {
 		prog.note(n)
@@ -293,30 +292,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// deviceError maps profile's errors: malformed --devices values are usage errors, spec files
-// bad input.
-func deviceError(err error) error {
-	var ue *profile.UsageError
-	if errors.As(err, &ue) {
-		return usageErrorf("%v", err)
-	}
-	return inputErrorf("%v", err)
-}
-
+// planError words an interruption before any plan; exitCode maps the rest.
 func planError(err error) error {
-	var ie *onnxpart.InfeasibleError
-	var pie *partition.InfeasibleError
-	var np *onnxpart.NoPlanError
-	var pnp *partition.NoPlanError
-	var ue *onnxpart.UsageError
-	switch {
-	case errors.As(err, &ie), errors.As(err, &pie):
-		return &exitError{code: exitInfeasible, err: err}
-	case errors.As(err, &np), errors.As(err, &pnp):
-		return &exitError{code: exitNoPlan, err: err}
-	case errors.As(err, &ue):
-		return usageErrorf("%v", err)
-	case errors.Is(err, context.Canceled):
+	if errors.Is(err, context.Canceled) {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted before any plan was found")}
 	}
 	return err

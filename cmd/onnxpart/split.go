@@ -253,19 +253,13 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// splitError maps emit's errors to exit codes: flag values that do not fit the model are
-// usage errors; bad assignment files, cycles and output-directory problems are bad input.
+// splitError words a stage cycle for the user; exitCode maps every error.
 func splitError(err error) error {
-	var ce *emit.CutError
-	var se *emit.StageCountError
 	var cyc *graph.StageCycleError
-	switch {
-	case errors.As(err, &ce), errors.As(err, &se):
-		return usageErrorf("%v", err)
-	case errors.As(err, &cyc):
+	if errors.As(err, &cyc) {
 		return inputErrorf("the assignment is not a pipeline: stage %s; move nodes so that tensors only flow to later stages", cycleText(cyc))
 	}
-	return inputErrorf("%v", err)
+	return err
 }
 
 func cycleText(e *graph.StageCycleError) string {

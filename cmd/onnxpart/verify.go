@@ -135,7 +135,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if !rep.Pass {
-		return &exitError{code: exitMismatch, err: &emit.MismatchError{Report: rep}}
+		return &emit.MismatchError{Report: rep}
 	}
 	return nil
 }
