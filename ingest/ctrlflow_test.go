@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
 )
 
@@ -191,5 +192,121 @@ func TestRequireKnownShapes(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// loadOC writes an ocModel and loads it.
+func loadOC(t *testing.T, m *ocModel) *Model {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "m.onnx")
+	ocWrite(t, p, m.modelProto())
+	md, err := Load(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md
+}
+
+// TestIfBranchThatCannotRun: when an If's condition is not known before run time but one
+// branch cannot run with the shapes inference found (a node it computes an output with has a
+// shape error), a run that succeeds takes the other branch, so the If's outputs are that
+// branch's, with a warning. This holds through nested Ifs whose condition is known (a value
+// folded from shapes, as in silero_vad v5's 8 kHz branch), not for a failing node whose result
+// nothing reads. An If whose branch taken, or both branches, cannot run is a shape
+// error of the main graph.
+func TestIfBranchThatCannotRun(t *testing.T) {
+	type want struct {
+		shape       string // of the If's output 0
+		warning     string // a substring of a warning, "" for none about the If
+		shapeErrors string // a substring of the shape errors, "" for none
+	}
+	cases := []struct {
+		name  string
+		build func(m *ocModel)
+		want  want
+	}{
+		{"ElseFails", func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("Relu", ins(x)), f32, nil)
+			el := m.sub()
+			el.out(el.op("MatMul", ins(x, el.weight(f32, 4, 3))), f32, nil) // inner dims 3 and 4
+			m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{"[2,3]", "else_branch cannot run with these shapes; the outputs are then_branch's", ""}},
+		{"ThenFails", func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("Relu", ins(th.op("Add", ins(x, th.weight(f32, 4, 3))))), f32, nil) // [2,3] + [4,3]
+			el := m.sub()
+			el.out(el.op("Reshape", ins(x, m.ints(3, 2))), f32, nil)
+			m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{"[3,2]", "then_branch cannot run with these shapes; the outputs are else_branch's", ""}},
+		{"NestedKnownCondition", func(m *ocModel) {
+			// then: an LSTM on x [5,2,3]; else: an If on a known condition whose branch taken
+			// runs the LSTM on x unsqueezed to rank 4, which cannot run.
+			x := m.in(f32, 5, 2, 3)
+			w, r := m.weight(f32, 1, 16, 3), m.weight(f32, 1, 16, 4)
+			th := m.sub()
+			th.out(th.opN("LSTM", ins(x, w, r), 2, aI("hidden_size", 4))[1], f32, nil)
+			inner := m.sub()
+			inner.out(inner.opN("LSTM", ins(inner.op("Unsqueeze", ins(x, m.ints(0))), w, r), 2, aI("hidden_size", 4))[1], f32, nil)
+			innerEl := m.sub()
+			innerEl.out(innerEl.op("Identity", ins(x)), f32, nil)
+			el := m.sub()
+			el.out(el.op("If", ins(m.init(bool_, []int64{}, []float64{1})), aG("then_branch", inner.g), aG("else_branch", innerEl.g)), f32, nil)
+			m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{"[1,2,4]", "else_branch cannot run with these shapes; the outputs are then_branch's", ""}},
+		{"DeadFailingNode", func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("Relu", ins(x)), f32, nil)
+			el := m.sub()
+			el.op("MatMul", ins(x, el.weight(f32, 4, 3))) // fails, but no output reads it
+			el.out(el.op("Reshape", ins(x, m.ints(3, 2))), f32, nil)
+			m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{"[?,?]", "", ""}},
+		{"BothFail", func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("MatMul", ins(x, th.weight(f32, 4, 3))), f32, nil)
+			el := m.sub()
+			el.out(el.op("Add", ins(x, el.weight(f32, 4, 3))), f32, nil)
+			m.op("If", ins(m.in(bool_)), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{"unknown", "", "neither branch can run with these shapes"}},
+		{"TakenBranchFails", func(m *ocModel) {
+			x := m.in(f32, 2, 3)
+			th := m.sub()
+			th.out(th.op("Relu", ins(x)), f32, nil)
+			el := m.sub()
+			el.out(el.op("MatMul", ins(x, el.weight(f32, 4, 3))), f32, nil)
+			m.op("If", ins(m.init(bool_, []int64{}, []float64{0})), aG("then_branch", th.g), aG("else_branch", el.g))
+		}, want{"unknown", "", "the else_branch it takes cannot run with these shapes"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newOCModel(13)
+			tc.build(m)
+			md := loadOC(t, m)
+			var out *graph.Tensor
+			for i := range md.Graph.Nodes {
+				if n := &md.Graph.Nodes[i]; n.OpType == "If" {
+					out = &md.Graph.Tensors[n.Outputs[0]]
+				}
+			}
+			if got := out.Shape.String(); got != tc.want.shape {
+				t.Errorf("If output shape %s, want %s", got, tc.want.shape)
+			}
+			warnings := strings.Join(md.Warnings, "\n")
+			if tc.want.warning != "" && !strings.Contains(warnings, tc.want.warning) {
+				t.Errorf("no warning %q among %q", tc.want.warning, md.Warnings)
+			}
+			if tc.want.warning == "" && strings.Contains(warnings, "cannot run with these shapes; the outputs") {
+				t.Errorf("unexpected warning: %q", md.Warnings)
+			}
+			errs := strings.Join(md.ShapeErrors, "\n")
+			if tc.want.shapeErrors == "" && errs != "" || !strings.Contains(errs, tc.want.shapeErrors) {
+				t.Errorf("shape errors %q, want %q", md.ShapeErrors, tc.want.shapeErrors)
+			}
+		})
 	}
 }

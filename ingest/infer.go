@@ -136,6 +136,10 @@ type inferer struct {
 	// subWork counts the subgraph nodes inferred so far, shared by the whole model (nested
 	// loops multiply the passes; see maxSubgraphWork).
 	subWork *int
+	// failed marks, by node, the nodes whose shape function reported a shape error: they
+	// cannot run with the shapes inference found (an If whose branch taken cannot run is one;
+	// a Loop or Scan body that cannot run is not counted, as it may run no iteration).
+	failed []bool
 }
 
 // nctx is the view of one node that an op's shape function gets.
@@ -290,6 +294,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 // topological order, then completes unknowns from declared value_info.
 func (inf *inferer) runNodes(nodes []*onnxpb.NodeProto) error {
 	g := inf.g
+	inf.failed = make([]bool, len(g.Nodes))
 	for _, v := range g.TopoOrder() {
 		n := &g.Nodes[v]
 		c := &nctx{inferer: inf, n: n, np: nodes[v], opset: g.Opset(n.Domain)}
@@ -299,6 +304,7 @@ func (inf *inferer) runNodes(nodes []*onnxpb.NodeProto) error {
 		} else if err := fn(c); err != nil {
 			var se *shapeError
 			if errors.As(err, &se) {
+				inf.failed[v] = true
 				inf.m.Warnings = append(inf.m.Warnings, err.Error())
 				if inf.parent == nil {
 					inf.m.ShapeErrors = append(inf.m.ShapeErrors, err.Error())
@@ -323,6 +329,35 @@ func (inf *inferer) runNodes(nodes []*onnxpb.NodeProto) error {
 	return nil
 }
 
+// outputsFail reports whether a node that cannot run (see failed) computes one of the graph's
+// outputs: then the graph cannot run either. A failing node nothing reads does not count, as
+// a runtime may drop it.
+func (inf *inferer) outputsFail() bool {
+	g := inf.g
+	seen := make([]bool, len(g.Nodes))
+	var stack []int
+	for _, t := range g.Outputs {
+		if p := g.Tensors[t].Producer; p >= 0 && !seen[p] {
+			seen[p] = true
+			stack = append(stack, p)
+		}
+	}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if inf.failed[v] {
+			return true
+		}
+		for _, u := range g.Preds(v) {
+			if !seen[u] {
+				seen[u] = true
+				stack = append(stack, u)
+			}
+		}
+	}
+	return false
+}
+
 // maxSubgraphDepth bounds the nesting of subgraphs that inference enters, and
 // maxSubgraphWork the subgraph nodes it infers per model (Loop bodies are inferred up to
 // maxLoopPasses+1 times each, so nested loops multiply); beyond them subgraph outputs take
@@ -345,14 +380,15 @@ func (inf *inferer) lookup(name string) (*tinfo, bool) {
 // inferSubgraph infers a subgraph (an If branch, a Loop or Scan body). inputs are what is
 // known of its formal inputs (missing ones come from their declared types); names it reads
 // from enclosing scopes take what those scopes know. It returns what is known of each of the
-// subgraph's outputs, or nil when the subgraph cannot be analysed.
-func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo {
+// subgraph's outputs, or nil when the subgraph cannot be analysed, and whether the subgraph
+// cannot run with these shapes (a node computing an output fails; see outputsFail).
+func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) ([]tinfo, bool) {
 	if sg == nil || inf.depth >= maxSubgraphDepth {
-		return nil
+		return nil, false
 	}
 	// Charge the whole subtree: its nested subgraphs are walked (for their captures) too.
 	if *inf.subWork += subgraphSize(sg, maxSubgraphWork); *inf.subWork > maxSubgraphWork {
-		return nil
+		return nil, false
 	}
 	b := graph.NewBuilder(sg.GetName())
 	for _, op := range inf.m.proto.OpsetImport {
@@ -361,14 +397,14 @@ func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo
 	local := map[string]bool{}
 	for _, t := range sg.Initializer {
 		if t.GetName() == "" || local[t.GetName()] {
-			return nil
+			return nil, false
 		}
 		local[t.GetName()] = true
 		b.AddInitializer(t.GetName())
 	}
 	for _, vi := range sg.Input {
 		if vi.GetName() == "" || local[vi.GetName()] {
-			return nil
+			return nil, false
 		}
 		local[vi.GetName()] = true
 		b.AddInput(vi.GetName())
@@ -398,7 +434,7 @@ func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo
 	}
 	g, err := b.Build()
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	child := &inferer{m: inf.m, g: g, info: make([]tinfo, len(g.Tensors)), parent: inf, depth: inf.depth + 1,
 		declared: map[string]*onnxpb.TypeProto{}, unsupported: inf.unsupported, subWork: inf.subWork}
@@ -444,7 +480,7 @@ func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo
 		}
 	}
 	if err := child.runNodes(sg.Node); err != nil {
-		return nil
+		return nil, false
 	}
 	inf.m.sub.flops[sg] = child.graphFLOPs(sg.Node)
 	out := make([]tinfo, len(sg.Output))
@@ -453,7 +489,7 @@ func (inf *inferer) inferSubgraph(sg *onnxpb.GraphProto, inputs []tinfo) []tinfo
 			out[i] = child.info[id]
 		}
 	}
-	return out
+	return out, child.outputsFail()
 }
 
 // subgraphSize counts the nodes of g and of its nested subgraphs, stopping past limit.

@@ -991,6 +991,31 @@ func ocRecurrent() []ocCase {
 			}},
 		)
 	}
+	// Dims X leaves unknown come from the other inputs: batch from initial_h (X's batch
+	// symbolic) or sequence_lens, and all but seq when X's rank is unknown.
+	cases = append(cases, ocCase{name: "RecurrentDimsFromOtherInputs", opset: 14, run: map[string]int64{"B": 2},
+		anon: []string{"rnn"}, build: func(m *ocModel) {
+			const in, hid = 3, 4
+			x := m.in(f32, 5, "B", in)
+			m.opN("LSTM", ins(x, m.weight(f32, 1, 4*hid, in), m.weight(f32, 1, 4*hid, hid), "", "", m.weight(f32, 1, 2, hid)), 3,
+				aI("hidden_size", hid))
+			lens := m.init(i32, []int64{2}, []float64{5, 3})
+			m.opN("GRU", ins(x, m.weight(f32, 1, 3*hid, in), m.weight(f32, 1, 3*hid, hid), "", lens), 2, aI("hidden_size", hid))
+			xu := m.inUnranked(f32, 5, 2, in)
+			m.opN("RNN", ins(xu, m.weight(f32, 1, hid, in), m.weight(f32, 1, hid, hid), "", "", m.weight(f32, 1, 2, hid)), 2,
+				aI("hidden_size", hid))
+		}, check: func(t ocT, m *Model) {
+			for prefix, want := range map[string]string{"lstm": "[5,1,2,4] [1,2,4] [1,2,4]", "gru": "[5,1,2,4] [1,2,4]", "rnn": "[?,1,2,4] [1,2,4]"} {
+				n := ocNodeOf(t, m, strings.ToUpper(prefix))
+				var got []string
+				for _, o := range n.Outputs {
+					got = append(got, m.Graph.Tensors[o].Shape.String())
+				}
+				if strings.Join(got, " ") != want {
+					t.Errorf("%s outputs %v, want %s", n.OpType, got, want)
+				}
+			}
+		}})
 	cases = append(cases, ocCase{name: "GRULinearBeforeReset", opset: 14, build: func(m *ocModel) {
 		m.opN("GRU", ins(m.in(f32, 5, 2, 3), m.weight(f32, 1, 12, 3), m.weight(f32, 1, 12, 4)), 2, aI("hidden_size", 4), aI("linear_before_reset", 1))
 	}})

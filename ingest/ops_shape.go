@@ -1336,25 +1336,58 @@ func einsum(c *nctx) error {
 	return nil
 }
 
+// rnn infers RNN, GRU and LSTM: Y is [seq, dirs, batch, hidden] and Y_h (and LSTM's Y_c)
+// [dirs, batch, hidden]; with layout 1, [batch, seq, dirs, hidden] and [batch, dirs, hidden].
+// X must be 3-D. A dim that X leaves unknown (or X's rank) is taken from the other inputs:
+// batch from sequence_lens [batch] or initial_h / initial_c (shaped like Y_h), and
+// hidden_size, when the attribute is absent, from R [dirs, gates*hidden, hidden].
 func rnn(c *nctx) error {
 	x := c.in(0)
 	if x == nil {
 		return nil
 	}
-	hidden := graph.Static(c.n.AttrInt("hidden_size", -1))
+	if x.shape != nil && len(x.shape) != 3 {
+		for i := 0; i < c.nout(); i++ {
+			c.set(i, x.dt, nil)
+		}
+		return c.errorf("X must be 3-D, got shape %v", x.shape)
+	}
+	batchMajor := c.n.AttrInt("layout", 0) != 0
 	dirs := graph.Static(1)
 	if c.n.AttrString("direction", "forward") == "bidirectional" {
 		dirs = graph.Static(2)
 	}
-	if x.shape == nil || len(x.shape) != 3 {
-		for i := 0; i < c.nout(); i++ {
-			c.set(i, x.dt, nil)
-		}
-		return nil
+	hidden := unknownDim
+	if h := c.n.AttrInt("hidden_size", -1); h >= 0 {
+		hidden = graph.Static(h)
+	} else if r := c.in(2); r.hasShape() && len(r.shape) == 3 {
+		hidden = r.shape[2]
 	}
-	seq, batch := x.shape[0], x.shape[1]
-	if c.n.AttrInt("layout", 0) != 0 {
-		seq, batch = batch, seq
+	seq, batch := unknownDim, unknownDim
+	if x.shape != nil {
+		seq, batch = x.shape[0], x.shape[1]
+		if batchMajor {
+			seq, batch = batch, seq
+		}
+	}
+	if lens := c.in(4); lens.hasShape() && len(lens.shape) == 1 {
+		batch = moreKnown(batch, lens.shape[0])
+	}
+	states := []int{5} // initial_h, and LSTM's initial_c
+	if c.n.OpType == "LSTM" {
+		states = append(states, 6)
+	}
+	for _, i := range states {
+		if h := c.in(i); h.hasShape() && len(h.shape) == 3 {
+			b := h.shape[1]
+			if batchMajor {
+				b = h.shape[0]
+			}
+			batch = moreKnown(batch, b)
+			hidden = moreKnown(hidden, h.shape[2])
+		}
+	}
+	if batchMajor {
 		c.set(0, x.dt, graph.Shape{batch, seq, dirs, hidden})
 		c.set(1, x.dt, graph.Shape{batch, dirs, hidden})
 		c.set(2, x.dt, graph.Shape{batch, dirs, hidden})
@@ -1364,6 +1397,20 @@ func rnn(c *nctx) error {
 	c.set(1, x.dt, graph.Shape{dirs, batch, hidden})
 	c.set(2, x.dt, graph.Shape{dirs, batch, hidden}) // LSTM Y_c
 	return nil
+}
+
+// moreKnown returns whichever of two descriptions of the same dim says more: a number before
+// a symbolic name, a name before an anonymous unknown.
+func moreKnown(a, b graph.Dim) graph.Dim {
+	switch {
+	case a.Known():
+		return a
+	case b.Known():
+		return b
+	case a.Param != "":
+		return a
+	}
+	return b
 }
 
 // subgraphOutputType returns the declared type of output i of a subgraph attribute.
@@ -1409,27 +1456,51 @@ func (c *nctx) declaredOutputs(attr string) []tinfo {
 	return out
 }
 
-// subgraphOutputs infers a subgraph attribute (falling back on its declared output types).
-func (c *nctx) subgraphOutputs(attr string, inputs []tinfo) []tinfo {
+// subgraphOutputs infers a subgraph attribute (falling back on its declared output types),
+// and reports whether it cannot run with these shapes (see inferSubgraph).
+func (c *nctx) subgraphOutputs(attr string, inputs []tinfo) ([]tinfo, bool) {
 	a := c.attrProto(attr)
 	if a == nil {
-		return nil
+		return nil, false
 	}
-	if out := c.inferSubgraph(a.GetG(), inputs); out != nil {
-		return out
+	if out, fails := c.inferSubgraph(a.GetG(), inputs); out != nil {
+		return out, fails
 	}
-	return c.declaredOutputs(attr)
+	return c.declaredOutputs(attr), false
 }
 
+// ifOp infers If. A condition known before run time selects one branch. Otherwise the outputs
+// are what both branches agree on, unless one branch cannot run with these shapes (a node it
+// computes its outputs with has a shape error, e.g. an input size that only suits the other
+// branch): a run that succeeds takes the other branch, whose outputs the If's are. An If whose
+// branch taken, or both branches, cannot run is a shape error itself, which an enclosing If
+// takes into account in turn.
 func ifOp(c *nctx) error {
-	th := c.subgraphOutputs("then_branch", nil)
-	el := c.subgraphOutputs("else_branch", nil)
-	// A condition known before run time selects one branch.
+	th, thFails := c.subgraphOutputs("then_branch", nil)
+	el, elFails := c.subgraphOutputs("else_branch", nil)
 	var pick []tinfo
+	var failure error
 	if v, ok := c.in(0).ints(); ok && len(v) == 1 {
 		pick = el
 		if v[0] != 0 {
 			pick = th
+		}
+		switch {
+		case v[0] != 0 && thFails:
+			failure = c.errorf("the then_branch it takes cannot run with these shapes")
+		case v[0] == 0 && elFails:
+			failure = c.errorf("the else_branch it takes cannot run with these shapes")
+		}
+	} else {
+		switch {
+		case thFails && elFails:
+			failure = c.errorf("neither branch can run with these shapes")
+		case thFails:
+			pick = el
+			c.m.Warnings = append(c.m.Warnings, c.errorf("then_branch cannot run with these shapes; the outputs are else_branch's").Error())
+		case elFails:
+			pick = th
+			c.m.Warnings = append(c.m.Warnings, c.errorf("else_branch cannot run with these shapes; the outputs are then_branch's").Error())
 		}
 	}
 	for i := 0; i < c.nout(); i++ {
@@ -1450,7 +1521,7 @@ func ifOp(c *nctx) error {
 			t.nonTensor = o.nonTensor
 		}
 	}
-	return nil
+	return failure
 }
 
 // maxLoopPasses bounds the passes over a loop body looking for the loop-carried shapes that
@@ -1467,7 +1538,7 @@ func (c *nctx) loopCarried(prefix []tinfo, carried []tinfo, rest []tinfo, outOff
 	body := c.attrProto("body").GetG()
 	for pass := 0; ; pass++ {
 		in := append(append(append([]tinfo{}, prefix...), carried...), rest...)
-		outs := c.inferSubgraph(body, in)
+		outs, _ := c.inferSubgraph(body, in)
 		if outs == nil || len(outs) < outOffset+len(carried) {
 			// Without the body, a carried value keeps only the dims its declared body output
 			// shares with what is known so far.
@@ -1497,7 +1568,7 @@ func (c *nctx) loopCarried(prefix []tinfo, carried []tinfo, rest []tinfo, outOff
 			for i := range carried {
 				carried[i].shape = nil
 			}
-			outs = c.inferSubgraph(body, append(append(append([]tinfo{}, prefix...), carried...), rest...))
+			outs, _ = c.inferSubgraph(body, append(append(append([]tinfo{}, prefix...), carried...), rest...))
 			return carried, outs
 		}
 	}
