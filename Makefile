@@ -50,7 +50,7 @@ demo: build
 	@echo; echo '$$ onnxpart verify out'
 	@$(CGO_ENV) ./$(BIN) verify out
 
-test: build vet unit examples fuzz-short test-report test-matrix test-corrupt test-huge
+test: build vet unit examples fuzz-short test-report test-matrix test-corrupt test-huge test-real
 
 vet: deps
 	$(CGO_ENV) $(GO) vet ./...
