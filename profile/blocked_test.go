@@ -118,7 +118,7 @@ func TestCalibrateDepthwisePlain(t *testing.T) {
 	times := make([]float64, len(g.Nodes))
 	for v := range g.Nodes {
 		g.Nodes[v].FLOPs = int64(v+1) * 1e6 // compute-bound, of different sizes
-		c, mem := roofline(&d, g, &g.Nodes[v], ClassDepthwise, FP32)
+		c, mem := roofline(&d, g, &g.Nodes[v], ClassDepthwise, FP32, nodeWeights(&d, g, &g.Nodes[v]), 0)
 		if v%2 == 0 { // 18 channels, plain: no lane padding, 20× slower
 			c = float64(g.Nodes[v].FLOPs) / d.Peak[FP32].Value
 			times[v] = c/0.02 + 2e-6

@@ -94,6 +94,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 	}
 	for _, s := range samples {
 		g, m := s.Graph, s.Measured
+		wrate := WeightRate(&dev, newGraphInfo(g).streamed(&dev)).Value
 		cal.Models = append(cal.Models, m.Model)
 		runs = append(runs, m.RunOverhead())
 		for v := range g.Nodes {
@@ -104,7 +105,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 			}
 			var comp, mem float64
 			if c != ClassView {
-				comp, mem = roofline(&dev, g, n, c, PrecisionOf(g, n))
+				comp, mem = roofline(&dev, g, n, c, PrecisionOf(g, n), nodeWeights(&dev, g, n), wrate)
 			}
 			pts[c] = append(pts[c], fitPoint{c: comp, m: mem, t: m.Node[v]})
 		}

@@ -35,7 +35,7 @@ func synthetic(t *testing.T, d *Device, n int, convEff, convMem, convOver, addMe
 		nd.FLOPs = int64(math.Exp(rng.Float64()*6) * 1e6)
 		nd.InputBytes = int64(math.Exp(rng.Float64()*6) * 1e5)
 		nd.OutputBytes = nd.InputBytes / 2
-		c, m := roofline(d, g, nd, ClassOf(g, nd), FP32)
+		c, m := roofline(d, g, nd, ClassOf(g, nd), FP32, nodeWeights(d, g, nd), 0)
 		if nd.OpType == "Conv" {
 			times[v] = math.Max(c/convEff, m/convMem) + convOver
 		} else {

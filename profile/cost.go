@@ -21,12 +21,24 @@ type CostOptions struct {
 //
 //	t = max(FLOPs / (peak_p · eff_c), bytes / (bandwidth · eff_m)) + overhead
 //
-// where p is the node's precision (PrecisionOf) for matrix classes and fp32 otherwise, bytes
-// are the activations read, the parameters read and the outputs written, eff_c and eff_m are
-// the device's efficiencies for the node's op type or class (one figure for both unless
-// calibration or a spec file gives the memory term its own), and overhead is the calibrated
-// per-node overhead of the class or else the device's kernel-launch figure. Static nodes
-// (folded before run time) cost nothing; view ops (reshape, squeeze, …) cost the overhead.
+// where p is the node's precision (PrecisionOf) for matrix classes and fp32 otherwise, eff_c
+// and eff_m are the device's efficiencies for the node's op type or class (one figure for both
+// unless calibration or a spec file gives the memory term its own), and overhead is the
+// calibrated per-node overhead of the class or else the device's kernel-launch figure. The
+// memory term is
+//
+//	activations read and written / bandwidth + weights read / weight rate
+//
+// where the weights read are the node's parameters (a gather's selected rows only; fp16
+// weights at fp32 size on a CPU that computes fp16 in fp32, see nodeWeights) and the weight
+// rate is that of the memory level the model's weights live in (WeightRate: the device's
+// cache when every weight a call streams fits there, else its memory read rate). A
+// matrix-vector product, a decoder's token step, is thereby priced as its weight bytes over
+// the rate they stream at. Static nodes (folded before run time) cost nothing; view ops
+// (reshape, squeeze, …) cost the overhead; shape arithmetic that only a bound dimension
+// makes known (runtimeShape) costs its overhead on a CPU, whose runtime runs it at every call,
+// and nothing on other devices, whose runtimes compute it on the host beside the kernels
+// (ONNX Runtime places shape computations on its CPU provider) or fold it (TensorRT).
 //
 // Transfer time from device i to j is bytes / bandwidth + latency along the best route:
 // the direct link, or, where the link matrix has no direct link (LinkNone), the path with
@@ -36,6 +48,7 @@ type CostModel struct {
 	opts     CostOptions
 	routeBW  [][]float64
 	routeLat [][]float64
+	info     infoCache
 }
 
 // NewCostModel prepares a cost model for the cluster. The cluster must not change
@@ -56,6 +69,7 @@ type Breakdown struct {
 	Compute   float64 // FLOPs / (peak · eff), s
 	Memory    float64 // bytes / (bandwidth · eff), s
 	Overhead  float64 // s
+	Casts     float64 // s: float16 conversions the runtime adds around the node (see casts)
 	Eff       Figure  // efficiency of the compute term
 	MemEff    Figure  // efficiency of the memory term
 	Measured  bool    // Time is a measurement, not the roofline
@@ -79,24 +93,34 @@ func (m *CostModel) Explain(g *graph.Graph, node, device int) Breakdown {
 		}
 	}
 	b.Eff, b.MemEff = EfficiencyOf(d, n.OpType, b.Class)
-	if b.Class == ClassStatic {
+	if b.Class == ClassStatic || d.Kind != CPU && runtimeShape(g, n) {
 		return b
 	}
 	b.Overhead = OverheadOf(d, b.Class).Value
 	if b.Class != ClassView {
-		c, m := roofline(d, g, n, b.Class, b.Precision)
-		b.Compute, b.Memory = c/positive(b.Eff.Value), m/positive(b.MemEff.Value)
+		comp, mem := roofline(d, g, n, b.Class, b.Precision, nodeWeights(d, g, n), m.weightRate(g, d))
+		b.Compute, b.Memory = comp/positive(b.Eff.Value), mem/positive(b.MemEff.Value)
 	}
-	b.Time = math.Max(b.Compute, b.Memory) + b.Overhead
+	if cb, ck := casts(d, g, []int{node}); ck > 0 {
+		b.Casts = castTime(d, cb, ck)
+	}
+	b.Time = math.Max(b.Compute, b.Memory) + b.Overhead + b.Casts
 	return b
+}
+
+// weightRate is WeightRate of d for the weights a call of g streams.
+func (m *CostModel) weightRate(g *graph.Graph, d *Device) float64 {
+	return WeightRate(d, m.info.get(g).streamed(d)).Value
 }
 
 func positive(x float64) float64 { return math.Max(x, 1e-9) }
 
 // roofline returns the compute and memory terms of node n on d at full efficiency:
 // FLOPs / peak (the precision's peak for matrix classes, fp32 otherwise; output channels
-// rounded up to the vector width, see lanePadding) and bytes moved / bandwidth.
-func roofline(d *Device, g *graph.Graph, n *graph.Node, c OpClass, p Precision) (compute, memory float64) {
+// rounded up to the vector width, see lanePadding) and bytes moved: the activations read and
+// written at the device's bandwidth, and `weights` bytes of weights at wrate (the device's
+// bandwidth when 0).
+func roofline(d *Device, g *graph.Graph, n *graph.Node, c OpClass, p Precision, weights, wrate float64) (compute, memory float64) {
 	peak := d.Peak[FP32].Value
 	if tensorClass(c) {
 		peak = d.PeakFor(p).Value
@@ -105,7 +129,10 @@ func roofline(d *Device, g *graph.Graph, n *graph.Node, c OpClass, p Precision) 
 		compute = float64(n.FLOPs) * lanePadding(g, n, c, d.VectorWidth) / peak
 	}
 	if bw := d.Bandwidth.Value; bw > 0 {
-		memory = float64(max(n.InputBytes, 0)+max(n.ParamBytes, 0)+max(n.OutputBytes, 0)) / bw
+		if wrate <= 0 {
+			wrate = bw
+		}
+		memory = float64(max(n.InputBytes, 0)+max(n.OutputBytes, 0))/bw + weights/wrate
 	}
 	return compute, memory
 }
@@ -151,14 +178,17 @@ func lanePadding(g *graph.Graph, n *graph.Node, c OpClass, width int) float64 {
 
 // EfficiencyOf returns the roofline efficiencies of an op type or class on d for the compute
 // and the memory term: the device's entry for the op type, else for the class, else the
-// default of the device kind (one value for both terms unless MemEfficiency or
-// defaultMemEfficiency has an entry; a device's compute entry replaces the kind's memory
-// default too).
+// default of the device kind for the op type (defaultOpEfficiency) or the class (one value
+// for both terms unless MemEfficiency or defaultMemEfficiency has an entry; a device's
+// compute entry replaces the kind's memory default too).
 func EfficiencyOf(d *Device, opType string, c OpClass) (compute, memory Figure) {
 	compute = fig(defaultEff(d.Kind, c), SourceDefault, effNote)
 	memory = Figure{}
 	if v, ok := defaultMemEfficiency[d.Kind][c]; ok {
 		memory = fig(v, SourceDefault, memEffNote)
+	}
+	if v, ok := defaultOpEfficiency[d.Kind][opType]; ok && c == ClassData {
+		compute, memory = fig(v, SourceDefault, opEffNote), Figure{}
 	}
 	for _, key := range []string{string(c), opType} { // the op type, looked up last, wins
 		if f, ok := d.Efficiency[key]; ok {
@@ -534,15 +564,29 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 	d := &m.c.Devices[device]
 	n := &g.Nodes[v]
 	eff, memEff := EfficiencyOf(d, n.OpType, c)
-	comp, mem := roofline(d, g, n, c, PrecisionOf(g, n))
+	comp, mem := roofline(d, g, n, c, PrecisionOf(g, n), nodeWeights(d, g, n), m.weightRate(g, d))
 	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + OverheadOf(d, c).Value
 }
 
 // KernelTime prices a fused kernel on device: kernel carries the group's cost fields (as
 // fusion.Coarse builds them: FLOPs of the members, bytes entering and leaving the group) and
 // members are the original nodes of g it stands for. The roofline uses the op class and
-// precision of the member with the most FLOPs (the first non-view member when none has any)
-// and one overhead for the kernel; a group of static members only is free.
+// precision of the member with the most FLOPs (the first non-view member when none has any),
+// the kernel's activation bytes and its members' weights (nodeWeights, at the weight rate of
+// the model: see CostModel), and one overhead for the kernel; a group whose members are all
+// folded before run time (static, or shape arithmetic: foldable) is free.
+//
+// On a CPU, whose runtime (ONNX Runtime's CPU provider) dispatches every node it does not
+// fuse, the group also pays the overhead of each view it folded in (Reshape, Unsqueeze, …:
+// cheap, but a kernel each) and a share of each piece of shape arithmetic it recomputes
+// (runtimeShape: the runtime runs it once, the rule set copies it into every group that
+// needs it, so each copy pays 1 / copies). And an attention group (two products of
+// activations around a Softmax: Q·Kᵀ and P·V) costs what its members cost one after another,
+// the scores written and read back: ONNX Runtime's CPU kernels materialise them, whether the
+// runtime fused the block into its Attention op or, as on a raw decoder export, did not. On
+// other devices such a group is one fused kernel, one memory-bound pass over Q, K, V, mask and
+// output at decode (a flash-attention kernel: TensorRT's MHA fusion, ONNX Runtime's CUDA
+// attention ops).
 //
 // With measured times for the device (CostOptions.Measured), a group costs the sum of its
 // members' measured times: each member carries its share of the kernel ONNX Runtime ran
@@ -550,27 +594,131 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 // the runtime removed), so the sum is the measured time of the runtime's kernels for the
 // group. Members without a measurement (NaN) are priced by NodeTime's roofline.
 func (m *CostModel) KernelTime(g *graph.Graph, members []int, kernel *graph.Node, device int) float64 {
-	if t, ok := m.measuredSum(g, members, device); ok {
-		return t
-	}
+	return m.KernelExplain(g, members, kernel, device).Time
+}
+
+// KernelKind says what dominates a fused kernel's time, for breakdowns of a model's time.
+type KernelKind string
+
+// Kernel kinds.
+const (
+	KindWeights     KernelKind = "weights"     // matrix products with a weight operand: GEMM, or GEMV streaming its weights
+	KindAttention   KernelKind = "attention"   // products of two activations (Q·Kᵀ, P·V over the KV cache), attention groups
+	KindElementwise KernelKind = "elementwise" // arithmetic, activations, normalisation, softmax
+	KindData        KernelKind = "data"        // copies, gathers, concatenations, views
+	KindOther       KernelKind = "other"       // convolutions, pooling, control flow, unknown ops
+)
+
+// KernelKinds lists the kinds in a fixed order.
+func KernelKinds() []KernelKind {
+	return []KernelKind{KindWeights, KindAttention, KindElementwise, KindData, KindOther}
+}
+
+// KernelBreakdown explains a fused kernel's predicted time.
+type KernelBreakdown struct {
+	Kind KernelKind
+	// Lead is the member whose class prices the kernel (-1: every member is folded).
+	Lead int
+	// Compute and Memory are the roofline terms (s, efficiencies applied), Weights the
+	// weight bytes streamed and WeightRate their rate (bytes/s).
+	Compute, Memory     float64
+	Weights, WeightRate float64
+	// Overhead is the fixed time: the kernel's, plus on a CPU the views and shape arithmetic
+	// the runtime dispatches besides it (Dispatched of them, shares counted as fractions).
+	Overhead   float64
+	Dispatched float64
+	// Casts is the time of the float16 conversions the runtime adds around the group on a
+	// CPU that computes float16 in float32 (see casts), their overheads included.
+	Casts float64
+	// Unfused marks an attention group priced as its members one after another (CPU).
+	Unfused  bool
+	Measured bool
+	Time     float64 // s
+}
+
+// KernelExplain gives the terms of KernelTime.
+func (m *CostModel) KernelExplain(g *graph.Graph, members []int, kernel *graph.Node, device int) KernelBreakdown {
 	d := &m.c.Devices[device]
 	lead := kernelLead(d, g, members)
+	b := KernelBreakdown{Lead: lead, Kind: KindOther}
+	attention := attentionGroup(g, members)
+	if lead >= 0 {
+		b.Kind = kindOf(g, &g.Nodes[lead])
+		if attention {
+			b.Kind = KindAttention
+		}
+	}
+	if t, ok := m.measuredSum(g, members, device); ok {
+		b.Time, b.Measured = t, true
+		return b
+	}
 	if lead < 0 {
-		return 0
+		return b
+	}
+	b.WeightRate = m.weightRate(g, d)
+	if d.Kind == CPU {
+		b.Overhead, b.Dispatched = m.dispatched(g, members, lead, d)
+		if attention {
+			// The members one after another (each with its own casts); views are in
+			// Dispatched already.
+			b.Unfused = true
+			b.Time = b.Overhead
+			for _, v := range members {
+				n := &g.Nodes[v]
+				if foldable(g, n) || ClassOf(g, n) == ClassView {
+					continue
+				}
+				x := m.Explain(g, v, device)
+				b.Compute += x.Compute
+				b.Memory += x.Memory
+				b.Overhead += x.Overhead
+				b.Casts += x.Casts
+				b.Time += x.Time
+				b.Weights += nodeWeights(d, g, n)
+			}
+			return b
+		}
+		if cb, ck := casts(d, g, members); ck > 0 {
+			b.Casts = castTime(d, cb, ck)
+		}
 	}
 	ln := &g.Nodes[lead]
 	c, p := ClassOn(d, g, ln), PrecisionOf(g, ln)
 	eff, memEff := EfficiencyOf(d, ln.OpType, c)
-	t := OverheadOf(d, c).Value
+	b.Overhead += OverheadOf(d, c).Value
+	b.Time = b.Overhead + b.Casts
 	if c == ClassView && kernel.FLOPs == 0 {
-		return t
+		return b
 	}
-	comp, mem := roofline(d, g, kernel, c, p)
+	for _, v := range members {
+		if !foldable(g, &g.Nodes[v]) {
+			b.Weights += nodeWeights(d, g, &g.Nodes[v])
+		}
+	}
+	comp, mem := roofline(d, g, kernel, c, p, b.Weights, b.WeightRate)
 	// The lane padding of the lead node applies to the group's FLOPs.
 	if kernel.FLOPs > 0 && ln.FLOPs > 0 {
 		comp *= lanePadding(g, ln, c, d.VectorWidth) / lanePadding(g, kernel, c, d.VectorWidth)
 	}
-	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + t
+	b.Compute, b.Memory = comp/positive(eff.Value), mem/positive(memEff.Value)
+	b.Time = math.Max(b.Compute, b.Memory) + b.Overhead + b.Casts
+	return b
+}
+
+// kindOf is the kernel kind of a node.
+func kindOf(g *graph.Graph, n *graph.Node) KernelKind {
+	switch ClassOf(g, n) {
+	case ClassMatMul:
+		if n.ParamBytes > 0 {
+			return KindWeights
+		}
+		return KindAttention
+	case ClassElementwise, ClassEpilogue, ClassNorm:
+		return KindElementwise
+	case ClassData, ClassView, ClassStatic:
+		return KindData
+	}
+	return KindOther
 }
 
 // measuredSum is the sum of the members' times when the device has measured times for any of
@@ -600,32 +748,56 @@ func (m *CostModel) measuredSum(g *graph.Graph, members []int, device int) (t fl
 }
 
 // kernelLead is the member of a fused group whose op class and precision price the kernel:
-// the one with the most FLOPs, the first non-view member when none has any; -1 when every
-// member is static.
+// the one with the most FLOPs, the first non-view member when none has any, among the members
+// that are not folded before run time (foldable); -1 when every member is (on a CPU, whose
+// runtime runs shape arithmetic, only when every member is static).
 func kernelLead(d *Device, g *graph.Graph, members []int) int {
-	lead := -1
-	for _, v := range members {
-		n := &g.Nodes[v]
-		c := ClassOn(d, g, n)
-		if c == ClassStatic {
-			continue
+	pick := func(skip func(n *graph.Node) bool) int {
+		lead := -1
+		for _, v := range members {
+			n := &g.Nodes[v]
+			if skip(n) {
+				continue
+			}
+			c := ClassOn(d, g, n)
+			if lead < 0 || n.FLOPs > g.Nodes[lead].FLOPs || ClassOf(g, &g.Nodes[lead]) == ClassView && c != ClassView {
+				lead = v
+			}
 		}
-		if lead < 0 || n.FLOPs > g.Nodes[lead].FLOPs || ClassOf(g, &g.Nodes[lead]) == ClassView && c != ClassView {
-			lead = v
-		}
+		return lead
 	}
-	return lead
+	// Shape arithmetic a group recomputes is not its kernel; a group of nothing else runs it
+	// on a CPU only (see NodeTime).
+	if lead := pick(func(n *graph.Node) bool { return foldable(g, n) }); lead >= 0 || d.Kind != CPU {
+		return lead
+	}
+	return pick(func(n *graph.Node) bool { return n.Static })
 }
 
-// KernelOverhead is the fixed part of KernelTime (the lead member's class overhead): what a
-// kernel costs once however many inputs it processes together (0 for a static group).
+// KernelOverhead is the fixed part of KernelTime (the lead member's class overhead, and on a
+// CPU the other kernels the runtime dispatches for the group): what a kernel costs once
+// however many inputs it processes together (0 for a group folded before run time).
 func (m *CostModel) KernelOverhead(g *graph.Graph, members []int, device int) float64 {
 	d := &m.c.Devices[device]
 	lead := kernelLead(d, g, members)
 	if lead < 0 {
 		return 0
 	}
-	return OverheadOf(d, ClassOn(d, g, &g.Nodes[lead])).Value
+	if d.Kind != CPU || len(members) == 1 {
+		return OverheadOf(d, ClassOn(d, g, &g.Nodes[lead])).Value
+	}
+	// As KernelExplain on a CPU: the views and shape arithmetic dispatched besides the
+	// kernel, and an attention group's members one after another.
+	t, _ := m.dispatched(g, members, lead, d)
+	if !attentionGroup(g, members) {
+		return t + OverheadOf(d, ClassOn(d, g, &g.Nodes[lead])).Value
+	}
+	for _, v := range members {
+		if n := &g.Nodes[v]; !foldable(g, n) && ClassOf(g, n) != ClassView {
+			t += OverheadOf(d, ClassOn(d, g, n)).Value
+		}
+	}
+	return t
 }
 
 // NodeOverhead is the fixed part of node v's time on device (its class overhead; 0 for a
@@ -648,4 +820,44 @@ func (b Breakdown) String() string {
 	return fmt.Sprintf("%s/%s compute %s memory %s overhead %s eff %.3g/%.3g → %s", b.Class, b.Precision,
 		FormatQuantity(b.Compute, Seconds), FormatQuantity(b.Memory, Seconds),
 		FormatQuantity(b.Overhead, Seconds), b.Eff.Value, b.MemEff.Value, FormatQuantity(b.Time, Seconds))
+}
+
+// dispatched is what a CPU's runtime spends dispatching the members of a group besides its
+// kernel: the overhead of every view member other than the lead, and each piece of shape
+// arithmetic's overhead times its share (graphInfo.share); with the number of such kernels
+// (shares as fractions).
+func (m *CostModel) dispatched(g *graph.Graph, members []int, lead int, d *Device) (t, kernels float64) {
+	gi := m.info.get(g)
+	for _, v := range members {
+		n := &g.Nodes[v]
+		switch {
+		case v == lead || n.Static:
+		case runtimeShape(g, n):
+			t += gi.share[v] * OverheadOf(d, ClassOf(g, n)).Value
+			kernels += gi.share[v]
+		case !foldable(g, n) && ClassOf(g, n) == ClassView:
+			t += OverheadOf(d, ClassView).Value
+			kernels++
+		}
+	}
+	return t, kernels
+}
+
+// attentionGroup reports whether members hold an attention block: a Softmax and two matrix
+// products of activations (no weight operand), Q·Kᵀ and P·V.
+func attentionGroup(g *graph.Graph, members []int) bool {
+	softmax, products := false, 0
+	for _, v := range members {
+		n := &g.Nodes[v]
+		if n.Static {
+			continue
+		}
+		switch {
+		case n.OpType == "Softmax":
+			softmax = true
+		case ClassOf(g, n) == ClassMatMul && n.ParamBytes == 0:
+			products++
+		}
+	}
+	return softmax && products >= 2
 }

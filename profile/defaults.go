@@ -14,7 +14,7 @@ var defaultEfficiency = map[Kind]map[OpClass]float64{
 		ClassStatic: 1,
 	},
 	CPU: {
-		ClassMatMul: 0.7, ClassConv: 0.6, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.05, ClassPool: 0.5, ClassNorm: 0.4,
+		ClassMatMul: 0.8, ClassConv: 0.6, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.05, ClassPool: 0.5, ClassNorm: 0.4,
 		ClassElementwise: 0.6, ClassEpilogue: 0.6, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
 		ClassStatic: 1,
 	},
@@ -29,18 +29,47 @@ var defaultEfficiency = map[Kind]map[OpClass]float64{
 // the compute term's: convolutions on GPUs reach about 0.3 of the DRAM bandwidth counted as
 // inputs + weights + outputs (cuDNN's implicit-GEMM kernels re-read their inputs), fitted on
 // the convolution nodes of the corpus measured on an H100 (bench/gpucheck): with 0.5
-// the slowest ones came out 1.75× too fast (fp32), with 0.3 within 1.2×.
+// the slowest ones came out 1.75× too fast (fp32), with 0.3 within 1.2×. A matrix product on
+// a GPU whose memory term binds is a matrix-vector product streaming its weights once, as a
+// copy streams its buffer: 0.89, the device copy of bench/gpucheck (2.99 TB/s of the H100's
+// 3.35), for want of a GEMV measurement on a GPU.
 var defaultMemEfficiency = map[Kind]map[OpClass]float64{
-	GPU: {ClassConv: 0.3, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.3},
+	GPU: {ClassConv: 0.3, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.3, ClassMatMul: 0.89},
 }
 
 const memEffNote = "memory term, measured on an H100 (bench/gpucheck)"
 
+// The CPU efficiency of matrix products, 0.8 for both terms, is ONNX Runtime 1.30's MLAS
+// kernels on the reference machine (AMD EPYC, Zen 5, one thread; profile.MeasureKernels, run
+// by `go run ./bench/decoder -micro`, over several runs on the shared machine):
+// 256×512·512×1408 products at 0.86–0.95 of the fp32 peak (measured clock × FLOP/cycle),
+// 64-row ones at 0.60–0.92, and one-row products (a decoder's token step) streaming their
+// weights at 0.77–0.96 of the rate a vectorised scan reads as many bytes. See
+// docs/benchmarks-decoder.md.
+
 const effNote = "nominal for the device kind; calibrate with --costs measured or set it in a spec file"
 
-// Per-kernel and per-call overheads by device kind, seconds.
+// defaultOpEfficiency holds op types whose efficiency is known better than their class's:
+// the data movement ops that copy contiguous blocks (a Concat of a KV cache and the new
+// positions, the Expand that repeats grouped-query KV heads, Tile, Split) do what the copy
+// microbenchmark behind a device's bandwidth does, so they run at it: 1 on a CPU (the host's
+// bandwidth is that copy's rate; ONNX Runtime's CPU kernels memcpy each block), 0.89 on a GPU
+// (the device copy of bench/gpucheck reached 0.89 of an H100's HBM figure). A device's own
+// entry for the class or the op type (calibration, a spec file) wins.
+var defaultOpEfficiency = map[Kind]map[string]float64{
+	CPU: {"Concat": 1, "Expand": 1, "Tile": 1, "Split": 1},
+	GPU: {"Concat": 0.89, "Expand": 0.89, "Tile": 0.89, "Split": 0.89},
+}
+
+const opEffNote = "a block copy: the copy microbenchmark's rate (see defaultOpEfficiency)"
+
+// Per-kernel and per-call overheads by device kind, seconds. A CPU's is ONNX Runtime's cost
+// of one more kernel amid a decoder's weight streaming, in the steady state of a loop calling
+// one session: 0.2–0.65 µs for a view, a piece of shape arithmetic or a tiny Mul or Add, over
+// runs on the reference machine (AMD EPYC, Zen 5, ONNX Runtime 1.30, one thread;
+// profile.MeasureKernels, `go run ./bench/decoder -micro`).
 var (
-	defaultLaunch = map[Kind]float64{GPU: 5e-6, CPU: 2e-6, Accelerator: 10e-6}
+	defaultLaunch = map[Kind]float64{GPU: 5e-6, CPU: 0.4e-6, Accelerator: 10e-6}
 	defaultRun    = map[Kind]float64{GPU: 20e-6, CPU: 10e-6, Accelerator: 50e-6}
 )
 
@@ -60,7 +89,10 @@ var defaultOverhead = map[Kind]map[OpClass]float64{
 	},
 }
 
-const overheadNote = "device time of a tiny node of the class on an H100 (CUDA graph replay; bench/gpucheck)"
+// overheadNotes say where each kind's defaultOverhead figures come from.
+var overheadNotes = map[Kind]string{
+	GPU: "device time of a tiny node of the class on an H100 (CUDA graph replay; bench/gpucheck)",
+}
 
 const (
 	launchNote = "typical kernel-launch / operator-dispatch cost of the device kind"
@@ -96,7 +128,11 @@ func defaultEff(k Kind, c OpClass) float64 {
 // applyKindDefaults fills the overheads a device lacks from its kind.
 func applyKindDefaults(d *Device) {
 	if !d.Launch.Known() {
-		d.Launch = fig(defaultLaunch[d.Kind], SourceDefault, launchNote)
+		note := launchNote
+		if d.Kind == CPU {
+			note = "ONNX Runtime's cost of one more tiny kernel amid weight streaming, steady state, reference machine (profile.MeasureKernels)"
+		}
+		d.Launch = fig(defaultLaunch[d.Kind], SourceDefault, note)
 		for c, v := range defaultOverhead[d.Kind] {
 			if _, ok := d.Overhead[string(c)]; ok {
 				continue
@@ -104,7 +140,7 @@ func applyKindDefaults(d *Device) {
 			if d.Overhead == nil {
 				d.Overhead = map[string]Figure{}
 			}
-			d.Overhead[string(c)] = fig(v, SourceDefault, overheadNote)
+			d.Overhead[string(c)] = fig(v, SourceDefault, overheadNotes[d.Kind])
 		}
 	}
 	if !d.RunOverhead.Known() {

@@ -163,6 +163,19 @@ type Device struct {
 	Peak [NumPrecisions]Figure
 	// Bandwidth is the device memory bandwidth in bytes per second.
 	Bandwidth Figure
+	// ReadBandwidth is the rate, in bytes per second, at which the device's kernels stream
+	// weights from memory: a matrix-vector product (a decoder's token step) reads each weight
+	// once, so its time is weight bytes / ReadBandwidth. Unknown: Bandwidth.
+	ReadBandwidth Figure
+	// Cache is the capacity, in bytes, of the last-level cache the device's threads read from,
+	// and CacheBandwidth their read rate from it: when every weight a model streams in a call
+	// fits in Cache, the weights are still there at the next call and stream at
+	// CacheBandwidth instead (see WeightRate). Unknown (0): weights stream from memory.
+	Cache, CacheBandwidth Figure
+	// Reads, when measured (the host CPU's read sweep, HostBench.Read, scaled to the
+	// device's threads), is the read rate over working sets of increasing size: WeightRate
+	// interpolates it at a model's weight bytes, between and beyond the levels.
+	Reads []ReadPoint
 	// Launch is the fixed cost of one kernel (GPU kernel launch, CPU operator dispatch), s.
 	Launch Figure
 	// RunOverhead is the fixed cost of one inference call on the device (session run, input

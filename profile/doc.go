@@ -19,12 +19,24 @@
 // (CostTable) for the partition and schedule solvers.
 //
 // The host CPU: model, cores, ISA flags (AVX2, AVX-512, AMX) and RAM from the operating
-// system; the fp32 peak from the ISA and clock (the gorgonia-tensor GEMM microbenchmark is
-// recorded beside it, see Host.Device for why it is not the peak); memory bandwidth from a
-// copy microbenchmark. The microbenchmarks take about a second and are cached in
+// system; the fp32 peak from the ISA and the clock a chain of dependent adds runs at (the
+// gorgonia-tensor GEMM microbenchmark is recorded beside it, see Host.Device for why it is
+// not the peak); memory bandwidth from a copy microbenchmark; and a read sweep (one thread
+// scanning working sets of 1 MiB to 256 MiB) that gives the last-level cache's capacity and
+// read rate and the memory's. The microbenchmarks take a few seconds and are cached in
 // ${XDG_CACHE_HOME:-$HOME/.cache}/onnxpart/host-<key>.json, keyed by CPU model, core count
 // and architecture. Calibrate fits per-op-class efficiencies and overheads of a device from
 // measured per-node times, so that the roofline matches ONNX Runtime on that device.
+//
+// LLM decoders (issue 32): a decode step multiplies one row by every weight matrix, so the
+// roofline prices its weights at the rate of the memory level they live in (WeightRate: the
+// read sweep at the model's weight bytes; the cache while they fit, memory beyond), reads a
+// gather's rows rather than its table, widens fp16 weights where the runtime computes fp16
+// in fp32 (a CPU), and charges a CPU for the kernels its runtime dispatches besides the
+// fused ones: views and the shape arithmetic a model with symbolic dimensions runs at every
+// call. An attention group is one fused pass on a GPU and its kernels one after another on a
+// CPU. MeasureKernels measures the ONNX Runtime figures behind the CPU defaults; see
+// docs/benchmarks-decoder.md for the terms, their sources and the validation.
 //
 // The package decides nothing about placement.
 package profile

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,14 +48,31 @@ type HostBench struct {
 	GEMMAll float64 `json:"gemm_all_flops"`
 	// Copy1 and CopyAll are memory copy rates (bytes read plus bytes written per second) of
 	// one thread (CPU time) and of one goroutine per core (wall time), each copying 32 MiB.
-	Copy1   float64   `json:"copy1_bytes_per_s"`
-	CopyAll float64   `json:"copy_all_bytes_per_s"`
-	Seconds float64   `json:"seconds"`
-	When    time.Time `json:"when"`
+	Copy1   float64 `json:"copy1_bytes_per_s"`
+	CopyAll float64 `json:"copy_all_bytes_per_s"`
+	// Clock is the core clock while one thread runs, Hz: a chain of dependent one-cycle
+	// integer operations (add, xor), timed by the thread's CPU time. It is the clock the
+	// vector units run at under load (turbo included), which /proc/cpuinfo's "cpu MHz" often
+	// is not (a virtual machine reports the base clock there).
+	Clock float64 `json:"clock_hz"`
+	// Read is one thread's read bandwidth (bytes read per second of the thread's CPU time)
+	// over working sets from 1 MiB to 256 MiB, doubling: a vectorised scan of the buffer
+	// (bytes.IndexByte for a byte it does not hold), repeated. Small sets stay in the caches
+	// between scans, large ones stream from memory: the curve gives the last-level cache's
+	// capacity and read rate and the memory's (see Levels). Nil in caches of older versions.
+	Read    []ReadPoint `json:"read,omitempty"`
+	Seconds float64     `json:"seconds"`
+	When    time.Time   `json:"when"`
+}
+
+// ReadPoint is the read bandwidth measured over a working set of Bytes bytes.
+type ReadPoint struct {
+	Bytes int64   `json:"bytes"`
+	Rate  float64 `json:"bytes_per_s"`
 }
 
 // benchVersion changes when the microbenchmarks change, invalidating old caches.
-const benchVersion = 2
+const benchVersion = 3
 
 // ProbeHost describes the machine's CPU: model, logical cores, ISA flags and RAM from the
 // operating system, and (unless opts.NoBench) the cached or freshly run microbenchmarks.
@@ -183,6 +201,12 @@ func RunHostBench(ctx context.Context) (*HostBench, error) {
 	if b.CopyAll, err = copyRate(ctx, runtime.NumCPU()); err != nil {
 		return nil, err
 	}
+	if b.Clock, err = clockRate(ctx); err != nil {
+		return nil, err
+	}
+	if b.Read, err = readSweep(ctx); err != nil {
+		return nil, err
+	}
 	b.Seconds = time.Since(start).Seconds()
 	return b, nil
 }
@@ -280,6 +304,135 @@ func copyRate(ctx context.Context, workers int) (float64, error) {
 		wg.Wait()
 		return nil
 	})
+}
+
+// clockChain runs n iterations of 16 dependent one-cycle integer operations and returns the
+// result (so that the compiler keeps the chain).
+//
+//go:noinline
+func clockChain(n int, a, b uint64) uint64 {
+	x := a
+	for range n {
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+		x += a
+		x ^= b
+	}
+	return x
+}
+
+var clockSink uint64
+
+// clockRate measures the clock of the core running this thread: one dependent add or xor
+// retires per cycle, so operations per second of CPU time are cycles per second.
+func clockRate(ctx context.Context) (float64, error) {
+	const n = 1 << 18
+	return bestRate(ctx, 16*n, true, func() error {
+		clockSink += clockChain(n, clockSink|3, 5)
+		return nil
+	})
+}
+
+// Read sweep: working sets from readMin to readMax bytes, doubling; each timed in
+// readBatches batches of readBatchTime (best batch kept).
+const (
+	readMin       = 1 << 20
+	readMax       = 256 << 20
+	readBatches   = 3
+	readBatchTime = 30 * time.Millisecond
+)
+
+// readSweep measures one thread's read bandwidth over working sets from readMin to readMax
+// bytes (see HostBench.Read). One buffer of readMax bytes serves every size (its prefix).
+func readSweep(ctx context.Context) ([]ReadPoint, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := make([]byte, readMax)
+	for i := range buf {
+		buf[i] = byte(i%251) + 1 // never 0: the scan for 0 reads the whole buffer
+	}
+	var out []ReadPoint
+	for size := readMin; size <= readMax; size *= 2 {
+		b := buf[:size]
+		scan := func() {
+			if bytes.IndexByte(b, 0) >= 0 {
+				panic("profile: read microbenchmark buffer holds a zero")
+			}
+		}
+		scan() // warm-up: a set that fits stays in the caches
+		best := 0.0
+		for range readBatches {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			n := 0
+			t0, c0 := time.Now(), threadCPU()
+			for time.Since(t0) < readBatchTime || n < 2 {
+				scan()
+				n++
+			}
+			if dt := threadCPU() - c0; dt > 0 {
+				best = math.Max(best, float64(n)*float64(size)/dt)
+			}
+		}
+		if best == 0 {
+			return nil, fmt.Errorf("read microbenchmark: no usable timing")
+		}
+		out = append(out, ReadPoint{Bytes: int64(size), Rate: best})
+	}
+	return out, nil
+}
+
+// MemoryLevels are the read rates a thread gets from the last-level cache and from memory,
+// derived from the read sweep: Memory is the rate over the largest working set; Cache the
+// best rate over the others; CacheBytes the largest working set still read at least halfway
+// from Memory's rate to Cache's (0, with Cache 0, when the sweep shows no cache level: no set
+// read 1.25 times faster than the largest).
+type MemoryLevels struct {
+	Cache, CacheBytes, Memory float64
+}
+
+// Levels derives the memory levels from the read sweep (zero without one).
+func (b *HostBench) Levels() MemoryLevels {
+	if b == nil || len(b.Read) < 2 {
+		return MemoryLevels{}
+	}
+	last := b.Read[len(b.Read)-1]
+	l := MemoryLevels{Memory: last.Rate}
+	for _, p := range b.Read[:len(b.Read)-1] {
+		l.Cache = math.Max(l.Cache, p.Rate)
+	}
+	if l.Cache < 1.25*l.Memory {
+		return MemoryLevels{Memory: last.Rate}
+	}
+	mid := (l.Cache + l.Memory) / 2
+	for _, p := range b.Read[:len(b.Read)-1] {
+		if p.Rate >= mid {
+			l.CacheBytes = float64(p.Bytes)
+		}
+	}
+	return l
+}
+
+// readSweepFact lists the read sweep, e.g. "1 MiB 82 GB/s, 2 MiB 80 GB/s, …".
+func readSweepFact(r []ReadPoint) string {
+	var parts []string
+	for _, p := range r {
+		parts = append(parts, FormatQuantity(float64(p.Bytes), Bytes)+" "+FormatQuantity(p.Rate, Rate))
+	}
+	return "one thread reading a working set of " + strings.Join(parts, ", ")
 }
 
 // cpuModel reads the CPU's name from /proc/cpuinfo.
@@ -415,13 +568,17 @@ func interp(one, all float64, t, cores int) float64 {
 
 // Device describes the host CPU running with the given number of threads (0: all cores).
 //
-// The fp32 peak is the ISA's nominal rate, threads × clock (/proc/cpuinfo) × FLOP per cycle
-// (two FMA units of the widest vectors). The gorgonia GEMM microbenchmark is recorded beside
-// it, and stands in for the peak only when the clock is unknown: gonum's pure-Go kernels
-// reach about a tenth of what the vector units do (on the reference machine 14 GFLOP/s per
-// core, where ONNX Runtime's MLAS kernels run convolutions at 170 and the nominal peak is
-// 166), so as a peak it would make every CPU prediction ten times too slow before
-// calibration. Memory bandwidth is the copy microbenchmark's.
+// The fp32 peak is the ISA's nominal rate, threads × clock × FLOP per cycle (two FMA units of
+// the widest vectors), with the clock the dependent-add microbenchmark ran at (HostBench.Clock;
+// /proc/cpuinfo's "cpu MHz" without it: a virtual machine reports its base clock there, 2096
+// MHz on the reference machine whose cores run at 3.5 GHz, where ONNX Runtime's MLAS kernels
+// reached 0.86–0.95 of the measured-clock peak on 256-row products). The gorgonia GEMM
+// microbenchmark is recorded beside it, and stands in for the peak only when the clock is
+// unknown: gonum's pure-Go kernels reach about a tenth of what the vector units do (on the
+// reference machine 14 GFLOP/s per core), so as a peak it would make every CPU prediction ten
+// times too slow before calibration. Memory bandwidth is the copy microbenchmark's; the read
+// sweep gives ReadBandwidth (its largest working set), Cache and CacheBandwidth (see
+// HostBench.Levels) and Reads, the weight rates of WeightRate.
 func (h *Host) Device(name string, threads int) Device {
 	if threads <= 0 || threads > h.Cores {
 		threads = h.Cores
@@ -435,7 +592,13 @@ func (h *Host) Device(name string, threads int) Device {
 	per, isa := flopsPerCycle(h)
 	mhz := cpuMHz()
 	var fp32 float64
-	if mhz > 0 {
+	switch b := h.Bench; {
+	case b != nil && b.Clock > 0:
+		mhz = b.Clock / 1e6
+		fp32 = float64(threads) * b.Clock * per
+		d.Peak[FP32] = fig(fp32, SourceMeasured, fmt.Sprintf("%d thread(s) × %.0f MHz (measured: dependent adds; /proc/cpuinfo says %.0f) × %g FLOP/cycle (%s)",
+			threads, mhz, cpuMHz(), per, isa))
+	case mhz > 0:
 		fp32 = float64(threads) * mhz * 1e6 * per
 		d.Peak[FP32] = fig(fp32, SourceHost, fmt.Sprintf("%d thread(s) × %.0f MHz (/proc/cpuinfo) × %g FLOP/cycle (%s)", threads, mhz, per, isa))
 	}
@@ -449,6 +612,32 @@ func (h *Host) Device(name string, threads int) Device {
 		}
 		d.Bandwidth = fig(interp(b.Copy1, b.CopyAll, threads, h.Cores), SourceMeasured,
 			fmt.Sprintf("copy: %s on 1 thread, %s on %d", FormatQuantity(b.Copy1, Rate), FormatQuantity(b.CopyAll, Rate), h.Cores))
+		if l := b.Levels(); l.Memory > 0 {
+			// Reads scale with threads as the copy does from memory; each core reads its
+			// own share of the cache at the one-thread rate.
+			scale := 1.0
+			if b.Copy1 > 0 {
+				scale = d.Bandwidth.Value / b.Copy1
+			}
+			d.ReadBandwidth = fig(l.Memory*scale, SourceMeasured, fmt.Sprintf("read: %s on 1 thread over %s (weights streamed from memory)",
+				FormatQuantity(l.Memory, Rate), FormatQuantity(float64(b.Read[len(b.Read)-1].Bytes), Bytes)))
+			if l.CacheBytes > 0 {
+				d.Cache = fig(l.CacheBytes, SourceMeasured, fmt.Sprintf("largest working set read ≥ halfway between the memory's %s and the cache's %s",
+					FormatQuantity(l.Memory, Rate), FormatQuantity(l.Cache, Rate)))
+				d.CacheBandwidth = fig(l.Cache*float64(threads), SourceMeasured, fmt.Sprintf("read: %s on 1 thread, best over 1 MiB–%s",
+					FormatQuantity(l.Cache, Rate), FormatQuantity(float64(b.Read[len(b.Read)-2].Bytes), Bytes)))
+			}
+			// The sweep itself, for sizes between the levels: sets that fit in the cache
+			// are read by every thread from its own share; larger ones scale as memory.
+			for _, p := range b.Read {
+				f := scale
+				if float64(p.Bytes) <= l.CacheBytes {
+					f = float64(threads)
+				}
+				d.Reads = append(d.Reads, ReadPoint{Bytes: p.Bytes, Rate: p.Rate * f})
+			}
+			d.fact("read sweep", readSweepFact(b.Read), SourceMeasured)
+		}
 		how := "measured " + b.When.Format("2006-01-02")
 		if h.Cached {
 			how += ", cached in " + h.CacheAt

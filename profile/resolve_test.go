@@ -146,8 +146,8 @@ func TestGPUClassOverheads(t *testing.T) {
 	if f := OverheadOf(g, ClassControl); f.Value != g.Launch.Value {
 		t.Errorf("h100 overhead control = %+v, want the launch figure %g", f, g.Launch.Value)
 	}
-	if len(c.Devices[1].Overhead) != 0 {
-		t.Errorf("host CPU overheads %v, want none before calibration", c.Devices[1].Overhead)
+	if cpu := &c.Devices[1]; len(cpu.Overhead) != 0 || cpu.Launch.Value != 0.4e-6 {
+		t.Errorf("host CPU overheads %v, launch %+v: want none but the launch figure before calibration", cpu.Overhead, cpu.Launch)
 	}
 	spec := []byte("devices:\n  - name: g\n    type: h100-sxm\n    launch: 8us\n")
 	s, err := parseSpec(context.Background(), "g.yaml", spec, noBench())

@@ -37,8 +37,10 @@ import (
 // Device fields: name, type (a catalog id, or "host" for this machine's measured CPU), kind,
 // model, count (replicates the device as name0, name1, …), memory, memory_cap,
 // workspace_reserve (memory the runtime takes besides the stage's tensors; default
-// DefaultGPUReserve on a GPU, 0 elsewhere), peak (fp32,
-// tf32, fp16, bf16, int8), bandwidth, launch, run_overhead, nvlink, io_bandwidth and
+// DefaultGPUReserve on a GPU, 0 elsewhere), peak (fp32, tf32, fp16, bf16, int8), bandwidth,
+// read_bandwidth, last_level_cache and last_level_cache_bandwidth (the rate at which weights
+// stream from memory, and the cache that holds a model's weights between calls when they
+// fit, and its read rate; see WeightRate), launch, run_overhead, nvlink, io_bandwidth and
 // layout_bandwidth (a stage's boundary costs; 0 for none), host_link (a preset name such as
 // pcie4, or {bandwidth, latency}), threads (host CPU), efficiency (op class or ONNX op type →
 // fraction of the roofline, one number for both terms or {compute, memory}). A device
@@ -60,7 +62,7 @@ const maxSpecDevices = 256
 
 var deviceFields = []string{"name", "type", "kind", "model", "count", "memory", "memory_cap", "workspace_reserve", "peak",
 	"bandwidth", "launch", "run_overhead", "nvlink", "host_link", "threads", "efficiency", "io_bandwidth",
-	"layout_bandwidth"}
+	"layout_bandwidth", "read_bandwidth", "last_level_cache", "last_level_cache_bandwidth"}
 
 // readSpecFile loads a spec file into a cluster. host is called (at most once) when a device
 // has type host.
@@ -283,6 +285,17 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	}
 	if x, ok := positive("bandwidth", Rate); ok {
 		dv.Bandwidth = x
+	}
+	// The weight-streaming figures (see WeightRate); given ones replace a measured read sweep.
+	for _, w := range []struct {
+		key  string
+		u    Unit
+		dest *Figure
+	}{{"read_bandwidth", Rate, &dv.ReadBandwidth}, {"last_level_cache", Bytes, &dv.Cache}, {"last_level_cache_bandwidth", Rate, &dv.CacheBandwidth}} {
+		if x, ok := positive(w.key, w.u); ok {
+			*w.dest = x
+			dv.Reads = nil
+		}
 	}
 	if x, ok := spec("launch", Seconds); ok {
 		dv.Launch = x
