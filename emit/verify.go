@@ -42,9 +42,14 @@ type VerifyOptions struct {
 	Dims map[string]int64
 	// Threads is ONNX Runtime's intra-op thread count for both runs (default 1).
 	Threads int
-	// Tolerance is the largest relative error accepted with Optimize (default 1e-4), where
-	// relative error = max |chain − original| / max |original| over the output's elements.
+	// Tolerance is the largest relative error accepted with Optimize for every floating-point
+	// output, where relative error = max |chain − original| / max |original| over the
+	// output's elements. Zero picks each output's by its type (DefaultToleranceFor). Integer
+	// and bool outputs must always be bit-identical.
 	Tolerance float64
+	// InputShapes binds whole input shapes by input name, unnamed dimensions included
+	// (ingest.Options.InputShapes; --input-shape).
+	InputShapes map[string][]int64
 	// Reference optionally caches the original model's sessions and outputs across calls
 	// (e.g. when verifying many splits of one model).
 	Reference *ReferenceCache
@@ -131,8 +136,51 @@ func checkTensorSizes(g *graph.Graph, man *Manifest, given map[string]*npy.Array
 // DefaultDim is the size Verify gives a symbolic dimension nothing binds.
 const DefaultDim = 1
 
-// DefaultTolerance is the relative error accepted when optimizations are enabled.
+// DefaultTolerance is the relative error accepted when optimizations are enabled, for
+// float32 and float64 outputs (and float types not named below).
 const DefaultTolerance = 1e-4
+
+// Float16Tolerance and BFloat16Tolerance are the relative errors accepted with
+// optimizations for float16 and bfloat16 outputs. Optimizations move the points where a
+// half-precision graph rounds (fused operators compute in float32 and round once; ONNX
+// Runtime's casts around operators without float16 kernels appear and vanish), so chain
+// and original differ by rounding alone. Each rounding costs up to half an epsilon of the
+// value rounded (float16: epsilon 2⁻¹⁰ ≈ 9.77e-4; bfloat16: 2⁻⁷ ≈ 7.8e-3), and the error is
+// measured against the output's largest magnitude (not element by element, so values near 0
+// do not inflate it); a handful of such roundings carried through the layers gives a few
+// epsilons. Both tolerances are 10.24 epsilons (1e-2 and 8e-2): room for that, while a
+// wrong weight or a miswired tensor moves outputs by a good fraction of their scale.
+const (
+	Float16Tolerance  = 1e-2
+	BFloat16Tolerance = 8e-2
+)
+
+// DefaultToleranceFor is the relative error accepted with optimizations for an output of
+// type dt when none is given: 0 (bit-identical) for types that are not floating-point.
+func DefaultToleranceFor(dt graph.DType) float64 {
+	switch {
+	case !dt.IsFloat():
+		return 0
+	case dt == graph.Float16:
+		return Float16Tolerance
+	case dt == graph.BFloat16:
+		return BFloat16Tolerance
+	}
+	return DefaultTolerance
+}
+
+// toleranceFor is the relative error accepted for an output of type dt: 0 without
+// optimizations or for a type that is not floating-point, else the given tolerance, or the
+// type's default.
+func toleranceFor(dt graph.DType, optimize bool, given float64) float64 {
+	switch {
+	case !optimize || !dt.IsFloat():
+		return 0
+	case given > 0:
+		return given
+	}
+	return DefaultToleranceFor(dt)
+}
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
@@ -162,8 +210,10 @@ type VerifyReport struct {
 	Outputs []OutputReport `json:"outputs"`
 	// Plain, when the reference rounds float16 boundaries, compares the chain with the
 	// unmodified original (for information; it does not decide Pass).
-	Plain     []OutputReport `json:"plain,omitempty"`
-	Tolerance float64        `json:"tolerance"`
+	Plain []OutputReport `json:"plain,omitempty"`
+	// Tolerance is the largest relative error accepted for any output (each output's own is
+	// OutputReport.Tolerance); 0 without Optimize.
+	Tolerance float64 `json:"tolerance"`
 	// Pass is true when every output agreed: bit for bit without Optimize, within Tolerance
 	// with it (and, with Routes, every route passed).
 	Pass bool `json:"pass"`
@@ -201,7 +251,10 @@ type OutputReport struct {
 	Differing int64 `json:"differing"`
 	Elements  int64 `json:"elements"`
 	BitExact  bool  `json:"bit_exact"`
-	Pass      bool  `json:"pass"`
+	// Tolerance is the largest MaxRel accepted: 0 when the output must be bit-identical
+	// (optimizations off, or a type that is not floating-point).
+	Tolerance float64 `json:"tolerance"`
+	Pass      bool    `json:"pass"`
 	// Problem is set when the output could not be compared (shape or type mismatch).
 	Problem string `json:"problem,omitempty"`
 }
@@ -311,8 +364,8 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	if opt.Runs <= 0 {
 		opt.Runs = 1
 	}
-	if opt.Tolerance <= 0 {
-		opt.Tolerance = DefaultTolerance
+	if opt.Tolerance < 0 {
+		opt.Tolerance = 0
 	}
 	if opt.MaxTensorBytes <= 0 {
 		opt.MaxTensorBytes = DefaultMaxTensorBytes
@@ -376,9 +429,40 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 				}
 				dims[d.Param] = a.Shape[i]
 				set[d.Param] = true
+			case !d.Known() && d.Param == "" && opt.InputShapes[name] == nil:
+				// An unnamed dimension: the file's shape binds the whole input.
+				shapes := map[string][]int64{name: a.Shape}
+				for k, s := range opt.InputShapes {
+					shapes[k] = s
+				}
+				opt.InputShapes = shapes
 			}
 		}
 		given[name] = a
+	}
+	shapeNames := make([]string, 0, len(opt.InputShapes))
+	for name := range opt.InputShapes {
+		shapeNames = append(shapeNames, name)
+	}
+	sort.Strings(shapeNames)
+	for _, name := range shapeNames { // --input-shape sizes the named dims it covers
+		ref, ok := modelIn[name]
+		shape := opt.InputShapes[name]
+		switch {
+		case !ok:
+			return nil, &InputError{Msg: fmt.Sprintf("--input-shape %s: the model has no input %q", name, name)}
+		case len(shape) != len(ref.Shape):
+			return nil, &InputError{Msg: fmt.Sprintf("--input-shape %s: rank %d, the model's input is %s", name, len(shape), graph.Shape(ref.Shape))}
+		}
+		for i, d := range ref.Shape {
+			if !d.Known() && d.Param != "" && free[d.Param] {
+				if v, ok := dims[d.Param]; ok && v != shape[i] {
+					return nil, &InputError{Msg: fmt.Sprintf("--input-shape %s: dimension %s is %d here but %d elsewhere", name, d.Param, shape[i], v)}
+				}
+				dims[d.Param] = shape[i]
+				set[d.Param] = true
+			}
+		}
 	}
 	for _, d := range man.Model.SymbolicDims {
 		if v, ok := opt.Dims[d]; ok {
@@ -409,34 +493,8 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	v := &verifier{dir: dir, man: man, modelPath: modelPath, opt: opt, given: given,
 		sopt: ort.Options{Optimize: opt.Optimize, Threads: opt.Threads}, ref: opt.Reference}
 	if v.ref == nil {
-		v.ref = NewReferenceCache()
+		v.ref, v.ownRef = NewReferenceCache(), true
 		defer v.ref.Close()
-	}
-	// One session per stage serves every size: the stage files keep their symbolic dims.
-	v.stages = make([]*ort.Session, len(man.Stages))
-	defer func() {
-		for _, s := range v.stages {
-			if s != nil {
-				s.Close()
-			}
-		}
-	}()
-	for i, st := range man.Stages {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var ins, outs []string
-		for _, r := range st.Inputs {
-			ins = append(ins, r.Name)
-		}
-		for _, r := range st.Outputs {
-			outs = append(outs, r.Name)
-		}
-		s, err := ort.NewSession(filepath.Join(dir, st.File), ins, outs, v.sopt)
-		if err != nil {
-			return nil, fmt.Errorf("stage %d: %w", i, err)
-		}
-		v.stages[i] = s
 	}
 	rep, err := v.runAt(ctx, dims, loose, false)
 	if err != nil {
@@ -517,7 +575,7 @@ func (v *verifier) consistent(dims map[string]int64, changed string, keep, loose
 // shapeErrors counts the shape inference errors of the original model at dims (1 when it
 // does not load).
 func (v *verifier) shapeErrors(dims map[string]int64, loose map[string]bool) int {
-	m, err := loadAt(v.modelPath, dims, loose)
+	m, err := loadAt(v.modelPath, dims, loose, v.opt.InputShapes)
 	if err != nil {
 		return 1
 	}
@@ -525,8 +583,8 @@ func (v *verifier) shapeErrors(dims map[string]int64, loose map[string]bool) int
 }
 
 // loadAt loads the model with dims bound, those in loose as defaults that the model's ties
-// to the others override (ingest's DefaultDims).
-func loadAt(path string, dims map[string]int64, loose map[string]bool) (*ingest.Model, error) {
+// to the others override (ingest's DefaultDims), and inputs' whole shapes bound by shapes.
+func loadAt(path string, dims map[string]int64, loose map[string]bool, shapes map[string][]int64) (*ingest.Model, error) {
 	explicit, defaults := map[string]int64{}, map[string]int64{}
 	for k, x := range dims {
 		if loose[k] {
@@ -535,7 +593,7 @@ func loadAt(path string, dims map[string]int64, loose map[string]bool) (*ingest.
 			explicit[k] = x
 		}
 	}
-	return ingest.Load(path, ingest.Options{Dims: explicit, DefaultDims: defaults})
+	return ingest.Load(path, ingest.Options{Dims: explicit, DefaultDims: defaults, InputShapes: shapes})
 }
 
 // secondSize is the size a dim bound for planning is verified at besides: 1 for a batch,
@@ -581,7 +639,9 @@ type verifier struct {
 	given          map[string]*npy.Array
 	sopt           ort.Options
 	ref            *ReferenceCache
-	stages         []*ort.Session
+	// ownRef is set when ref is Verify's own, not the caller's: its sessions are closed as
+	// soon as they have served.
+	ownRef bool
 	// second is set while a second size runs: its failures come back as *sizeRunError.
 	second bool
 }
@@ -593,7 +653,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	v.second = second
 	man, opt, given, modelPath := v.man, v.opt, v.given, v.modelPath
 	// The model with every dimension bound gives every boundary tensor's concrete shape.
-	m, err := loadAt(modelPath, dims, loose)
+	m, err := loadAt(modelPath, dims, loose, opt.InputShapes)
 	var ue *ingest.UsageError
 	if err != nil && !second && errors.As(err, &ue) {
 		return nil, &InputError{Msg: err.Error()} // sizes that contradict each other
@@ -610,6 +670,11 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	}
 	dims = sized
 	g := m.Graph
+	for _, id := range g.Inputs {
+		if t := &g.Tensors[id]; given[t.Name] == nil && !t.Shape.Known() {
+			return nil, v.fail(dims, -1, unboundInputError(t))
+		}
+	}
 	if err := checkTensorSizes(g, man, given, opt.MaxTensorBytes); err != nil {
 		return nil, v.fail(dims, -1, err)
 	}
@@ -618,10 +683,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 		givenNames[name] = true
 	}
 	rep := &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
-		Seed: opt.Seed, Dims: dims, DerivedDims: m.DerivedDims, Tolerance: opt.Tolerance}
-	if !opt.Optimize {
-		rep.Tolerance = 0
-	}
+		Seed: opt.Seed, Dims: dims, DerivedDims: m.DerivedDims}
 	ranges := InputRanges(g)
 	for _, id := range g.Inputs {
 		t := &g.Tensors[id]
@@ -646,9 +708,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 		}
 		return h
 	}
-	sopt, ref, stages := v.sopt, v.ref, v.stages
-
-	// The original's session (possibly cached).
+	sopt := v.sopt
 	var inNames, outNames []string
 	for _, r := range man.Model.Inputs {
 		inNames = append(inNames, r.Name)
@@ -656,84 +716,122 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	for _, r := range man.Model.Outputs {
 		outNames = append(outNames, r.Name)
 	}
-	refKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, sortedDims(dims))
-	refSession := ref.sessions[refKey]
-	if refSession == nil {
-		if refSession, err = ort.NewSession(modelPath, inNames, outNames, sopt); err != nil {
-			return nil, v.fail(dims, -1, err)
-		}
-		ref.sessions[refKey] = refSession
-	}
-	rep.Reference = "original model"
-	plainKey, plainSession := refKey, refSession
-	if rounded := halfBoundaries(g, man); len(rounded) > 0 && !opt.PlainReference {
-		rep.Reference = fmt.Sprintf("original model with its %d float16 stage-boundary tensors rounded to float16", len(rounded))
-		rep.Rounded = rounded
-		refKey += "\x00rounded\x00" + strings.Join(rounded, "\x00")
-		if refSession = ref.sessions[refKey]; refSession == nil {
-			if refSession, err = roundedReference(m, man, rounded, inNames, outNames, sopt); err != nil {
-				return nil, v.fail(dims, -1, fmt.Errorf("building the float16 reference: %w", err))
-			}
-			ref.sessions[refKey] = refSession
-		}
-	}
-	worst := make([]OutputReport, len(outNames))
-	plain := make([]OutputReport, len(outNames))
-	for i, r := range man.Model.Outputs {
-		worst[i] = OutputReport{Name: r.Name, DType: r.DType, BitExact: true, Pass: true}
-		plain[i] = worst[i]
-	}
-	for run := 0; run < opt.Runs; run++ {
+	// Every run's inputs first: the model's sessions are then loaded one at a time and each
+	// serves every run, so that no two copies of the weights are ever held at once.
+	feeds := make([]map[string]*ort.Tensor, opt.Runs)
+	for run := range feeds {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		feeds, err := randomFeeds(g, opt.Seed+int64(run), opt.MaxTensorBytes, givenNames)
+		f, err := randomFeeds(g, opt.Seed+int64(run), opt.MaxTensorBytes, givenNames)
 		if err != nil {
 			return nil, v.fail(dims, -1, err)
 		}
 		for name, a := range given {
-			feeds[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
+			f[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
 		}
-		want, err := ref.run(refKey, refSession, feeds, inNames, hints(outNames))
-		if err != nil {
-			return nil, v.fail(dims, -1, fmt.Errorf("original model: %w", err))
-		}
-		pool := map[string]*ort.Tensor{}
-		for k, v := range feeds {
-			pool[k] = v
-		}
-		for i, st := range man.Stages {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			var outs []string
-			for _, r := range st.Outputs {
-				outs = append(outs, r.Name)
-			}
-			res, err := stages[i].Run(pool, hints(outs))
+		feeds[run] = f
+	}
+	outHints := hints(outNames)
+	// The original model (possibly cached), then, for float16 boundaries, the rounding
+	// reference.
+	plainKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, sortedDims(dims))
+	orig, err := v.reference(ctx, plainKey, feeds, inNames, outHints, func() (*ort.Session, error) {
+		return ort.NewSession(modelPath, inNames, outNames, sopt)
+	})
+	if err != nil {
+		return nil, v.fail(dims, -1, err)
+	}
+	rep.Reference = "original model"
+	want, plainWant := orig, [](map[string]*ort.Tensor)(nil)
+	if rounded := halfBoundaries(g, man); len(rounded) > 0 && !opt.PlainReference {
+		rep.Reference = fmt.Sprintf("original model with its %d float16 stage-boundary tensors rounded to float16", len(rounded))
+		rep.Rounded = rounded
+		key := plainKey + "\x00rounded\x00" + strings.Join(rounded, "\x00")
+		want, err = v.reference(ctx, key, feeds, inNames, outHints, func() (*ort.Session, error) {
+			s, err := roundedReference(m, man, rounded, inNames, outNames, sopt)
 			if err != nil {
+				return nil, fmt.Errorf("building the float16 reference: %w", err)
+			}
+			return s, nil
+		})
+		if err != nil {
+			return nil, v.fail(dims, -1, err)
+		}
+		plainWant = orig
+	}
+	// The stages one at a time, each over every run, dropping the tensors no later stage
+	// or model output needs.
+	pools := make([]map[string]*ort.Tensor, opt.Runs)
+	for run := range pools {
+		pools[run] = map[string]*ort.Tensor{}
+		for k, t := range feeds[run] {
+			pools[run][k] = t
+		}
+	}
+	for i, st := range man.Stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var outs []string
+		for _, r := range st.Outputs {
+			outs = append(outs, r.Name)
+		}
+		s, err := v.openStage(i)
+		if err != nil {
+			return nil, v.fail(dims, i, err)
+		}
+		for run := range pools {
+			res, err := s.Run(pools[run], hints(outs))
+			if err != nil {
+				s.Close()
 				return nil, v.fail(dims, i, err)
 			}
-			for k, v := range res {
-				pool[k] = v
+			for k, t := range res {
+				pools[run][k] = t
 			}
 		}
+		s.Close()
+		needed := map[string]bool{}
+		for _, n := range outNames {
+			needed[n] = true
+		}
+		for _, later := range man.Stages[i+1:] {
+			for _, r := range later.Inputs {
+				needed[r.Name] = true
+			}
+		}
+		for _, pool := range pools {
+			for k := range pool {
+				if !needed[k] {
+					delete(pool, k)
+				}
+			}
+		}
+	}
+	worst := make([]OutputReport, len(outNames))
+	plain := make([]OutputReport, len(outNames))
+	tols := make([]float64, len(outNames))
+	for i, r := range man.Model.Outputs {
+		dt, ok := graph.ParseDType(r.DType)
+		if id, found := g.TensorByName(r.Name); !ok && found {
+			dt = g.Tensors[id].DType
+		}
+		tols[i] = toleranceFor(dt, opt.Optimize, opt.Tolerance)
+		rep.Tolerance = math.Max(rep.Tolerance, tols[i])
+		worst[i] = OutputReport{Name: r.Name, DType: r.DType, BitExact: true, Tolerance: tols[i], Pass: true}
+		plain[i] = worst[i]
+	}
+	for run := range pools {
 		for i, name := range outNames {
-			o := compareOutput(name, want[name], pool[name], opt.Optimize, opt.Tolerance)
-			worst[i] = worse(worst[i], o)
-		}
-		if plainSession != refSession {
-			orig, err := ref.run(plainKey, plainSession, feeds, inNames, hints(outNames))
-			if err != nil {
-				return nil, v.fail(dims, -1, fmt.Errorf("original model: %w", err))
-			}
-			for i, name := range outNames {
-				plain[i] = worse(plain[i], compareOutput(name, orig[name], pool[name], opt.Optimize, opt.Tolerance))
+			worst[i] = worse(worst[i], compareOutput(name, want[run][name], pools[run][name], tols[i]))
+			if plainWant != nil {
+				plain[i] = worse(plain[i], compareOutput(name, plainWant[run][name], pools[run][name], tols[i]))
 			}
 		}
 	}
 	rep.Outputs = worst
-	if plainSession != refSession {
+	if plainWant != nil {
 		rep.Plain = plain
 	}
 	rep.Pass = true
@@ -741,6 +839,78 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 		rep.Pass = rep.Pass && o.Pass
 	}
 	return rep, nil
+}
+
+// reference returns the outputs of a reference session (under key in the cache) for every
+// run's feeds, opening it with open when the cache lacks them. A cache Verify made itself
+// keeps neither the session nor the outputs past this size: only the caller's cache
+// (VerifyOptions.Reference) spans calls.
+func (v *verifier) reference(ctx context.Context, key string, feeds []map[string]*ort.Tensor, inNames []string, hints map[string]ort.OutputHint, open func() (*ort.Session, error)) ([]map[string]*ort.Tensor, error) {
+	c := v.ref
+	out := make([]map[string]*ort.Tensor, len(feeds))
+	for run, f := range feeds {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s := c.sessions[key]
+		if s == nil {
+			var err error
+			if s, err = open(); err != nil {
+				return nil, err
+			}
+			c.sessions[key] = s
+		}
+		res, err := c.run(key, s, f, inNames, hints)
+		if err != nil {
+			return nil, fmt.Errorf("original model: %w", err)
+		}
+		out[run] = res
+	}
+	if v.ownRef {
+		if s := c.sessions[key]; s != nil {
+			s.Close()
+			delete(c.sessions, key)
+		}
+		c.outputs = map[string]map[string]*ort.Tensor{}
+	}
+	return out, nil
+}
+
+// openStage loads stage i's session.
+func (v *verifier) openStage(i int) (*ort.Session, error) {
+	st := v.man.Stages[i]
+	var ins, outs []string
+	for _, r := range st.Inputs {
+		ins = append(ins, r.Name)
+	}
+	for _, r := range st.Outputs {
+		outs = append(outs, r.Name)
+	}
+	return ort.NewSession(filepath.Join(v.dir, st.File), ins, outs, v.sopt)
+}
+
+// unboundInputError says how to size an input whose shape still has unknown dimensions.
+func unboundInputError(t *graph.Tensor) error {
+	var named []string
+	example := make([]string, len(t.Shape))
+	for i, d := range t.Shape {
+		switch {
+		case d.Known():
+			example[i] = fmt.Sprint(d.Value)
+		case d.Param != "":
+			named = append(named, d.Param)
+			example[i] = "1"
+		default:
+			example[i] = "1"
+		}
+	}
+	how := fmt.Sprintf("give its whole shape with --input-shape %s=%s (e.g.), or real data with --input %s=FILE.npy", t.Name, strings.Join(example, "x"), t.Name)
+	if len(named) > 0 {
+		how = fmt.Sprintf("size %s with --dim NAME=SIZE (e.g. --dim %s=1), ", strings.Join(named, ", "), named[0]) + how
+	} else {
+		how += " (--dim NAME=SIZE sizes only named dimensions; these have no name)"
+	}
+	return &InputError{Msg: fmt.Sprintf("input %q has shape %s with dimensions nothing sizes: %s", t.Name, t.Shape, how)}
 }
 
 // fail wraps an error of a second size (stage −1: not the stages' fault).
@@ -844,8 +1014,9 @@ func (c *ReferenceCache) run(key string, s *ort.Session, feeds map[string]*ort.T
 }
 
 // compareOutput compares the chain's value of an output with the original's.
-func compareOutput(name string, want, got *ort.Tensor, optimize bool, tol float64) OutputReport {
-	o := OutputReport{Name: name, BitExact: true, Pass: true}
+// tol is the largest relative error accepted (toleranceFor); 0 asks for identical bits.
+func compareOutput(name string, want, got *ort.Tensor, tol float64) OutputReport {
+	o := OutputReport{Name: name, BitExact: true, Tolerance: tol, Pass: true}
 	switch {
 	case want == nil:
 		o.Problem, o.Pass, o.BitExact = "the original model did not return it", false, false
@@ -903,7 +1074,7 @@ func compareOutput(name string, want, got *ort.Tensor, optimize bool, tol float6
 	} else if o.MaxAbs > 0 {
 		o.MaxRel = math.Inf(1)
 	}
-	o.Pass = optimize && want.DType.IsFloat() && o.MaxRel <= tol
+	o.Pass = tol > 0 && want.DType.IsFloat() && o.MaxRel <= tol
 	return o
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
 )
 
 func init() {
@@ -18,22 +19,27 @@ func init() {
 		name:    "verify",
 		summary: "run the original model and the chain of stages in ONNX Runtime and compare every output",
 		usage: `Usage: onnxpart verify DIR [--model MODEL.onnx] [--opt disabled|all] [--runs N] [--seed S]
-                       [--input NAME=FILE.npy]... [--dim NAME=SIZE]... [--rtol X] [--json]
+                       [--input NAME=FILE.npy]... [--dim NAME=SIZE]... [--input-shape NAME=SHAPE]...
+                       [--rtol X] [--json]
 
 Checks DIR (written by 'onnxpart split' or the planner) structurally, then runs the original
 model and the stages in order in ONNX Runtime (CPU), feeding each stage by tensor name, and
 compares every model output. Prints the largest absolute and relative error per output.
 
   --opt disabled  graph optimizations off: every output must be bit-identical (default)
-  --opt all       all optimizations: relative error ≤ --rtol (default 1e-4), where relative
-                  error = max |chain − original| / max |original|
+  --opt all       all optimizations: relative error ≤ --rtol, where relative error =
+                  max |chain − original| / max |original|; by default 1e-4 for float32 and
+                  float64 outputs, 1e-2 for float16 and 8e-2 for bfloat16 (about ten of
+                  their epsilons: optimizations move where they round); integer and bool
+                  outputs must be bit-identical. --rtol sets one for every float output.
 
 Inputs are random and seeded (floats in [-1,1); integer ids that index a table in range;
 masks 0/1), or real data from .npy files with --input. Symbolic dimensions the stages kept
 take their size from the input files, --dim, the size the plan bound them to, or 1; a
 dimension the model ties to others (a decoder's attention mask length total = past + seq)
 follows from them unless the input files or --dim size it, so --dim past=0 alone runs a
-prefill. A plan made at bound sizes (onnxpart MODEL --dim batch=8) is also run at a second
+prefill. An input with unnamed dimensions (input[?,?]) takes its shape from its --input
+file or --input-shape NAME=1x3x224x224. A plan made at bound sizes (onnxpart MODEL --dim batch=8) is also run at a second
 size of each dimension it bound and nothing else sized (derived ones move with the others):
 1 for a batch, else one less; a size at which the original model itself fails is skipped.
 
@@ -65,7 +71,8 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	seed := fs.Int64("seed", 1, "seed of the random inputs")
 	inputs := fs.StringArray("input", nil, "real data for a model input, NAME=FILE.npy (repeatable)")
 	dimFlags := fs.StringArray("dim", nil, "size of a symbolic dimension the stages kept, NAME=SIZE (repeatable)")
-	rtol := fs.Float64("rtol", emit.DefaultTolerance, "largest relative error accepted with --opt all")
+	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
+	rtol := fs.Float64("rtol", 0, "largest relative error accepted with --opt all (default by output type: 1e-4 float32/float64, 1e-2 float16, 8e-2 bfloat16)")
 	threads := fs.Int("threads", 1, "ONNX Runtime intra-op threads")
 	plain := fs.Bool("plain-reference", false, "compare float16 models with the unmodified original (no boundary rounding)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -91,9 +98,14 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if *runs < 1 {
 		return usageErrorf("--runs %d: need at least 1", *runs)
 	}
-	if *rtol <= 0 {
+	if fs.Changed("rtol") && *rtol <= 0 {
 		return usageErrorf("--rtol %g: must be positive", *rtol)
 	}
+	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	opt.InputShapes = shapes
 	for _, s := range *inputs {
 		name, file, ok := strings.Cut(s, "=")
 		if !ok || name == "" || file == "" {
@@ -143,7 +155,10 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 func printVerify(w io.Writer, dir string, rep *emit.VerifyReport) {
 	mode := "optimizations disabled (bit-exact)"
 	if rep.Optimize {
-		mode = fmt.Sprintf("all optimizations (relative error ≤ %g)", rep.Tolerance)
+		mode = "all optimizations (relative error ≤ each output's rtol)"
+		if tol, one := oneTolerance(rep); one {
+			mode = fmt.Sprintf("all optimizations (relative error ≤ %g)", tol)
+		}
 	}
 	fmt.Fprintf(w, "verify %s: %s of %s, %s, %s, seed %d\n", dir, plural(rep.Stages, "stage"), rep.Model, mode, plural(rep.Runs, "run"), rep.Seed)
 	fmt.Fprintf(w, "reference: %s\n", rep.Reference)
@@ -191,14 +206,42 @@ func printSize(w io.Writer, rep *emit.VerifyReport) {
 		fmt.Fprintf(w, "input  %s %s %v: %s\n", in.Name, in.DType, in.Shape, in.Source)
 	}
 	tw := newTable(w, 0)
-	fmt.Fprintln(tw, "output\tdtype\tshape\tmax abs\tmax rel\tdiffering\tresult")
-	for _, o := range rep.Outputs {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%.3g\t%.3g\t%d/%d\t%s\n", o.Name, o.DType, o.Shape, o.MaxAbs, o.MaxRel, o.Differing, o.Elements, verdict(o))
+	if rep.Optimize {
+		// Each output's tolerance: it follows the output's type unless --rtol sets one.
+		fmt.Fprintln(tw, "output\tdtype\tshape\tmax abs\tmax rel\trtol\tdiffering\tresult")
+		for _, o := range rep.Outputs {
+			tol := "exact"
+			if o.Tolerance > 0 {
+				tol = fmt.Sprintf("%g", o.Tolerance)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%.3g\t%.3g\t%s\t%d/%d\t%s\n", o.Name, o.DType, o.Shape, o.MaxAbs, o.MaxRel, tol, o.Differing, o.Elements, verdict(o))
+		}
+	} else {
+		fmt.Fprintln(tw, "output\tdtype\tshape\tmax abs\tmax rel\tdiffering\tresult")
+		for _, o := range rep.Outputs {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%.3g\t%.3g\t%d/%d\t%s\n", o.Name, o.DType, o.Shape, o.MaxAbs, o.MaxRel, o.Differing, o.Elements, verdict(o))
+		}
 	}
 	tw.Flush()
 	for _, o := range rep.Plain {
 		fmt.Fprintf(w, "against the unmodified model: %s max abs %.3g, max rel %.3g (float16 rounding that ONNX Runtime skips)\n", o.Name, o.MaxAbs, o.MaxRel)
 	}
+}
+
+// oneTolerance returns the tolerance every output is held to, if they share one (outputs
+// that must be bit-exact aside).
+func oneTolerance(rep *emit.VerifyReport) (float64, bool) {
+	tol := 0.0
+	for _, o := range rep.Outputs {
+		switch {
+		case o.Tolerance == 0:
+		case tol == 0:
+			tol = o.Tolerance
+		case o.Tolerance != tol:
+			return 0, false
+		}
+	}
+	return tol, tol > 0
 }
 
 // dimWords writes sizes as "batch=8, seq=128", sorted.
