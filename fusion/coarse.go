@@ -60,7 +60,7 @@ type Coarse struct {
 	// position in the order the rules were applied (for naming groups).
 	invisible []bool
 	pos       []int
-	stats stats
+	stats     stats
 }
 
 // stats records the work of a run, for tests and benchmarks.

@@ -1,0 +1,360 @@
+// Throughput pipelines (package partition): the problem, the solve, the pricing of the plan.
+
+package onnxpart
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/partition"
+	"github.com/onnxpart/onnxpart/profile"
+)
+
+// planThroughput plans a pipeline of the work graph on devs (identical devices, or groups of
+// identical ones) with package partition, prices each stage's call and fills r: stages,
+// objective, bounds, and a workload's per-phase figures.
+func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+	devs []int, identical bool, opt Options) ([]int, []int, error) {
+	p := &partition.Problem{Name: g.Name, Params: make([]float64, len(g.Nodes))}
+	p.NodeNames = make([]string, len(g.Nodes))
+	for v := range g.Nodes {
+		p.NodeNames[v] = g.Nodes[v].Label()
+		p.Params[v] = float64(g.Nodes[v].ParamBytes)
+		if len(opt.nodeMem) == len(g.Nodes) {
+			p.Params[v] = opt.nodeMem[v] // weights and owned state (memory.go)
+		}
+	}
+	// One link figure per pipeline: the slowest route between two of the devices used
+	// (identical devices on a uniform interconnect have one figure anyway).
+	bw, lat := math.Inf(1), 0.0
+	for _, i := range devs {
+		for _, j := range devs {
+			if i != j {
+				if b := table.Bandwidth[i][j]; b > 0 && b < bw {
+					bw, lat = b, table.Latency[i][j]
+				}
+			}
+		}
+	}
+	latBW := 0.0 // a transfer's latency in bytes: Size/B = bytes/B + latency
+	if !math.IsInf(bw, 1) {
+		latBW = lat * bw
+	}
+	// With a workload, a tensor's size per request is its bytes in each phase weighted by
+	// the phase's calls, and it pays the latency once per call.
+	calls := totalWeight(opt.Workload)
+	size := func(t int) float64 {
+		if len(opt.phaseCosts) == 0 {
+			return math.Max(float64(g.Tensors[t].Bytes), 0) + latBW
+		}
+		s := calls * latBW
+		for i, pc := range opt.phaseCosts {
+			s += opt.Workload[i].Weight * math.Max(pc.bytes[t], 0)
+		}
+		return s
+	}
+	// Cheap cones every block reads (masks, rotary tables) are recomputed where they are
+	// read when that costs less than receiving them (recompute.go).
+	var workRe, fineRe []bool
+	if opt.fine != nil {
+		workRe, fineRe = chooseRecompute(opt.fine, g, opt.coarse, opt.blocks, times[devs[0]], size, bw, opt.statePairs)
+	}
+	var tensorWork []int // the work-graph tensor of each of p's tensors
+	for t := range g.Tensors {
+		tn := &g.Tensors[t]
+		// Weight-only (static) nodes, Constants included, are emitted again in every stage
+		// that reads them (emit's classify), so their outputs never cross a stage boundary;
+		// so are recomputed cones.
+		if tn.Producer < 0 || len(tn.Consumers) == 0 || g.Nodes[tn.Producer].Static || (workRe != nil && workRe[tn.Producer]) {
+			continue
+		}
+		p.Tensors = append(p.Tensors, partition.Tensor{Name: tn.Name, Producer: tn.Producer, Consumers: tn.Consumers, Size: size(t)})
+		tensorWork = append(tensorWork, t)
+	}
+	// State read away from the stage that keeps it crosses the link on every call.
+	for _, sr := range opt.stateReads {
+		p.Tensors = append(p.Tensors, partition.Tensor{Name: g.Tensors[sr.tensor].Name, Producer: sr.owner, Consumers: sr.readers,
+			Size: size(sr.tensor), Unordered: true})
+		tensorWork = append(tensorWork, sr.tensor)
+	}
+	p.Bandwidth = bw
+	p.Colocate = opt.colocate
+	k := len(devs)
+	if opt.K > 0 {
+		k = opt.K
+	}
+	var groups [][]int // cluster devices of each partition device
+	if identical {
+		p.Work = times[devs[0]]
+		if k > len(devs) {
+			// Stages that share a device run in turn: the device is busy for the sum of their
+			// times per inference, so the pipeline's period is the largest device load, not
+			// the largest stage. One stage per device is what the model certifies.
+			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", k, len(devs), len(devs)))
+			k = len(devs)
+		}
+		p.K = k
+		p.MemoryCap = usableCap(&r.Cluster.Devices[devs[0]]) // less the workspace reserve
+		groups = [][]int{devs}
+	} else {
+		// Group identical devices; each group is one partition device with a count.
+		p.Work = times[devs[0]]
+		for _, d := range devs {
+			placed := false
+			for gi := range groups {
+				if identicalDevices(r.Cluster, []int{groups[gi][0], d}) {
+					groups[gi] = append(groups[gi], d)
+					placed = true
+					break
+				}
+			}
+			if !placed {
+				groups = append(groups, []int{d})
+			}
+		}
+		for _, grp := range groups {
+			dev := &r.Cluster.Devices[grp[0]]
+			pd := partition.Device{Name: dev.Name, Count: len(grp), Work: times[grp[0]]}
+			pd.MemoryCap = usableCap(dev) // less the workspace reserve
+			p.Devices = append(p.Devices, pd)
+		}
+		switch {
+		case opt.K > 0 && opt.K < len(devs):
+			return nil, nil, &UsageError{Msg: fmt.Sprintf("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs))}
+		case opt.K > len(devs):
+			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.K, len(devs), len(devs)))
+		}
+	}
+	bounds, err := partition.ParseBounds(opt.Bounds)
+	if err != nil {
+		return nil, nil, &UsageError{Msg: err.Error()}
+	}
+	po := partition.Options{Seed: opt.Seed, TimeLimit: opt.TimeLimit, Gap: opt.Gap, Bounds: bounds,
+		Polish: partition.PolishOptions{MaxWindow: opt.PolishWindow}}
+	// Solve's window polish stops at its share of the clock; reproducible plans run it apart
+	// (reproduciblePolish) and keep it only when it ends.
+	po.NoPolish = opt.Reproducible
+	mipBounds := opt.Reproducible && (bounds == partition.BoundsFast || bounds == partition.BoundsFull)
+	if mipBounds {
+		// Solve's MIP bounds run on the clock; they are run below, and kept when they finish.
+		po.Bounds = partition.BoundsSimple
+	}
+	switch opt.Solver {
+	case "", "auto", "brkga":
+		po.Search = partition.SearchBRKGA
+	case "random":
+		po.Search = partition.SearchRandom
+	case "mla":
+		po.Search = partition.SearchMLAWeighted
+	default:
+		return nil, nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a throughput solver (auto, brkga, random, mla)", opt.Solver)}
+	}
+	// Every stage is one runtime call per inference (session run, synchronisation, the
+	// hand-off through the host): a non-empty stage on device d also costs the device's run
+	// overhead c_d. The partition is solved without it, then priced: each stage's total and
+	// the objective include c_d, and every bound rises by c_min = min_d c_d over the devices
+	// the pipeline may use, which stays a lower bound: for any plan, max over non-empty stages
+	// of (f_s + c_s) ≥ max_s f_s + c_min ≥ OPT_unpriced + c_min. With identical devices the
+	// shift is exact, so a proved optimum stays proved for the priced objective.
+	callOf := make([]float64, len(groups))
+	callMin := math.Inf(1)
+	for gi, grp := range groups {
+		callOf[gi] = calls * table.RunOverhead[grp[0]] // one call per phase call
+		callMin = math.Min(callMin, callOf[gi])
+	}
+	if math.IsInf(callMin, 1) {
+		callMin = 0
+	}
+	if opt.Progress != nil {
+		po.Progress = func(pr partition.Progress) {
+			obj, lb := pr.Objective+callMin, pr.LowerBound+callMin
+			opt.Progress(Progress{Phase: pr.Phase, Objective: obj, LowerBound: lb, Gap: partition.Gap(lb, obj), Elapsed: pr.Elapsed})
+		}
+	}
+	plan, err := partition.Solve(ctx, p, po)
+	if err != nil {
+		return nil, nil, solverError(err)
+	}
+	if opt.Reproducible && ctx.Err() != nil {
+		r.Notes = append(r.Notes, clockCutNote)
+	}
+	if opt.Reproducible && ctx.Err() == nil {
+		plan = reproduciblePolish(ctx, p, plan, po, &r.Notes)
+	}
+	if mipBounds {
+		plan = reproducibleMIPBounds(ctx, p, plan, bounds, opt.Gap)
+	}
+	for _, b := range plan.Bounds {
+		if b.Status == "error" { // partition keeps going without saying so
+			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: HiGHS failed on the %s MIP; the plan is the heuristics' and the bound the best of the others", b.Method))
+		}
+	}
+	r.Partition = plan
+	r.Algorithm = "mtpp-" + po.Search
+	// Stage labels are pipeline positions; each gets a cluster device.
+	used := make([]int, len(groups))
+	labelDevice := make([]int, len(plan.Stages))
+	upper := 0.0
+	for s := range plan.Stages {
+		gi := 0
+		if s < len(plan.StageDevice) {
+			gi = plan.StageDevice[s]
+		}
+		grp := groups[gi]
+		labelDevice[s] = grp[used[gi]%len(grp)]
+		used[gi]++
+		sc := plan.StageCosts[s]
+		ops := len(plan.Stages[s])
+		call := 0.0
+		if ops > 0 {
+			call = callOf[gi]
+		}
+		dt := times[labelDevice[s]]
+		extra := recomputeExtra(g, workRe, plan.Assignment, s, func(w int) float64 { return dt[w] })
+		r.Stages = append(r.Stages, StageSummary{Stage: s, Device: r.Cluster.Devices[labelDevice[s]].Name, Ops: ops,
+			ParamBytes: int64(sc.Params), ComputeS: sc.Work + extra, CommS: sc.Comm + sc.Overflow, CallS: call, TotalS: sc.Total + call + extra})
+		r.LatencyS += sc.Total + call + extra
+		upper = math.Max(upper, sc.Total+call+extra)
+	}
+	r.Upper, r.Lower, r.BoundMethod = upper, math.Min(plan.LowerBound+callMin, upper), plan.BoundMethod
+	for _, b := range plan.Bounds {
+		v := b.Value
+		if v > 0 {
+			v += callMin
+		}
+		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: v, Seconds: round6(b.Seconds)})
+	}
+	r.Notes = append(r.Notes, plan.Notes...)
+	if upper > 0 {
+		r.ThroughputPerS = 1 / upper
+	}
+	markBottleneck(r.Stages)
+	if len(opt.phaseCosts) > 0 {
+		one := make([]float64, len(callOf))
+		for gi, grp := range groups {
+			one[gi] = table.RunOverhead[grp[0]]
+		}
+		figs, err := phaseFigures(p, plan, opt.Workload, opt.phaseCosts, tensorWork, groups, one, latBW, g, workRe, labelDevice)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.Workload = figs
+		// A request's calls run one after another (each decode step needs the previous one):
+		// its latency is the sum of its calls'.
+		r.LatencyS = 0
+		for _, f := range figs {
+			r.LatencyS += f.Weight * f.LatencyS
+		}
+	}
+	r.recompute = fineRe
+	if fineRe != nil {
+		n := 0
+		for _, x := range fineRe {
+			if x {
+				n++
+			}
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("%d nodes computing tensors every block reads from the model's inputs (masks, rotary tables) are computed again in each stage that reads them, which costs less than sending their outputs", n))
+	}
+	return plan.Assignment, labelDevice, nil
+}
+
+// reproducibleMIPBounds adds partition's MIP bounds to plan (the exact MIP; with BoundsFull
+// first the bottleneck MIPs, as Solve orders them) and keeps each one only if it finished:
+// a finished MIP's bound and plan are functions of its input, one the deadline stopped are
+// not. A finished exact MIP may also bring a better plan.
+func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *partition.Plan, effort partition.BoundEffort, gap float64) *partition.Plan {
+	if p.NumNodes()*p.NumStages() > 400000 { // Solve's own limit (on contracted nodes)
+		plan.Notes = append(plan.Notes, fmt.Sprintf("MIP bounds skipped: %d nodes × %d stages is too large", p.NumNodes(), p.NumStages()))
+		return plan
+	}
+	methods := []string{partition.BoundExact}
+	if effort == partition.BoundsFull && len(p.Devices) <= 1 {
+		methods = []string{partition.BoundBottleneck, partition.BoundBottleneckGuess, partition.BoundExact}
+	}
+	for _, method := range methods {
+		if partition.Gap(plan.LowerBound, plan.Objective) <= gap+1e-9 || ctx.Err() != nil {
+			break
+		}
+		limit := time.Duration(0) // LowerBound's default (60 s), or what the deadline leaves
+		if d, ok := ctx.Deadline(); ok {
+			limit = time.Until(d)
+			if limit <= 0 {
+				break
+			}
+		}
+		// Gap 0 would make LowerBound's exact MIP target twice the incumbent with no warm
+		// start (its internal Gap of −1 leaks into the target): twice as slow on BERT as
+		// Solve's. A 1e-9 target cuts off at the incumbent and proves it within 1e-9.
+		info, better, err := partition.LowerBound(ctx, p, plan, method, partition.BoundOptions{TimeLimit: limit, Gap: math.Max(gap, 1e-9), Parallel: 1})
+		switch {
+		case err != nil:
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: %v", method, err))
+			continue
+		case info.Status == "fault":
+			plan.Bounds = append(plan.Bounds, info)
+			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: the %s bound exceeds the plan's value; bound discarded", method))
+			continue
+		case info.Status == "error":
+			plan.Bounds = append(plan.Bounds, info) // noted by the caller, as for Solve's own MIPs
+			continue
+		case info.Status != "optimal" && info.Status != "infeasible" && info.Status != "fixings-infeasible":
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: the MIP did not finish (%s); left out so that the output is reproducible", method, info.Status))
+			continue
+		}
+		info.Seconds = 0 // not reproducible, and the manifest leaves timings out anyway
+		plan.Bounds = append(plan.Bounds, info)
+		if better != nil && better.Objective < plan.Objective {
+			better.Bounds, better.Notes = plan.Bounds, plan.Notes
+			better.LowerBound, better.BoundMethod = plan.LowerBound, plan.BoundMethod
+			plan = better
+		}
+		if info.Value > plan.LowerBound {
+			plan.LowerBound, plan.BoundMethod = math.Min(info.Value, plan.Objective), method
+		}
+	}
+	plan.Gap = partition.Gap(plan.LowerBound, plan.Objective)
+	return plan
+}
+
+func markBottleneck(st []StageSummary) {
+	b := -1
+	for i := range st {
+		if st[i].Ops > 0 && (b < 0 || st[i].TotalS > st[b].TotalS) {
+			b = i
+		}
+	}
+	if b >= 0 {
+		st[b].Bottleneck = true
+	}
+}
+
+// --- latency: heterogeneous placement ---------------------------------------------------
+
+// reproduciblePolish runs the window polish on a reproducible plan with a third of the time
+// left and keeps its plan only when it ran to its end (its effort is capped by work, so the
+// plan is then a function of the inputs); otherwise it says so in a note.
+func reproduciblePolish(ctx context.Context, p *partition.Problem, plan *partition.Plan, po partition.Options, notes *[]string) *partition.Plan {
+	if plan.Gap <= po.Gap+1e-9 {
+		return plan
+	}
+	pctx, cancel := ctx, context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(d)/3))
+	}
+	defer cancel()
+	polished, done, err := partition.Polish(pctx, p, plan, po)
+	switch {
+	case err != nil:
+		*notes = append(*notes, fmt.Sprintf("window polish failed (%v); the plan is the search's", err))
+	case !done:
+		*notes = append(*notes, "window polish: did not finish within its share of the time limit; left out so that the output is reproducible")
+	default:
+		return polished
+	}
+	return plan
+}
