@@ -491,7 +491,7 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 	}
 
 	v := &verifier{dir: dir, man: man, modelPath: modelPath, opt: opt, given: given,
-		sopt: ort.Options{Optimize: opt.Optimize, Threads: opt.Threads}, ref: opt.Reference}
+		sopt: ort.Options{Optimize: opt.Optimize, Threads: opt.Threads, LowMemory: man.Model.ParamsBytes >= lowMemoryBytes}, ref: opt.Reference}
 	if v.ref == nil {
 		v.ref, v.ownRef = NewReferenceCache(), true
 		defer v.ref.Close()
@@ -923,6 +923,10 @@ func (v *verifier) fail(dims map[string]int64, stage int, err error) error {
 	}
 	return &sizeRunError{dims: dims, stage: stage, err: err}
 }
+
+// lowMemoryBytes is the model weight size from which verification runs ONNX Runtime in its
+// low-memory mode (ort.Options.LowMemory): no arena, no pre-packed weight copies.
+const lowMemoryBytes = 512 << 20
 
 // InputError reports unusable verification inputs (a bad --input file or --dim).
 type InputError struct{ Msg string }

@@ -83,6 +83,9 @@ type Options struct {
 	// ProfilePrefix, when set, enables ORT's profiler; the JSON trace is written when the
 	// session is closed, to a file whose name starts with this prefix.
 	ProfilePrefix string
+	// LowMemory trades speed for memory on large models: no CPU memory arena, no memory
+	// pattern planning, and no pre-packed copies of the weights (session.disable_prepacking).
+	LowMemory bool
 }
 
 // Session is a loaded model ready to run.
@@ -127,6 +130,17 @@ func NewSession(modelPath string, inputs, outputs []string, opt Options) (*Sessi
 	}
 	if err := so.SetInterOpNumThreads(1); err != nil {
 		return nil, err
+	}
+	if opt.LowMemory {
+		if err := so.SetCpuMemArena(false); err != nil {
+			return nil, err
+		}
+		if err := so.SetMemPattern(false); err != nil {
+			return nil, err
+		}
+		if err := so.AddSessionConfigEntry("session.disable_prepacking", "1"); err != nil {
+			return nil, err
+		}
 	}
 	if opt.ProfilePrefix != "" {
 		if err := so.EnableProfiling(opt.ProfilePrefix); err != nil {

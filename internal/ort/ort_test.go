@@ -414,3 +414,25 @@ func sameInts(a, b []int64) bool {
 	}
 	return true
 }
+
+// LowMemory sessions (no arena, no memory patterns, no pre-packed weights) compute the same.
+func TestLowMemorySession(t *testing.T) {
+	needORT(t)
+	for _, opt := range []Options{{LowMemory: true}, {LowMemory: true, Optimize: true}} {
+		s, err := NewSession(addModel(t, graph.Float, []int64{3}), []string{"a", "b"}, []string{"y"}, opt)
+		if err != nil {
+			t.Fatalf("%+v: %v", opt, err)
+		}
+		out, err := s.Run(map[string]*Tensor{
+			"a": {DType: graph.Float, Shape: []int64{3}, Data: f32(1, 2, 3)},
+			"b": {DType: graph.Float, Shape: []int64{3}, Data: f32(10, 20, 30)},
+		}, nil)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if y := out["y"]; y == nil || string(y.Data) != string(f32(11, 22, 33)) {
+			t.Errorf("%+v: y = %+v", opt, y)
+		}
+	}
+}
