@@ -46,10 +46,14 @@
 //
 // Verify runs the original model and the chain of stages in ONNX Runtime on the same
 // seeded (or user-supplied .npy) inputs and compares every model output: bit for bit with
-// graph optimizations disabled, within a relative tolerance (default 1e-4) with them enabled.
+// graph optimizations disabled, within a relative tolerance with them enabled (by each
+// output's dtype: 1e-4 for float32, 1e-2 for float16, 8e-2 for bfloat16, exact for integers).
 // Symbolic dimensions the stages kept are bound by the input files, VerifyOptions.Dims, the
-// size the plan bound them to, or DefaultDim (1); a dim the plan bound and nothing else sized
-// is run again at a second size (VerifyReport.OtherSizes). For float16 models the reference rounds the float16 tensors that cross
+// size the plan bound them to, or DefaultDim (1); a dim the model ties to others (a decoder's
+// total = past + seq) is derived from them, so --dim past=0 alone runs a prefill. A dim the
+// plan bound and nothing else sized is run again at a second size (VerifyReport.OtherSizes).
+// Models of 512 MiB of weights or more run in ONNX Runtime's low-memory mode, one session at
+// a time. For float16 models the reference rounds the float16 tensors that cross
 // stage boundaries, because ONNX Runtime's CPU provider computes float16 graphs in float32
 // between operators without float16 kernels and never rounds there (see
 // VerifyReport.Reference); the difference to the unmodified model is reported as well.
