@@ -118,10 +118,17 @@ func planThroughputCuts(ctx context.Context, r *Result, g, work *graph.Graph, co
 	if opt.TimeLimit > 0 {
 		half.TimeLimit = max(opt.TimeLimit/2, time.Millisecond)
 	}
+	// The two solves report progress apart: each phase is named for its cuts.
+	if opt.Progress != nil {
+		half.Progress = func(p Progress) { p.Phase = "cuts anywhere: " + p.Phase; opt.Progress(p) }
+	}
 	rAny := cloneResult(r)
 	stAny, ldAny, errAny := planThroughput(ctx, rAny, work, times, table, devs, identical, half)
 	blocked := half
 	blocked.colocate = blockColocation(g, work, coarse, blockOf, nBlocks)
+	if opt.Progress != nil {
+		blocked.Progress = func(p Progress) { p.Phase = "cuts between blocks: " + p.Phase; opt.Progress(p) }
+	}
 	rBlk := cloneResult(r)
 	stBlk, ldBlk, errBlk := planThroughput(ctx, rBlk, work, times, table, devs, identical, blocked)
 	switch {
