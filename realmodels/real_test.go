@@ -4,7 +4,9 @@
 // model it checks every tensor's inferred dtype and shape against ONNX Runtime, plans it on
 // two GPUs and verifies the stage files, and splits it by hand into two stages of equal
 // FLOPs and verifies those. ONNXPART_REAL_MODELS names the directory the script printed; without it
-// the tests skip.
+// the tests skip. The large models (a uint8-quantized IS-Net from a 136 MB package, minutes of
+// ONNX Runtime on CPU) are fetched and run only with ONNXPART_REAL_LARGE=1, e.g.
+// ONNXPART_REAL_LARGE=1 make test-real.
 package realmodels_test
 
 import (
@@ -46,6 +48,9 @@ type realModel struct {
 	// minParams and minFLOPs are lower bounds on the model's weights and FLOPs: Constant-node
 	// weights and control-flow bodies must be counted.
 	minParams, minFLOPs int64
+	// large models run only with ONNXPART_REAL_LARGE=1 (scripts/realmodels.sh fetches them
+	// only then).
+	large bool
 }
 
 var models = []realModel{
@@ -63,6 +68,12 @@ var models = []realModel{
 		shapes: map[string][]int64{"x": {1, 3, 48, 192}}, minParams: 512 << 10, minFLOPs: 1e7},
 	{file: "hello_deepa.onnx", pkg: "openwakeword-js@0.1.27", exporter: "PyTorch 2.8", kind: "audio wake-word classifier (dense)",
 		minParams: 256 << 10, minFLOPs: 1e5},
+	// IS-Net (DIS) background removal at a fixed 1024x1024, weights and activations quantized
+	// to uint8 by ONNX Runtime's dynamic quantization (producer onnx.quantize 0.1.0:
+	// DynamicQuantizeLinear + ConvInteger, then Cast and Mul by the scales).
+	{file: "isnet_quint8.onnx", pkg: "@imgly/background-removal-data@1.4.5", exporter: "onnx.quantize 0.1.0 (ORT dynamic quantization)",
+		kind:      "image segmentation, uint8 dynamic quantization (DynamicQuantizeLinear, ConvInteger)",
+		minParams: 40 << 20, minFLOPs: 3e11, large: true},
 }
 
 func modelDir(t *testing.T) string {
@@ -142,6 +153,9 @@ func TestRealModels(t *testing.T) {
 	dir := modelDir(t)
 	for _, rm := range models {
 		t.Run(strings.TrimSuffix(rm.file, ".onnx"), func(t *testing.T) {
+			if rm.large && os.Getenv("ONNXPART_REAL_LARGE") != "1" {
+				t.Skip("a large model: set ONNXPART_REAL_LARGE=1 (for scripts/realmodels.sh too) to run it")
+			}
 			start := time.Now()
 			m := load(t, dir, rm)
 			work := t.TempDir()

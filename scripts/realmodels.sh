@@ -10,7 +10,11 @@ set -euo pipefail
 CACHE="${ONNXPART_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/onnxpart}"
 DIR="$CACHE/realmodels"
 
-# package@version  tarball-sha256  path-in-package  model-sha256
+# package@version  tarball-sha256  path-in-package  model-sha256  [file name in the cache]
+#
+# A path of the form MANIFEST#KEY names a model that the package stores in chunks: MANIFEST is
+# a JSON file mapping KEY to {"chunks": [{"hash": FILE}, ...]}, the chunks lying next to it;
+# they are joined in order (with node, which comes with npm) and the result is hash-checked.
 MODELS="
 @ricky0123/vad-web@0.0.31 d1a211cf1a2ed26297da52cc08de79e75d79838a274bfc6de546feb1f828c940 dist/silero_vad_v5.onnx 2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f
 @ricky0123/vad-web@0.0.31 d1a211cf1a2ed26297da52cc08de79e75d79838a274bfc6de546feb1f828c940 dist/silero_vad_legacy.onnx a35ebf52fd3ce5f1469b2a36158dba761bc47b973ea3382b3186ca15b1f5af28
@@ -20,6 +24,13 @@ MODELS="
 openwakeword-js@0.1.27 452a550fbaff4e1f8d13390205c3b5102c059220d3abf95d73083eb16f7e97d1 models/hello_deepa.onnx 67ac357640e53b9d4713433a8ab48be4333f7cb21d6816406be7660ebe6d7614
 "
 
+# The large models, fetched only with ONNXPART_REAL_LARGE=1 (a 136 MB package; realmodels/
+# real_test.go runs them only then, for minutes): IS-Net quantized to uint8.
+LARGE_MODELS="
+@imgly/background-removal-data@1.4.5 ca7789abb39370727c9a098310b53bce41518d200000423c7107f8c01bbce946 dist/resources.json#/models/small 7001d60734fdc112dd9c062635fb59cd401fb82a9d4213134bce4dbd655c803a isnet_quint8.onnx
+"
+[ "${ONNXPART_REAL_LARGE:-}" != 1 ] || MODELS="$MODELS$LARGE_MODELS"
+
 log() { printf 'realmodels: %s\n' "$*" >&2; }
 die() { printf 'realmodels: error: %s\n' "$*" >&2; exit 1; }
 sha256_of() { sha256sum "$1" | awk '{print $1}'; }
@@ -27,9 +38,9 @@ sha256_of() { sha256sum "$1" | awk '{print $1}'; }
 mkdir -p "$DIR"
 work=""
 trap '[ -z "$work" ] || rm -rf "$work"' EXIT
-while read -r pkg tgz_sha path model_sha; do
+while read -r pkg tgz_sha path model_sha name; do
 	[ -n "$pkg" ] || continue
-	out="$DIR/$(basename "$path")"
+	out="$DIR/${name:-$(basename "$path")}"
 	if [ -f "$out" ] && [ "$(sha256_of "$out")" = "$model_sha" ]; then continue; fi
 	[ -n "$work" ] || work=$(mktemp -d "$CACHE/realmodels.XXXXXX")
 	tgz="$work/$(printf '%s' "$pkg" | tr '/@' '__').tgz"
@@ -42,9 +53,28 @@ while read -r pkg tgz_sha path model_sha; do
 		got=$(sha256_of "$tgz")
 		[ "$got" = "$tgz_sha" ] || die "sha256 mismatch for $pkg: got $got"
 	fi
-	tar -xzf "$tgz" -C "$work" "package/$path" || die "$path not found in $pkg"
-	got=$(sha256_of "$work/package/$path")
+	case "$path" in
+	*'#'*)
+		manifest=${path%%#*} key=${path#*#}
+		mdir=$(dirname "$manifest")
+		tar -xzf "$tgz" -C "$work" "package/$manifest" || die "$manifest not found in $pkg"
+		chunks=$(node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))[process.argv[2]];
+			if (!r || !Array.isArray(r.chunks)) process.exit(1);
+			for (const c of r.chunks) console.log(c.hash)' "$work/package/$manifest" "$key") ||
+			die "$key not found in $manifest of $pkg"
+		members=()
+		for c in $chunks; do members+=("package/$mdir/$c"); done
+		tar -xzf "$tgz" -C "$work" "${members[@]}" || die "chunks of $key not found in $pkg"
+		(cd "$work" && cat "${members[@]}") >"$work/joined"
+		src="$work/joined"
+		;;
+	*)
+		tar -xzf "$tgz" -C "$work" "package/$path" || die "$path not found in $pkg"
+		src="$work/package/$path"
+		;;
+	esac
+	got=$(sha256_of "$src")
 	[ "$got" = "$model_sha" ] || die "sha256 mismatch for $path of $pkg: got $got"
-	mv "$work/package/$path" "$out"
+	mv "$src" "$out"
 done <<<"$MODELS"
 echo "$DIR"
