@@ -46,8 +46,9 @@
 //
 // Verify runs the original model and the chain of stages in ONNX Runtime on the same
 // seeded (or user-supplied .npy) inputs and compares every model output: bit for bit with
-// graph optimizations disabled, within a relative tolerance with them enabled (by each
-// output's dtype: 1e-4 for float32, 1e-2 for float16, 8e-2 for bfloat16, exact for integers).
+// graph optimizations disabled, within a relative tolerance with them enabled (by the least
+// precise float type an output is computed through: 1e-4 for float32, 1e-2 for float16, 8e-2
+// for bfloat16; integer outputs exact).
 // Symbolic dimensions the stages kept are bound by the input files, VerifyOptions.Dims, the
 // size the plan bound them to, or DefaultDim (1); a dim the model ties to others (a decoder's
 // total = past + seq) is derived from them, so --dim past=0 alone runs a prefill. A dim the
