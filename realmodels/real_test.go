@@ -74,6 +74,11 @@ var models = []realModel{
 	{file: "isnet_quint8.onnx", pkg: "@imgly/background-removal-data@1.4.5", exporter: "onnx.quantize 0.1.0 (ORT dynamic quantization)",
 		kind:      "image segmentation, uint8 dynamic quantization (DynamicQuantizeLinear, ConvInteger)",
 		minParams: 40 << 20, minFLOPs: 3e11, large: true},
+	// The same network in float16 (PyTorch 2.0.1): float16 weights and activations, Casts to
+	// float32 at the input, the outputs and around every Resize.
+	{file: "isnet_fp16.onnx", pkg: "@imgly/background-removal-data@1.4.5", exporter: "PyTorch 2.0.1",
+		kind:      "image segmentation, float16 weights and activations",
+		minParams: 80 << 20, minFLOPs: 3e11, large: true},
 }
 
 func modelDir(t *testing.T) string {

@@ -28,6 +28,7 @@ openwakeword-js@0.1.27 452a550fbaff4e1f8d13390205c3b5102c059220d3abf95d73083eb16
 # real_test.go runs them only then, for minutes): IS-Net quantized to uint8.
 LARGE_MODELS="
 @imgly/background-removal-data@1.4.5 ca7789abb39370727c9a098310b53bce41518d200000423c7107f8c01bbce946 dist/resources.json#/models/small 7001d60734fdc112dd9c062635fb59cd401fb82a9d4213134bce4dbd655c803a isnet_quint8.onnx
+@imgly/background-removal-data@1.4.5 ca7789abb39370727c9a098310b53bce41518d200000423c7107f8c01bbce946 dist/resources.json#/models/medium b6e8497ba978a6f5fbb647e419d2696cd80df5a23cb6a8ea532021911bd76acb isnet_fp16.onnx
 "
 [ "${ONNXPART_REAL_LARGE:-}" != 1 ] || MODELS="$MODELS$LARGE_MODELS"
 
