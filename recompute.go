@@ -2,6 +2,7 @@ package onnxpart
 
 import (
 	"math"
+	"slices"
 
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
@@ -34,32 +35,13 @@ func chooseRecompute(g, work *graph.Graph, coarse *fusion.Coarse, res *blocks.Re
 		}
 		return coarse.GroupOf[v]
 	}
-	// Input-derived nodes: everything they read is a graph input (other than state, which
-	// lives on one stage), a weight, or another input-derived or weight-only node's output.
+	// Input-derived nodes: computed from the inputs (other than state, which lives on one
+	// stage) and weights alone.
 	isState := map[int]bool{}
 	for _, p := range state {
 		isState[p.In] = true
 	}
-	derived := make([]bool, len(g.Nodes))
-	for _, v := range g.TopoOrder() {
-		n := &g.Nodes[v]
-		if n.Static || n.Subgraphs > 0 {
-			continue
-		}
-		ok := true
-		for _, t := range n.Deps() {
-			tt := &g.Tensors[t]
-			switch {
-			case tt.Kind == graph.Initializer:
-			case tt.Kind == graph.Input:
-				ok = ok && !isState[t]
-			case tt.Producer >= 0 && (g.Nodes[tt.Producer].Static || derived[tt.Producer]):
-			default:
-				ok = false
-			}
-		}
-		derived[v] = ok
-	}
+	derived := g.InputDerived(isState)
 	// A work node can be recomputed when all its members are input-derived (or weight-only).
 	whole := make([]bool, len(work.Nodes))
 	for w := range whole {
@@ -80,26 +62,15 @@ func chooseRecompute(g, work *graph.Graph, coarse *fusion.Coarse, res *blocks.Re
 		}
 		// The cone: the work nodes of the producer's input-derived ancestors.
 		var cone []int
-		ok := true
-		seen := map[int]bool{prod: true}
-		stack := []int{prod}
-		for len(stack) > 0 && ok {
-			v := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if g.Nodes[v].Static {
-				continue
-			}
+		nodes, ok := g.InputCone(prod, isState)
+		for _, v := range nodes {
 			w := toWork(v)
 			if w < 0 || !whole[w] {
 				ok = false
 				break
 			}
-			cone = appendUniqueInt(cone, w)
-			for _, p := range g.Preds(v) {
-				if !seen[p] {
-					seen[p] = true
-					stack = append(stack, p)
-				}
+			if !slices.Contains(cone, w) {
+				cone = append(cone, w)
 			}
 		}
 		if !ok || len(cone) == 0 {
@@ -169,11 +140,4 @@ func recomputeExtra(work *graph.Graph, re []bool, stage []int, s int, time func(
 		}
 	}
 	return extra
-}
-
-func appendUniqueInt(s []int, x int) []int {
-	if containsInt(s, x) {
-		return s
-	}
-	return append(s, x)
 }

@@ -2,7 +2,9 @@ package onnxpart
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -216,22 +218,13 @@ func workloadNote(phases []Phase) string {
 	var parts []string
 	for _, p := range phases {
 		var dims []string
-		for _, k := range sortedDimNames(p.Dims) {
+		for _, k := range slices.Sorted(maps.Keys(p.Dims)) {
 			dims = append(dims, fmt.Sprintf("%s=%d", k, p.Dims[k]))
 		}
 		parts = append(parts, fmt.Sprintf("%g × %s (%s)", p.Weight, p.Name, strings.Join(dims, ", ")))
 	}
 	return "workload: one request is " + strings.Join(parts, " + ") +
 		"; the plan minimises the busiest stage's time per request (each stage's phase times weighted by their calls, as when many requests share the pipeline), and the bound is on that; each phase's figures alone are listed"
-}
-
-func sortedDimNames(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // stateRead is a state input that nodes other than its owner read by value: the state lives
@@ -269,7 +262,7 @@ func stateReads(g, work *graph.Graph, coarse *fusion.Coarse, pairs []graph.State
 			if g.ShapeOnly(c) || g.Nodes[c].Static {
 				continue
 			}
-			if w := toWork(c); w >= 0 && w != wo && !containsInt(readers, w) {
+			if w := toWork(c); w >= 0 && w != wo && !slices.Contains(readers, w) {
 				readers = append(readers, w)
 			}
 		}
@@ -279,15 +272,6 @@ func stateReads(g, work *graph.Graph, coarse *fusion.Coarse, pairs []graph.State
 		}
 	}
 	return out
-}
-
-func containsInt(s []int, x int) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // workloadPredictions is Result.Workload as the manifest writes it (nil without phases),

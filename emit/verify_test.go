@@ -584,22 +584,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 // sizes and as a prefill (--dim past=0), where every past_key_values input is empty.
 func TestVerifyLlamaPrefill(t *testing.T) {
 	needORT(t)
-	p, err := llamagen.Write(t.TempDir(), llamagen.Tiny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := ingest.Load(p, ingest.Options{Dims: map[string]int64{"batch": 1, "past": 8, "seq": 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stage, err := EqualFLOPs(m.Graph, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "out")
-	if _, err := Write(m, &Assignment{Stage: stage}, dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
+	dir := splitLlamaAt(t, llamagen.Tiny, map[string]int64{"batch": 1, "past": 8, "seq": 3})
 	ctx := context.Background()
 	for _, opt := range []VerifyOptions{{}, {Dims: map[string]int64{"past": 0}}} {
 		rep, err := Verify(ctx, dir, opt)

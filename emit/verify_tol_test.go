@@ -48,11 +48,17 @@ func TestVerifyToleranceFor(t *testing.T) {
 // splitLlama writes the llamagen model c split in two at a decode step.
 func splitLlama(t *testing.T, c llamagen.Config) string {
 	t.Helper()
+	return splitLlamaAt(t, c, map[string]int64{"batch": 1, "past": 4, "seq": 1})
+}
+
+// splitLlamaAt writes the llamagen model c split in two equal-FLOP stages planned at dims.
+func splitLlamaAt(t *testing.T, c llamagen.Config, dims map[string]int64) string {
+	t.Helper()
 	p, err := llamagen.Write(t.TempDir(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := ingest.Load(p, ingest.Options{Dims: map[string]int64{"batch": 1, "past": 4, "seq": 1}})
+	m, err := ingest.Load(p, ingest.Options{Dims: dims})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -115,15 +113,7 @@ func decoderProto() *onnxpb.ModelProto {
 
 func writeDecoder(t *testing.T) string {
 	t.Helper()
-	b, err := proto.Marshal(decoderProto())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "decoder.onnx")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeModel(t, t.TempDir(), "decoder.onnx", decoderProto())
 }
 
 // TestDerivedDims: the decoder's total = past + seq is found where the mask is added to the

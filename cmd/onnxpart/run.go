@@ -444,7 +444,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		fmt.Fprintf(w, "throughput %s requests/s (busiest stage %s per request), latency %s per request\n", rate(r.ThroughputPerS), dur(r.Upper), dur(r.LatencyS))
 		for _, ph := range man.Predicted.Workload {
 			fmt.Fprintf(w, "phase      %s (%s) ×%g: bottleneck %s per call (%s calls/s alone), latency %s\n",
-				ph.Name, phaseDims(ph.Dims), ph.Weight, dur(ph.BottleneckS), rate(ph.ThroughputPerS), dur(ph.LatencyS))
+				ph.Name, dimWords(ph.Dims), ph.Weight, dur(ph.BottleneckS), rate(ph.ThroughputPerS), dur(ph.LatencyS))
 		}
 	} else if r.Objective == onnxpart.Throughput {
 		fmt.Fprintf(w, "throughput %.1f inferences/s (bottleneck stage %s), latency %s\n", r.ThroughputPerS, dur(r.Upper), dur(r.LatencyS))

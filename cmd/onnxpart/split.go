@@ -408,7 +408,7 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 		if prod < 0 || sh.Bytes < 0 {
 			continue
 		}
-		cone, ok := inputCone(g, prod, state)
+		cone, ok := g.InputCone(prod, state)
 		var f int64
 		for _, v := range cone {
 			f += max(g.Nodes[v].FLOPs, 0)
@@ -429,37 +429,6 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 			strings.Join(names, ", "), map[bool]string{true: "is", false: "are"}[len(names) == 1], map[bool]string{true: "it", false: "them"}[len(names) == 1]))
 	}
 	return bs, nil
-}
-
-// inputCone returns v and its ancestors that are not weight-only; ok is false when one of
-// them reads a state input or holds a subgraph (it cannot be computed in every stage).
-func inputCone(g *graph.Graph, v int, state map[int]bool) (cone []int, ok bool) {
-	seen := map[int]bool{v: true}
-	stack := []int{v}
-	for len(stack) > 0 {
-		u := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		n := &g.Nodes[u]
-		if n.Static {
-			continue
-		}
-		if n.Subgraphs > 0 {
-			return nil, false
-		}
-		for _, t := range n.Deps() {
-			if state[t] {
-				return nil, false
-			}
-		}
-		cone = append(cone, u)
-		for _, p := range g.Preds(u) {
-			if !seen[p] {
-				seen[p] = true
-				stack = append(stack, p)
-			}
-		}
-	}
-	return cone, true
 }
 
 // printDerived writes the dims the model's ties derived (ingest's Model.DerivedNotes) on one

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 
 	"github.com/onnxpart/onnxpart"
@@ -82,20 +81,6 @@ func rate(r float64) string {
 		return fmt.Sprintf("%.0f", r)
 	}
 	return fmt.Sprintf("%.4g", r)
-}
-
-// phaseDims writes a phase's dims as "past=1024, seq=1", sorted.
-func phaseDims(d map[string]int64) string {
-	names := make([]string, 0, len(d))
-	for k := range d {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s=%d", k, d[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // largestPhase is the phase whose tensors take the most bytes in all (the longest KV cache,
