@@ -414,6 +414,9 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		byLabel[s.Stage] = s
 	}
 	critical := criticalSet(man)
+	if man.Predicted != nil && len(man.Predicted.Workload) > 0 {
+		fmt.Fprintln(w, "stage times per request: each phase's time × its calls, summed")
+	}
 	tw := newTable(w, tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\tcall\ttotal\t\t")
 	for _, st := range man.Stages {
