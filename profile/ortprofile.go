@@ -3,6 +3,7 @@ package profile
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/stats"
 	"io"
 	"math"
 	"sort"
@@ -339,14 +340,4 @@ func spread(g *graph.Graph, t float64, out []float64) {
 	}
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(v []float64) float64 { return stats.Median(v) }

@@ -39,6 +39,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/stats"
 	"math"
 	"math/rand"
 	"os"
@@ -202,7 +203,7 @@ func main() {
 	}
 	report(rows)
 	fmt.Printf("memory read rate while timing (a scan of 256 MiB between blocks): median %s, %s–%s; the host microbenchmark's: %s\n",
-		profile.FormatQuantity(median(reads), profile.Rate), profile.FormatQuantity(minOf(reads), profile.Rate),
+		profile.FormatQuantity(stats.Median(reads), profile.Rate), profile.FormatQuantity(minOf(reads), profile.Rate),
 		profile.FormatQuantity(maxOf(reads), profile.Rate), profile.FormatQuantity(dev.ReadBandwidth.Value, profile.Rate))
 }
 
@@ -320,7 +321,7 @@ func measure(ctx context.Context, rows []*row, runs int) ([]float64, error) {
 		}
 	}
 	for _, r := range rows {
-		r.meas = median(r.runs)
+		r.meas = stats.Median(r.runs)
 	}
 	return reads, nil
 }
@@ -402,18 +403,6 @@ func phaseName(p phase) string {
 	return fmt.Sprintf("prefill seq=%d", p.seq)
 }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func ms(s float64) string { return strconv.FormatFloat(s*1e3, 'f', 2, 64) }
 
 // report prints the table in Markdown.
@@ -450,7 +439,7 @@ func report(rows []*row) {
 		}
 		fmt.Printf(" %s | %d |\n", ms(r.overhead), r.kernels)
 	}
-	fmt.Printf("\n%d/%d rows within 20%%; median |error| %.1f%%, max %.1f%%\n", within, len(rows), median(errs)*100, maxOf(errs)*100)
+	fmt.Printf("\n%d/%d rows within 20%%; median |error| %.1f%%, max %.1f%%\n", within, len(rows), stats.Median(errs)*100, maxOf(errs)*100)
 }
 
 // quantile is the q-quantile of v (nearest rank).
@@ -553,16 +542,16 @@ func traceKernels(c llamagen.Config, path string, p phase, runs int) error {
 	for op := range by {
 		ops = append(ops, op)
 	}
-	sort.Slice(ops, func(i, j int) bool { return median(by[ops[i]].times) > median(by[ops[j]].times) })
+	sort.Slice(ops, func(i, j int) bool { return stats.Median(by[ops[i]].times) > stats.Median(by[ops[j]].times) })
 	fmt.Printf("\n%s %s: ORT kernels per run (median over %d profiled runs)\n", c.Name, phaseName(p), runs)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tkernels\tdur ms\tgaps ms\tper kernel µs\t")
 	var tot float64
 	for _, op := range ops {
 		a := by[op]
-		d := median(a.times)
-		tot += d + median(a.gaps)
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.1f\t\n", op, a.n, d*1e3, median(a.gaps)*1e3, d/float64(a.n)*1e6)
+		d := stats.Median(a.times)
+		tot += d + stats.Median(a.gaps)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.1f\t\n", op, a.n, d*1e3, stats.Median(a.gaps)*1e3, d/float64(a.n)*1e6)
 	}
 	fmt.Fprintf(tw, "total\t\t%.3f\t\t\t\n", tot*1e3)
 	tw.Flush()

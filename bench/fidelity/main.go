@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/stats"
 	"math"
 	"math/rand"
 	"os"
@@ -391,15 +392,15 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 			}
 		}
 	}
-	whole := median(cpu[len(man.Stages)])
+	whole := stats.Median(cpu[len(man.Stages)])
 	drift := whole / md.meas.Call
-	warmDrift := median(warm[len(man.Stages)]) / md.meas.Call
+	warmDrift := stats.Median(warm[len(man.Stages)]) / md.meas.Call
 	fmt.Fprintf(os.Stderr, "%s k=%d: whole model %s ms now (%s ms warm), %s ms when profiled (%+.0f%%, warm %+.0f%%)\n", md.name, k, ms(whole),
-		ms(median(warm[len(man.Stages)])), ms(md.meas.Call), (drift-1)*100, (warmDrift-1)*100)
+		ms(stats.Median(warm[len(man.Stages)])), ms(md.meas.Call), (drift-1)*100, (warmDrift-1)*100)
 	var rows []stageResult
 	for i, st := range man.Stages {
-		row := stageResult{Model: md.name, K: k, Stage: i, Nodes: len(st.Nodes), Measured: median(cpu[i]), Wall: median(wall[i]),
-			Pred: map[string]float64{}, Drift: drift, Runs: cpu[i], Warm: median(warm[i]), WarmRuns: warm[i], WarmDrift: warmDrift}
+		row := stageResult{Model: md.name, K: k, Stage: i, Nodes: len(st.Nodes), Measured: stats.Median(cpu[i]), Wall: stats.Median(wall[i]),
+			Pred: map[string]float64{}, Drift: drift, Runs: cpu[i], Warm: stats.Median(warm[i]), WarmRuns: warm[i], WarmDrift: warmDrift}
 		for _, t := range st.Inputs {
 			row.InBytes += max(t.Bytes, 0)
 		}
@@ -430,18 +431,6 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func ms(s float64) string { return strconv.FormatFloat(s*1e3, 'f', 3, 64) }
@@ -479,7 +468,7 @@ func report(rows []stageResult) {
 		warmDrifts = append(warmDrifts, math.Abs(sp[0].WarmDrift-1))
 	}
 	fmt.Printf("\nnoise floor: the whole model, timed with its stages, differed from its time when profiled by %.1f%% cold, %.1f%% warm (median over splits)\n",
-		median(drifts)*100, median(warmDrifts)*100)
+		stats.Median(drifts)*100, stats.Median(warmDrifts)*100)
 }
 
 // summary prints the error and bottleneck figures of every calibration mode against the
@@ -535,9 +524,9 @@ func summary(rows []stageResult, splits [][]stageResult, measure func(stageResul
 		}
 		var ks []string
 		for _, k := range sortedInts(byK) {
-			ks = append(ks, fmt.Sprintf("%.1f%%", median(byK[k])*100))
+			ks = append(ks, fmt.Sprintf("%.1f%%", stats.Median(byK[k])*100))
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%%\t%d/%d\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%s\n", mode, median(errs)*100, within, len(rows),
+		fmt.Fprintf(tw, "%s\t%.1f%%\t%d/%d\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%s\n", mode, stats.Median(errs)*100, within, len(rows),
 			exact, multi, pct(exact), near, multi, pct(near), tied, multi, pct(tied), strings.Join(ks, " / "))
 	}
 	tw.Flush()
@@ -589,7 +578,7 @@ const (
 )
 
 // slower reports whether a stage timed at runs a is measurably slower than one timed at runs
-// b: the paired bootstrap 95% percentile confidence interval of median(a) − median(b) lies
+// b: the paired bootstrap 95% percentile confidence interval of stats.Median(a) − stats.Median(b) lies
 // above zero. Runs are paired by round (the round-robin times run r of every stage of a split
 // back to back, so a load change hits both alike); each resample draws rounds with
 // replacement. Fewer than 5 paired runs prove nothing (false).
@@ -606,7 +595,7 @@ func slower(a, b []float64) bool {
 			r := rng.Intn(n)
 			ra[i], rb[i] = a[r], b[r]
 		}
-		diffs[k] = median(ra) - median(rb)
+		diffs[k] = stats.Median(ra) - stats.Median(rb)
 	}
 	sort.Float64s(diffs)
 	return diffs[int(0.025*float64(len(diffs)))] > 0

@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,7 +262,7 @@ func regalTable(from, graphs int, ks []int, budget time.Duration, exactPar int, 
 	for _, r := range rows {
 		fmt.Printf("| %s |", r)
 		for _, k := range ks {
-			fmt.Printf(" %.4f |", geomean(ratio[r][k]))
+			fmt.Printf(" %.4f |", stats.GeoMean(ratio[r][k]))
 		}
 		fmt.Println()
 	}
@@ -280,20 +281,9 @@ func regalTable(from, graphs int, ks []int, budget time.Duration, exactPar int, 
 	}
 	fmt.Print("\n| Solve plan (BRKGA+refine+polish) / best plan |")
 	for _, k := range ks {
-		fmt.Printf(" %.4f |", geomean(heurGap[k]))
+		fmt.Printf(" %.4f |", stats.GeoMean(heurGap[k]))
 	}
 	fmt.Printf("\n\nTotal %.0f s.\n\n", time.Since(t0).Seconds())
-}
-
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += math.Log(math.Max(x, 1e-12))
-	}
-	return math.Exp(s / float64(len(xs)))
 }
 
 // --- ONNX corpus -------------------------------------------------------------------------

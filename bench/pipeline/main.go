@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -112,24 +113,12 @@ func main() {
 		cpuSpeedup = append(cpuSpeedup, r.wholeCPU*r.cpuTP)
 	}
 	fmt.Printf("\nMedian |error| over %d models: throughput %.1f%%, latency of a lone request %.1f%%, throughput from the stages' CPU times (1 / slowest) %.1f%%; median pipeline speed-up %.2f×.\n",
-		len(tpErr), 100*median(tpErr), 100*median(latErr), 100*median(cpuErr), median(speedup))
-	fmt.Printf("Median CPU-time speed-up (whole model's CPU time / slowest stage's): %.2f×.\n", median(cpuSpeedup))
-	fmt.Printf("Per stage (%d): median |busy / plan − 1| %.1f%%, median |CPU time / calibrated StageTime − 1| %.1f%%.\n", len(busyErr), 100*median(busyErr), 100*median(stErr))
+		len(tpErr), 100*stats.Median(tpErr), 100*stats.Median(latErr), 100*stats.Median(cpuErr), stats.Median(speedup))
+	fmt.Printf("Median CPU-time speed-up (whole model's CPU time / slowest stage's): %.2f×.\n", stats.Median(cpuSpeedup))
+	fmt.Printf("Per stage (%d): median |busy / plan − 1| %.1f%%, median |CPU time / calibrated StageTime − 1| %.1f%%.\n", len(busyErr), 100*stats.Median(busyErr), 100*stats.Median(stErr))
 }
 
 func ms(s float64) string { return fmt.Sprintf("%.2f ms", 1e3*s) }
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // corpus lists the models of dirs, one per content (the shared corpus repeats the bundled
 // ResNet-50), leaving out models with symbolic dimensions.
