@@ -210,6 +210,9 @@ type Result struct {
 	// Upper is then the busiest stage's time per request (ThroughputPerS requests per second)
 	// and LatencyS a request's (its calls one after another).
 	Workload []PhaseFigures
+	// Phases are the phases Plan ran (planPhases), in order, with their wall time; the
+	// solver's own are in Partition.Phases.
+	Phases []partition.PhaseTime
 	// CUDAOrdinal maps a cluster GPU's index to its CUDA ordinal (Options.GPUIDs).
 	CUDAOrdinal map[int]int
 	// Reproducible is Options.Reproducible: the seed describes the plan, and the manifest
@@ -268,7 +271,8 @@ func DeviceLabel(c *profile.Cluster, name string) string {
 	return emit.DeviceLabel(name, c.Devices[d].Model)
 }
 
-// Plan plans model m on cluster c.
+// Plan plans model m on cluster c. It runs planPhases in order; Result.Phases has the wall
+// time of each, and Options.Progress hears each one start.
 func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options) (*Result, error) {
 	start := time.Now()
 	if opt.TimeLimit > 0 {
@@ -277,28 +281,91 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
 		defer cancel()
 	}
-	g := m.Graph
-	r := &Result{Cluster: c, Reproducible: opt.Reproducible}
+	p := &planRun{ctx: ctx, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
+	for _, ph := range planPhases {
+		t := time.Now()
+		if opt.Progress != nil {
+			opt.Progress(Progress{Phase: ph.name, Elapsed: t.Sub(start)})
+		}
+		err := ph.run(p)
+		p.r.Phases = append(p.r.Phases, partition.PhaseTime{Name: ph.name, Seconds: time.Since(t).Seconds()})
+		if err != nil {
+			return nil, err
+		}
+	}
+	r := p.r
+	r.Seconds = time.Since(start).Seconds()
+	r.Interrupted = errors.Is(ctx.Err(), context.Canceled) // the caller's, not the time limit
+	r.Gap = partition.Gap(r.Lower, r.Upper)
+	return r, nil
+}
+
+// planPhase is one step of Plan: a name (progress lines, Result.Phases, --verbose) and what
+// it does to the run.
+type planPhase struct {
+	name string
+	run  func(*planRun) error
+}
+
+// planPhases is Plan, in order. Every phase but "solve" takes milliseconds to seconds (the
+// model's size); "solve" has the rest of the time limit, which the solvers share out among
+// their own phases (partition.Solve's table, schedule's methods).
+var planPhases = []planPhase{
+	{"options", (*planRun).options}, // devices, objective, flags that exclude each other, memory that cannot fit
+	{"coarsen", (*planRun).coarsen}, // fusion groups of the backend's rules
+	{"price", (*planRun).price},     // each planned node's time on each device (weighted by the workload)
+	{"solve", (*planRun).solve},     // the objective's solver: pipeline, latency or batched placement
+	{"expand", (*planRun).expand},   // the plan back on the model's nodes, as an emit.Assignment
+	{"memory", (*planRun).memory},   // every stage's whole memory against its device
+}
+
+// planRun is what the phases of Plan share.
+type planRun struct {
+	ctx       context.Context
+	g         *graph.Graph // the model's graph
+	c         *profile.Cluster
+	opt       Options
+	r         *Result
+	devs      []int // cluster devices the plan may use
+	identical bool  // devs are identical devices
+	batched   bool
+	pairs     []graph.StatePair
+	mg        *graph.Graph // the graph the stages' memory is sized at (Options.MemoryGraph or g)
+	cm        *profile.CostModel
+	coarse    *fusion.Coarse // nil without fusion
+	work      *graph.Graph   // the graph planned: coarse.Graph or g
+	times     [][]float64    // times[d][v]: node v of work on cluster device d
+	overs     [][]float64    // the fixed part of each time, which batched plans do not scale
+	workStage []int          // stage label per node of work
+	// labelDevice is the cluster device of each stage label.
+	labelDevice []int
+}
+
+// options checks the options against the model and the devices and settles the objective.
+func (p *planRun) options() error {
+	g, c, opt, r := p.g, p.c, p.opt, p.r
 	devs, err := chooseDevices(c, opt.K)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Devices = devs
 	if r.CUDAOrdinal, err = cudaOrdinals(c, opt.GPUIDs); err != nil {
-		return nil, err
+		return err
 	}
-	identical := identicalDevices(c, devs)
-	batched := opt.Batch > 1
+	p.devs = devs
+	p.identical = identicalDevices(c, devs)
+	p.batched = opt.Batch > 1
+	batched := p.batched
 	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow)}
+		return &UsageError{Msg: fmt.Sprintf("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow)}
 	}
 	switch {
 	case opt.Batch < 0:
-		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d: must be positive", opt.Batch)}
+		return &UsageError{Msg: fmt.Sprintf("--batch %d: must be positive", opt.Batch)}
 	case batched && opt.Objective == Latency:
-		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch)}
+		return &UsageError{Msg: fmt.Sprintf("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch)}
 	case batched && len(devs) > MaxPlacementDevices:
-		return nil, &UsageError{Msg: fmt.Sprintf("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))}
+		return &UsageError{Msg: fmt.Sprintf("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))}
 	}
 	switch opt.Objective {
 	case Throughput, Latency:
@@ -314,7 +381,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 			r.ObjectiveChosen = fmt.Sprintf("--batch %d: the batch shared among the devices", opt.Batch)
 			break
 		}
-		if identical {
+		if p.identical {
 			r.Objective = Throughput
 			r.ObjectiveChosen = "identical devices: a pipeline"
 		} else {
@@ -322,135 +389,143 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 			r.ObjectiveChosen = "mixed devices; --objective throughput gives a pipeline"
 		}
 	default:
-		return nil, &UsageError{Msg: fmt.Sprintf("--objective %q: want throughput or latency", opt.Objective)}
+		return &UsageError{Msg: fmt.Sprintf("--objective %q: want throughput or latency", opt.Objective)}
 	}
 	if opt.K > len(g.Nodes) {
 		// A stage holds at least one node; larger k only allocates (-k 100000000 ran out of
 		// memory in the slicing DP).
-		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes))}
+		return &UsageError{Msg: fmt.Sprintf("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes))}
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
-		return nil, &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
+		return &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
 	}
 	if opt.CutAt == CutBlocks && (batched || r.Objective != Throughput) {
-		return nil, &UsageError{Msg: "--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one"}
+		return &UsageError{Msg: "--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one"}
 	}
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
-		return nil, &UsageError{Msg: "--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload"}
+		return &UsageError{Msg: "--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload"}
 	}
-	pairs, err := g.StatePairs(opt.State)
-	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+	if p.pairs, err = g.StatePairs(opt.State); err != nil {
+		return &UsageError{Msg: err.Error()}
 	}
-	mg, err := memoryGraph(g, opt)
-	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+	if p.mg, err = memoryGraph(g, opt); err != nil {
+		return &UsageError{Msg: err.Error()}
 	}
-	if err := checkMemoryFits(g, mg, c, devs); err != nil {
-		return nil, err
-	}
+	return checkMemoryFits(g, p.mg, c, devs)
+}
 
-	// Coarsen.
-	rs, err := ruleSet(c, devs, opt)
+// coarsen groups the model's nodes into the fused kernels of the devices' backend rules.
+func (p *planRun) coarsen() error {
+	rs, err := ruleSet(p.c, p.devs, p.opt)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cm := profile.NewCostModel(c, profile.CostOptions{Measured: opt.Measured})
-	var coarse *fusion.Coarse
-	work := g
+	p.work = p.g
+	p.r.RuleSet = "none"
 	if rs != nil && rs.Name != "none" {
-		coarse, err = fusion.Coarsen(g, rs)
-		if err != nil {
-			return nil, fmt.Errorf("coarsening with %s: %w", rs.Name, err)
+		if p.coarse, err = fusion.Coarsen(p.g, rs); err != nil {
+			return fmt.Errorf("coarsening with %s: %w", rs.Name, err)
 		}
-		work = coarse.Graph
-		r.RuleSet = rs.Name
-	} else {
-		r.RuleSet = "none"
+		p.work = p.coarse.Graph
+		p.r.RuleSet = rs.Name
 	}
-	r.CoarseNodes = len(work.Nodes)
-	opt.nodeMem = workMemory(g, mg, work, coarse)
-	times := make([][]float64, len(c.Devices))
-	var overs [][]float64 // the fixed part of each time, which batched plans do not scale
-	if batched {
-		overs = make([][]float64, len(c.Devices))
+	p.r.CoarseNodes = len(p.work.Nodes)
+	p.opt.nodeMem = workMemory(p.g, p.mg, p.work, p.coarse)
+	return nil
+}
+
+// price fills the time of every planned node on every device the plan may use (a fused
+// group's from its kernel), the fixed parts batched plans keep unscaled, and, for a
+// workload, the times weighted by each phase's calls.
+func (p *planRun) price() error {
+	g, c, work, coarse := p.g, p.c, p.work, p.coarse
+	p.cm = profile.NewCostModel(c, profile.CostOptions{Measured: p.opt.Measured})
+	cm := p.cm
+	p.times = make([][]float64, len(c.Devices))
+	if p.batched {
+		p.overs = make([][]float64, len(c.Devices))
 	}
-	for _, d := range devs {
+	for _, d := range p.devs {
 		if coarse != nil {
 			d := d
-			times[d] = coarse.Times(func(_ int, members []int, kernel *graph.Node) float64 {
+			p.times[d] = coarse.Times(func(_ int, members []int, kernel *graph.Node) float64 {
 				return cm.KernelTime(g, members, kernel, d)
 			}, nil)
-			if batched {
-				overs[d] = coarse.Times(func(_ int, members []int, _ *graph.Node) float64 {
+			if p.batched {
+				p.overs[d] = coarse.Times(func(_ int, members []int, _ *graph.Node) float64 {
 					return cm.KernelOverhead(g, members, d)
 				}, nil)
 			}
 			continue
 		}
-		times[d] = make([]float64, len(g.Nodes))
+		p.times[d] = make([]float64, len(g.Nodes))
 		for v := range g.Nodes {
-			times[d][v] = cm.NodeTime(g, v, d)
+			p.times[d][v] = cm.NodeTime(g, v, d)
 		}
-		if batched {
-			overs[d] = make([]float64, len(g.Nodes))
+		if p.batched {
+			p.overs[d] = make([]float64, len(g.Nodes))
 			for v := range g.Nodes {
-				overs[d][v] = cm.NodeOverhead(g, v, d)
+				p.overs[d][v] = cm.NodeOverhead(g, v, d)
 			}
 		}
 	}
-	if len(opt.Workload) > 0 {
-		pcs, err := workloadCosts(g, work, coarse, cm, devs, len(c.Devices), opt.Workload)
+	if wl := p.opt.Workload; len(wl) > 0 {
+		pcs, err := workloadCosts(g, work, coarse, cm, p.devs, len(c.Devices), wl)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		times = weightedTimes(opt.Workload, pcs, devs, len(c.Devices), len(work.Nodes))
-		opt.phaseCosts = pcs
-		r.Notes = append(r.Notes, workloadNote(opt.Workload))
+		p.times = weightedTimes(wl, pcs, p.devs, len(c.Devices), len(work.Nodes))
+		p.opt.phaseCosts = pcs
+		p.r.Notes = append(p.r.Notes, workloadNote(wl))
 	}
-	opt.stateReads = stateReads(g, work, coarse, pairs)
-	table := cm.Costs(&graph.Graph{}) // routes and capacities only
-	var workStage []int               // stage label per node of work
-	var labelDevice []int             // cluster device of each label
+	p.opt.stateReads = stateReads(g, work, coarse, p.pairs)
+	return nil
+}
+
+// solve runs the objective's solver on the planned graph.
+func (p *planRun) solve() error {
+	table := p.cm.Costs(&graph.Graph{}) // routes and capacities only
+	var err error
+	r := p.r
 	switch {
-	case batched:
-		workStage, labelDevice, err = planBatched(ctx, r, work, times, overs, table, devs, opt)
+	case p.batched:
+		p.workStage, p.labelDevice, err = planBatched(p.ctx, r, p.work, p.times, p.overs, table, p.devs, p.opt)
 	case r.Objective == Throughput:
-		opt.fine, opt.coarse, opt.blocks, opt.statePairs = g, coarse, blocks.Find(g), pairs
-		workStage, labelDevice, err = planThroughputCuts(ctx, r, g, work, coarse, times, table, devs, identical, len(pairs) > 0, opt)
+		p.opt.fine, p.opt.coarse, p.opt.blocks, p.opt.statePairs = p.g, p.coarse, blocks.Find(p.g), p.pairs
+		p.workStage, p.labelDevice, err = planThroughputCuts(p.ctx, r, p.g, p.work, p.coarse, p.times, table, p.devs, p.identical, len(p.pairs) > 0, p.opt)
 	default:
-		workStage, labelDevice, err = planLatency(ctx, r, work, times, table, devs, opt)
+		p.workStage, p.labelDevice, err = planLatency(p.ctx, r, p.work, p.times, table, p.devs, p.opt)
 	}
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
+
+// expand turns the plan on the planned graph into an assignment of the model's nodes.
+func (p *planRun) expand() error {
+	r, c := p.r, p.c
 	expand := func(s []int) ([]int, error) { return s, nil }
-	if coarse != nil {
-		expand = coarse.Expand
+	if p.coarse != nil {
+		expand = p.coarse.Expand
 	}
-	stage, err := expand(workStage)
+	stage, err := expand(p.workStage)
 	if err != nil {
-		return nil, fmt.Errorf("expanding the coarse plan: %w", err)
+		return fmt.Errorf("expanding the coarse plan: %w", err)
 	}
 	if err := r.expandRoutes(expand); err != nil {
-		return nil, err
+		return err
 	}
 	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: r.Algorithm}, Recompute: r.recompute}
-	for _, d := range labelDevice {
+	for _, d := range p.labelDevice {
 		a.Devices = append(a.Devices, emit.Device{Name: c.Devices[d].Name, Provider: provider(&c.Devices[d])})
 	}
 	r.Assignment = a
 	if r.Batch != nil {
 		r.Assignment = r.Batch.Routes[0].Assignment // the same stages, with the routes' note
 	}
-	if err := r.checkMemory(g, opt); err != nil {
-		return nil, err
-	}
-	r.Seconds = time.Since(start).Seconds()
-	r.Interrupted = errors.Is(ctx.Err(), context.Canceled) // the caller's, not the time limit
-	r.Gap = partition.Gap(r.Lower, r.Upper)
-	return r, nil
+	return nil
 }
+
+// memory sizes every stage's whole memory and checks it against its device.
+func (p *planRun) memory() error { return p.r.checkMemory(p.g, p.opt) }
 
 // Prepare lays out the stage files of a plan and fills the manifest's planner sections.
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -278,18 +279,26 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	} else {
 		printPlan(e.stdout, m, res, layout.Manifest, f.out)
-		if f.verbose && res.Partition != nil {
-			var ph []string
-			for _, p := range res.Partition.Phases {
-				ph = append(ph, fmt.Sprintf("%s %s", p.Name, dur(p.Seconds)))
+		if f.verbose {
+			fmt.Fprintf(e.stdout, "phases     %s\n", phaseTimes(res.Phases))
+			if res.Partition != nil {
+				fmt.Fprintf(e.stdout, "solve      %s\n", phaseTimes(res.Partition.Phases))
 			}
-			fmt.Fprintf(e.stdout, "phases     %s\n", strings.Join(ph, ", "))
 		}
 	}
 	if interrupted {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted: wrote the best plan found so far")}
 	}
 	return nil
+}
+
+// phaseTimes lists phases with their wall times: "options 2ms, coarsen 40ms, …".
+func phaseTimes(phases []partition.PhaseTime) string {
+	var ph []string
+	for _, p := range phases {
+		ph = append(ph, fmt.Sprintf("%s %s", p.Name, dur(p.Seconds)))
+	}
+	return strings.Join(ph, ", ")
 }
 
 // planError words an interruption before any plan; exitCode maps the rest.
@@ -606,6 +615,10 @@ func (p *progress) note(s string) {
 
 func (p *progress) update(pr onnxpart.Progress) {
 	if p.quiet {
+		return
+	}
+	if pr.Objective == 0 && pr.Phase != "" {
+		p.phase(pr.Phase) // one of onnxpart.Plan's phases starts
 		return
 	}
 	if math.IsInf(pr.Objective, 0) || pr.Objective <= 0 {
