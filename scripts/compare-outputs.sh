@@ -14,10 +14,13 @@ dirs=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 diffs=0 runs=0
+di=0
 for d in "${dirs[@]}"; do
+	di=$((di + 1))
 	for m in "$d"/*.onnx; do
 		[ -e "$m" ] || continue
-		base=$(basename "$m" .onnx)
+		# The directory's index keeps models of one name in two directories apart.
+		base=$di-$(basename "$m" .onnx)
 		for devs in 4xA100-80G a100-80g,t4,cpu; do
 			args=("$m" --devices "$devs" --seed 7 --time-limit 10m -q)
 			for bin in old new; do
