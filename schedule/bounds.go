@@ -26,7 +26,7 @@ type Bound struct {
 func (in *inst) criticalPath() float64 {
 	head, tail, fast := in.headTail()
 	best := 0.0
-	for i := range in.n {
+	for i := range in.numNodes {
 		best = math.Max(best, head[i]+fast[i]+tail[i])
 	}
 	return best
@@ -38,42 +38,42 @@ func (in *inst) criticalPath() float64 {
 //
 // Proof: a device runs one task at a time, so every plan's makespan is at least each
 // device's busy time. A plan puts c_iu granules of node i on device u in one batch of time
-// bt[i][u][c_iu] ≥ c_iu·rate[i][u] (rate = the best time per granule over the supported
+// batchTime[i][u][c_iu] ≥ c_iu·rate[i][u] (rate = the best time per granule over the supported
 // sizes), with Σ_u c_iu = L: the integral plan is a feasible point of the LP, whose optimum
 // C* is therefore ≤ the makespan (the work bound of digest-003 §2, LB(st, k), made exact over
 // devices by the LP; it is the device-load inequality T ≥ Σ_i p_iu·x_iu of the latency MILP,
 // digest-004 §4.3, relaxed). HiGHS's dual bound is taken with a 1e-7 relative margin. The
 // fallback Σ_i min_u rate·L / K is the same argument summed over the K devices.
 func (in *inst) loadBound(ctx context.Context) float64 {
-	rate := make([][]float64, in.n)
-	for i := range in.n {
-		rate[i] = make([]float64, in.k)
-		for u := range in.k {
+	rate := make([][]float64, in.numNodes)
+	for i := range in.numNodes {
+		rate[i] = make([]float64, in.numDevices)
+		for u := range in.numDevices {
 			rate[i][u] = math.Inf(1)
 			if in.latency() {
-				rate[i][u] = in.t[i][u]
+				rate[i][u] = in.granuleTime[i][u]
 				continue
 			}
-			for c := 1; c <= in.l; c++ {
+			for c := 1; c <= in.numGranules; c++ {
 				if in.sizeOK[u][c] {
-					rate[i][u] = math.Min(rate[i][u], in.bt[i][u][c]/float64(c))
+					rate[i][u] = math.Min(rate[i][u], in.batchTime[i][u][c]/float64(c))
 				}
 			}
 		}
 	}
 	// Closed form for one device; otherwise an LP.
-	if in.k == 1 {
+	if in.numDevices == 1 {
 		s := 0.0
-		for i := range in.n {
-			s += rate[i][0] * float64(in.l)
+		for i := range in.numNodes {
+			s += rate[i][0] * float64(in.numGranules)
 		}
 		return s
 	}
 	m := &milp.Model{}
 	// Scale to keep the coefficients near 1.
 	scale := 0.0
-	for i := range in.n {
-		for u := range in.k {
+	for i := range in.numNodes {
+		for u := range in.numDevices {
 			if !math.IsInf(rate[i][u], 1) {
 				scale = math.Max(scale, rate[i][u])
 			}
@@ -83,22 +83,22 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 		return 0
 	}
 	c := m.AddVar(0, milp.Inf, 1, false, "C")
-	f := make([][]int, in.n)
-	for i := range in.n {
-		f[i] = make([]int, in.k)
+	f := make([][]int, in.numNodes)
+	for i := range in.numNodes {
+		f[i] = make([]int, in.numDevices)
 		var cols []int
-		for u := range in.k {
+		for u := range in.numDevices {
 			f[i][u] = -1
 			if !math.IsInf(rate[i][u], 1) {
 				f[i][u] = m.AddVar(0, milp.Inf, 0, false, "")
 				cols = append(cols, f[i][u])
 			}
 		}
-		m.AddRow(float64(in.l), float64(in.l), cols, ones(len(cols)))
+		m.AddRow(float64(in.numGranules), float64(in.numGranules), cols, ones(len(cols)))
 	}
-	for u := range in.k {
+	for u := range in.numDevices {
 		cols, vals := []int{c}, []float64{-1}
-		for i := range in.n {
+		for i := range in.numNodes {
 			if f[i][u] >= 0 && rate[i][u] > 0 {
 				cols, vals = append(cols, f[i][u]), append(vals, rate[i][u]/scale)
 			}
@@ -109,14 +109,14 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 	if err != nil || res.Status != milp.Optimal || math.IsInf(res.DualBound, 0) {
 		// Fall back to the trivial bound Σ_i min_u rate / K.
 		s := 0.0
-		for i := range in.n {
+		for i := range in.numNodes {
 			best := math.Inf(1)
-			for u := range in.k {
+			for u := range in.numDevices {
 				best = math.Min(best, rate[i][u])
 			}
-			s += best * float64(in.l)
+			s += best * float64(in.numGranules)
 		}
-		return s / float64(in.k)
+		return s / float64(in.numDevices)
 	}
 	// The LP optimum is exact up to HiGHS's tolerances; keep a little margin.
 	return math.Max(0, res.DualBound*scale*(1-1e-7))
@@ -137,24 +137,24 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // batched mode of F4a (digest-003 §3.4) for one granule, with per-granule transfer times
 // comm(·, 1) ≤ comm(·, c) and batch times ≥ the fastest supported batch.
 func (in *inst) commPathBound() float64 {
-	fin := make([][]float64, in.n)
+	fin := make([][]float64, in.numNodes)
 	best := 0.0
 	for _, i := range in.topo {
-		fin[i] = make([]float64, in.k)
-		for u := range in.k {
+		fin[i] = make([]float64, in.numDevices)
+		for u := range in.numDevices {
 			d := math.Inf(1)
 			if in.latency() {
-				d = in.t[i][u]
+				d = in.granuleTime[i][u]
 			} else {
-				for c := 1; c <= in.l; c++ {
+				for c := 1; c <= in.numGranules; c++ {
 					if in.sizeOK[u][c] {
-						d = math.Min(d, in.bt[i][u][c])
+						d = math.Min(d, in.batchTime[i][u][c])
 					}
 				}
 			}
-			if in.pinG != nil && in.pinG[i] != nil {
+			if in.pinnedGranules != nil && in.pinnedGranules[i] != nil {
 				used := false
-				for _, w := range in.pinG[i] {
+				for _, w := range in.pinnedGranules[i] {
 					used = used || w == u
 				}
 				if !used {
@@ -163,9 +163,9 @@ func (in *inst) commPathBound() float64 {
 			}
 			ready := 0.0
 			for _, e := range in.inE[i] {
-				p := in.p.Edges[e].From
+				p := in.problem.Edges[e].From
 				arr := math.Inf(1)
-				for w := range in.k {
+				for w := range in.numDevices {
 					arr = math.Min(arr, fin[p][w]+in.comm(e, w, u, 1))
 				}
 				ready = math.Max(ready, arr)
@@ -174,7 +174,7 @@ func (in *inst) commPathBound() float64 {
 		}
 		if len(in.succs[i]) == 0 {
 			m := math.Inf(1)
-			for u := range in.k {
+			for u := range in.numDevices {
 				m = math.Min(m, fin[i][u])
 			}
 			best = math.Max(best, m)
@@ -217,31 +217,31 @@ func maxBound(bs []Bound) float64 {
 // min(L, K²) messages, each at most comm(·, L).
 func (in *inst) serialHorizon() float64 {
 	h := 0.0
-	for i := range in.n {
+	for i := range in.numNodes {
 		worst := 0.0
-		for u := range in.k {
-			for c := 1; c <= in.l; c++ {
-				x := in.bt[i][u][c]
+		for u := range in.numDevices {
+			for c := 1; c <= in.numGranules; c++ {
+				x := in.batchTime[i][u][c]
 				if in.latency() {
-					x = in.t[i][u]
+					x = in.granuleTime[i][u]
 				}
 				if !math.IsInf(x, 1) {
 					worst = math.Max(worst, x)
 				}
 			}
 		}
-		h += worst * float64(min(in.k, in.l)) // at most one batch per device
+		h += worst * float64(min(in.numDevices, in.numGranules)) // at most one batch per device
 	}
-	for e := range in.p.Edges {
+	for e := range in.problem.Edges {
 		worst := 0.0
-		for u := range in.k {
-			for v := range in.k {
-				if d := in.comm(e, u, v, in.l); !math.IsInf(d, 1) {
+		for u := range in.numDevices {
+			for v := range in.numDevices {
+				if d := in.comm(e, u, v, in.numGranules); !math.IsInf(d, 1) {
 					worst = math.Max(worst, d)
 				}
 			}
 		}
-		h += worst * float64(min(in.l, in.k*in.k)) // messages per edge
+		h += worst * float64(min(in.numGranules, in.numDevices*in.numDevices)) // messages per edge
 	}
 	return h
 }
@@ -257,26 +257,26 @@ func (in *inst) serialHorizon() float64 {
 //     so Σ_i (Weight_i + L·Act_i) ≤ Σ_u Mem_u whenever every capacity is finite.
 func (in *inst) memoryProof() string {
 	total, need := 0.0, 0.0
-	for u := range in.k {
-		total += in.mem[u]
+	for u := range in.numDevices {
+		total += in.capacity[u]
 	}
-	for i := range in.n {
-		nd := &in.p.Nodes[i]
-		need += nd.Weight + float64(in.l)*nd.Act
+	for i := range in.numNodes {
+		nd := &in.problem.Nodes[i]
+		need += nd.Weight + float64(in.numGranules)*nd.Act
 		// can[s]: s granules of node i can be placed on the devices seen so far.
-		can := make([]bool, in.l+1)
+		can := make([]bool, in.numGranules+1)
 		can[0] = true
-		for u := range in.k {
+		for u := range in.numDevices {
 			next := append([]bool(nil), can...)
-			for c := 1; c <= in.l; c++ {
-				ok := in.canRun(i, u) && nd.Weight+float64(c)*nd.Act <= in.mem[u]
+			for c := 1; c <= in.numGranules; c++ {
+				ok := in.canRun(i, u) && nd.Weight+float64(c)*nd.Act <= in.capacity[u]
 				if !in.latency() {
-					ok = ok && in.sizeOK[u][c] && !math.IsInf(in.bt[i][u][c], 1)
+					ok = ok && in.sizeOK[u][c] && !math.IsInf(in.batchTime[i][u][c], 1)
 				}
 				if !ok {
 					continue
 				}
-				for s := 0; s+c <= in.l; s++ {
+				for s := 0; s+c <= in.numGranules; s++ {
 					if can[s] {
 						next[s+c] = true
 					}
@@ -284,7 +284,7 @@ func (in *inst) memoryProof() string {
 			}
 			can = next
 		}
-		if !can[in.l] {
+		if !can[in.numGranules] {
 			return fmt.Sprintf("node %d (%s) fits on no device", i, nd.Name)
 		}
 	}

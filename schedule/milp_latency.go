@@ -49,19 +49,19 @@ type pairVar struct{ i, j, col int }
 // headTail returns, per node, the longest path of fastest times before it (head) and after
 // it (tail), and the fastest time itself (batched: the fastest batch of any supported size).
 func (in *inst) headTail() (head, tail, fast []float64) {
-	head = make([]float64, in.n)
-	tail = make([]float64, in.n)
-	fast = make([]float64, in.n)
-	for i := range in.n {
+	head = make([]float64, in.numNodes)
+	tail = make([]float64, in.numNodes)
+	fast = make([]float64, in.numNodes)
+	for i := range in.numNodes {
 		fast[i] = math.Inf(1)
-		for u := range in.k {
+		for u := range in.numDevices {
 			if in.latency() {
-				fast[i] = math.Min(fast[i], in.t[i][u])
+				fast[i] = math.Min(fast[i], in.granuleTime[i][u])
 				continue
 			}
-			for c := 1; c <= in.l; c++ {
+			for c := 1; c <= in.numGranules; c++ {
 				if in.sizeOK[u][c] {
-					fast[i] = math.Min(fast[i], in.bt[i][u][c])
+					fast[i] = math.Min(fast[i], in.batchTime[i][u][c])
 				}
 			}
 		}
@@ -71,7 +71,7 @@ func (in *inst) headTail() (head, tail, fast []float64) {
 			head[j] = math.Max(head[j], head[i]+fast[i])
 		}
 	}
-	for x := in.n - 1; x >= 0; x-- {
+	for x := in.numNodes - 1; x >= 0; x-- {
 		i := in.topo[x]
 		for _, j := range in.succs[i] {
 			tail[i] = math.Max(tail[i], tail[j]+fast[j])
@@ -91,16 +91,16 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 	sc := lm.scale
 	H := lm.h
 	head, tail, fast := in.headTail()
-	p := func(i, u int) float64 { return in.t[i][u] * sc }
+	p := func(i, u int) float64 { return in.granuleTime[i][u] * sc }
 
-	lm.x = make([][]int, in.n)
-	for i := range in.n {
-		lm.x[i] = make([]int, in.k)
+	lm.x = make([][]int, in.numNodes)
+	for i := range in.numNodes {
+		lm.x[i] = make([]int, in.numDevices)
 		var cols []int
 		var vals []float64
-		for u := range in.k {
+		for u := range in.numDevices {
 			lm.x[i][u] = -1
-			if !in.canRun(i, u) || in.p.Nodes[i].Weight+in.p.Nodes[i].Act > in.mem[u] {
+			if !in.canRun(i, u) || in.problem.Nodes[i].Weight+in.problem.Nodes[i].Act > in.capacity[u] {
 				continue
 			}
 			lm.x[i][u] = m.AddBinary(0, fmt.Sprintf("x_%d_%d", i, u))
@@ -108,28 +108,28 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 			vals = append(vals, 1)
 		}
 		if len(cols) == 0 {
-			return nil, invalid("node %d (%s) fits on no device", i, in.p.Nodes[i].Name)
+			return nil, invalid("node %d (%s) fits on no device", i, in.problem.Nodes[i].Name)
 		}
 		m.AddRow(1, 1, cols, vals) // eq. (4c)
 	}
-	lm.s = make([]int, in.n)
-	for i := range in.n {
+	lm.s = make([]int, in.numNodes)
+	for i := range in.numNodes {
 		hi := math.Max(H-(tail[i]+fast[i])*sc, head[i]*sc)
 		lm.s[i] = m.AddVar(head[i]*sc, hi, 0, false, fmt.Sprintf("S_%d", i))
 	}
 	lm.t = m.AddVar(math.Min(lb*sc, H), H, 1, false, "T")
 
 	// Communication tasks, eq. (7).
-	lm.q = make([]int, len(in.p.Edges))
-	for e, ed := range in.p.Edges {
+	lm.q = make([]int, len(in.problem.Edges))
+	for e, ed := range in.problem.Edges {
 		lm.q[e] = -1
 		i, j := ed.From, ed.To
 		var links []linkVar
-		for a := range in.k {
+		for a := range in.numDevices {
 			if lm.x[i][a] < 0 {
 				continue
 			}
-			for b := range in.k {
+			for b := range in.numDevices {
 				if a == b || lm.x[j][b] < 0 {
 					continue
 				}
@@ -145,7 +145,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 		if len(links) == 0 {
 			// Precedence without transfer, eq. (4a)+(4b).
-			c, v := filterCols(append([]int{lm.s[i], lm.s[j]}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.t[i], sc, lm.x[i])...))
+			c, v := filterCols(append([]int{lm.s[i], lm.s[j]}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.granuleTime[i], sc, lm.x[i])...))
 			m.AddRow(-milp.Inf, 0, c, v)
 			continue
 		}
@@ -163,7 +163,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 		lm.qu = append(lm.qu, links)
 		// C_i ≤ S_q (4a)
-		cols, vals := filterCols(append([]int{lm.s[i], qs}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.t[i], sc, lm.x[i])...))
+		cols, vals := filterCols(append([]int{lm.s[i], qs}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.granuleTime[i], sc, lm.x[i])...))
 		m.AddRow(-milp.Inf, 0, cols, vals)
 		// C_q ≤ S_j
 		cols, vals = []int{qs, lm.s[j]}, []float64{1, -1}
@@ -175,13 +175,13 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 	}
 
 	// Makespan with tails, device loads.
-	for i := range in.n {
-		cols, vals := filterCols(append([]int{lm.s[i], lm.t}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.t[i], sc, lm.x[i])...))
+	for i := range in.numNodes {
+		cols, vals := filterCols(append([]int{lm.s[i], lm.t}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.granuleTime[i], sc, lm.x[i])...))
 		m.AddRow(-milp.Inf, -tail[i]*sc, cols, vals)
 	}
-	for u := range in.k {
+	for u := range in.numDevices {
 		cols, vals := []int{lm.t}, []float64{-1}
-		for i := range in.n {
+		for i := range in.numNodes {
 			if lm.x[i][u] >= 0 && p(i, u) > 0 {
 				cols = append(cols, lm.x[i][u])
 				vals = append(vals, p(i, u))
@@ -191,8 +191,8 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 			m.AddRow(-milp.Inf, 0, cols, vals)
 		}
 	}
-	if in.p.Congestion {
-		for u := range in.k {
+	if in.problem.Congestion {
+		for u := range in.numDevices {
 			egC, egV := []int{lm.t}, []float64{-1}
 			inC, inV := []int{lm.t}, []float64{-1}
 			for qi := range lm.qe {
@@ -215,40 +215,40 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 	}
 
 	// Memory, eq. (5): only rows that can bind.
-	for u := range in.k {
-		if math.IsInf(in.mem[u], 1) {
+	for u := range in.numDevices {
+		if math.IsInf(in.capacity[u], 1) {
 			continue
 		}
 		var cols []int
 		var vals []float64
 		total, big := 0.0, 0.0
-		for i := range in.n {
+		for i := range in.numNodes {
 			if lm.x[i][u] < 0 {
 				continue
 			}
-			w := in.p.Nodes[i].Weight + in.p.Nodes[i].Act
+			w := in.problem.Nodes[i].Weight + in.problem.Nodes[i].Act
 			if w > 0 {
 				cols, vals = append(cols, lm.x[i][u]), append(vals, w)
 				total += w
 				big = math.Max(big, w)
 			}
 		}
-		if total > in.mem[u] {
+		if total > in.capacity[u] {
 			for x := range vals {
 				vals[x] /= big
 			}
-			m.AddRow(-milp.Inf, in.mem[u]/big, cols, vals)
+			m.AddRow(-milp.Inf, in.capacity[u]/big, cols, vals)
 		}
 	}
 
 	// Eq. (6): operators on one device do not overlap, for incomparable pairs whose time
 	// windows [head, H − tail] intersect.
 	win := func(i int) (float64, float64) { return head[i] * sc, H - tail[i]*sc }
-	for a := range in.n {
+	for a := range in.numNodes {
 		if err := ctx.Err(); err != nil {
 			return nil, err // the time is up: building the rest would only overshoot it
 		}
-		for b := a + 1; b < in.n; b++ {
+		for b := a + 1; b < in.numNodes; b++ {
 			if in.comparable(a, b) {
 				continue
 			}
@@ -258,7 +258,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 				continue
 			}
 			var devs []int
-			for u := range in.k {
+			for u := range in.numDevices {
 				if lm.x[a][u] >= 0 && lm.x[b][u] >= 0 && p(a, u) > 0 && p(b, u) > 0 {
 					devs = append(devs, u)
 				}
@@ -279,19 +279,19 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 	}
 
 	// Eq. (8): congestion, per-device egress and ingress.
-	if in.p.Congestion {
+	if in.problem.Congestion {
 		nq := len(lm.qe)
 		qwin := func(qi int) (float64, float64) {
-			ed := in.p.Edges[lm.qe[qi]]
+			ed := in.problem.Edges[lm.qe[qi]]
 			return (head[ed.From] + fast[ed.From]) * sc, H - (tail[ed.To]+fast[ed.To])*sc
 		}
 		for q1 := range nq {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			e1 := in.p.Edges[lm.qe[q1]]
+			e1 := in.problem.Edges[lm.qe[q1]]
 			for q2 := q1 + 1; q2 < nq; q2++ {
-				e2 := in.p.Edges[lm.qe[q2]]
+				e2 := in.problem.Edges[lm.qe[q2]]
 				// q1 = a→b precedes q2 = c→d in the augmented graph iff b = c or b reaches c.
 				if e1.To == e2.From || in.reach[e1.To].has(e2.From) || e2.To == e1.From || in.reach[e2.To].has(e1.From) {
 					continue
@@ -302,7 +302,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 					continue
 				}
 				d := -1
-				for k := range in.k {
+				for k := range in.numDevices {
 					for _, egress := range []bool{true, false} {
 						var l1, l2 []linkVar
 						for _, lk := range lm.qu[q1] {
@@ -390,8 +390,8 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 func (lm *latModel) zeroLink(qi, k int, egress bool) bool {
 	in := lm.in
 	e := lm.qe[qi]
-	ed := in.p.Edges[e]
-	for o := range in.k {
+	ed := in.problem.Edges[e]
+	for o := range in.numDevices {
 		a, b := k, o
 		if !egress {
 			a, b = o, k

@@ -346,9 +346,9 @@ func (s *solver) run() {
 // small reports whether the full MILP is the right tool (Auto).
 func (s *solver) small() bool {
 	if s.in.latency() {
-		return s.in.n <= 40
+		return s.in.numNodes <= 40
 	}
-	return s.in.n*s.in.l <= 40
+	return s.in.numNodes*s.in.numGranules <= 40
 }
 
 func (s *solver) search(method string, heur []named) {
@@ -583,16 +583,16 @@ func (s *solver) result() (*Result, error) {
 }
 
 func (in *inst) summary(pl *Placement, sc *Schedule) ([]NodePlan, []DevicePlan) {
-	nodes := make([]NodePlan, in.n)
+	nodes := make([]NodePlan, in.numNodes)
 	for i := range nodes {
-		nodes[i] = NodePlan{Node: i, Name: in.p.Nodes[i].Name, Device: -1, Start: math.Inf(1)}
+		nodes[i] = NodePlan{Node: i, Name: in.problem.Nodes[i].Name, Device: -1, Start: math.Inf(1)}
 		if !in.latency() {
-			nodes[i].Share = make([]int, in.k)
+			nodes[i].Share = make([]int, in.numDevices)
 		}
 	}
-	devs := make([]DevicePlan, in.k)
+	devs := make([]DevicePlan, in.numDevices)
 	for u := range devs {
-		devs[u] = DevicePlan{Device: u, Name: in.p.Devices[u].Name, Busy: sc.Busy[u], Memory: sc.Memory[u], Capacity: in.p.Devices[u].Memory}
+		devs[u] = DevicePlan{Device: u, Name: in.problem.Devices[u].Name, Busy: sc.Busy[u], Memory: sc.Memory[u], Capacity: in.problem.Devices[u].Memory}
 	}
 	for _, t := range sc.Tasks {
 		np := &nodes[t.Node]

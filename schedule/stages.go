@@ -40,18 +40,18 @@ type stageMove struct {
 // stageMoves lists the plans that move one stage of sc as a whole onto the device of a stage
 // it exchanges a tensor with.
 func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
-	stageOf := make([]int, in.n)
+	stageOf := make([]int, in.numNodes)
 	nst := 0
 	for _, t := range sc.Tasks {
 		stageOf[t.Node] = t.Stage
 		nst = max(nst, t.Stage+1)
 	}
 	members := make([][]int, nst)
-	for i := range in.n {
+	for i := range in.numNodes {
 		members[stageOf[i]] = append(members[stageOf[i]], i)
 	}
 	targets := make([][]int, nst) // devices of neighbouring stages
-	for e, ed := range in.p.Edges {
+	for e, ed := range in.problem.Edges {
 		if in.free[e] {
 			continue
 		}
@@ -128,7 +128,7 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		pl, sc = best.pl, best.sc
 		moves++
 	}
-	for round := 0; round < 4*in.n && !stop(); round++ {
+	for round := 0; round < 4*in.numNodes && !stop(); round++ {
 		var best *stageMove
 		// Single stage moves, and every node onto one device (a plan of many small stages
 		// may lose to one device while no single move pays).
@@ -153,8 +153,8 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 // priorities; devices where some node cannot run are skipped.
 func (in *inst) oneDevice(pl *Placement) []stageMove {
 	var out []stageMove
-	for u := range in.k {
-		q := &Placement{Device: make([]int, in.n), Order: pl.Order}
+	for u := range in.numDevices {
+		q := &Placement{Device: make([]int, in.numNodes), Order: pl.Order}
 		ok := true
 		for i := range q.Device {
 			q.Device[i] = u
