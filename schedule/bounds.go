@@ -213,7 +213,8 @@ func maxBound(bs []Bound) float64 {
 // that an infeasible MILP proves that no plan fits): take any plan that fits and schedule its
 // tasks semi-actively in a topological order of nodes and transfers; each task starts when
 // an earlier task ends (or at 0), so the makespan is at most the sum of all durations. A node
-// has at most min(K, L) batches, each at most its slowest batch; an edge has at most
+// has at most min(K, L) batches, each at most its slowest batch plus one stage call (the
+// largest CallCost of a device it can run on); an edge has at most
 // min(L, K²) messages, each at most comm(·, L).
 func (in *inst) serialHorizon() float64 {
 	h := 0.0
@@ -230,7 +231,13 @@ func (in *inst) serialHorizon() float64 {
 				}
 			}
 		}
-		h += worst * float64(min(in.numDevices, in.numGranules)) // at most one batch per device
+		call := 0.0 // each batch opens at most one stage
+		for u := range in.numDevices {
+			if in.canRun(i, u) {
+				call = math.Max(call, in.callCost[u])
+			}
+		}
+		h += (worst + call) * float64(min(in.numDevices, in.numGranules)) // at most one batch per device
 	}
 	for e := range in.problem.Edges {
 		worst := 0.0

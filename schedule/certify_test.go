@@ -290,6 +290,24 @@ func TestCertificates(t *testing.T) {
 	t.Log(st)
 }
 
+// TestCertificatesMILPCalls runs the MILPs (and MILP-SPLIT) alone on the random stream, half
+// of whose latency instances price stage calls: their bounds with the calls priced, and
+// their "optimal" claims, against the exhaustive reference.
+func TestCertificatesMILPCalls(t *testing.T) {
+	count := 400
+	if testing.Short() {
+		count = 100
+	}
+	st := runCertificatesWith(t, 5, count, 2, func(s source, seed uint64) schedule.Options {
+		o := certOptions(s, seed)
+		if o.Method != schedule.Split {
+			o.Method = schedule.MILP
+		}
+		return o
+	})
+	t.Log(st)
+}
+
 // TestCertificatesLong is the long run: ONNXPART_FUZZ_CERT=N instances (seed
 // ONNXPART_FUZZ_CERT_SEED, default 2), e.g.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/onnxpart/onnxpart/internal/milp"
 )
@@ -19,6 +20,45 @@ import (
 // Valid inequalities added on top (they cut no schedule of makespan ≤ H): S_i ≥ head_i and
 // T ≥ C_i + tail_i (critical paths with the fastest times), T ≥ each device's busy time, T ≥
 // each device's egress and ingress time under congestion, and T ≥ a proved lower bound.
+//
+// Stage calls (Device.CallCost c_v, opensStage): a task j on device v opens a stage, and its
+// duration grows by c_v, when it reads a non-free edge from a node on another device, or when
+// it is a source (no non-free in-edge) and the first task of v. The model prices them so:
+//
+//   - cross-device openers exactly: o_jv ∈ [0,1] with o_jv ≥ x_jv − x_iv for every non-free
+//     in-edge (i,j) (o_jv ≥ x_jv when i cannot run on v), and j's duration is
+//     Σ_v (p_jv·x_jv + c_v·o_jv) in every row that uses it (precedence (4a)–(4b), the
+//     makespan, the disjunctive pairs (6));
+//   - a source's call through a shifted start: a source j's S_j marks the end of its call, not
+//     its beginning, so its duration stays p_jv, and S_j ≥ Σ_{v: p_jv > 0} c_v·x_jv;
+//   - device loads: T ≥ Σ_i p_iu·x_iu + c_u·n_u with n_u ≥ Σ_j o_ju and n_u ≥ x_ju (every
+//     device used pays at least one call: its first task always opens a stage).
+//
+// Lower bound (always). Map any plan's simulated schedule into the model: x from its devices,
+// o_jv = 1 exactly for its cross-device openers, n_u = its stages on u, T = its makespan, and
+// S_j = j's start, plus c_v when j is a source that pays a call (the first task of v). Each
+// model interval [S_j, S_j + dur_j] is then the simulated interval of j, or for a paying
+// source that interval less its leading call. Precedence and transfers hold (inputs are ready
+// by the start, hence by the shifted start). Two tasks of positive simulated duration on one
+// device never overlap in the simulator, so the disjunctive rows hold for some δ; a task of no
+// processing time on v gets rows there only through −H(1 − o_jv), i.e. only while it opens a
+// stage and so has a positive duration. The source row: if j is first on v, its shifted start
+// is ≥ c_v; if not and p_jv > 0, j waits for the device, which first ran the call of its first
+// task, so it starts ≥ c_v (with p_jv = 0 a source need not wait, hence the row's range). The
+// loads: busy_u = Σ p + c_u·stages_u with stages_u ≥ Σ_j o_ju, and ≥ 1 when u is used. So the
+// point is feasible with objective = the makespan, and the optimum (and HiGHS's dual bound) is
+// at most the priced optimum.
+//
+// Exact (lm.exact): no source j may sit, with c_v > 0, on a device v where it has an in-edge
+// (free ones: it then waits for them) or p_jv = 0. Then the model's objective is at least the
+// simulated makespan of the plan decoded from it, so at the optimum the two are equal: the
+// simulator runs the tasks in the order of S (ties by topological position) and by induction
+// each ends no later than in the model — a non-source's simulated duration is p + c·opens ≤
+// p + c·o (o ≥ the opens by its rows); a source that the simulator makes first on v and
+// charges starts at 0 (no in-edges) and ends at c_v + p_jv ≤ S_j + p_jv by the source row; any
+// other task of positive duration waits only for its inputs and the device's previous task,
+// which the precedence and disjunctive rows order before S_j in the model. Otherwise the model
+// is a relaxation: its bound stands, and the simulator judges its plan (mipRun.relaxed).
 
 const modelHorizon = 1000.0
 
@@ -28,11 +68,16 @@ type latModel struct {
 	scale float64 // model time = scale × problem time
 	h     float64 // horizon in model units
 	x     [][]int // x[i][u] column, −1 when fixed to 0
-	s     []int   // op start
-	t     int     // makespan
-	q     []int   // per edge: its communication task index, −1 if none
-	qe    []int   // per task: edge
-	qs    []int   // per task: start column
+	o     [][]int // o[j][u]: j on u reads a non-free edge from another device (a call), −1 if none
+	n     []int   // n[u]: the calls device u pays at least (load rows), −1 if none
+	// exact: the model prices every call the simulator charges its decoded plans (no call can
+	// fall on a source that waits for a free in-edge; see the calls comment in buildLatency).
+	exact bool
+	s     []int // op start
+	t     int   // makespan
+	q     []int // per edge: its communication task index, −1 if none
+	qe    []int // per task: edge
+	qs    []int // per task: start column
 	// per task: the link columns u_qab with their durations (model units)
 	qu    [][]linkVar
 	opPr  []pairVar
@@ -118,6 +163,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		lm.s[i] = m.AddVar(head[i]*sc, hi, 0, false, fmt.Sprintf("S_%d", i))
 	}
 	lm.t = m.AddVar(math.Min(lb*sc, H), H, 1, false, "T")
+	lm.addCalls()
 
 	// Communication tasks, eq. (7).
 	lm.q = make([]int, len(in.problem.Edges))
@@ -145,7 +191,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 		if len(links) == 0 {
 			// Precedence without transfer, eq. (4a)+(4b).
-			c, v := filterCols(append([]int{lm.s[i], lm.s[j]}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.granuleTime[i], sc, lm.x[i])...))
+			c, v := lm.withDur(i, []int{lm.s[i], lm.s[j]}, []float64{1, -1})
 			m.AddRow(-milp.Inf, 0, c, v)
 			continue
 		}
@@ -163,7 +209,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 		lm.qu = append(lm.qu, links)
 		// C_i ≤ S_q (4a)
-		cols, vals := filterCols(append([]int{lm.s[i], qs}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.granuleTime[i], sc, lm.x[i])...))
+		cols, vals := lm.withDur(i, []int{lm.s[i], qs}, []float64{1, -1})
 		m.AddRow(-milp.Inf, 0, cols, vals)
 		// C_q ≤ S_j
 		cols, vals = []int{qs, lm.s[j]}, []float64{1, -1}
@@ -176,7 +222,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 
 	// Makespan with tails, device loads.
 	for i := range in.numNodes {
-		cols, vals := filterCols(append([]int{lm.s[i], lm.t}, lm.x[i]...), append([]float64{1, -1}, scaledRow(in.granuleTime[i], sc, lm.x[i])...))
+		cols, vals := lm.withDur(i, []int{lm.s[i], lm.t}, []float64{1, -1})
 		m.AddRow(-milp.Inf, -tail[i]*sc, cols, vals)
 	}
 	for u := range in.numDevices {
@@ -186,6 +232,9 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 				cols = append(cols, lm.x[i][u])
 				vals = append(vals, p(i, u))
 			}
+		}
+		if lm.n[u] >= 0 {
+			cols, vals = append(cols, lm.n[u]), append(vals, in.callCost[u]*sc)
 		}
 		if len(cols) > 1 {
 			m.AddRow(-milp.Inf, 0, cols, vals)
@@ -257,9 +306,11 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 			if fa <= sb+1e-9 || fb <= sa+1e-9 {
 				continue
 			}
+			// A pair on u only when both may take time there: processing, or a call (o).
+			pos := func(i, u int) bool { return p(i, u) > 0 || lm.o[i][u] >= 0 }
 			var devs []int
 			for u := range in.numDevices {
-				if lm.x[a][u] >= 0 && lm.x[b][u] >= 0 && p(a, u) > 0 && p(b, u) > 0 {
+				if lm.x[a][u] >= 0 && lm.x[b][u] >= 0 && pos(a, u) && pos(b, u) {
 					devs = append(devs, u)
 				}
 			}
@@ -269,11 +320,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 			d := m.AddBinary(0, fmt.Sprintf("d_%d_%d", a, b))
 			lm.opPr = append(lm.opPr, pairVar{a, b, d})
 			for _, u := range devs {
-				xa, xb := lm.x[a][u], lm.x[b][u]
-				// δ = 1: b after a.  S_b ≥ S_a + p_a − H(1−δ) − H(2 − x_a − x_b)
-				m.AddRow(-3*H, milp.Inf, []int{lm.s[b], lm.s[a], xa, d, xb}, []float64{1, -1, -p(a, u) - H, -H, -H})
-				// δ = 0: a after b.  S_a ≥ S_b + p_b − Hδ − H(2 − x_a − x_b)
-				m.AddRow(-2*H, milp.Inf, []int{lm.s[a], lm.s[b], xb, d, xa}, []float64{1, -1, -p(b, u) - H, H, -H})
+				lm.disjunctive(a, b, u, d)
 			}
 		}
 	}
@@ -385,6 +432,149 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 	return lm, nil
 }
 
+// addCalls adds the call columns o and n and the source rows (see the file comment).
+func (lm *latModel) addCalls() {
+	in, m, sc := lm.in, lm.m, lm.scale
+	lm.o = make([][]int, in.numNodes)
+	lm.n = make([]int, in.numDevices)
+	lm.exact = true
+	for i := range in.numNodes {
+		lm.o[i] = make([]int, in.numDevices)
+		for u := range in.numDevices {
+			lm.o[i][u] = -1
+		}
+		if in.source[i] {
+			var cols []int
+			var vals []float64
+			for u := range in.numDevices {
+				if lm.x[i][u] < 0 || in.callCost[u] <= 0 {
+					continue
+				}
+				if len(in.inE[i]) > 0 || in.granuleTime[i][u] <= 0 {
+					lm.exact = false // the source may wait for a free input, or take no time
+				}
+				if in.granuleTime[i][u] > 0 {
+					cols, vals = append(cols, lm.x[i][u]), append(vals, -in.callCost[u]*sc)
+				}
+			}
+			if len(cols) > 0 {
+				m.AddRow(0, milp.Inf, append(cols, lm.s[i]), append(vals, 1)) // S_j ≥ Σ c_v·x_jv
+			}
+			continue
+		}
+		for u := range in.numDevices {
+			if lm.x[i][u] < 0 || in.callCost[u] <= 0 {
+				continue
+			}
+			lm.o[i][u] = m.AddVar(0, 1, 0, false, fmt.Sprintf("o_%d_%d", i, u))
+			for _, e := range in.inE[i] {
+				if in.free[e] {
+					continue
+				}
+				from := in.problem.Edges[e].From
+				if c := lm.x[from][u]; c >= 0 {
+					m.AddRow(0, milp.Inf, []int{lm.o[i][u], lm.x[i][u], c}, []float64{1, -1, 1}) // o ≥ x_jv − x_iv
+				} else {
+					m.AddRow(0, milp.Inf, []int{lm.o[i][u], lm.x[i][u]}, []float64{1, -1}) // o ≥ x_jv
+				}
+			}
+		}
+	}
+	for u := range in.numDevices {
+		lm.n[u] = -1
+		if in.callCost[u] <= 0 {
+			continue
+		}
+		var ocols []int
+		for i := range in.numNodes {
+			if lm.x[i][u] < 0 {
+				continue
+			}
+			if lm.n[u] < 0 {
+				lm.n[u] = m.AddVar(0, float64(in.numNodes), 0, false, fmt.Sprintf("n_%d", u))
+			}
+			m.AddRow(0, milp.Inf, []int{lm.n[u], lm.x[i][u]}, []float64{1, -1}) // n_u ≥ x_iu
+			if lm.o[i][u] >= 0 {
+				ocols = append(ocols, lm.o[i][u])
+			}
+		}
+		if len(ocols) > 1 {
+			vals := make([]float64, len(ocols)+1)
+			for x := range ocols {
+				vals[x] = -1
+			}
+			vals[len(ocols)] = 1
+			m.AddRow(0, milp.Inf, append(ocols, lm.n[u]), vals) // n_u ≥ Σ_j o_ju
+		}
+	}
+}
+
+// withDur appends node i's duration Σ_u (p_iu·x_iu + c_u·o_iu) (model units) to a row.
+func (lm *latModel) withDur(i int, cols []int, vals []float64) ([]int, []float64) {
+	in, sc := lm.in, lm.scale
+	for u, c := range lm.x[i] {
+		if c < 0 {
+			continue
+		}
+		if d := in.granuleTime[i][u] * sc; d != 0 {
+			cols, vals = append(cols, c), append(vals, d)
+		}
+		if o := lm.o[i][u]; o >= 0 {
+			cols, vals = append(cols, o), append(vals, in.callCost[u]*sc)
+		}
+	}
+	return cols, vals
+}
+
+// disjunctive adds eq. (6) for nodes a and b on device u with order binary d (δ = 1: b after
+// a), a duration that includes a's (b's) call o, and — for a side of no processing time on u,
+// whose only duration is its call — a bracket that holds the row off unless that side opens a
+// stage (−H(1 − o)):
+//
+//	δ = 1: S_b ≥ S_a + p_a·x_a + c·o_a − H(1−δ) − H(2 − x_a − x_b) − Σ_zero H(1 − o)
+//	δ = 0: S_a ≥ S_b + p_b·x_b + c·o_b − Hδ     − H(2 − x_a − x_b) − Σ_zero H(1 − o)
+func (lm *latModel) disjunctive(a, b, u, d int) {
+	in, m, H, sc := lm.in, lm.m, lm.h, lm.scale
+	for _, after := range []bool{true, false} {
+		first, second := a, b // second ≥ first + dur(first)
+		if !after {
+			first, second = b, a
+		}
+		coef := map[int]float64{}
+		coef[lm.s[second]] += 1
+		coef[lm.s[first]] -= 1
+		coef[lm.x[first][u]] -= in.granuleTime[first][u] * sc
+		if o := lm.o[first][u]; o >= 0 {
+			coef[o] -= in.callCost[u] * sc
+		}
+		coef[lm.x[a][u]] -= H
+		coef[lm.x[b][u]] -= H
+		lo := -2 * H
+		if after {
+			coef[d] -= H
+			lo -= H
+		} else {
+			coef[d] += H
+		}
+		for _, i := range []int{a, b} {
+			if in.granuleTime[i][u] <= 0 {
+				coef[lm.o[i][u]] -= H // pos() guarantees the column
+				lo -= H
+			}
+		}
+		cols := make([]int, 0, len(coef))
+		for c := range coef {
+			cols = append(cols, c)
+		}
+		slices.Sort(cols)
+		vals := make([]float64, len(cols))
+		for x, c := range cols {
+			vals[x] = coef[c]
+		}
+		m.AddRow(lo, milp.Inf, cols, vals)
+	}
+}
+
 // zeroLink reports whether communication task qi may cross between devices with k as its
 // sender (egress) or receiver (ingress) in no time: such a transfer holds no port.
 func (lm *latModel) zeroLink(qi, k int, egress bool) bool {
@@ -404,28 +594,4 @@ func (lm *latModel) zeroLink(qi, k int, egress bool) bool {
 		}
 	}
 	return false
-}
-
-// scaledRow returns t[u]·sc for the columns of x that exist (filterCols drops the rest).
-func scaledRow(t []float64, sc float64, x []int) []float64 {
-	out := make([]float64, len(x))
-	for u, c := range x {
-		if c >= 0 {
-			out[u] = t[u] * sc
-		}
-	}
-	return out
-}
-
-// filterCols drops entries whose column is −1.
-func filterCols(cols []int, vals []float64) ([]int, []float64) {
-	var c []int
-	var v []float64
-	for x := range cols {
-		if cols[x] >= 0 {
-			c = append(c, cols[x])
-			v = append(v, vals[x])
-		}
-	}
-	return c, v
 }

@@ -33,7 +33,9 @@ type mipRun struct {
 	rows    int
 	nodes   int64
 	elapsed time.Duration
-	relaxed bool // the model is a relaxation (batched with congestion): obj is not a plan's value
+	// relaxed: the model is a relaxation (batched with congestion; latency with a call it cannot
+	// place exactly, latModel.exact): obj is not a plan's value.
+	relaxed bool
 	// infeasible: HiGHS proved the model infeasible with the serial horizon, so no plan fits.
 	infeasible bool
 	startSet   bool
@@ -156,6 +158,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			return stopped(err)
 		}
 		model, scale = lm.m, lm.scale
+		run.relaxed = !lm.exact
 		if feasibleStart {
 			canon := sym.canonical(in, start)
 			if csc, err := in.simulate(canon); err == nil && csc.Makespan <= ub*(1+1e-12) {
@@ -295,10 +298,31 @@ func (lm *latModel) startVector(pl *Placement, sc *Schedule) []float64 {
 	end := make([]float64, in.numNodes)
 	for _, t := range sc.Tasks {
 		start[t.Node], end[t.Node] = t.Start, t.End
+		if in.source[t.Node] {
+			start[t.Node] += t.Call // the model's start of a source follows its call
+		}
 	}
+	calls := make([]float64, in.numDevices)
 	for i := range in.numNodes {
-		x[lm.x[i][pl.Device[i]]] = 1
+		u := pl.Device[i]
+		x[lm.x[i][u]] = 1
 		clamp(lm.s[i], start[i]*sc0)
+		if o := lm.o[i][u]; o >= 0 && in.opensStage(i, u, pl.Device, false) {
+			x[o] = 1
+			calls[u]++
+		}
+	}
+	for u, c := range lm.n {
+		if c >= 0 {
+			used := false
+			for i := range in.numNodes {
+				used = used || pl.Device[i] == u
+			}
+			if used {
+				calls[u] = max(calls[u], 1)
+			}
+			clamp(c, calls[u])
+		}
 	}
 	clamp(lm.t, sc.Makespan*sc0)
 	trS := make([]float64, len(in.problem.Edges))

@@ -95,10 +95,10 @@ type inst struct {
 	free         []bool  // free[e]: the edge never needs a transfer
 	// routeBW, routeLat: the effective link u→v after routing (bw 0 = unreachable).
 	routeBW, routeLat [][]float64
-	topo              []int // Kahn by index
+	topo              []int   // Kahn by index
 	succCSR, predCSR  dag.CSR // preds and succs in graph/dag's form (for its Kahn)
-	bfs               []int // breadth-first topological order (the thesis's gene order)
-	topoPos           []int // topoPos[i]: index of i in topo
+	bfs               []int   // breadth-first topological order (the thesis's gene order)
+	topoPos           []int   // topoPos[i]: index of i in topo
 	reach             []bitset
 	capacity          []float64 // capacity[u]: memory of device u; +Inf when unlimited
 	callCost          []float64 // callCost[u]: Devices[u].CallCost
