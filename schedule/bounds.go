@@ -44,6 +44,11 @@ func (in *inst) criticalPath() float64 {
 // devices by the LP; it is the device-load inequality T ≥ Σ_i p_iu·x_iu of the latency MILP,
 // digest-004 §4.3, relaxed). HiGHS's dual bound is taken with a 1e-7 relative margin. The
 // fallback Σ_i min_u rate·L / K is the same argument summed over the K devices.
+//
+// Stage calls (latency mode): device u's busy time is Σ_i p_iu·x_iu + c_u·(its stages), and a
+// device that runs anything has at least one stage (its first task opens one), so the LP adds
+// c_u·y_u with y_u ≥ f_iu for every i: the integral plan sets y_u = 1 exactly on the devices
+// it uses, a feasible point. (The fallback leaves the calls out: smaller, still a bound.)
 func (in *inst) loadBound(ctx context.Context) float64 {
 	rate := make([][]float64, in.numNodes)
 	for i := range in.numNodes {
@@ -61,11 +66,16 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 			}
 		}
 	}
+	// Stage calls (latency mode): each device used pays at least one call, its first task's.
+	calls := in.latency()
 	// Closed form for one device; otherwise an LP.
 	if in.numDevices == 1 {
 		s := 0.0
 		for i := range in.numNodes {
 			s += rate[i][0] * float64(in.numGranules)
+		}
+		if calls {
+			s += in.callCost[0]
 		}
 		return s
 	}
@@ -77,6 +87,11 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 			if !math.IsInf(rate[i][u], 1) {
 				scale = math.Max(scale, rate[i][u])
 			}
+		}
+	}
+	for u := range in.numDevices {
+		if calls {
+			scale = math.Max(scale, in.callCost[u])
 		}
 	}
 	if scale <= 0 {
@@ -102,6 +117,16 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 			if f[i][u] >= 0 && rate[i][u] > 0 {
 				cols, vals = append(cols, f[i][u]), append(vals, rate[i][u]/scale)
 			}
+		}
+		if calls && in.callCost[u] > 0 {
+			// y_u ≥ f_iu: u is used as soon as it runs anything (f_iu ∈ [0, 1] in latency).
+			y := m.AddVar(0, 1, 0, false, "")
+			for i := range in.numNodes {
+				if f[i][u] >= 0 {
+					m.AddRow(0, milp.Inf, []int{y, f[i][u]}, []float64{1, -1})
+				}
+			}
+			cols, vals = append(cols, y), append(vals, in.callCost[u]/scale)
 		}
 		m.AddRow(-milp.Inf, 0, cols, vals)
 	}
@@ -136,7 +161,17 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // (digest-004 §4.3, §4.6) with the disjunctive (6) and congestion (8) constraints dropped; in
 // batched mode of F4a (digest-003 §3.4) for one granule, with per-granule transfer times
 // comm(·, 1) ≤ comm(·, c) and batch times ≥ the fastest supported batch.
+//
+// Stage calls (latency mode): a node i on u that reads a non-free edge from another device
+// opens a stage and takes c_u more, so each such input's arrival counts c_u on top (an input
+// from u itself counts none): if i opens, it ends ≥ (latest arrival) + c_u + t ≥ every
+// input's term; if it does not, every non-free input came from u and its term carries no
+// call. And a node of positive time t on u ends ≥ c_u + t: u's first task always opens a
+// stage (it is a source, or it reads from another device), so either i is that task and pays
+// c_u, or i, which occupies u, starts after that task, which ended ≥ c_u. (A task of no time
+// occupies nothing and may run before the first call ends, hence d > 0.)
 func (in *inst) commPathBound() float64 {
+	calls := in.latency() // batched plans price no calls
 	fin := make([][]float64, in.numNodes)
 	best := 0.0
 	for _, i := range in.topo {
@@ -166,11 +201,18 @@ func (in *inst) commPathBound() float64 {
 				p := in.problem.Edges[e].From
 				arr := math.Inf(1)
 				for w := range in.numDevices {
-					arr = math.Min(arr, fin[p][w]+in.comm(e, w, u, 1))
+					x := fin[p][w] + in.comm(e, w, u, 1)
+					if calls && w != u && !in.free[e] {
+						x += in.callCost[u] // i reads from another device: it opens a stage
+					}
+					arr = math.Min(arr, x)
 				}
 				ready = math.Max(ready, arr)
 			}
 			fin[i][u] = ready + d
+			if calls && d > 0 {
+				fin[i][u] = math.Max(fin[i][u], in.callCost[u]+d) // after u's first call
+			}
 		}
 		if len(in.succs[i]) == 0 {
 			m := math.Inf(1)
