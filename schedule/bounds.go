@@ -74,7 +74,7 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 		for i := range in.numNodes {
 			s += rate[i][0] * float64(in.numGranules)
 		}
-		if calls {
+		if calls && in.sourceCalls {
 			s += in.callCost[0]
 		}
 		return s
@@ -118,7 +118,7 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 				cols, vals = append(cols, f[i][u]), append(vals, rate[i][u]/scale)
 			}
 		}
-		if calls && in.callCost[u] > 0 {
+		if calls && in.sourceCalls && in.callCost[u] > 0 {
 			// y_u ≥ f_iu: u is used as soon as it runs anything (f_iu ∈ [0, 1] in latency).
 			y := m.AddVar(0, 1, 0, false, "")
 			for i := range in.numNodes {
@@ -210,7 +210,7 @@ func (in *inst) commPathBound() float64 {
 				ready = math.Max(ready, arr)
 			}
 			fin[i][u] = ready + d
-			if calls && d > 0 {
+			if calls && in.sourceCalls && d > 0 {
 				fin[i][u] = math.Max(fin[i][u], in.callCost[u]+d) // after u's first call
 			}
 		}

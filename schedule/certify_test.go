@@ -300,8 +300,13 @@ func TestCertificatesMILPCalls(t *testing.T) {
 	}
 	st := runCertificatesWith(t, 5, count, 2, func(s source, seed uint64) schedule.Options {
 		o := certOptions(s, seed)
-		if o.Method != schedule.Split {
+		switch {
+		case o.Method == schedule.Split:
+		case s.intn(2) == 0:
 			o.Method = schedule.MILP
+		default:
+			o.Method, o.ModuleSize, o.MaxChannels = schedule.Split, 1+s.intn(3), 1+s.intn(4)
+			o.TimeLimit = 80 * time.Millisecond
 		}
 		return o
 	})

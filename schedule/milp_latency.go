@@ -49,6 +49,10 @@ import (
 // point is feasible with objective = the makespan, and the optimum (and HiGHS's dual bound) is
 // at most the priced optimum.
 //
+// Where sources pay no call (inst.sourceCalls off: MILP-SPLIT's sub-problems, whose devices
+// may have run earlier modules) the source rows and n_u ≥ x_ju go, and the rest is the same
+// argument with the cross-device calls alone.
+//
 // Exact (lm.exact): no source j may sit, with c_v > 0, on a device v where it has an in-edge
 // (free ones: it then waits for them) or p_jv = 0. Then the model's objective is at least the
 // simulated makespan of the plan decoded from it, so at the optimum the two are equal: the
@@ -444,6 +448,9 @@ func (lm *latModel) addCalls() {
 			lm.o[i][u] = -1
 		}
 		if in.source[i] {
+			if !in.sourceCalls {
+				continue // sources pay no call here (split's sub-problems)
+			}
 			var cols []int
 			var vals []float64
 			for u := range in.numDevices {
@@ -493,7 +500,9 @@ func (lm *latModel) addCalls() {
 			if lm.n[u] < 0 {
 				lm.n[u] = m.AddVar(0, float64(in.numNodes), 0, false, fmt.Sprintf("n_%d", u))
 			}
-			m.AddRow(0, milp.Inf, []int{lm.n[u], lm.x[i][u]}, []float64{1, -1}) // n_u ≥ x_iu
+			if in.sourceCalls {
+				m.AddRow(0, milp.Inf, []int{lm.n[u], lm.x[i][u]}, []float64{1, -1}) // n_u ≥ x_iu
+			}
 			if lm.o[i][u] >= 0 {
 				ocols = append(ocols, lm.o[i][u])
 			}

@@ -103,6 +103,9 @@ type inst struct {
 	capacity          []float64 // capacity[u]: memory of device u; +Inf when unlimited
 	callCost          []float64 // callCost[u]: Devices[u].CallCost
 	source            []bool    // source[i]: node i has no non-free in-edge (it reads no transfer)
+	// sourceCalls: a source that is its device's first task pays the device's call (true
+	// but in MILP-SPLIT's sub-problems, whose devices may have run earlier modules).
+	sourceCalls bool
 	// pinnedGranules[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
 	pinnedGranules [][]int
 }
@@ -127,6 +130,15 @@ func (in *inst) opensStage(j, v int, dev []int, first bool) bool {
 		}
 	}
 	return false
+}
+
+// stageCall is the call node j pays on device v when opens (opensStage) says it opens a
+// stage: the device's CallCost, but nothing for a source where sourceCalls is off.
+func (in *inst) stageCall(j, v int, opens bool) float64 {
+	if !opens || (in.source[j] && !in.sourceCalls) {
+		return 0
+	}
+	return in.callCost[v]
 }
 
 // comm is the transfer time of edge e for c granules from device u to device v
@@ -181,7 +193,7 @@ func prepare(p *Problem) (*inst, error) {
 		return nil, invalid("the problem has no devices")
 	}
 	l := max(p.Batch, 1)
-	in := &inst{problem: p, numNodes: n, numDevices: k, numGranules: l}
+	in := &inst{problem: p, numNodes: n, numDevices: k, numGranules: l, sourceCalls: true}
 	in.capacity = make([]float64, k)
 	for u, d := range p.Devices {
 		if d.Memory < 0 || math.IsNaN(d.Memory) {

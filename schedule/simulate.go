@@ -318,12 +318,8 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 		ready = math.Max(ready, st+d)
 	}
 	opens := in.opensStage(j, v, s.dev, s.cur[v] < 0)
-	dur := in.granuleTime[j][v]
-	call := 0.0
-	if opens {
-		call = in.callCost[v]
-	}
-	dur += call
+	call := in.stageCall(j, v, opens)
+	dur := in.granuleTime[j][v] + call
 	st := ready
 	if dur > 0 {
 		st = math.Max(st, s.devFree[v])
@@ -495,10 +491,7 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 			}
 		}
 		opens := in.opensStage(j, v, dev, s.cur[v] < 0)
-		call := 0.0
-		if opens {
-			call = in.callCost[v]
-		}
+		call := in.stageCall(j, v, opens)
 		s.openStage(j, v, opens, call)
 		dur := in.granuleTime[j][v] + call
 		st := ready

@@ -162,10 +162,6 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Batch: p.Batch, GranuleSize: p.GranuleSize, Congestion: p.Congestion}
 	for u := range q.Devices {
-		// Sub-solves plan without stage calls (their ghosts would pay them as sources): their
-		// bounds are then bounds of the call-free problem, below every priced plan; the
-		// stitched plan is priced by the full problem's simulator.
-		q.Devices[u].CallCost = 0
 		q.Devices[u].Memory = 0
 		if mem != nil && !math.IsInf(mem[u], 1) {
 			q.Devices[u].Memory = math.Max(mem[u], 1e-300)
@@ -242,6 +238,16 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 	if err != nil {
 		return nil, err
 	}
+	// Stage calls: a sub-problem prices the calls of its nodes that read a non-free edge from
+	// another device — its ghosts sit where the real inputs run, so these are exactly the
+	// real plan's calls of the module's nodes — but not a source's first-task call: its
+	// ghosts and blockers are sources that pay nothing, and a device the module uses first
+	// may have run an earlier module's work, so its first task pays only if it reads from
+	// another device. Each sub-plan's nodes thus pay, in the real plan, at least the calls
+	// the sub-problem prices, and a sub-problem's bounds stay bounds of its part of every
+	// real plan (the real part, its durations cut to the priced ones, is a schedule of the
+	// sub-problem); the stitched plan is priced in full by the problem's simulator.
+	sub.sourceCalls = false
 	if len(ghostG) > 0 || len(blockG) > 0 {
 		sub.pinnedGranules = make([][]int, sub.numNodes)
 		for g, gm := range ghostG {
@@ -677,7 +683,7 @@ func (in *inst) boundSub(nodes []int, oneGranule bool) (*subProblem, error) {
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Congestion: p.Congestion}
 	for u := range q.Devices {
-		q.Devices[u].CallCost = 0 // as in the module sub-problems
+		q.Devices[u].CallCost = 0 // a batched problem: its plans price no calls
 		q.Devices[u].Memory, q.Devices[u].BatchSizes = 0, nil
 	}
 	sp := &subProblem{}
