@@ -45,10 +45,11 @@ func (in *inst) criticalPath() float64 {
 // digest-004 §4.3, relaxed). HiGHS's dual bound is taken with a 1e-7 relative margin. The
 // fallback Σ_i min_u rate·L / K is the same argument summed over the K devices.
 //
-// Stage calls (latency mode): device u's busy time is Σ_i p_iu·x_iu + c_u·(its stages), and a
-// device that runs anything has at least one stage (its first task opens one), so the LP adds
-// c_u·y_u with y_u ≥ f_iu for every i: the integral plan sets y_u = 1 exactly on the devices
-// it uses, a feasible point. (The fallback leaves the calls out: smaller, still a bound.)
+// Stage calls: device u's busy time is its batches' times + c_u·(its stages), and a device
+// that runs anything has at least one stage (its first task or batch opens one: a source, or
+// one that reads from another device, as nothing ran on u before it), so the LP adds c_u·y_u
+// with L·y_u ≥ f_iu for every i: the integral plan sets y_u = 1 exactly on the devices it
+// uses, a feasible point. (The fallback leaves the calls out: smaller, still a bound.)
 func (in *inst) loadBound(ctx context.Context) float64 {
 	rate := make([][]float64, in.numNodes)
 	for i := range in.numNodes {
@@ -66,8 +67,8 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 			}
 		}
 	}
-	// Stage calls (latency mode): each device used pays at least one call, its first task's.
-	calls := in.latency()
+	// Stage calls: each device used pays at least one call, its first task's (batch's).
+	calls := true
 	// Closed form for one device; otherwise an LP.
 	if in.numDevices == 1 {
 		s := 0.0
@@ -119,11 +120,11 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 			}
 		}
 		if calls && in.sourceCalls && in.callCost[u] > 0 {
-			// y_u ≥ f_iu: u is used as soon as it runs anything (f_iu ∈ [0, 1] in latency).
+			// L·y_u ≥ f_iu: u is used as soon as it runs any granule (f_iu ∈ [0, L]).
 			y := m.AddVar(0, 1, 0, false, "")
 			for i := range in.numNodes {
 				if f[i][u] >= 0 {
-					m.AddRow(0, milp.Inf, []int{y, f[i][u]}, []float64{1, -1})
+					m.AddRow(0, milp.Inf, []int{y, f[i][u]}, []float64{float64(in.numGranules), -1})
 				}
 			}
 			cols, vals = append(cols, y), append(vals, in.callCost[u]/scale)
@@ -162,7 +163,8 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // batched mode of F4a (digest-003 §3.4) for one granule, with per-granule transfer times
 // comm(·, 1) ≤ comm(·, c) and batch times ≥ the fastest supported batch.
 //
-// Stage calls (latency mode): a node i on u that reads a non-free edge from another device
+// Stage calls (both modes; in batched mode for the batch that holds the granule followed): a
+// node i on u that reads a non-free edge from another device
 // opens a stage and takes c_u more, so each such input's arrival counts c_u on top (an input
 // from u itself counts none): if i opens, it ends ≥ (latest arrival) + c_u + t ≥ every
 // input's term; if it does not, every non-free input came from u and its term carries no
@@ -171,7 +173,7 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // c_u, or i, which occupies u, starts after that task, which ended ≥ c_u. (A task of no time
 // occupies nothing and may run before the first call ends, hence d > 0.)
 func (in *inst) commPathBound() float64 {
-	calls := in.latency() // batched plans price no calls
+	calls := true // both modes: a batch opens a stage by the same rule as a latency task
 	fin := make([][]float64, in.numNodes)
 	best := 0.0
 	for _, i := range in.topo {

@@ -101,10 +101,10 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 			return 0, fmt.Errorf("task of node %d on device %d has %d granules, the placement %d", t.Node, t.Device, t.Granules, c)
 		}
 		d := r.bt[t.Node][t.Device][c]
-		if r.L == 1 {
+		{
 			// The stage call: always paid after a cross-device input; by a source only when
 			// it is its device's first task (checked below, once every task is known).
-			always, ifFirst := r.callOf(t.Node, pl.Device)
+			always, ifFirst := r.batchCallOf(t.Node, t.Device, gm)
 			switch {
 			case always > 0 && t.Call != always:
 				return 0, fmt.Errorf("node %d reads from another device: call %g, want %g", t.Node, t.Call, always)

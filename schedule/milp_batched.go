@@ -26,6 +26,12 @@ import (
 // still valid and its plan is re-timed by the simulator). The SOS-style F2 replaces the big-M
 // linearisation (3.5)–(3.6). Granules are interchangeable, so the first node's granules are
 // ordered by device; identical devices are ordered by the symmetry criterion.
+//
+// Stage calls (Device.CallCost) are left out of this model: a batch's priced duration is its
+// batch time plus at most one call, so every plan's priced makespan is at least its makespan
+// here and the optimum (and dual bound) stays a lower bound; with calls the model is used as
+// a relaxation (mipRun.relaxed) and the simulator prices its plan. The calls enter the bounds
+// (bounds.go) and every heuristic through the simulator.
 
 type batchModel struct {
 	in    *inst

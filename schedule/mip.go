@@ -33,8 +33,9 @@ type mipRun struct {
 	rows    int
 	nodes   int64
 	elapsed time.Duration
-	// relaxed: the model is a relaxation (batched with congestion; latency with a call it cannot
-	// place exactly, latModel.exact): obj is not a plan's value.
+	// relaxed: the model is a relaxation (batched with congestion or with stage calls, which
+	// it leaves out; latency with a call it cannot place exactly, latModel.exact): obj is not
+	// a plan's value.
 	relaxed bool
 	// infeasible: HiGHS proved the model infeasible with the serial horizon, so no plan fits.
 	infeasible bool
@@ -172,7 +173,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			return stopped(err)
 		}
 		model, scale = bm.m, bm.scale
-		run.relaxed = in.problem.Congestion
+		run.relaxed = in.problem.Congestion || in.hasCalls()
 		if feasibleStart {
 			canon := sym.canonical(in, start)
 			if bm.first >= 0 {

@@ -70,7 +70,9 @@ type Device struct {
 	// synchronisation, the hand-off through the host). A stage is a run of consecutive tasks
 	// on one device that one call executes; a task opens a new stage — and its time grows by
 	// CallCost — when it reads a tensor from another device, or when it is the device's first
-	// task; see opensStage. Latency mode only: batched plans price none yet.
+	// task; see opensStage. In batched mode the same rule applies to a node's batch on a
+	// device: it opens a stage when one of its granules reads a non-free edge from a granule
+	// on another device, or when it is a source's batch and the device's first.
 	CallCost float64
 }
 
@@ -139,6 +141,16 @@ func (in *inst) stageCall(j, v int, opens bool) float64 {
 		return 0
 	}
 	return in.callCost[v]
+}
+
+// hasCalls reports whether some device has a stage-call cost.
+func (in *inst) hasCalls() bool {
+	for _, c := range in.callCost {
+		if c > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // comm is the transfer time of edge e for c granules from device u to device v

@@ -80,7 +80,7 @@ type Schedule struct {
 	Memory []float64 `json:"memory"`
 	// Busy[u] is device u's compute time, stage calls included.
 	Busy []float64 `json:"busy"`
-	// Stages[u] is the number of stages (runtime calls) on device u (latency mode).
+	// Stages[u] is the number of stages (runtime calls) on device u.
 	Stages []int `json:"stages,omitempty"`
 	// Feasible is false when some device's memory exceeds its capacity; Overflow is the total
 	// excess in bytes.
@@ -97,8 +97,8 @@ type Task struct {
 	Start    float64 `json:"start"`
 	End      float64 `json:"end"`
 	// Call is the stage-call time included in [Start, End] (the device's CallCost when the
-	// task opens a stage, else 0); Stage numbers the task's stage (latency mode: stages in the
-	// order their first task was scheduled).
+	// task opens a stage, else 0); Stage numbers the task's stage (stages in the order their
+	// first task was scheduled).
 	Call  float64 `json:"call,omitempty"`
 	Stage int     `json:"stage"`
 }
@@ -570,8 +570,8 @@ type batchSim struct {
 	cnt                     []int     // per batch id
 	bStart, bEnd            []float64 // per batch id
 	busy                    []float64
-	call                    []float64 // per node: the stage-call time it paid
-	stage                   []int     // per node: its stage (-1: none)
+	call                    []float64 // per batch id: the stage-call time it paid
+	stage                   []int     // per batch id: its stage (-1: none)
 	cur                     []int     // per device: its current stage (-1: none yet)
 	perDev                  []int     // per device: its number of stages
 	nstages                 int
@@ -594,6 +594,7 @@ func newBatchSim(in *inst) *batchSim {
 		devFree: make([]float64, k), egFree: make([]float64, k), inFree: make([]float64, k),
 		g: make([][]int, in.numNodes), cnt: make([]int, in.numNodes*k), bStart: make([]float64, in.numNodes*k), bEnd: make([]float64, in.numNodes*k),
 		busy: make([]float64, k), pair: make([]int, k*k), eg: make([]float64, k),
+		call: make([]float64, in.numNodes*k), stage: make([]int, in.numNodes*k), cur: make([]int, k), perDev: make([]int, k),
 	}
 	return s
 }
@@ -609,6 +610,14 @@ func (s *batchSim) reset() {
 	}
 	s.makespan = 0
 	s.transfers = s.transfers[:0]
+	for b := range s.stage {
+		s.stage[b], s.call[b] = -1, 0
+	}
+	for u := range s.cur {
+		s.cur[u] = -1
+	}
+	clear(s.perDev)
+	s.nstages = 0
 }
 
 // setNode records node j's granule map (which must stay valid while j is in use).
@@ -637,6 +646,10 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 	ready := 0.0
 	s.msgs = s.msgs[:0]
 	congest := in.problem.Congestion
+	// The batch opens a stage (one runtime call) when one of its granules reads a non-free
+	// edge from a batch on another device, or, for a source, when it is v's first batch: the
+	// latency rule (opensStage) applied to batches.
+	opens := in.source[j] && s.cur[v] < 0
 	for _, e := range in.inE[j] {
 		i := in.problem.Edges[e].From
 		gi := s.g[i]
@@ -656,6 +669,7 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 				ready = math.Max(ready, end)
 				continue
 			}
+			opens = true
 			if !congest {
 				// Seed 003's model: each granule moves on its own, all concurrently (F4a).
 				d := in.comm(e, u, v, 1)
@@ -696,13 +710,21 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 			}
 		}
 	}
-	dur := in.batchTime[j][v][c]
+	call := in.stageCall(j, v, opens)
+	dur := in.batchTime[j][v][c] + call
 	st := ready
 	if dur > 0 {
 		st = math.Max(st, s.devFree[v])
 	}
 	fin := st + dur
 	if commit {
+		b := j*k + v
+		if opens {
+			s.cur[v] = s.nstages
+			s.nstages++
+			s.perDev[v]++
+		}
+		s.stage[b], s.call[b] = s.cur[v], call
 		if len(s.msgs) > 0 {
 			copy(s.egFree, s.eg)
 			s.inFree[v] = ingress
@@ -736,6 +758,9 @@ func (s *batchSim) placeNode(j int, g []int, commit bool) float64 {
 	saveEg := append([]float64(nil), s.egFree...)
 	saveIn := append([]float64(nil), s.inFree...)
 	saveBusy := append([]float64(nil), s.busy...)
+	saveCur := append([]int(nil), s.cur...)
+	savePer := append([]int(nil), s.perDev...)
+	saveN := s.nstages
 	saveMk := s.makespan
 	rec := s.record
 	s.record = false
@@ -749,6 +774,9 @@ func (s *batchSim) placeNode(j int, g []int, commit bool) float64 {
 	copy(s.egFree, saveEg)
 	copy(s.inFree, saveIn)
 	copy(s.busy, saveBusy)
+	copy(s.cur, saveCur)
+	copy(s.perDev, savePer)
+	s.nstages = saveN
 	s.makespan = saveMk
 	s.record = rec
 	return fin
@@ -788,10 +816,12 @@ func (in *inst) simulateBatched(pl *Placement) (*Schedule, error) {
 	for j := range in.numNodes {
 		for v := range k {
 			if c := s.cnt[j*k+v]; c > 0 {
-				sc.Tasks = append(sc.Tasks, Task{Node: j, Name: in.problem.Nodes[j].Name, Device: v, Granules: c, Start: s.bStart[j*k+v], End: s.bEnd[j*k+v]})
+				sc.Tasks = append(sc.Tasks, Task{Node: j, Name: in.problem.Nodes[j].Name, Device: v, Granules: c, Start: s.bStart[j*k+v], End: s.bEnd[j*k+v],
+					Call: s.call[j*k+v], Stage: s.stage[j*k+v]})
 			}
 		}
 	}
+	sc.Stages = append([]int(nil), s.perDev...)
 	sc.Transfers = append(sc.Transfers, s.transfers...)
 	sc.Memory = in.memoryBatched(pl.Granules)
 	in.finish(sc)
