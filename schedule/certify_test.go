@@ -133,7 +133,7 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 		st.mu.Unlock()
 		return nil
 	}
-	if p.Batch <= 1 && o.Seed%3 == 0 {
+	if o.Seed%3 == 0 {
 		o.MaxStages = 1 + int(o.Seed/3%3) // a stage cap of 1 to 3
 	}
 	ref := newRef(p).optimum()

@@ -50,10 +50,10 @@ type Options struct {
 	MaxChannels int
 	// Progress, when set, receives progress reports (calls are serialised).
 	Progress func(Progress)
-	// MaxStages caps the stages (runtime calls, Device.CallCost) of a latency plan; 0: no
-	// cap. The chosen plan is repaired by moving whole stages onto neighbouring devices (or
-	// onto one device); Solve returns a *StageCapError when no plan within the cap fits.
-	// Batched problems take no cap.
+	// MaxStages caps the stages (runtime calls, Device.CallCost) of a plan, latency or
+	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto
+	// neighbouring devices (or onto one device); Solve returns a *StageCapError when no plan
+	// within the cap fits.
 	MaxStages int
 }
 
@@ -183,8 +183,8 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	default:
 		return nil, invalid("unknown symmetry criterion %q", o.Symmetry)
 	}
-	if o.MaxStages < 0 || (o.MaxStages > 0 && !in.latency()) {
-		return nil, invalid("a stage cap of %d (a positive cap, and for latency problems only: batched plans do not count their stages)", o.MaxStages)
+	if o.MaxStages < 0 {
+		return nil, invalid("a stage cap of %d (the cap must be positive, or 0 for none)", o.MaxStages)
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -526,7 +526,7 @@ func (s *solver) result() (*Result, error) {
 		}
 		return nil, e
 	}
-	if in.latency() && chosen.pl != nil && chosen.sc != nil {
+	if chosen.pl != nil && chosen.sc != nil {
 		// Stage calls: merge stages while that pays, and honour the cap.
 		stop := func() bool { return false } // bounded work: every move removes time or stages
 		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, s.o.MaxStages)
