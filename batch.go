@@ -93,10 +93,8 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		return res.Nodes[v].Device
 	}
 	type key struct{ v, u int }
-	startOf := map[key]float64{}
 	durOf := map[key]float64{}
 	for _, t := range res.Schedule.Tasks {
-		startOf[key{t.Node, t.Device}] = t.Start
 		durOf[key{t.Node, t.Device}] += t.End - t.Start
 	}
 	commInto := map[key]float64{}
@@ -140,11 +138,18 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 	}
 	for _, ri := range order {
 		dev := routeDev[ri]
-		start := make([]float64, len(g.Nodes))
-		for v := range g.Nodes {
-			start[v] = startOf[key{v, dev[v]}]
+		// The route's stages are the schedule's (Task.Stage, one runtime call each) on the
+		// batches the route visits: each lies on one device, a cross-device input of the
+		// route opens one (its batch reads from another device), so they order acyclically
+		// like a latency plan's, and a route has at most the schedule's stage count, which
+		// Options.K caps (schedule.Options.MaxStages).
+		var visits schedule.Schedule
+		for _, t := range res.Schedule.Tasks {
+			if dev[t.Node] == t.Device {
+				visits.Tasks = append(visits.Tasks, t)
+			}
 		}
-		stage, labelDev := stagesFromPlacement(g, dev, start, devs)
+		stage, labelDev := scheduleStages(g, &visits, devs)
 		rp := RoutePlan{Granules: routes[ri], Inputs: len(routes[ri]) * per, work: stage, labelDevice: labelDev}
 		for l, d := range labelDev {
 			rp.Stages = append(rp.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
@@ -222,10 +227,8 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
 	if opt.K > 0 {
-		// -k caps the stages (runtime calls) of the placement.
-		if p.Batch > 1 {
-			return nil, &UsageError{Msg: fmt.Sprintf("-k %d: batched placements (--batch %d in %d granules) cannot cap their stages yet; leave out -k, or --batch to plan one input", opt.K, p.Batch*max(p.GranuleSize, 1), p.Batch)}
-		}
+		// -k caps the stages (runtime calls) of the placement, latency or batched (where
+		// every route then has at most K stages too).
 		so.MaxStages = opt.K
 	}
 	if opt.Bounds == "none" && method == "auto" {
