@@ -94,8 +94,10 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 	}
 	type key struct{ v, u int }
 	durOf := map[key]float64{}
+	callOf := map[key]float64{} // the stage call a batch opens with (schedule.Task.Call)
 	for _, t := range res.Schedule.Tasks {
-		durOf[key{t.Node, t.Device}] += t.End - t.Start
+		durOf[key{t.Node, t.Device}] += t.End - t.Start - t.Call
+		callOf[key{t.Node, t.Device}] += t.Call
 	}
 	commInto := map[key]float64{}
 	for _, tr := range res.Schedule.Transfers {
@@ -160,11 +162,12 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 			s.Ops++
 			s.ParamBytes += g.Nodes[v].ParamBytes
 			s.ComputeS += durOf[key{v, dev[v]}]
+			s.CallS += callOf[key{v, dev[v]}]
 			s.CommS += commInto[key{v, dev[v]}]
 			touched[dev[v]] = true
 		}
 		for i := range rp.Stages {
-			rp.Stages[i].TotalS = rp.Stages[i].ComputeS + rp.Stages[i].CommS
+			rp.Stages[i].TotalS = rp.Stages[i].ComputeS + rp.Stages[i].CommS + rp.Stages[i].CallS
 		}
 		markBottleneck(rp.Stages)
 		for u, t := range touched {
@@ -191,8 +194,18 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		if t.Granules > 1 {
 			label = fmt.Sprintf("%s ×%d", t.Name, t.Granules)
 		}
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[t.Device]].Name, Kind: emit.EventCompute,
-			Label: label, StartS: t.Start, EndS: t.End, Stage: st})
+		dev, start := r.Cluster.Devices[devs[t.Device]].Name, t.Start
+		if t.Call > 0 { // the batch opens a stage: its runtime call comes first, on its device
+			what := "runtime call"
+			if st >= 0 {
+				what = fmt.Sprintf("stage %d runtime call", st)
+			}
+			r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+				Label: what, StartS: start, EndS: start + t.Call, Stage: st})
+			start += t.Call
+		}
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+			Label: label, StartS: start, EndS: t.End, Stage: st})
 	}
 	for _, tr := range res.Schedule.Transfers {
 		st := -1
