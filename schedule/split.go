@@ -683,7 +683,7 @@ func (in *inst) boundSub(nodes []int, oneGranule bool) (*subProblem, error) {
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Congestion: p.Congestion}
 	for u := range q.Devices {
-		q.Devices[u].CallCost = 0 // a batched problem: its plans price no calls
+		q.Devices[u].CallCost = 0 // the one-granule proxy leaves calls out: a smaller bound, still one
 		q.Devices[u].Memory, q.Devices[u].BatchSizes = 0, nil
 	}
 	sp := &subProblem{}
