@@ -145,7 +145,16 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 			}
 		}
 		if src.Call == 0 && !paid {
-			return 0, fmt.Errorf("source node %d runs first on device %d without a call", src.Node, src.Device)
+			// A source of no duration holds no device, so it does not wait for the call that
+			// opened the stage it joins: it may run earlier in time than that call. Then the
+			// stage (Task.Stage) must still have been opened on its device by a paying task.
+			opened := false
+			for _, t := range sc.Tasks {
+				opened = opened || (t.Device == src.Device && t.Stage == src.Stage && t.Call > 0)
+			}
+			if src.End > src.Start || !opened {
+				return 0, fmt.Errorf("source node %d runs first on device %d without a call", src.Node, src.Device)
+			}
 		}
 	}
 	for i, g := range gm {
