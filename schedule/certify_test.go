@@ -291,7 +291,7 @@ func TestCertificates(t *testing.T) {
 }
 
 // TestCertificatesMILPCalls runs the MILPs (and MILP-SPLIT) alone on the random stream, half
-// of whose latency instances price stage calls: their bounds with the calls priced, and
+// of whose instances (latency and batched) price stage calls: their bounds with the calls priced, and
 // their "optimal" claims, against the exhaustive reference.
 func TestCertificatesMILPCalls(t *testing.T) {
 	count := 400
