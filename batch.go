@@ -93,11 +93,11 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		return res.Nodes[v].Device
 	}
 	type key struct{ v, u int }
-	startOf := map[key]float64{}
 	durOf := map[key]float64{}
+	callOf := map[key]float64{} // the stage call a batch opens with (schedule.Task.Call)
 	for _, t := range res.Schedule.Tasks {
-		startOf[key{t.Node, t.Device}] = t.Start
-		durOf[key{t.Node, t.Device}] += t.End - t.Start
+		durOf[key{t.Node, t.Device}] += t.End - t.Start - t.Call
+		callOf[key{t.Node, t.Device}] += t.Call
 	}
 	commInto := map[key]float64{}
 	for _, tr := range res.Schedule.Transfers {
@@ -140,11 +140,18 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 	}
 	for _, ri := range order {
 		dev := routeDev[ri]
-		start := make([]float64, len(g.Nodes))
-		for v := range g.Nodes {
-			start[v] = startOf[key{v, dev[v]}]
+		// The route's stages are the schedule's (Task.Stage, one runtime call each) on the
+		// batches the route visits: each lies on one device, a cross-device input of the
+		// route opens one (its batch reads from another device), so they order acyclically
+		// like a latency plan's, and a route has at most the schedule's stage count, which
+		// Options.K caps (schedule.Options.MaxStages).
+		var visits schedule.Schedule
+		for _, t := range res.Schedule.Tasks {
+			if dev[t.Node] == t.Device {
+				visits.Tasks = append(visits.Tasks, t)
+			}
 		}
-		stage, labelDev := stagesFromPlacement(g, dev, start, devs)
+		stage, labelDev := scheduleStages(g, &visits, devs)
 		rp := RoutePlan{Granules: routes[ri], Inputs: len(routes[ri]) * per, work: stage, labelDevice: labelDev}
 		for l, d := range labelDev {
 			rp.Stages = append(rp.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
@@ -155,11 +162,12 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 			s.Ops++
 			s.ParamBytes += g.Nodes[v].ParamBytes
 			s.ComputeS += durOf[key{v, dev[v]}]
+			s.CallS += callOf[key{v, dev[v]}]
 			s.CommS += commInto[key{v, dev[v]}]
 			touched[dev[v]] = true
 		}
 		for i := range rp.Stages {
-			rp.Stages[i].TotalS = rp.Stages[i].ComputeS + rp.Stages[i].CommS
+			rp.Stages[i].TotalS = rp.Stages[i].ComputeS + rp.Stages[i].CommS + rp.Stages[i].CallS
 		}
 		markBottleneck(rp.Stages)
 		for u, t := range touched {
@@ -186,8 +194,18 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		if t.Granules > 1 {
 			label = fmt.Sprintf("%s ×%d", t.Name, t.Granules)
 		}
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[t.Device]].Name, Kind: emit.EventCompute,
-			Label: label, StartS: t.Start, EndS: t.End, Stage: st})
+		dev, start := r.Cluster.Devices[devs[t.Device]].Name, t.Start
+		if t.Call > 0 { // the batch opens a stage: its runtime call comes first, on its device
+			what := "runtime call"
+			if st >= 0 {
+				what = fmt.Sprintf("stage %d runtime call", st)
+			}
+			r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+				Label: what, StartS: start, EndS: start + t.Call, Stage: st})
+			start += t.Call
+		}
+		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+			Label: label, StartS: start, EndS: t.End, Stage: st})
 	}
 	for _, tr := range res.Schedule.Transfers {
 		st := -1
@@ -222,10 +240,8 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
 	if opt.K > 0 {
-		// -k caps the stages (runtime calls) of the placement.
-		if p.Batch > 1 {
-			return nil, &UsageError{Msg: fmt.Sprintf("-k %d: batched placements (--batch %d in %d granules) cannot cap their stages yet; leave out -k, or --batch to plan one input", opt.K, p.Batch*max(p.GranuleSize, 1), p.Batch)}
-		}
+		// -k caps the stages (runtime calls) of the placement, latency or batched (where
+		// every route then has at most K stages too).
 		so.MaxStages = opt.K
 	}
 	if opt.Bounds == "none" && method == "auto" {

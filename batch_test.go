@@ -3,6 +3,7 @@ package onnxpart_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -164,3 +165,49 @@ func TestBatchUsage(t *testing.T) {
 }
 
 func asUsage(err error, ue **onnxpart.UsageError) bool { return errors.As(err, ue) }
+
+// TestBatchStageCap: -k caps a batched plan's stages (runtime calls): -k 2 --batch 8 on four
+// devices gives every route at most 2 stages, or a usage error that names -k and says why.
+func TestBatchStageCap(t *testing.T) {
+	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Resolve(context.Background(), "a100-80g,t4,t4,cpu", profile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Devices) != 4 {
+		t.Fatalf("%d devices, want 4", len(c.Devices))
+	}
+	for _, k := range []int{0, 1, 2} {
+		r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{K: k, Batch: 8, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
+		var ue *onnxpart.UsageError
+		if asUsage(err, &ue) {
+			if !strings.Contains(ue.Msg, fmt.Sprintf("-k %d", k)) || !strings.Contains(ue.Msg, "stages") {
+				t.Fatalf("-k %d: usage error %q does not say why", k, ue.Msg)
+			}
+			t.Logf("-k %d: %v", k, err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Batch == nil || len(r.Batch.Routes) == 0 {
+			t.Fatalf("-k %d: not a batched plan", k)
+		}
+		if k == 0 {
+			t.Logf("no cap: %d routes, %d stages in all, route 0 has %d, %.4g s for the batch", len(r.Batch.Routes), r.Schedule.Schedule.StageCount(), len(r.Stages), r.Upper)
+			continue
+		}
+		if n := r.Schedule.Schedule.StageCount(); n > k {
+			t.Errorf("-k %d: the schedule has %d stages", k, n)
+		}
+		for i, rt := range r.Batch.Routes {
+			if len(rt.Stages) > k {
+				t.Errorf("-k %d: route %d has %d stages", k, i, len(rt.Stages))
+			}
+		}
+		t.Logf("-k %d: %d routes, route 0 has %d stages, %.4g s for the batch", k, len(r.Batch.Routes), len(r.Stages), r.Upper)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/onnxpart/onnxpart/emit"
@@ -276,10 +275,11 @@ type hiddenDeadline struct{ context.Context }
 
 func (hiddenDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-// scheduleStages returns the stage label of every node of a latency schedule and the cluster
-// device of every label: the schedule's stages (schedule.Task.Stage: a run of a device's
-// tasks that one call executes, opened by a task that reads from another device or by the
-// device's first task), numbered in the order they open. The stage graph is acyclic
+// scheduleStages returns the stage label of every node of a schedule (latency, or the
+// batches a batched route visits) and the cluster device of every label: the schedule's
+// stages (schedule.Task.Stage: a run of a device's tasks that one call executes, opened by a
+// task that reads from another device or by the device's first task), numbered in the order
+// they open. The stage graph is acyclic
 // (schedule's opensStage says why). A stage of weight-only nodes alone (emit puts those in
 // every stage that reads them) is dropped: its nodes take the label of a consumer.
 func scheduleStages(g *graph.Graph, sc *schedule.Schedule, devs []int) (stage []int, labelDevice []int) {
@@ -327,71 +327,6 @@ func scheduleStages(g *graph.Graph, sc *schedule.Schedule, devs []int) (stage []
 			}
 		}
 		stage[v] = l
-	}
-	return stage, labelDevice
-}
-
-// stagesFromPlacement turns a placement (dev[v], an index into devs, and the start time of
-// every node) into stages: nodes are taken in order of start time; a node joins its device's current stage when every predecessor on another device
-// lies in an earlier stage, and opens a new stage otherwise. Stage numbers grow with time and
-// every edge goes from a stage to the same or a later one, so the stage graph is acyclic.
-func stagesFromPlacement(g *graph.Graph, dev []int, start []float64, devs []int) (stage []int, labelDevice []int) {
-	n := len(g.Nodes)
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	topo := g.TopoOrder()
-	pos := make([]int, n)
-	for i, v := range topo {
-		pos[v] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		x, y := start[order[a]], start[order[b]]
-		if x != y {
-			return x < y
-		}
-		return pos[order[a]] < pos[order[b]]
-	})
-	// Starts are consistent with the DAG only up to ties; fix ties by a topological pass.
-	stage = make([]int, n)
-	for i := range stage {
-		stage[i] = -1
-	}
-	done := make([]bool, n)
-	cur := map[int]int{}
-	next := 0
-	var place func(v int)
-	place = func(v int) {
-		if done[v] {
-			return
-		}
-		for _, p := range g.Preds(v) {
-			place(p)
-		}
-		d := dev[v]
-		need := 0
-		for _, p := range g.Preds(v) {
-			req := stage[p]
-			if dev[p] != d {
-				req++
-			}
-			if req > need {
-				need = req
-			}
-		}
-		s, ok := cur[d]
-		if !ok || s < need {
-			s = next
-			next++
-			cur[d] = s
-			labelDevice = append(labelDevice, devs[d])
-		}
-		stage[v] = s
-		done[v] = true
-	}
-	for _, v := range order {
-		place(v)
 	}
 	return stage, labelDevice
 }

@@ -49,8 +49,9 @@ const (
 
 // Options control Plan.
 type Options struct {
-	// K caps the stages: a pipeline's (throughput), or a latency placement's runtime calls
-	// (a usage error when the solver finds no plan within it); batched placements refuse it.
+	// K caps the stages: a pipeline's (throughput), or a latency or batched placement's
+	// runtime calls (a batched plan's every route then has at most K stages; a usage error
+	// when the solver finds no plan within it).
 	// 0: no cap (a pipeline then has one stage per device).
 	K int
 	// Objective is Throughput, Latency or "" (throughput for identical devices, latency for

@@ -26,7 +26,7 @@ type Bound struct {
 func (in *inst) criticalPath() float64 {
 	head, tail, fast := in.headTail()
 	best := 0.0
-	for i := range in.n {
+	for i := range in.numNodes {
 		best = math.Max(best, head[i]+fast[i]+tail[i])
 	}
 	return best
@@ -38,70 +38,96 @@ func (in *inst) criticalPath() float64 {
 //
 // Proof: a device runs one task at a time, so every plan's makespan is at least each
 // device's busy time. A plan puts c_iu granules of node i on device u in one batch of time
-// bt[i][u][c_iu] ≥ c_iu·rate[i][u] (rate = the best time per granule over the supported
+// batchTime[i][u][c_iu] ≥ c_iu·rate[i][u] (rate = the best time per granule over the supported
 // sizes), with Σ_u c_iu = L: the integral plan is a feasible point of the LP, whose optimum
 // C* is therefore ≤ the makespan (the work bound of digest-003 §2, LB(st, k), made exact over
 // devices by the LP; it is the device-load inequality T ≥ Σ_i p_iu·x_iu of the latency MILP,
 // digest-004 §4.3, relaxed). HiGHS's dual bound is taken with a 1e-7 relative margin. The
 // fallback Σ_i min_u rate·L / K is the same argument summed over the K devices.
+//
+// Stage calls: device u's busy time is its batches' times + c_u·(its stages), and a device
+// that runs anything has at least one stage (its first task or batch opens one: a source, or
+// one that reads from another device, as nothing ran on u before it), so the LP adds c_u·y_u
+// with L·y_u ≥ f_iu for every i: the integral plan sets y_u = 1 exactly on the devices it
+// uses, a feasible point. (The fallback leaves the calls out: smaller, still a bound.)
 func (in *inst) loadBound(ctx context.Context) float64 {
-	rate := make([][]float64, in.n)
-	for i := range in.n {
-		rate[i] = make([]float64, in.k)
-		for u := range in.k {
+	rate := make([][]float64, in.numNodes)
+	for i := range in.numNodes {
+		rate[i] = make([]float64, in.numDevices)
+		for u := range in.numDevices {
 			rate[i][u] = math.Inf(1)
 			if in.latency() {
-				rate[i][u] = in.t[i][u]
+				rate[i][u] = in.granuleTime[i][u]
 				continue
 			}
-			for c := 1; c <= in.l; c++ {
+			for c := 1; c <= in.numGranules; c++ {
 				if in.sizeOK[u][c] {
-					rate[i][u] = math.Min(rate[i][u], in.bt[i][u][c]/float64(c))
+					rate[i][u] = math.Min(rate[i][u], in.batchTime[i][u][c]/float64(c))
 				}
 			}
 		}
 	}
+	// Stage calls: each device used pays at least one call, its first task's (batch's).
+	calls := true
 	// Closed form for one device; otherwise an LP.
-	if in.k == 1 {
+	if in.numDevices == 1 {
 		s := 0.0
-		for i := range in.n {
-			s += rate[i][0] * float64(in.l)
+		for i := range in.numNodes {
+			s += rate[i][0] * float64(in.numGranules)
+		}
+		if calls && in.sourceCalls {
+			s += in.callCost[0]
 		}
 		return s
 	}
 	m := &milp.Model{}
 	// Scale to keep the coefficients near 1.
 	scale := 0.0
-	for i := range in.n {
-		for u := range in.k {
+	for i := range in.numNodes {
+		for u := range in.numDevices {
 			if !math.IsInf(rate[i][u], 1) {
 				scale = math.Max(scale, rate[i][u])
 			}
+		}
+	}
+	for u := range in.numDevices {
+		if calls {
+			scale = math.Max(scale, in.callCost[u])
 		}
 	}
 	if scale <= 0 {
 		return 0
 	}
 	c := m.AddVar(0, milp.Inf, 1, false, "C")
-	f := make([][]int, in.n)
-	for i := range in.n {
-		f[i] = make([]int, in.k)
+	f := make([][]int, in.numNodes)
+	for i := range in.numNodes {
+		f[i] = make([]int, in.numDevices)
 		var cols []int
-		for u := range in.k {
+		for u := range in.numDevices {
 			f[i][u] = -1
 			if !math.IsInf(rate[i][u], 1) {
 				f[i][u] = m.AddVar(0, milp.Inf, 0, false, "")
 				cols = append(cols, f[i][u])
 			}
 		}
-		m.AddRow(float64(in.l), float64(in.l), cols, ones(len(cols)))
+		m.AddRow(float64(in.numGranules), float64(in.numGranules), cols, ones(len(cols)))
 	}
-	for u := range in.k {
+	for u := range in.numDevices {
 		cols, vals := []int{c}, []float64{-1}
-		for i := range in.n {
+		for i := range in.numNodes {
 			if f[i][u] >= 0 && rate[i][u] > 0 {
 				cols, vals = append(cols, f[i][u]), append(vals, rate[i][u]/scale)
 			}
+		}
+		if calls && in.sourceCalls && in.callCost[u] > 0 {
+			// L·y_u ≥ f_iu: u is used as soon as it runs any granule (f_iu ∈ [0, L]).
+			y := m.AddVar(0, 1, 0, false, "")
+			for i := range in.numNodes {
+				if f[i][u] >= 0 {
+					m.AddRow(0, milp.Inf, []int{y, f[i][u]}, []float64{float64(in.numGranules), -1})
+				}
+			}
+			cols, vals = append(cols, y), append(vals, in.callCost[u]/scale)
 		}
 		m.AddRow(-milp.Inf, 0, cols, vals)
 	}
@@ -109,14 +135,14 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 	if err != nil || res.Status != milp.Optimal || math.IsInf(res.DualBound, 0) {
 		// Fall back to the trivial bound Σ_i min_u rate / K.
 		s := 0.0
-		for i := range in.n {
+		for i := range in.numNodes {
 			best := math.Inf(1)
-			for u := range in.k {
+			for u := range in.numDevices {
 				best = math.Min(best, rate[i][u])
 			}
-			s += best * float64(in.l)
+			s += best * float64(in.numGranules)
 		}
-		return s / float64(in.k)
+		return s / float64(in.numDevices)
 	}
 	// The LP optimum is exact up to HiGHS's tolerances; keep a little margin.
 	return math.Max(0, res.DualBound*scale*(1-1e-7))
@@ -136,25 +162,36 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // (digest-004 §4.3, §4.6) with the disjunctive (6) and congestion (8) constraints dropped; in
 // batched mode of F4a (digest-003 §3.4) for one granule, with per-granule transfer times
 // comm(·, 1) ≤ comm(·, c) and batch times ≥ the fastest supported batch.
+//
+// Stage calls (both modes; in batched mode for the batch that holds the granule followed): a
+// node i on u that reads a non-free edge from another device
+// opens a stage and takes c_u more, so each such input's arrival counts c_u on top (an input
+// from u itself counts none): if i opens, it ends ≥ (latest arrival) + c_u + t ≥ every
+// input's term; if it does not, every non-free input came from u and its term carries no
+// call. And a node of positive time t on u ends ≥ c_u + t: u's first task always opens a
+// stage (it is a source, or it reads from another device), so either i is that task and pays
+// c_u, or i, which occupies u, starts after that task, which ended ≥ c_u. (A task of no time
+// occupies nothing and may run before the first call ends, hence d > 0.)
 func (in *inst) commPathBound() float64 {
-	fin := make([][]float64, in.n)
+	calls := true // both modes: a batch opens a stage by the same rule as a latency task
+	fin := make([][]float64, in.numNodes)
 	best := 0.0
 	for _, i := range in.topo {
-		fin[i] = make([]float64, in.k)
-		for u := range in.k {
+		fin[i] = make([]float64, in.numDevices)
+		for u := range in.numDevices {
 			d := math.Inf(1)
 			if in.latency() {
-				d = in.t[i][u]
+				d = in.granuleTime[i][u]
 			} else {
-				for c := 1; c <= in.l; c++ {
+				for c := 1; c <= in.numGranules; c++ {
 					if in.sizeOK[u][c] {
-						d = math.Min(d, in.bt[i][u][c])
+						d = math.Min(d, in.batchTime[i][u][c])
 					}
 				}
 			}
-			if in.pinG != nil && in.pinG[i] != nil {
+			if in.pinnedGranules != nil && in.pinnedGranules[i] != nil {
 				used := false
-				for _, w := range in.pinG[i] {
+				for _, w := range in.pinnedGranules[i] {
 					used = used || w == u
 				}
 				if !used {
@@ -163,18 +200,25 @@ func (in *inst) commPathBound() float64 {
 			}
 			ready := 0.0
 			for _, e := range in.inE[i] {
-				p := in.p.Edges[e].From
+				p := in.problem.Edges[e].From
 				arr := math.Inf(1)
-				for w := range in.k {
-					arr = math.Min(arr, fin[p][w]+in.comm(e, w, u, 1))
+				for w := range in.numDevices {
+					x := fin[p][w] + in.comm(e, w, u, 1)
+					if calls && w != u && !in.free[e] {
+						x += in.callCost[u] // i reads from another device: it opens a stage
+					}
+					arr = math.Min(arr, x)
 				}
 				ready = math.Max(ready, arr)
 			}
 			fin[i][u] = ready + d
+			if calls && in.sourceCalls && d > 0 {
+				fin[i][u] = math.Max(fin[i][u], in.callCost[u]+d) // after u's first call
+			}
 		}
 		if len(in.succs[i]) == 0 {
 			m := math.Inf(1)
-			for u := range in.k {
+			for u := range in.numDevices {
 				m = math.Min(m, fin[i][u])
 			}
 			best = math.Max(best, m)
@@ -213,35 +257,42 @@ func maxBound(bs []Bound) float64 {
 // that an infeasible MILP proves that no plan fits): take any plan that fits and schedule its
 // tasks semi-actively in a topological order of nodes and transfers; each task starts when
 // an earlier task ends (or at 0), so the makespan is at most the sum of all durations. A node
-// has at most min(K, L) batches, each at most its slowest batch; an edge has at most
+// has at most min(K, L) batches, each at most its slowest batch plus one stage call (the
+// largest CallCost of a device it can run on); an edge has at most
 // min(L, K²) messages, each at most comm(·, L).
 func (in *inst) serialHorizon() float64 {
 	h := 0.0
-	for i := range in.n {
+	for i := range in.numNodes {
 		worst := 0.0
-		for u := range in.k {
-			for c := 1; c <= in.l; c++ {
-				x := in.bt[i][u][c]
+		for u := range in.numDevices {
+			for c := 1; c <= in.numGranules; c++ {
+				x := in.batchTime[i][u][c]
 				if in.latency() {
-					x = in.t[i][u]
+					x = in.granuleTime[i][u]
 				}
 				if !math.IsInf(x, 1) {
 					worst = math.Max(worst, x)
 				}
 			}
 		}
-		h += worst * float64(min(in.k, in.l)) // at most one batch per device
+		call := 0.0 // each batch opens at most one stage
+		for u := range in.numDevices {
+			if in.canRun(i, u) {
+				call = math.Max(call, in.callCost[u])
+			}
+		}
+		h += (worst + call) * float64(min(in.numDevices, in.numGranules)) // at most one batch per device
 	}
-	for e := range in.p.Edges {
+	for e := range in.problem.Edges {
 		worst := 0.0
-		for u := range in.k {
-			for v := range in.k {
-				if d := in.comm(e, u, v, in.l); !math.IsInf(d, 1) {
+		for u := range in.numDevices {
+			for v := range in.numDevices {
+				if d := in.comm(e, u, v, in.numGranules); !math.IsInf(d, 1) {
 					worst = math.Max(worst, d)
 				}
 			}
 		}
-		h += worst * float64(min(in.l, in.k*in.k)) // messages per edge
+		h += worst * float64(min(in.numGranules, in.numDevices*in.numDevices)) // messages per edge
 	}
 	return h
 }
@@ -257,26 +308,26 @@ func (in *inst) serialHorizon() float64 {
 //     so Σ_i (Weight_i + L·Act_i) ≤ Σ_u Mem_u whenever every capacity is finite.
 func (in *inst) memoryProof() string {
 	total, need := 0.0, 0.0
-	for u := range in.k {
-		total += in.mem[u]
+	for u := range in.numDevices {
+		total += in.capacity[u]
 	}
-	for i := range in.n {
-		nd := &in.p.Nodes[i]
-		need += nd.Weight + float64(in.l)*nd.Act
+	for i := range in.numNodes {
+		nd := &in.problem.Nodes[i]
+		need += nd.Weight + float64(in.numGranules)*nd.Act
 		// can[s]: s granules of node i can be placed on the devices seen so far.
-		can := make([]bool, in.l+1)
+		can := make([]bool, in.numGranules+1)
 		can[0] = true
-		for u := range in.k {
+		for u := range in.numDevices {
 			next := append([]bool(nil), can...)
-			for c := 1; c <= in.l; c++ {
-				ok := in.canRun(i, u) && nd.Weight+float64(c)*nd.Act <= in.mem[u]
+			for c := 1; c <= in.numGranules; c++ {
+				ok := in.canRun(i, u) && nd.Weight+float64(c)*nd.Act <= in.capacity[u]
 				if !in.latency() {
-					ok = ok && in.sizeOK[u][c] && !math.IsInf(in.bt[i][u][c], 1)
+					ok = ok && in.sizeOK[u][c] && !math.IsInf(in.batchTime[i][u][c], 1)
 				}
 				if !ok {
 					continue
 				}
-				for s := 0; s+c <= in.l; s++ {
+				for s := 0; s+c <= in.numGranules; s++ {
 					if can[s] {
 						next[s+c] = true
 					}
@@ -284,7 +335,7 @@ func (in *inst) memoryProof() string {
 			}
 			can = next
 		}
-		if !can[in.l] {
+		if !can[in.numGranules] {
 			return fmt.Sprintf("node %d (%s) fits on no device", i, nd.Name)
 		}
 	}

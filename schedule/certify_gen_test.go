@@ -211,7 +211,7 @@ func genInstance(s source, batched bool) *instance {
 		genBatch(s, x, fl)
 	}
 	genMemory(s, x, fl)
-	if !batched && pick(s, 50) {
+	if pick(s, 50) {
 		// Stage calls: one cost for all devices (identical devices stay identical), or one
 		// per device.
 		fl("calls")

@@ -171,17 +171,28 @@ func (r *refInst) route() {
 // it reads a non-free edge from another device (always paid), and when it is a source — no
 // non-free in-edge — the time it pays when it is its device's first task.
 func (r *refInst) callOf(i int, dev []int) (always, ifFirst float64) {
-	if r.L > 1 {
-		return 0, 0 // batched mode prices no calls
+	gm := make([][]int, r.n)
+	for x, u := range dev {
+		gm[x] = []int{u}
 	}
+	return r.batchCallOf(i, dev[i], gm)
+}
+
+// batchCallOf is callOf for node i's batch on device u under granule maps gm (latency: one
+// granule): the batch pays u's call always when one of its granules reads a non-free edge
+// from a granule on another device, and when i is a source only if the batch is u's first.
+func (r *refInst) batchCallOf(i, u int, gm [][]int) (always, ifFirst float64) {
 	in, crossIn := false, false
 	for e, ed := range r.p.Edges {
-		if ed.To == i && !r.free[e] {
-			in = true
-			crossIn = crossIn || dev[ed.From] != dev[i]
+		if ed.To != i || r.free[e] {
+			continue
+		}
+		in = true
+		for l, w := range gm[i] {
+			crossIn = crossIn || (w == u && gm[ed.From][l] != u)
 		}
 	}
-	c := r.p.Devices[dev[i]].CallCost
+	c := r.p.Devices[u].CallCost
 	switch {
 	case crossIn:
 		return c, 0
@@ -498,7 +509,8 @@ func (r *refInst) batchedGraph(gm [][]int) (g *taskGraph, batch [][]int, ok bool
 		for u := 0; u < r.k; u++ {
 			batch[i][u] = -1
 			if cnt[u] > 0 {
-				batch[i][u] = g.add(r.bt[i][u][cnt[u]], true, u)
+				always, ifFirst := r.batchCallOf(i, u, gm)
+				batch[i][u] = g.addFirst(r.bt[i][u][cnt[u]]+always, ifFirst, true, u)
 			}
 		}
 	}

@@ -133,7 +133,7 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 		st.mu.Unlock()
 		return nil
 	}
-	if p.Batch <= 1 && o.Seed%3 == 0 {
+	if o.Seed%3 == 0 {
 		o.MaxStages = 1 + int(o.Seed/3%3) // a stage cap of 1 to 3
 	}
 	ref := newRef(p).optimum()
@@ -287,6 +287,29 @@ func TestCertificates(t *testing.T) {
 		count = 300
 	}
 	st := runCertificates(t, 1, count, 2)
+	t.Log(st)
+}
+
+// TestCertificatesMILPCalls runs the MILPs (and MILP-SPLIT) alone on the random stream, half
+// of whose instances (latency and batched) price stage calls: their bounds with the calls priced, and
+// their "optimal" claims, against the exhaustive reference.
+func TestCertificatesMILPCalls(t *testing.T) {
+	count := 400
+	if testing.Short() {
+		count = 100
+	}
+	st := runCertificatesWith(t, 5, count, 2, func(s source, seed uint64) schedule.Options {
+		o := certOptions(s, seed)
+		switch {
+		case o.Method == schedule.Split:
+		case s.intn(2) == 0:
+			o.Method = schedule.MILP
+		default:
+			o.Method, o.ModuleSize, o.MaxChannels = schedule.Split, 1+s.intn(3), 1+s.intn(4)
+			o.TimeLimit = 80 * time.Millisecond
+		}
+		return o
+	})
 	t.Log(st)
 }
 

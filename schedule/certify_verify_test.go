@@ -101,10 +101,10 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 			return 0, fmt.Errorf("task of node %d on device %d has %d granules, the placement %d", t.Node, t.Device, t.Granules, c)
 		}
 		d := r.bt[t.Node][t.Device][c]
-		if r.L == 1 {
+		{
 			// The stage call: always paid after a cross-device input; by a source only when
 			// it is its device's first task (checked below, once every task is known).
-			always, ifFirst := r.callOf(t.Node, pl.Device)
+			always, ifFirst := r.batchCallOf(t.Node, t.Device, gm)
 			switch {
 			case always > 0 && t.Call != always:
 				return 0, fmt.Errorf("node %d reads from another device: call %g, want %g", t.Node, t.Call, always)
@@ -145,7 +145,16 @@ func (r *refInst) verifyPlan(res *schedule.Result) (float64, error) {
 			}
 		}
 		if src.Call == 0 && !paid {
-			return 0, fmt.Errorf("source node %d runs first on device %d without a call", src.Node, src.Device)
+			// A source of no duration holds no device, so it does not wait for the call that
+			// opened the stage it joins: it may run earlier in time than that call. Then the
+			// stage (Task.Stage) must still have been opened on its device by a paying task.
+			opened := false
+			for _, t := range sc.Tasks {
+				opened = opened || (t.Device == src.Device && t.Stage == src.Stage && t.Call > 0)
+			}
+			if src.End > src.Start || !opened {
+				return 0, fmt.Errorf("source node %d runs first on device %d without a call", src.Node, src.Device)
+			}
 		}
 	}
 	for i, g := range gm {

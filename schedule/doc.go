@@ -44,15 +44,32 @@
 //     the thesis's recursive lower bound from dependency and predecessor sets, built from the
 //     sub-solves' dual bounds (never incumbents) when they time out.
 //
-// Stage calls (latency mode): a stage is a run of a device's tasks that one runtime call
-// executes; a task opens one when it reads a tensor from another device or is its device's
+// Stage calls: a stage is a run of a device's tasks that one runtime call executes; a task
+// (in batched mode a node's batch on a device) opens one when it reads a non-free tensor from
+// another device (batched: when one of its granules does) or is a source and its device's
 // first task, and then also takes its device's CallCost (Device.CallCost), so the stages a
-// caller emits from Schedule.Tasks (Task.Stage) are exactly the priced ones. Every method's plan
-// is judged with the calls by the simulator, and the chosen plan is merged (whole stages moved
-// onto a neighbouring stage's device, or every node onto one device, while the makespan
-// falls); Options.MaxStages caps the stages. The MILPs and the lower bounds leave the calls
-// out: a plan with calls is never shorter than the same schedule without them, so every bound
-// stays a bound, only looser. Batched plans price no calls yet.
+// caller emits from Schedule.Tasks (Task.Stage, Task.Call) are exactly the priced ones. What
+// prices them where:
+//
+//   - the simulator, in both modes, hence every heuristic, EA and SA, which it judges, and
+//     the chosen plan's merge: whole stages moved onto a neighbouring stage's device (batched:
+//     their granules), or everything onto one device, while the makespan falls, so no stage
+//     remains whose merge into a neighbour pays; Options.MaxStages caps the stages of latency
+//     and batched plans alike (a *StageCapError when no plan within the cap fits);
+//   - the latency MILP (milp_latency.go): cross-device openers exactly (o_jv ≥ x_jv − x_iv),
+//     a source's call through a shifted start, each used device's call in its load row; its
+//     optimum is a lower bound always and equals the priced makespan of its plan unless a
+//     source with an in-edge or no time may sit on a device with a call (then it serves as a
+//     relaxation, and the simulator judges its plan);
+//   - MILP-SPLIT's sub-problems: the cross-device calls of their nodes, never a source's
+//     first-task call (their devices may have run earlier modules), so their bounds stay
+//     bounds of every real plan's part;
+//   - the batched MILP leaves the calls out: a relaxation, its bound valid, its plan priced by
+//     the simulator;
+//   - the lower bounds (bounds.go): the communication critical path adds a call to every
+//     cross-device input and ends every task of positive time no earlier than its device's
+//     call; the load LP charges each device it uses one call; the serial horizon one call per
+//     task. Each argument is written beside its code.
 //
 // Certificates: a Result's LowerBound (and every entry of Bounds) is proved — each bound's
 // argument is stated where it is computed (bounds.go, split.go) —, Optimal means the plan is

@@ -98,11 +98,11 @@ func bruteForce(t *testing.T, p *Problem) float64 {
 	var orders [][]int
 	var rec func(done []bool, cur []int)
 	rec = func(done []bool, cur []int) {
-		if len(cur) == in.n {
+		if len(cur) == in.numNodes {
 			orders = append(orders, append([]int(nil), cur...))
 			return
 		}
-		for i := range in.n {
+		for i := range in.numNodes {
 			if done[i] {
 				continue
 			}
@@ -119,13 +119,13 @@ func bruteForce(t *testing.T, p *Problem) float64 {
 			}
 		}
 	}
-	rec(make([]bool, in.n), nil)
+	rec(make([]bool, in.numNodes), nil)
 	best := math.Inf(1)
-	dev := make([]int, in.n)
+	dev := make([]int, in.numNodes)
 	s := newLatSim(in)
 	var place func(i int)
 	place = func(i int) {
-		if i == in.n {
+		if i == in.numNodes {
 			if o := in.overflow(in.memoryLatency(dev)); o > 0 {
 				return
 			}
@@ -136,7 +136,7 @@ func bruteForce(t *testing.T, p *Problem) float64 {
 			}
 			return
 		}
-		for u := range in.k {
+		for u := range in.numDevices {
 			if in.canRun(i, u) {
 				dev[i] = u
 				place(i + 1)

@@ -16,19 +16,21 @@ type memTracker struct {
 	used []float64
 }
 
-func newMemTracker(in *inst) *memTracker { return &memTracker{in: in, used: make([]float64, in.k)} }
+func newMemTracker(in *inst) *memTracker {
+	return &memTracker{in: in, used: make([]float64, in.numDevices)}
+}
 
 // need is the memory node i takes on device u with c granules there.
 func (m *memTracker) need(i, c int) float64 {
 	if c == 0 {
 		return 0
 	}
-	nd := &m.in.p.Nodes[i]
+	nd := &m.in.problem.Nodes[i]
 	return nd.Weight + float64(c)*nd.Act
 }
 
 func (m *memTracker) fits(i, u, c int) bool {
-	return m.used[u]+m.need(i, c) <= m.in.mem[u]*(1+1e-12)
+	return m.used[u]+m.need(i, c) <= m.in.capacity[u]*(1+1e-12)
 }
 
 // fitsCounts reports whether a split (granules per device) of node i fits.
@@ -45,7 +47,7 @@ func (m *memTracker) fitsCounts(i int, cnt []int) bool {
 func (m *memTracker) over(i int, cnt []int) float64 {
 	o := 0.0
 	for u, c := range cnt {
-		if x := m.used[u] + m.need(i, c) - m.in.mem[u]; c > 0 && x > 0 {
+		if x := m.used[u] + m.need(i, c) - m.in.capacity[u]; c > 0 && x > 0 {
 			o += x
 		}
 	}
@@ -64,7 +66,7 @@ func (m *memTracker) add1(i, u int) { m.used[u] += m.need(i, 1) }
 // between devices makes a transfer impossible).
 func (in *inst) reachableFrom(j, v int, dev []int) bool {
 	for _, e := range in.inE[j] {
-		u := dev[in.p.Edges[e].From]
+		u := dev[in.problem.Edges[e].From]
 		if u >= 0 && math.IsInf(in.comm(e, u, v, 1), 1) {
 			return false
 		}
@@ -80,20 +82,20 @@ func (in *inst) bestDevice() *Placement {
 	var best *Placement
 	bestMk := math.Inf(1)
 	s := newLatSim(in)
-	for u := range in.k {
+	for u := range in.numDevices {
 		ok := true
 		mem := 0.0
-		for i := range in.n {
+		for i := range in.numNodes {
 			if !in.canRun(i, u) {
 				ok = false
 				break
 			}
-			mem += in.p.Nodes[i].Weight + in.p.Nodes[i].Act
+			mem += in.problem.Nodes[i].Weight + in.problem.Nodes[i].Act
 		}
-		if !ok || mem > in.mem[u] {
+		if !ok || mem > in.capacity[u] {
 			continue
 		}
-		dev := make([]int, in.n)
+		dev := make([]int, in.numNodes)
 		for i := range dev {
 			dev[i] = u
 		}
@@ -108,7 +110,7 @@ func (in *inst) bestDevice() *Placement {
 // met puts every node on the device where it runs fastest (Minimum Execution Time),
 // ignoring communication, in breadth-first order.
 func (in *inst) met() *Placement {
-	dev := make([]int, in.n)
+	dev := make([]int, in.numNodes)
 	for i := range dev {
 		dev[i] = -1
 	}
@@ -116,7 +118,7 @@ func (in *inst) met() *Placement {
 	for _, j := range in.bfs {
 		best, bestOver := -1, math.Inf(1)
 		for pass := 0; pass < 2 && best < 0; pass++ {
-			for v := range in.k {
+			for v := range in.numDevices {
 				if !in.canRun(j, v) || !in.reachableFrom(j, v, dev) {
 					continue
 				}
@@ -125,9 +127,9 @@ func (in *inst) met() *Placement {
 				}
 				o := 0.0
 				if pass == 1 {
-					o = math.Max(0, mt.used[v]+mt.need(j, 1)-in.mem[v])
+					o = math.Max(0, mt.used[v]+mt.need(j, 1)-in.capacity[v])
 				}
-				if best < 0 || o < bestOver || (o == bestOver && in.t[j][v] < in.t[j][best]) {
+				if best < 0 || o < bestOver || (o == bestOver && in.granuleTime[j][v] < in.granuleTime[j][best]) {
 					best, bestOver = v, o
 				}
 			}
@@ -144,8 +146,8 @@ func (in *inst) met() *Placement {
 // fastest is the device where node i runs fastest (lowest index on ties).
 func (in *inst) fastest(i int) int {
 	best := -1
-	for u := range in.k {
-		if in.canRun(i, u) && (best < 0 || in.t[i][u] < in.t[i][best]) {
+	for u := range in.numDevices {
+		if in.canRun(i, u) && (best < 0 || in.granuleTime[i][u] < in.granuleTime[i][best]) {
 			best = u
 		}
 	}
@@ -160,7 +162,7 @@ func (in *inst) greedy() *Placement {
 	for _, j := range in.bfs {
 		best, bestFin, bestOver := -1, math.Inf(1), math.Inf(1)
 		for pass := 0; pass < 2 && best < 0; pass++ {
-			for v := range in.k {
+			for v := range in.numDevices {
 				if !in.canRun(j, v) || !in.reachableFrom(j, v, s.dev) {
 					continue
 				}
@@ -169,7 +171,7 @@ func (in *inst) greedy() *Placement {
 					continue
 				}
 				if pass == 1 {
-					o = math.Max(0, mt.used[v]+mt.need(j, 1)-in.mem[v])
+					o = math.Max(0, mt.used[v]+mt.need(j, 1)-in.capacity[v])
 				}
 				fin := s.place(j, v, false)
 				if o < bestOver || (o == bestOver && fin < bestFin) {
@@ -188,12 +190,12 @@ func (in *inst) greedy() *Placement {
 
 // upwardRank is HEFT's priority: rank(i) = w̄_i + max over successors (c̄_ij + rank(j)).
 func (in *inst) upwardRank(w []float64, c []float64) []float64 {
-	rank := make([]float64, in.n)
-	for x := in.n - 1; x >= 0; x-- {
+	rank := make([]float64, in.numNodes)
+	for x := in.numNodes - 1; x >= 0; x-- {
 		i := in.topo[x]
 		best := 0.0
 		for _, e := range in.outE[i] {
-			best = math.Max(best, c[e]+rank[in.p.Edges[e].To])
+			best = math.Max(best, c[e]+rank[in.problem.Edges[e].To])
 		}
 		rank[i] = w[i] + best
 	}
@@ -203,8 +205,8 @@ func (in *inst) upwardRank(w []float64, c []float64) []float64 {
 // meanComm is the mean transfer time of edge e over ordered device pairs with a route.
 func (in *inst) meanComm(e, c int) float64 {
 	sum, cnt := 0.0, 0
-	for u := range in.k {
-		for v := range in.k {
+	for u := range in.numDevices {
+		for v := range in.numDevices {
 			if u == v {
 				continue
 			}
@@ -254,39 +256,39 @@ func (t *slots) insert(st, d float64) {
 // device with the earliest finish, inserted into idle gaps (communication counted, congestion
 // ignored by its own estimate; the simulator judges).
 func (in *inst) heft() *Placement {
-	w := make([]float64, in.n)
-	for i := range in.n {
+	w := make([]float64, in.numNodes)
+	for i := range in.numNodes {
 		sum, cnt := 0.0, 0
-		for u := range in.k {
+		for u := range in.numDevices {
 			if in.canRun(i, u) {
-				sum += in.t[i][u]
+				sum += in.granuleTime[i][u]
 				cnt++
 			}
 		}
 		w[i] = sum / float64(cnt)
 	}
-	c := make([]float64, len(in.p.Edges))
+	c := make([]float64, len(in.problem.Edges))
 	for e := range c {
 		c[e] = in.meanComm(e, 1)
 	}
 	rank := in.upwardRank(w, c)
-	key := make([]float64, in.n)
+	key := make([]float64, in.numNodes)
 	for i := range key {
 		key[i] = -rank[i]
 	}
 	order := in.kahnOrder(key)
-	dev := make([]int, in.n)
+	dev := make([]int, in.numNodes)
 	for i := range dev {
 		dev[i] = -1
 	}
-	start := make([]float64, in.n)
-	end := make([]float64, in.n)
-	tl := make([]slots, in.k)
+	start := make([]float64, in.numNodes)
+	end := make([]float64, in.numNodes)
+	tl := make([]slots, in.numDevices)
 	mt := newMemTracker(in)
 	for _, j := range order {
 		best, bestSt, bestFin, bestOver := -1, 0.0, math.Inf(1), math.Inf(1)
 		for pass := 0; pass < 2 && best < 0; pass++ {
-			for v := range in.k {
+			for v := range in.numDevices {
 				if !in.canRun(j, v) || !in.reachableFrom(j, v, dev) {
 					continue
 				}
@@ -295,15 +297,15 @@ func (in *inst) heft() *Placement {
 					continue
 				}
 				if pass == 1 {
-					o = math.Max(0, mt.used[v]+mt.need(j, 1)-in.mem[v])
+					o = math.Max(0, mt.used[v]+mt.need(j, 1)-in.capacity[v])
 				}
 				ready := 0.0
 				for _, e := range in.inE[j] {
-					i := in.p.Edges[e].From
+					i := in.problem.Edges[e].From
 					ready = math.Max(ready, end[i]+in.comm(e, dev[i], v, 1))
 				}
-				st := tl[v].earliest(ready, in.t[j][v])
-				fin := st + in.t[j][v]
+				st := tl[v].earliest(ready, in.granuleTime[j][v])
+				fin := st + in.granuleTime[j][v]
 				if o < bestOver || (o == bestOver && fin < bestFin) {
 					best, bestSt, bestFin, bestOver = v, st, fin, o
 				}
@@ -313,12 +315,12 @@ func (in *inst) heft() *Placement {
 			best = in.fastest(j)
 			bestSt = 0
 			for _, e := range in.inE[j] {
-				bestSt = math.Max(bestSt, end[in.p.Edges[e].From])
+				bestSt = math.Max(bestSt, end[in.problem.Edges[e].From])
 			}
-			bestFin = bestSt + in.t[j][best]
+			bestFin = bestSt + in.granuleTime[j][best]
 		}
 		dev[j], start[j], end[j] = best, bestSt, bestFin
-		tl[best].insert(bestSt, in.t[j][best])
+		tl[best].insert(bestSt, in.granuleTime[j][best])
 		mt.add1(j, best)
 	}
 	return &Placement{Device: dev, Order: start}
@@ -346,21 +348,21 @@ type splitSet struct {
 const maxSplits = 4096
 
 func (in *inst) splits() *splitSet {
-	ss := &splitSet{counts: make([][][]int, in.n), maps: make([][][]int, in.n)}
-	for i := range in.n {
-		if in.pinG != nil && in.pinG[i] != nil {
-			cnt := make([]int, in.k)
-			for _, u := range in.pinG[i] {
+	ss := &splitSet{counts: make([][][]int, in.numNodes), maps: make([][][]int, in.numNodes)}
+	for i := range in.numNodes {
+		if in.pinnedGranules != nil && in.pinnedGranules[i] != nil {
+			cnt := make([]int, in.numDevices)
+			for _, u := range in.pinnedGranules[i] {
 				cnt[u]++
 			}
 			ss.counts[i] = [][]int{cnt}
-			ss.maps[i] = [][]int{append([]int(nil), in.pinG[i]...)}
+			ss.maps[i] = [][]int{append([]int(nil), in.pinnedGranules[i]...)}
 			continue
 		}
 		ss.counts[i] = in.splitsOf(i, maxSplits)
 		ss.maps[i] = make([][]int, len(ss.counts[i]))
 		for s, cnt := range ss.counts[i] {
-			ss.maps[i][s] = contiguous(cnt, in.l)
+			ss.maps[i][s] = contiguous(cnt, in.numGranules)
 		}
 	}
 	return ss
@@ -382,7 +384,7 @@ func contiguous(cnt []int, l int) []int {
 func (in *inst) splitSpan(i int, cnt []int) (span, work float64) {
 	for u, c := range cnt {
 		if c > 0 {
-			d := in.bt[i][u][c]
+			d := in.batchTime[i][u][c]
 			span = math.Max(span, d)
 			work += d
 		}
@@ -395,24 +397,24 @@ func (in *inst) bBestDevice() *Placement {
 	var best *Placement
 	bestMk := math.Inf(1)
 	s := newBatchSim(in)
-	for u := range in.k {
-		if !in.sizeOK[u][in.l] {
+	for u := range in.numDevices {
+		if !in.sizeOK[u][in.numGranules] {
 			continue
 		}
-		g := make([][]int, in.n)
+		g := make([][]int, in.numNodes)
 		mem, ok := 0.0, true
-		for i := range in.n {
-			if math.IsInf(in.bt[i][u][in.l], 1) {
+		for i := range in.numNodes {
+			if math.IsInf(in.batchTime[i][u][in.numGranules], 1) {
 				ok = false
 				break
 			}
-			g[i] = make([]int, in.l)
+			g[i] = make([]int, in.numGranules)
 			for l := range g[i] {
 				g[i][l] = u
 			}
-			mem += in.p.Nodes[i].Weight + float64(in.l)*in.p.Nodes[i].Act
+			mem += in.problem.Nodes[i].Weight + float64(in.numGranules)*in.problem.Nodes[i].Act
 		}
-		if !ok || mem > in.mem[u] {
+		if !ok || mem > in.capacity[u] {
 			continue
 		}
 		if mk := s.eval(g, in.topo); mk < bestMk {
@@ -425,7 +427,7 @@ func (in *inst) bBestDevice() *Placement {
 // bMET gives every node the split with the shortest longest batch ("the best batch-device
 // combination for each task"), ignoring communication.
 func (in *inst) bMET(ss *splitSet) *Placement {
-	g := make([][]int, in.n)
+	g := make([][]int, in.numNodes)
 	mt := newMemTracker(in)
 	for _, j := range in.bfs {
 		best := -1
@@ -452,7 +454,7 @@ func (in *inst) bEFT(ss *splitSet, order []int) *Placement {
 	s := newBatchSim(in)
 	s.reset()
 	mt := newMemTracker(in)
-	g := make([][]int, in.n)
+	g := make([][]int, in.numNodes)
 	for _, j := range order {
 		best := -1
 		var bf, bw, bo float64
@@ -484,7 +486,7 @@ func (in *inst) bEFT(ss *splitSet, order []int) *Placement {
 // predecessors.
 func (in *inst) splitReachable(j int, gj []int, g [][]int) bool {
 	for _, e := range in.inE[j] {
-		gi := g[in.p.Edges[e].From]
+		gi := g[in.problem.Edges[e].From]
 		if gi == nil {
 			continue
 		}
@@ -502,20 +504,20 @@ func (in *inst) bGreedy(ss *splitSet) *Placement { return in.bEFT(ss, in.bfs) }
 // bHEFT orders the nodes by upward rank, with w̄ the node's best split span and c̄ the mean
 // one-granule transfer, and places each with the earliest-finishing split.
 func (in *inst) bHEFT(ss *splitSet) *Placement {
-	w := make([]float64, in.n)
-	for i := range in.n {
+	w := make([]float64, in.numNodes)
+	for i := range in.numNodes {
 		w[i] = math.Inf(1)
 		for _, cnt := range ss.counts[i] {
 			span, _ := in.splitSpan(i, cnt)
 			w[i] = math.Min(w[i], span)
 		}
 	}
-	c := make([]float64, len(in.p.Edges))
+	c := make([]float64, len(in.problem.Edges))
 	for e := range c {
 		c[e] = in.meanComm(e, 1)
 	}
 	rank := in.upwardRank(w, c)
-	key := make([]float64, in.n)
+	key := make([]float64, in.numNodes)
 	for i := range key {
 		key[i] = -rank[i]
 	}

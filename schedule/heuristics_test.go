@@ -27,8 +27,8 @@ func TestHeuristicsValid(t *testing.T) {
 	// MET puts every node on its fastest device; greedy respects memory (T7: A cannot go on G).
 	in, _ := prepare(t3(7))
 	for i, u := range in.met().Device {
-		if in.t[i][u] != in.t[i][in.fastest(i)] {
-			t.Errorf("MET put %s on %d", in.p.Nodes[i].Name, u)
+		if in.granuleTime[i][u] != in.granuleTime[i][in.fastest(i)] {
+			t.Errorf("MET put %s on %d", in.problem.Nodes[i].Name, u)
 		}
 	}
 	in, _ = prepare(t7())

@@ -26,6 +26,12 @@ import (
 // still valid and its plan is re-timed by the simulator). The SOS-style F2 replaces the big-M
 // linearisation (3.5)–(3.6). Granules are interchangeable, so the first node's granules are
 // ordered by device; identical devices are ordered by the symmetry criterion.
+//
+// Stage calls (Device.CallCost) are left out of this model: a batch's priced duration is its
+// batch time plus at most one call, so every plan's priced makespan is at least its makespan
+// here and the optimum (and dual bound) stays a lower bound; with calls the model is used as
+// a relaxation (mipRun.relaxed) and the simulator prices its plan. The calls enter the bounds
+// (bounds.go) and every heuristic through the simulator.
 
 type batchModel struct {
 	in    *inst
@@ -47,12 +53,12 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		return nil, fmt.Errorf("schedule: batched MILP needs a finite positive horizon, got %v", ub)
 	}
 	bm := &batchModel{in: in, m: &milp.Model{}, scale: modelHorizon / ub, h: modelHorizon}
-	m, sc, H, L := bm.m, bm.scale, bm.h, in.l
+	m, sc, H, L := bm.m, bm.scale, bm.h, in.numGranules
 	head, tail, fast := in.headTail()
 	maxc := 0.0
-	for e := range in.p.Edges {
-		for u := range in.k {
-			for v := range in.k {
+	for e := range in.problem.Edges {
+		for u := range in.numDevices {
+			for v := range in.numDevices {
 				if d := in.comm(e, u, v, 1); !math.IsInf(d, 1) {
 					maxc = math.Max(maxc, d*sc)
 				}
@@ -60,21 +66,21 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 	}
 	M := H + maxc
-	bm.x = make([][][]int, in.n)
-	bm.b = make([][][]int, in.n)
-	bm.s = make([][]int, in.n)
-	for i := range in.n {
-		nd := &in.p.Nodes[i]
-		bm.x[i] = make([][]int, in.k)
-		bm.b[i] = make([][]int, in.k)
-		bm.s[i] = make([]int, in.k)
-		for u := range in.k {
+	bm.x = make([][][]int, in.numNodes)
+	bm.b = make([][][]int, in.numNodes)
+	bm.s = make([][]int, in.numNodes)
+	for i := range in.numNodes {
+		nd := &in.problem.Nodes[i]
+		bm.x[i] = make([][]int, in.numDevices)
+		bm.b[i] = make([][]int, in.numDevices)
+		bm.s[i] = make([]int, in.numDevices)
+		for u := range in.numDevices {
 			bm.b[i][u] = make([]int, L+1)
 			bm.x[i][u] = make([]int, L)
 			any := false
 			for c := 0; c <= L; c++ {
 				bm.b[i][u][c] = -1
-				if c > 0 && in.sizeOK[u][c] && !math.IsInf(in.bt[i][u][c], 1) && nd.Weight+float64(c)*nd.Act <= in.mem[u] {
+				if c > 0 && in.sizeOK[u][c] && !math.IsInf(in.batchTime[i][u][c], 1) && nd.Weight+float64(c)*nd.Act <= in.capacity[u] {
 					bm.b[i][u][c] = m.AddBinary(0, fmt.Sprintf("b_%d_%d_%d", i, u, c))
 					any = true
 				}
@@ -92,9 +98,9 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 			}
 		}
 	}
-	for i, g := range in.pinG {
+	for i, g := range in.pinnedGranules {
 		for l, pu := range g {
-			for u := range in.k {
+			for u := range in.numDevices {
 				if c := bm.x[i][u][l]; c >= 0 && u != pu {
 					m.ColHi[c] = 0
 				} else if c >= 0 {
@@ -110,25 +116,25 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		var vals []float64
 		for c := 1; c <= L; c++ {
 			if col := bm.b[i][u][c]; col >= 0 {
-				cols, vals = append(cols, col), append(vals, in.bt[i][u][c]*sc+extra)
+				cols, vals = append(cols, col), append(vals, in.batchTime[i][u][c]*sc+extra)
 			}
 		}
 		return cols, vals
 	}
-	for i := range in.n {
+	for i := range in.numNodes {
 		for l := range L { // F1
 			var cols []int
-			for u := range in.k {
+			for u := range in.numDevices {
 				if c := bm.x[i][u][l]; c >= 0 {
 					cols = append(cols, c)
 				}
 			}
 			if len(cols) == 0 {
-				return nil, invalid("node %d (%s) fits on no device", i, in.p.Nodes[i].Name)
+				return nil, invalid("node %d (%s) fits on no device", i, in.problem.Nodes[i].Name)
 			}
 			m.AddRow(1, 1, cols, ones(len(cols)))
 		}
-		for u := range in.k {
+		for u := range in.numDevices {
 			if bm.s[i][u] < 0 {
 				continue
 			}
@@ -153,9 +159,9 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 	}
 	// Device loads.
-	for u := range in.k {
+	for u := range in.numDevices {
 		cols, vals := []int{bm.c}, []float64{-1}
-		for i := range in.n {
+		for i := range in.numNodes {
 			dc, dv := dur(i, u, 0)
 			cols, vals = append(cols, dc...), append(vals, dv...)
 		}
@@ -164,14 +170,14 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 	}
 	// F4a and F7.
-	for e, ed := range in.p.Edges {
+	for e, ed := range in.problem.Edges {
 		i, j := ed.From, ed.To
-		for u := range in.k {
+		for u := range in.numDevices {
 			if bm.s[i][u] < 0 {
 				continue
 			}
 			dc, dv := dur(i, u, 0)
-			for v := range in.k {
+			for v := range in.numDevices {
 				if bm.s[j][v] < 0 {
 					continue
 				}
@@ -191,17 +197,17 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 	}
 	// F5: non-overlap on each device, for pairs whose windows intersect.
-	for a := range in.n {
+	for a := range in.numNodes {
 		if err := ctx.Err(); err != nil {
 			return nil, err // the time is up: building the rest would only overshoot it
 		}
-		for bb := a + 1; bb < in.n; bb++ {
+		for bb := a + 1; bb < in.numNodes; bb++ {
 			sa, fa := head[a]*sc, H-tail[a]*sc
 			sb, fb := head[bb]*sc, H-tail[bb]*sc
 			if fa <= sb+1e-9 || fb <= sa+1e-9 {
 				continue
 			}
-			for u := range in.k {
+			for u := range in.numDevices {
 				if bm.s[a][u] < 0 || bm.s[bb][u] < 0 {
 					continue
 				}
@@ -242,18 +248,18 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 	}
 	// F6 memory, only where it can bind.
-	for u := range in.k {
-		if math.IsInf(in.mem[u], 1) {
+	for u := range in.numDevices {
+		if math.IsInf(in.capacity[u], 1) {
 			continue
 		}
 		var cols []int
 		var vals []float64
 		total, big := 0.0, 0.0
-		for i := range in.n {
+		for i := range in.numNodes {
 			if bm.s[i][u] < 0 {
 				continue
 			}
-			nd := &in.p.Nodes[i]
+			nd := &in.problem.Nodes[i]
 			for l := range L {
 				if nd.Act > 0 {
 					cols, vals = append(cols, bm.x[i][u][l]), append(vals, nd.Act)
@@ -267,23 +273,23 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 			total += nd.Weight + float64(L)*nd.Act
 			big = math.Max(big, math.Max(nd.Weight, nd.Act))
 		}
-		if total > in.mem[u] && big > 0 {
+		if total > in.capacity[u] && big > 0 {
 			for x := range vals {
 				vals[x] /= big
 			}
-			m.AddRow(-milp.Inf, in.mem[u]/big, cols, vals)
+			m.AddRow(-milp.Inf, in.capacity[u]/big, cols, vals)
 		}
 	}
 	// Granule symmetry: the first node's granules in non-decreasing device order.
 	// (Pinned granule maps break the symmetry; then there are none.)
 	bm.first = -1
-	if in.pinG == nil {
+	if in.pinnedGranules == nil {
 		bm.first = in.topo[0]
 	}
 	for l := 0; bm.first >= 0 && l+1 < L; l++ {
 		var cols []int
 		var vals []float64
-		for u := range in.k {
+		for u := range in.numDevices {
 			if c := bm.x[bm.first][u][l]; c >= 0 && u > 0 {
 				cols, vals = append(cols, c), append(vals, float64(u))
 			}
@@ -315,7 +321,7 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		for c := 1; c <= L; c++ {
 			if bm.b[i][u][c] >= 0 {
 				if x == pos {
-					return in.bt[i][u][c] * sc
+					return in.batchTime[i][u][c] * sc
 				}
 				x++
 			}

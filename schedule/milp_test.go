@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -110,5 +111,56 @@ func TestMILPSkipsWhenSetupExceedsTime(t *testing.T) {
 	run, err = in.solveMILP(ctx, start, 3, mipOptions{symmetry: SymmetryTasks})
 	if err != nil || run.pl != nil || run.bound != 3 {
 		t.Fatalf("expired context: err %v, plan %v, bound %v", err, run.pl != nil, run.bound)
+	}
+}
+
+// TestLatencyMILPCalls: with stage calls priced (milp_latency.go's calls comment), the MILP's
+// optimum is the simulator's priced makespan of its plan and the brute-force optimum.
+func TestLatencyMILPCalls(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		p     *Problem
+		calls []float64
+	}{
+		{"T1a", t1a(2), nil},
+		{"T2", t2(), nil},
+		{"T3a", t3(7), nil},
+		{"T4", t4(), nil},
+		{"T7 memory", t7(), nil},
+		{"T3a uneven", t3(7), []float64{0.5, 3, 1}},
+	} {
+		for _, call := range []float64{0.5, 2} {
+			t.Run(fmt.Sprintf("%s call %g", c.name, call), func(t *testing.T) {
+				for u := range c.p.Devices {
+					c.p.Devices[u].CallCost = call
+					if c.calls != nil {
+						c.p.Devices[u].CallCost = c.calls[u%len(c.calls)]
+					}
+				}
+				in, err := prepare(c.p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := in.bestDevice()
+				if start == nil {
+					start = in.greedy()
+				}
+				run, err := in.solveMILP(context.Background(), start, 0, mipOptions{timeLimit: 20 * time.Second, symmetry: SymmetryTasks})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if run.fault != "" {
+					t.Fatalf("fault: %s", run.fault)
+				}
+				want := bruteForce(t, c.p)
+				t.Logf("priced optimum %v", want)
+				if run.pl == nil || !run.optimal || run.relaxed {
+					t.Fatalf("no exact optimal plan: status %v, relaxed %v", run.status, run.relaxed)
+				}
+				if !near(run.sc.Makespan, want) || !near(run.obj, want) || !near(run.bound, want) {
+					t.Fatalf("makespan %v objective %v bound %v, brute force %v", run.sc.Makespan, run.obj, run.bound, want)
+				}
+			})
+		}
 	}
 }

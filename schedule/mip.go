@@ -33,7 +33,10 @@ type mipRun struct {
 	rows    int
 	nodes   int64
 	elapsed time.Duration
-	relaxed bool // the model is a relaxation (batched with congestion): obj is not a plan's value
+	// relaxed: the model is a relaxation (batched with congestion or with stage calls, which
+	// it leaves out; latency with a call it cannot place exactly, latModel.exact): obj is not
+	// a plan's value.
+	relaxed bool
 	// infeasible: HiGHS proved the model infeasible with the serial horizon, so no plan fits.
 	infeasible bool
 	startSet   bool
@@ -156,6 +159,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			return stopped(err)
 		}
 		model, scale = lm.m, lm.scale
+		run.relaxed = !lm.exact
 		if feasibleStart {
 			canon := sym.canonical(in, start)
 			if csc, err := in.simulate(canon); err == nil && csc.Makespan <= ub*(1+1e-12) {
@@ -169,7 +173,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			return stopped(err)
 		}
 		model, scale = bm.m, bm.scale
-		run.relaxed = in.p.Congestion
+		run.relaxed = in.problem.Congestion || in.hasCalls()
 		if feasibleStart {
 			canon := sym.canonical(in, start)
 			if bm.first >= 0 {
@@ -291,18 +295,39 @@ func (lm *latModel) startVector(pl *Placement, sc *Schedule) []float64 {
 	clamp := func(col int, v float64) {
 		x[col] = math.Min(math.Max(v, lm.m.ColLo[col]), lm.m.ColHi[col])
 	}
-	start := make([]float64, in.n)
-	end := make([]float64, in.n)
+	start := make([]float64, in.numNodes)
+	end := make([]float64, in.numNodes)
 	for _, t := range sc.Tasks {
 		start[t.Node], end[t.Node] = t.Start, t.End
+		if in.source[t.Node] {
+			start[t.Node] += t.Call // the model's start of a source follows its call
+		}
 	}
-	for i := range in.n {
-		x[lm.x[i][pl.Device[i]]] = 1
+	calls := make([]float64, in.numDevices)
+	for i := range in.numNodes {
+		u := pl.Device[i]
+		x[lm.x[i][u]] = 1
 		clamp(lm.s[i], start[i]*sc0)
+		if o := lm.o[i][u]; o >= 0 && in.opensStage(i, u, pl.Device, false) {
+			x[o] = 1
+			calls[u]++
+		}
+	}
+	for u, c := range lm.n {
+		if c >= 0 {
+			used := false
+			for i := range in.numNodes {
+				used = used || pl.Device[i] == u
+			}
+			if used {
+				calls[u] = max(calls[u], 1)
+			}
+			clamp(c, calls[u])
+		}
 	}
 	clamp(lm.t, sc.Makespan*sc0)
-	trS := make([]float64, len(in.p.Edges))
-	trE := make([]float64, len(in.p.Edges))
+	trS := make([]float64, len(in.problem.Edges))
+	trE := make([]float64, len(in.problem.Edges))
 	for e := range trS {
 		trS[e] = math.NaN()
 	}
@@ -310,7 +335,7 @@ func (lm *latModel) startVector(pl *Placement, sc *Schedule) []float64 {
 		trS[tr.Edge], trE[tr.Edge] = tr.Start, tr.End
 	}
 	for qi, e := range lm.qe {
-		ed := in.p.Edges[e]
+		ed := in.problem.Edges[e]
 		a, b := pl.Device[ed.From], pl.Device[ed.To]
 		if math.IsNaN(trS[e]) {
 			clamp(lm.qs[qi], end[ed.From]*sc0)
@@ -340,8 +365,8 @@ func (lm *latModel) startVector(pl *Placement, sc *Schedule) []float64 {
 
 func (lm *latModel) decode(x []float64) *Placement {
 	in := lm.in
-	pl := &Placement{Device: make([]int, in.n), Order: make([]float64, in.n), EdgeOrder: make([]float64, len(in.p.Edges))}
-	for i := range in.n {
+	pl := &Placement{Device: make([]int, in.numNodes), Order: make([]float64, in.numNodes), EdgeOrder: make([]float64, len(in.problem.Edges))}
+	for i := range in.numNodes {
 		best, bv := -1, -1.0
 		for u, c := range lm.x[i] {
 			if c >= 0 && x[c] > bv {
@@ -351,11 +376,11 @@ func (lm *latModel) decode(x []float64) *Placement {
 		pl.Device[i] = best
 		pl.Order[i] = x[lm.s[i]] / lm.scale
 	}
-	for e := range in.p.Edges {
+	for e := range in.problem.Edges {
 		if qi := lm.q[e]; qi >= 0 {
 			pl.EdgeOrder[e] = x[lm.qs[qi]] / lm.scale
 		} else {
-			pl.EdgeOrder[e] = pl.Order[in.p.Edges[e].To]
+			pl.EdgeOrder[e] = pl.Order[in.problem.Edges[e].To]
 		}
 	}
 	return pl
@@ -367,13 +392,13 @@ func (bm *batchModel) startVector(pl *Placement, sc *Schedule) []float64 {
 	clamp := func(col int, v float64) {
 		x[col] = math.Min(math.Max(v, bm.m.ColLo[col]), bm.m.ColHi[col])
 	}
-	st := make([][]float64, in.n)
-	en := make([][]float64, in.n)
-	cnt := make([][]int, in.n)
-	for i := range in.n {
-		st[i] = make([]float64, in.k)
-		en[i] = make([]float64, in.k)
-		cnt[i] = make([]int, in.k)
+	st := make([][]float64, in.numNodes)
+	en := make([][]float64, in.numNodes)
+	cnt := make([][]int, in.numNodes)
+	for i := range in.numNodes {
+		st[i] = make([]float64, in.numDevices)
+		en[i] = make([]float64, in.numDevices)
+		cnt[i] = make([]int, in.numDevices)
 		for l, u := range pl.Granules[i] {
 			x[bm.x[i][u][l]] = 1
 			cnt[i][u]++
@@ -382,8 +407,8 @@ func (bm *batchModel) startVector(pl *Placement, sc *Schedule) []float64 {
 	for _, t := range sc.Tasks {
 		st[t.Node][t.Device], en[t.Node][t.Device] = t.Start, t.End
 	}
-	for i := range in.n {
-		for u := range in.k {
+	for i := range in.numNodes {
+		for u := range in.numDevices {
 			if bm.s[i][u] < 0 {
 				continue
 			}
@@ -406,20 +431,20 @@ func (bm *batchModel) startVector(pl *Placement, sc *Schedule) []float64 {
 
 func (bm *batchModel) decode(x []float64) *Placement {
 	in := bm.in
-	pl := &Placement{Granules: make([][]int, in.n), BatchOrder: make([][]float64, in.n)}
-	for i := range in.n {
-		pl.Granules[i] = make([]int, in.l)
-		pl.BatchOrder[i] = make([]float64, in.k)
-		for l := range in.l {
+	pl := &Placement{Granules: make([][]int, in.numNodes), BatchOrder: make([][]float64, in.numNodes)}
+	for i := range in.numNodes {
+		pl.Granules[i] = make([]int, in.numGranules)
+		pl.BatchOrder[i] = make([]float64, in.numDevices)
+		for l := range in.numGranules {
 			best, bv := -1, -1.0
-			for u := range in.k {
+			for u := range in.numDevices {
 				if c := bm.x[i][u][l]; c >= 0 && x[c] > bv {
 					best, bv = u, x[c]
 				}
 			}
 			pl.Granules[i][l] = best
 		}
-		for u := range in.k {
+		for u := range in.numDevices {
 			if c := bm.s[i][u]; c >= 0 {
 				pl.BatchOrder[i][u] = x[c] / bm.scale
 			}

@@ -36,7 +36,7 @@ type moduleSet struct {
 
 // cutNodes returns the nodes on every source–sink path, in topological order.
 func (in *inst) cutNodes() []int {
-	n := in.n
+	n := in.numNodes
 	anc := make([]bitset, n)
 	for _, i := range in.topo {
 		anc[i] = newBitset(n)
@@ -58,8 +58,8 @@ func (in *inst) cutNodes() []int {
 			continue
 		}
 		// No edge from an ancestor of a to a descendant of a.
-		for e := range in.p.Edges {
-			ed := &in.p.Edges[e]
+		for e := range in.problem.Edges {
+			ed := &in.problem.Edges[e]
 			if anc[a].has(ed.From) && in.reach[a].has(ed.To) {
 				ok = false
 				break
@@ -81,8 +81,8 @@ func (in *inst) detectModules(target, maxChannels int) *moduleSet {
 	}
 	cuts := in.cutNodes()
 	// Stretches between cut nodes: each ends with its cut node (the last may not).
-	seg := make([]int, in.n)
-	isCut := make([]bool, in.n)
+	seg := make([]int, in.numNodes)
+	isCut := make([]bool, in.numNodes)
 	for _, c := range cuts {
 		isCut[c] = true
 	}
@@ -113,7 +113,7 @@ func (in *inst) detectModules(target, maxChannels int) *moduleSet {
 		}
 		blocks = append(blocks, append([]int(nil), s...))
 	}
-	ms := &moduleSet{of: make([]int, in.n)}
+	ms := &moduleSet{of: make([]int, in.numNodes)}
 	for b, blk := range blocks {
 		var parts [][]int
 		if maxChannels >= 2 && len(blk) > target*3/2 {
@@ -159,7 +159,7 @@ func (in *inst) multiChannel(nodes []int, maxChannels, target int) [][]int {
 	for x := range w {
 		w[x] = make([]int, n)
 	}
-	for _, ed := range in.p.Edges {
+	for _, ed := range in.problem.Edges {
 		a, okA := local[ed.From]
 		b, okB := local[ed.To]
 		if okA && okB {
@@ -217,7 +217,7 @@ func (in *inst) multiChannel(nodes []int, maxChannels, target int) [][]int {
 		}
 		sort.Ints(ids)
 		succ := map[int]map[int]bool{}
-		for _, ed := range in.p.Edges {
+		for _, ed := range in.problem.Edges {
 			a, okA := local[ed.From]
 			b, okB := local[ed.To]
 			if okA && okB && comp[a] != comp[b] {
@@ -246,14 +246,14 @@ func (in *inst) multiChannel(nodes []int, maxChannels, target int) [][]int {
 	first := map[int]int{}
 	for x, i := range nodes {
 		c := comp[x]
-		if v, ok := first[c]; !ok || in.pos[i] < v {
-			first[c] = in.pos[i]
+		if v, ok := first[c]; !ok || in.topoPos[i] < v {
+			first[c] = in.topoPos[i]
 		}
 	}
 	deg := map[int]int{}
 	succ := map[int][]int{}
 	seen := map[[2]int]bool{}
-	for _, ed := range in.p.Edges {
+	for _, ed := range in.problem.Edges {
 		a, okA := local[ed.From]
 		b, okB := local[ed.To]
 		if okA && okB && comp[a] != comp[b] && !seen[[2]int{comp[a], comp[b]}] {
@@ -293,7 +293,7 @@ func (in *inst) multiChannel(nodes []int, maxChannels, target int) [][]int {
 		}
 	}
 	for _, p := range parts {
-		sort.Slice(p, func(a, b int) bool { return in.pos[p[a]] < in.pos[p[b]] })
+		sort.Slice(p, func(a, b int) bool { return in.topoPos[p[a]] < in.topoPos[p[b]] })
 	}
 	return parts
 }
@@ -592,7 +592,7 @@ func (in *inst) minChannelIdeal(nodes []int, local map[int]int, inD []bool, a, z
 			g.add(2*x+1, t, inf)
 		}
 	}
-	for _, ed := range in.p.Edges {
+	for _, ed := range in.problem.Edges {
 		x, okX := local[ed.From]
 		y, okY := local[ed.To]
 		if !okX || !okY {

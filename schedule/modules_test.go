@@ -12,7 +12,7 @@ func TestCutNodes(t *testing.T) {
 	}
 	var names []string
 	for _, c := range in.cutNodes() {
-		names = append(names, in.p.Nodes[c].Name)
+		names = append(names, in.problem.Nodes[c].Name)
 	}
 	want := []string{"A", "D", "A2", "D2"}
 	if len(names) != len(want) {
@@ -28,7 +28,7 @@ func TestCutNodes(t *testing.T) {
 	p.Edges = append(p.Edges, Edge{From: 0, To: 7, Time: uniformComm(2, 1)})
 	in, _ = prepare(p)
 	for _, c := range in.cutNodes() {
-		if n := in.p.Nodes[c].Name; n == "D" || n == "A2" {
+		if n := in.problem.Nodes[c].Name; n == "D" || n == "A2" {
 			t.Errorf("%s is a cut node although A→D2 jumps over it", n)
 		}
 	}
@@ -166,7 +166,7 @@ func TestSweepCutsChannels(t *testing.T) {
 		if len(ms.modules) < 4 {
 			t.Fatalf("c=%d: %d modules, want at least 4", c, len(ms.modules))
 		}
-		seen := make([]bool, in.n)
+		seen := make([]bool, in.numNodes)
 		for m, mod := range ms.modules {
 			for _, i := range mod {
 				if seen[i] {

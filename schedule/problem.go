@@ -70,7 +70,9 @@ type Device struct {
 	// synchronisation, the hand-off through the host). A stage is a run of consecutive tasks
 	// on one device that one call executes; a task opens a new stage — and its time grows by
 	// CallCost — when it reads a tensor from another device, or when it is the device's first
-	// task; see opensStage. Latency mode only: batched plans price none yet.
+	// task; see opensStage. In batched mode the same rule applies to a node's batch on a
+	// device: it opens a stage when one of its granules reads a non-free edge from a granule
+	// on another device, or when it is a source's batch and the device's first.
 	CallCost float64
 }
 
@@ -82,11 +84,12 @@ type Link struct {
 
 // inst is a validated Problem with the derived data every method needs.
 type inst struct {
-	p       *Problem
-	n, k, l int
-	// t[i][u]: one granule; bt[i][u][c]: a batch of c granules (c = 0..L, bt[..][0] = 0).
-	t  [][]float64
-	bt [][][]float64
+	problem                           *Problem
+	numNodes, numDevices, numGranules int
+	// granuleTime[i][u]: one granule of node i on device u; batchTime[i][u][c]: a batch of c
+	// granules (c = 0..L, batchTime[..][0] = 0).
+	granuleTime [][]float64
+	batchTime   [][][]float64
 	// sizeOK[u][c]: device u supports a batch of c granules (c = 1..L).
 	sizeOK       [][]bool
 	preds, succs [][]int // node adjacency (unique, sorted)
@@ -94,18 +97,22 @@ type inst struct {
 	free         []bool  // free[e]: the edge never needs a transfer
 	// routeBW, routeLat: the effective link u→v after routing (bw 0 = unreachable).
 	routeBW, routeLat [][]float64
-	topo              []int // Kahn by index
-	bfs               []int // breadth-first topological order (the thesis's gene order)
-	pos               []int // pos[i]: index of i in topo
+	topo              []int   // Kahn by index
+	succCSR, predCSR  dag.CSR // preds and succs in graph/dag's form (for its Kahn)
+	bfs               []int   // breadth-first topological order (the thesis's gene order)
+	topoPos           []int   // topoPos[i]: index of i in topo
 	reach             []bitset
-	mem               []float64 // capacity; +Inf when unlimited
-	call              []float64 // call[u]: Devices[u].CallCost
+	capacity          []float64 // capacity[u]: memory of device u; +Inf when unlimited
+	callCost          []float64 // callCost[u]: Devices[u].CallCost
 	source            []bool    // source[i]: node i has no non-free in-edge (it reads no transfer)
-	// pinG[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
-	pinG [][]int
+	// sourceCalls: a source that is its device's first task pays the device's call (true
+	// but in MILP-SPLIT's sub-problems, whose devices may have run earlier modules).
+	sourceCalls bool
+	// pinnedGranules[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
+	pinnedGranules [][]int
 }
 
-func (in *inst) latency() bool { return in.l <= 1 }
+func (in *inst) latency() bool { return in.numGranules <= 1 }
 
 // opensStage reports whether node j on device v starts a new stage (one runtime call) when
 // its predecessors sit on dev and first says that no task has run on v yet: it reads a
@@ -120,7 +127,26 @@ func (in *inst) opensStage(j, v int, dev []int, first bool) bool {
 		return first
 	}
 	for _, e := range in.inE[j] {
-		if !in.free[e] && dev[in.p.Edges[e].From] != v {
+		if !in.free[e] && dev[in.problem.Edges[e].From] != v {
+			return true
+		}
+	}
+	return false
+}
+
+// stageCall is the call node j pays on device v when opens (opensStage) says it opens a
+// stage: the device's CallCost, but nothing for a source where sourceCalls is off.
+func (in *inst) stageCall(j, v int, opens bool) float64 {
+	if !opens || (in.source[j] && !in.sourceCalls) {
+		return 0
+	}
+	return in.callCost[v]
+}
+
+// hasCalls reports whether some device has a stage-call cost.
+func (in *inst) hasCalls() bool {
+	for _, c := range in.callCost {
+		if c > 0 {
 			return true
 		}
 	}
@@ -133,7 +159,7 @@ func (in *inst) comm(e, u, v, c int) float64 {
 	if u == v || in.free[e] {
 		return 0
 	}
-	ed := &in.p.Edges[e]
+	ed := &in.problem.Edges[e]
 	if ed.Time != nil {
 		return float64(c) * ed.Time[u][v]
 	}
@@ -145,7 +171,7 @@ func (in *inst) comm(e, u, v, c int) float64 {
 }
 
 // canRun reports whether node i may run (some batch) on device u.
-func (in *inst) canRun(i, u int) bool { return !math.IsInf(in.t[i][u], 1) }
+func (in *inst) canRun(i, u int) bool { return !math.IsInf(in.granuleTime[i][u], 1) }
 
 // ValidationError names what is wrong with a Problem or a Placement.
 type ValidationError struct{ Msg string }
@@ -179,20 +205,20 @@ func prepare(p *Problem) (*inst, error) {
 		return nil, invalid("the problem has no devices")
 	}
 	l := max(p.Batch, 1)
-	in := &inst{p: p, n: n, k: k, l: l}
-	in.mem = make([]float64, k)
+	in := &inst{problem: p, numNodes: n, numDevices: k, numGranules: l, sourceCalls: true}
+	in.capacity = make([]float64, k)
 	for u, d := range p.Devices {
 		if d.Memory < 0 || math.IsNaN(d.Memory) {
 			return nil, invalid("device %d (%s) has memory %v", u, d.Name, d.Memory)
 		}
-		in.mem[u] = d.Memory
+		in.capacity[u] = d.Memory
 		if d.Memory == 0 {
-			in.mem[u] = math.Inf(1)
+			in.capacity[u] = math.Inf(1)
 		}
 		if d.CallCost < 0 || math.IsNaN(d.CallCost) || math.IsInf(d.CallCost, 0) {
 			return nil, invalid("device %d (%s) has call cost %v", u, d.Name, d.CallCost)
 		}
-		in.call = append(in.call, d.CallCost)
+		in.callCost = append(in.callCost, d.CallCost)
 	}
 	in.sizeOK = make([][]bool, k)
 	for u, d := range p.Devices {
@@ -213,8 +239,8 @@ func prepare(p *Problem) (*inst, error) {
 	if p.GranuleSize < 0 {
 		return nil, invalid("granule size %d is negative", p.GranuleSize)
 	}
-	in.t = make([][]float64, n)
-	in.bt = make([][][]float64, n)
+	in.granuleTime = make([][]float64, n)
+	in.batchTime = make([][][]float64, n)
 	for i := range p.Nodes {
 		nd := &p.Nodes[i]
 		if len(nd.Time) != k {
@@ -223,8 +249,8 @@ func prepare(p *Problem) (*inst, error) {
 		if nd.Weight < 0 || nd.Act < 0 || math.IsNaN(nd.Weight) || math.IsNaN(nd.Act) || math.IsInf(nd.Weight, 0) || math.IsInf(nd.Act, 0) {
 			return nil, invalid("node %d (%s) has memory weight %v, act %v", i, nd.Name, nd.Weight, nd.Act)
 		}
-		in.t[i] = make([]float64, k)
-		in.bt[i] = make([][]float64, k)
+		in.granuleTime[i] = make([]float64, k)
+		in.batchTime[i] = make([][]float64, k)
 		if nd.BatchTime != nil && len(nd.BatchTime) != k {
 			return nil, invalid("node %d (%s) has batch times for %d devices, not %d", i, nd.Name, len(nd.BatchTime), k)
 		}
@@ -239,7 +265,7 @@ func prepare(p *Problem) (*inst, error) {
 			} else {
 				runnable = true
 			}
-			in.t[i][u] = x
+			in.granuleTime[i][u] = x
 			row := make([]float64, l+1)
 			var given []float64
 			if nd.BatchTime != nil {
@@ -261,7 +287,7 @@ func prepare(p *Problem) (*inst, error) {
 				}
 				row[c] = y
 			}
-			in.bt[i][u] = row
+			in.batchTime[i][u] = row
 		}
 		if !runnable {
 			return nil, invalid("node %d (%s) cannot run on any device", i, nd.Name)
@@ -338,7 +364,7 @@ func prepare(p *Problem) (*inst, error) {
 // prepareLinks computes the routed link of every ordered device pair: the widest path
 // (largest bottleneck bandwidth), and among those the smallest summed latency.
 func (in *inst) prepareLinks() error {
-	p, k := in.p, in.k
+	p, k := in.problem, in.numDevices
 	if p.Links != nil && len(p.Links) != k {
 		return invalid("link matrix has %d rows for %d devices", len(p.Links), k)
 	}
@@ -412,21 +438,22 @@ func (in *inst) prepareLinks() error {
 
 // orders computes the index-stable Kahn order and the BFS (FIFO Kahn) order, or a CycleError.
 func (in *inst) orders() error {
-	n := in.n
+	n := in.numNodes
 	indeg := make([]int, n)
 	for i := range n {
 		indeg[i] = len(in.preds[i])
 	}
 	// Kahn with the smallest index first.
 	succ := dag.FromLists(in.succs)
+	in.succCSR, in.predCSR = succ, dag.FromLists(in.preds)
 	order, cyc := dag.Topological(succ)
 	if cyc != nil {
-		return dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.p.Nodes[i].Name })
+		return dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.problem.Nodes[i].Name })
 	}
 	in.topo = order
-	in.pos = make([]int, n)
+	in.topoPos = make([]int, n)
 	for x, i := range in.topo {
-		in.pos[i] = x
+		in.topoPos[i] = x
 	}
 	// Breadth-first: a FIFO queue seeded with the sources in index order.
 	deg := append([]int(nil), indeg...)
@@ -450,9 +477,9 @@ func (in *inst) orders() error {
 // checkSplits makes sure every node has at least one split of the L granules into supported
 // batch sizes on devices where it can run.
 func (in *inst) checkSplits() error {
-	for i := range in.n {
+	for i := range in.numNodes {
 		if len(in.splitsOf(i, 1)) == 0 {
-			return invalid("node %d (%s): no split of %d granules into the supported batch sizes of the devices it can run on", i, in.p.Nodes[i].Name, in.l)
+			return invalid("node %d (%s): no split of %d granules into the supported batch sizes of the devices it can run on", i, in.problem.Nodes[i].Name, in.numGranules)
 		}
 	}
 	return nil
@@ -462,10 +489,10 @@ func (in *inst) checkSplits() error {
 // them (0: no limit), in lexicographic order of the counts.
 func (in *inst) splitsOf(i, limit int) [][]int {
 	var out [][]int
-	cur := make([]int, in.k)
+	cur := make([]int, in.numDevices)
 	var rec func(u, left int) bool
 	rec = func(u, left int) bool {
-		if u == in.k {
+		if u == in.numDevices {
 			if left == 0 {
 				out = append(out, append([]int(nil), cur...))
 				if limit > 0 && len(out) >= limit {
@@ -475,7 +502,7 @@ func (in *inst) splitsOf(i, limit int) [][]int {
 			return true
 		}
 		for c := left; c >= 0; c-- {
-			if c > 0 && (!in.sizeOK[u][c] || math.IsInf(in.bt[i][u][c], 1)) {
+			if c > 0 && (!in.sizeOK[u][c] || math.IsInf(in.batchTime[i][u][c], 1)) {
 				continue
 			}
 			cur[u] = c
@@ -486,7 +513,7 @@ func (in *inst) splitsOf(i, limit int) [][]int {
 		cur[u] = 0
 		return true
 	}
-	rec(0, in.l)
+	rec(0, in.numGranules)
 	return out
 }
 

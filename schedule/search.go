@@ -28,12 +28,12 @@ type space struct {
 }
 
 func newSpace(in *inst) *space {
-	sp := &space{in: in, order: in.bfs, heat: 0.05, choices: make([][]int, in.n)}
+	sp := &space{in: in, order: in.bfs, heat: 0.05, choices: make([][]int, in.numNodes)}
 	if in.latency() {
 		sp.lat = newLatSim(in)
-		sp.dev = make([]int, in.n)
-		for i := range in.n {
-			for u := range in.k {
+		sp.dev = make([]int, in.numNodes)
+		for i := range in.numNodes {
+			for u := range in.numDevices {
 				if in.canRun(i, u) {
 					sp.choices[i] = append(sp.choices[i], u)
 				}
@@ -42,24 +42,24 @@ func newSpace(in *inst) *space {
 	} else {
 		sp.ss = in.splits()
 		sp.bat = newBatchSim(in)
-		sp.g = make([][]int, in.n)
-		for i := range in.n {
+		sp.g = make([][]int, in.numNodes)
+		for i := range in.numNodes {
 			sp.choices[i] = make([]int, len(sp.ss.counts[i]))
 			for s := range sp.choices[i] {
 				sp.choices[i][s] = s
 			}
 		}
 	}
-	for i := range in.n {
-		sp.demand += in.p.Nodes[i].Weight + float64(in.l)*in.p.Nodes[i].Act
+	for i := range in.numNodes {
+		sp.demand += in.problem.Nodes[i].Weight + float64(in.numGranules)*in.problem.Nodes[i].Act
 	}
 	// Larger than any feasible makespan: everything serial on its slowest device.
-	for i := range in.n {
+	for i := range in.numNodes {
 		worst := 0.0
-		for u := range in.k {
-			if x := in.bt[i][u][in.l]; in.latency() {
+		for u := range in.numDevices {
+			if x := in.batchTime[i][u][in.numGranules]; in.latency() {
 				if in.canRun(i, u) {
-					worst = math.Max(worst, in.t[i][u])
+					worst = math.Max(worst, in.granuleTime[i][u])
 				}
 			} else if !math.IsInf(x, 1) {
 				worst = math.Max(worst, x)
@@ -67,11 +67,11 @@ func newSpace(in *inst) *space {
 		}
 		sp.penalty += worst
 	}
-	for e := range in.p.Edges {
+	for e := range in.problem.Edges {
 		worst := 0.0
-		for u := range in.k {
-			for v := range in.k {
-				if d := in.comm(e, u, v, in.l); !math.IsInf(d, 1) {
+		for u := range in.numDevices {
+			for v := range in.numDevices {
+				if d := in.comm(e, u, v, in.numGranules); !math.IsInf(d, 1) {
 					worst = math.Max(worst, d)
 				}
 			}
@@ -85,8 +85,8 @@ func newSpace(in *inst) *space {
 // genesOf encodes a placement (devices, or granule maps that are contiguous splits).
 func (sp *space) genesOf(pl *Placement) []int {
 	in := sp.in
-	genes := make([]int, in.n)
-	for i := range in.n {
+	genes := make([]int, in.numNodes)
+	for i := range in.numNodes {
 		if in.latency() {
 			for x, u := range sp.choices[i] {
 				if u == pl.Device[i] {
@@ -95,7 +95,7 @@ func (sp *space) genesOf(pl *Placement) []int {
 			}
 			continue
 		}
-		cnt := make([]int, in.k)
+		cnt := make([]int, in.numDevices)
 		for _, u := range pl.Granules[i] {
 			cnt[u]++
 		}
@@ -152,13 +152,13 @@ func (sp *space) score(genes []int) float64 {
 func (sp *space) placement(genes []int) *Placement {
 	in := sp.in
 	if in.latency() {
-		dev := make([]int, in.n)
+		dev := make([]int, in.numNodes)
 		for i, x := range genes {
 			dev[i] = sp.choices[i][x]
 		}
 		return &Placement{Device: dev, Order: positions(sp.order)}
 	}
-	g := make([][]int, in.n)
+	g := make([][]int, in.numNodes)
 	for i, x := range genes {
 		g[i] = append([]int(nil), sp.ss.maps[i][x]...)
 	}
@@ -210,7 +210,7 @@ func (b *budget) frac(it int) float64 {
 // another choice, keep the offspring when it is not worse.
 func (sp *space) ea(init []int, seed uint64, b *budget, improved func(float64)) ([]int, float64) {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	n := sp.in.n
+	n := sp.in.numNodes
 	cur := append([]int(nil), init...)
 	f := sp.score(cur)
 	var mutable []int
@@ -267,7 +267,7 @@ func otherChoice(rng *rand.Rand, n, old int) int {
 // of the starting makespan over the budget.
 func (sp *space) sa(init []int, seed uint64, b *budget, improved func(float64)) ([]int, float64) {
 	rng := rand.New(rand.NewPCG(seed, 0x2545f4914f6cdd1d))
-	n := sp.in.n
+	n := sp.in.numNodes
 	cur := append([]int(nil), init...)
 	fcur := sp.score(cur)
 	best := append([]int(nil), cur...)

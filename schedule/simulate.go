@@ -3,6 +3,8 @@ package schedule
 import (
 	"math"
 	"sort"
+
+	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
 // Placement is a solution: where every node runs, and the priorities that order the list
@@ -78,7 +80,7 @@ type Schedule struct {
 	Memory []float64 `json:"memory"`
 	// Busy[u] is device u's compute time, stage calls included.
 	Busy []float64 `json:"busy"`
-	// Stages[u] is the number of stages (runtime calls) on device u (latency mode).
+	// Stages[u] is the number of stages (runtime calls) on device u.
 	Stages []int `json:"stages,omitempty"`
 	// Feasible is false when some device's memory exceeds its capacity; Overflow is the total
 	// excess in bytes.
@@ -95,8 +97,8 @@ type Task struct {
 	Start    float64 `json:"start"`
 	End      float64 `json:"end"`
 	// Call is the stage-call time included in [Start, End] (the device's CallCost when the
-	// task opens a stage, else 0); Stage numbers the task's stage (latency mode: stages in the
-	// order their first task was scheduled).
+	// task opens a stage, else 0); Stage numbers the task's stage (stages in the order their
+	// first task was scheduled).
 	Call  float64 `json:"call,omitempty"`
 	Stage int     `json:"stage"`
 }
@@ -139,11 +141,11 @@ func (in *inst) simulate(pl *Placement) (*Schedule, error) {
 }
 
 func (in *inst) checkPlacement(pl *Placement) error {
-	if pl.Order != nil && len(pl.Order) != in.n {
-		return invalid("placement has %d priorities for %d nodes", len(pl.Order), in.n)
+	if pl.Order != nil && len(pl.Order) != in.numNodes {
+		return invalid("placement has %d priorities for %d nodes", len(pl.Order), in.numNodes)
 	}
-	if pl.EdgeOrder != nil && len(pl.EdgeOrder) != len(in.p.Edges) {
-		return invalid("placement has %d edge priorities for %d edges", len(pl.EdgeOrder), len(in.p.Edges))
+	if pl.EdgeOrder != nil && len(pl.EdgeOrder) != len(in.problem.Edges) {
+		return invalid("placement has %d edge priorities for %d edges", len(pl.EdgeOrder), len(in.problem.Edges))
 	}
 	for _, x := range pl.Order {
 		if math.IsNaN(x) {
@@ -151,44 +153,44 @@ func (in *inst) checkPlacement(pl *Placement) error {
 		}
 	}
 	if in.latency() {
-		if len(pl.Device) != in.n {
-			return invalid("placement has %d devices for %d nodes", len(pl.Device), in.n)
+		if len(pl.Device) != in.numNodes {
+			return invalid("placement has %d devices for %d nodes", len(pl.Device), in.numNodes)
 		}
 		for i, u := range pl.Device {
-			if u < 0 || u >= in.k {
-				return invalid("node %d (%s) is on device %d of %d", i, in.p.Nodes[i].Name, u, in.k)
+			if u < 0 || u >= in.numDevices {
+				return invalid("node %d (%s) is on device %d of %d", i, in.problem.Nodes[i].Name, u, in.numDevices)
 			}
 			if !in.canRun(i, u) {
-				return invalid("node %d (%s) cannot run on device %d (%s)", i, in.p.Nodes[i].Name, u, in.p.Devices[u].Name)
+				return invalid("node %d (%s) cannot run on device %d (%s)", i, in.problem.Nodes[i].Name, u, in.problem.Devices[u].Name)
 			}
 		}
-		for e := range in.p.Edges {
-			ed := &in.p.Edges[e]
+		for e := range in.problem.Edges {
+			ed := &in.problem.Edges[e]
 			if math.IsInf(in.comm(e, pl.Device[ed.From], pl.Device[ed.To], 1), 1) {
 				return invalid("edge %d (%s→%s) needs a transfer from device %d to %d, which are not connected",
-					e, in.p.Nodes[ed.From].Name, in.p.Nodes[ed.To].Name, pl.Device[ed.From], pl.Device[ed.To])
+					e, in.problem.Nodes[ed.From].Name, in.problem.Nodes[ed.To].Name, pl.Device[ed.From], pl.Device[ed.To])
 			}
 		}
 		return nil
 	}
-	if len(pl.Granules) != in.n {
-		return invalid("placement has granule maps for %d nodes, not %d", len(pl.Granules), in.n)
+	if len(pl.Granules) != in.numNodes {
+		return invalid("placement has granule maps for %d nodes, not %d", len(pl.Granules), in.numNodes)
 	}
-	if pl.BatchOrder != nil && len(pl.BatchOrder) != in.n {
-		return invalid("placement has batch priorities for %d nodes, not %d", len(pl.BatchOrder), in.n)
+	if pl.BatchOrder != nil && len(pl.BatchOrder) != in.numNodes {
+		return invalid("placement has batch priorities for %d nodes, not %d", len(pl.BatchOrder), in.numNodes)
 	}
-	cnt := make([]int, in.k)
+	cnt := make([]int, in.numDevices)
 	for i, g := range pl.Granules {
-		if len(g) != in.l {
-			return invalid("node %d (%s) has %d granules, not %d", i, in.p.Nodes[i].Name, len(g), in.l)
+		if len(g) != in.numGranules {
+			return invalid("node %d (%s) has %d granules, not %d", i, in.problem.Nodes[i].Name, len(g), in.numGranules)
 		}
-		if pl.BatchOrder != nil && len(pl.BatchOrder[i]) != in.k {
-			return invalid("node %d (%s) has %d batch priorities, not %d", i, in.p.Nodes[i].Name, len(pl.BatchOrder[i]), in.k)
+		if pl.BatchOrder != nil && len(pl.BatchOrder[i]) != in.numDevices {
+			return invalid("node %d (%s) has %d batch priorities, not %d", i, in.problem.Nodes[i].Name, len(pl.BatchOrder[i]), in.numDevices)
 		}
 		clear(cnt)
 		for _, u := range g {
-			if u < 0 || u >= in.k {
-				return invalid("a granule of node %d (%s) is on device %d of %d", i, in.p.Nodes[i].Name, u, in.k)
+			if u < 0 || u >= in.numDevices {
+				return invalid("a granule of node %d (%s) is on device %d of %d", i, in.problem.Nodes[i].Name, u, in.numDevices)
 			}
 			cnt[u]++
 		}
@@ -197,20 +199,20 @@ func (in *inst) checkPlacement(pl *Placement) error {
 				continue
 			}
 			if !in.sizeOK[u][c] {
-				return invalid("node %d (%s) has a batch of %d on device %d (%s), which does not support that size", i, in.p.Nodes[i].Name, c, u, in.p.Devices[u].Name)
+				return invalid("node %d (%s) has a batch of %d on device %d (%s), which does not support that size", i, in.problem.Nodes[i].Name, c, u, in.problem.Devices[u].Name)
 			}
-			if math.IsInf(in.bt[i][u][c], 1) {
-				return invalid("node %d (%s) cannot run on device %d (%s)", i, in.p.Nodes[i].Name, u, in.p.Devices[u].Name)
+			if math.IsInf(in.batchTime[i][u][c], 1) {
+				return invalid("node %d (%s) cannot run on device %d (%s)", i, in.problem.Nodes[i].Name, u, in.problem.Devices[u].Name)
 			}
 		}
 	}
-	for e := range in.p.Edges {
-		ed := &in.p.Edges[e]
-		for l := range in.l {
+	for e := range in.problem.Edges {
+		ed := &in.problem.Edges[e]
+		for l := range in.numGranules {
 			u, v := pl.Granules[ed.From][l], pl.Granules[ed.To][l]
 			if math.IsInf(in.comm(e, u, v, 1), 1) {
 				return invalid("edge %d (%s→%s) needs a transfer from device %d to %d, which are not connected",
-					e, in.p.Nodes[ed.From].Name, in.p.Nodes[ed.To].Name, u, v)
+					e, in.problem.Nodes[ed.From].Name, in.problem.Nodes[ed.To].Name, u, v)
 			}
 		}
 	}
@@ -240,11 +242,11 @@ type latSim struct {
 
 func newLatSim(in *inst) *latSim {
 	s := &latSim{in: in,
-		devFree: make([]float64, in.k), egFree: make([]float64, in.k), inFree: make([]float64, in.k),
-		dev: make([]int, in.n), start: make([]float64, in.n), end: make([]float64, in.n),
-		trS: make([]float64, len(in.p.Edges)), trE: make([]float64, len(in.p.Edges)),
-		busy: make([]float64, in.k), eg: make([]float64, in.k),
-		call: make([]float64, in.n), stage: make([]int, in.n), cur: make([]int, in.k), perDev: make([]int, in.k),
+		devFree: make([]float64, in.numDevices), egFree: make([]float64, in.numDevices), inFree: make([]float64, in.numDevices),
+		dev: make([]int, in.numNodes), start: make([]float64, in.numNodes), end: make([]float64, in.numNodes),
+		trS: make([]float64, len(in.problem.Edges)), trE: make([]float64, len(in.problem.Edges)),
+		busy: make([]float64, in.numDevices), eg: make([]float64, in.numDevices),
+		call: make([]float64, in.numNodes), stage: make([]int, in.numNodes), cur: make([]int, in.numDevices), perDev: make([]int, in.numDevices),
 	}
 	s.reset()
 	return s
@@ -278,7 +280,7 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 	ready := 0.0
 	s.rem = s.rem[:0]
 	for _, e := range in.inE[j] {
-		i := in.p.Edges[e].From
+		i := in.problem.Edges[e].From
 		if s.dev[i] == v || in.free[e] {
 			ready = math.Max(ready, s.end[i])
 			continue
@@ -288,20 +290,20 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 	if len(s.rem) > 1 {
 		sort.Slice(s.rem, func(a, b int) bool {
 			ea, eb := s.rem[a], s.rem[b]
-			fa, fb := s.end[in.p.Edges[ea].From], s.end[in.p.Edges[eb].From]
+			fa, fb := s.end[in.problem.Edges[ea].From], s.end[in.problem.Edges[eb].From]
 			if fa != fb {
 				return fa < fb
 			}
 			return ea < eb
 		})
 	}
-	congest := in.p.Congestion
+	congest := in.problem.Congestion
 	if congest && len(s.rem) > 0 {
 		copy(s.eg, s.egFree)
 	}
 	ingress := s.inFree[v]
 	for _, e := range s.rem {
-		i := in.p.Edges[e].From
+		i := in.problem.Edges[e].From
 		u := s.dev[i]
 		d := in.comm(e, u, v, 1)
 		st := s.end[i]
@@ -316,12 +318,8 @@ func (s *latSim) place(j, v int, commit bool) float64 {
 		ready = math.Max(ready, st+d)
 	}
 	opens := in.opensStage(j, v, s.dev, s.cur[v] < 0)
-	dur := in.t[j][v]
-	call := 0.0
-	if opens {
-		call = in.call[v]
-	}
-	dur += call
+	call := in.stageCall(j, v, opens)
+	dur := in.granuleTime[j][v] + call
 	st := ready
 	if dur > 0 {
 		st = math.Max(st, s.devFree[v])
@@ -369,46 +367,38 @@ func (in *inst) kahnOrder(key []float64) []int {
 	if key == nil {
 		return append([]int(nil), in.topo...)
 	}
-	deg := make([]int, in.n)
-	h := &keyHeap{less: func(a, b int) bool {
+	var kahn dag.Kahn
+	order := kahn.SortFunc(in.succCSR, in.predCSR, func(a, b int32) bool {
 		if key[a] != key[b] {
 			return key[a] < key[b]
 		}
-		return in.pos[a] < in.pos[b]
-	}}
-	for i := range in.n {
-		deg[i] = len(in.preds[i])
-		if deg[i] == 0 {
-			h.push(i)
-		}
+		return in.topoPos[a] < in.topoPos[b]
+	}, make([]int32, 0, in.numNodes))
+	return int32sToInts(order)
+}
+
+func int32sToInts(o []int32) []int {
+	out := make([]int, len(o))
+	for x, v := range o {
+		out[x] = int(v)
 	}
-	order := make([]int, 0, in.n)
-	for h.len() > 0 {
-		i := h.pop()
-		order = append(order, i)
-		for _, j := range in.succs[i] {
-			if deg[j]--; deg[j] == 0 {
-				h.push(j)
-			}
-		}
-	}
-	return order
+	return out
 }
 
 func (in *inst) simulateLatency(pl *Placement) (*Schedule, error) {
 	s := newLatSim(in)
-	if pl.EdgeOrder == nil || !in.p.Congestion {
+	if pl.EdgeOrder == nil || !in.problem.Congestion {
 		s.eval(pl.Device, in.kahnOrder(pl.Order))
 	} else {
 		s.evalWithEdgeOrder(pl)
 	}
 	sc := &Schedule{Makespan: s.makespan, Busy: append([]float64(nil), s.busy...)}
-	for i := range in.n {
-		sc.Tasks = append(sc.Tasks, Task{Node: i, Name: in.p.Nodes[i].Name, Device: s.dev[i], Granules: 1, Start: s.start[i], End: s.end[i],
+	for i := range in.numNodes {
+		sc.Tasks = append(sc.Tasks, Task{Node: i, Name: in.problem.Nodes[i].Name, Device: s.dev[i], Granules: 1, Start: s.start[i], End: s.end[i],
 			Call: s.call[i], Stage: s.stage[i]})
 	}
 	sc.Stages = append([]int(nil), s.perDev...)
-	for e, ed := range in.p.Edges {
+	for e, ed := range in.problem.Edges {
 		if math.IsNaN(s.trS[e]) {
 			continue
 		}
@@ -425,28 +415,43 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 	in := s.in
 	s.reset()
 	dev := pl.Device
-	nE := len(in.p.Edges)
+	nE := len(in.problem.Edges)
 	// Tasks 0..n-1 are nodes, n+e is edge e's transfer (only when remote).
 	remote := make([]bool, nE)
-	for e, ed := range in.p.Edges {
+	for e, ed := range in.problem.Edges {
 		remote[e] = dev[ed.From] != dev[ed.To] && !in.free[e]
 	}
 	key := func(t int) float64 {
-		if t < in.n {
+		if t < in.numNodes {
 			if pl.Order == nil {
-				return float64(in.pos[t])
+				return float64(in.topoPos[t])
 			}
 			return pl.Order[t]
 		}
-		return pl.EdgeOrder[t-in.n]
+		return pl.EdgeOrder[t-in.numNodes]
 	}
 	tie := func(t int) int {
-		if t < in.n {
-			return in.pos[t]
+		if t < in.numNodes {
+			return in.topoPos[t]
 		}
-		return in.pos[in.p.Edges[t-in.n].To]
+		return in.topoPos[in.problem.Edges[t-in.numNodes].To]
 	}
-	h := &keyHeap{less: func(a, b int) bool {
+	// The augmented graph: a remote edge runs From → its transfer → To, any other edge From →
+	// To; the transfer tasks of the other edges stay isolated and are skipped below (being
+	// isolated, they change nothing in the order of the others).
+	adj := make([][]int, in.numNodes+nE)
+	for e, ed := range in.problem.Edges {
+		if remote[e] {
+			adj[ed.From] = append(adj[ed.From], in.numNodes+e)
+			adj[in.numNodes+e] = append(adj[in.numNodes+e], ed.To)
+		} else {
+			adj[ed.From] = append(adj[ed.From], ed.To)
+		}
+	}
+	succ := dag.FromLists(adj)
+	var kahn dag.Kahn
+	order := kahn.SortFunc(succ, succ.Reverse(), func(a32, b32 int32) bool {
+		a, b := int(a32), int(b32)
 		ka, kb := key(a), key(b)
 		if ka != kb {
 			return ka < kb
@@ -455,20 +460,16 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 			return ta < tb
 		}
 		return a < b
-	}}
-	deg := make([]int, in.n)
-	for i := range in.n {
-		deg[i] = len(in.inE[i])
-		if deg[i] == 0 {
-			h.push(i)
+	}, nil)
+	congest := in.problem.Congestion
+	for _, t32 := range order {
+		t := int(t32)
+		if t >= in.numNodes && !remote[t-in.numNodes] {
+			continue
 		}
-	}
-	congest := in.p.Congestion
-	for h.len() > 0 {
-		t := h.pop()
-		if t >= in.n {
-			e := t - in.n
-			ed := &in.p.Edges[e]
+		if t >= in.numNodes {
+			e := t - in.numNodes
+			ed := &in.problem.Edges[e]
 			u, v := dev[ed.From], dev[ed.To]
 			d := in.comm(e, u, v, 1)
 			st := s.end[ed.From]
@@ -477,9 +478,6 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 				s.egFree[u], s.inFree[v] = st+d, st+d
 			}
 			s.trS[e], s.trE[e] = st, st+d
-			if deg[ed.To]--; deg[ed.To] == 0 {
-				h.push(ed.To)
-			}
 			continue
 		}
 		j := t
@@ -489,16 +487,13 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 			if remote[e] {
 				ready = math.Max(ready, s.trE[e])
 			} else {
-				ready = math.Max(ready, s.end[in.p.Edges[e].From])
+				ready = math.Max(ready, s.end[in.problem.Edges[e].From])
 			}
 		}
 		opens := in.opensStage(j, v, dev, s.cur[v] < 0)
-		call := 0.0
-		if opens {
-			call = in.call[v]
-		}
+		call := in.stageCall(j, v, opens)
 		s.openStage(j, v, opens, call)
-		dur := in.t[j][v] + call
+		dur := in.granuleTime[j][v] + call
 		st := ready
 		if dur > 0 {
 			st = math.Max(st, s.devFree[v])
@@ -507,23 +502,13 @@ func (s *latSim) evalWithEdgeOrder(pl *Placement) {
 		}
 		s.dev[j], s.start[j], s.end[j] = v, st, st+dur
 		s.makespan = math.Max(s.makespan, st+dur)
-		for _, e := range in.outE[j] {
-			if remote[e] {
-				h.push(in.n + e)
-				continue
-			}
-			to := in.p.Edges[e].To
-			if deg[to]--; deg[to] == 0 {
-				h.push(to)
-			}
-		}
 	}
 }
 
 func (in *inst) memoryLatency(dev []int) []float64 {
-	mem := make([]float64, in.k)
+	mem := make([]float64, in.numDevices)
 	for i, u := range dev {
-		mem[u] += in.p.Nodes[i].Weight + in.p.Nodes[i].Act
+		mem[u] += in.problem.Nodes[i].Weight + in.problem.Nodes[i].Act
 	}
 	return mem
 }
@@ -532,8 +517,8 @@ func (in *inst) memoryLatency(dev []int) []float64 {
 func (in *inst) overflow(mem []float64) float64 {
 	o := 0.0
 	for u, m := range mem {
-		if m > in.mem[u] {
-			o += m - in.mem[u]
+		if m > in.capacity[u] {
+			o += m - in.capacity[u]
 		}
 	}
 	return o
@@ -543,7 +528,7 @@ func (in *inst) finish(sc *Schedule) {
 	sc.Overflow = in.overflow(sc.Memory)
 	sc.Feasible = sc.Overflow == 0
 	if sc.Makespan > 0 {
-		sc.Throughput = float64(in.l*max(in.p.GranuleSize, 1)) / sc.Makespan
+		sc.Throughput = float64(in.numGranules*max(in.problem.GranuleSize, 1)) / sc.Makespan
 	}
 	sort.SliceStable(sc.Tasks, func(a, b int) bool {
 		x, y := sc.Tasks[a], sc.Tasks[b]
@@ -553,7 +538,7 @@ func (in *inst) finish(sc *Schedule) {
 		if x.Device != y.Device {
 			return x.Device < y.Device
 		}
-		return in.pos[x.Node] < in.pos[y.Node]
+		return in.topoPos[x.Node] < in.topoPos[y.Node]
 	})
 	sort.SliceStable(sc.Transfers, func(a, b int) bool {
 		x, y := sc.Transfers[a], sc.Transfers[b]
@@ -585,8 +570,8 @@ type batchSim struct {
 	cnt                     []int     // per batch id
 	bStart, bEnd            []float64 // per batch id
 	busy                    []float64
-	call                    []float64 // per node: the stage-call time it paid
-	stage                   []int     // per node: its stage (-1: none)
+	call                    []float64 // per batch id: the stage-call time it paid
+	stage                   []int     // per batch id: its stage (-1: none)
 	cur                     []int     // per device: its current stage (-1: none yet)
 	perDev                  []int     // per device: its number of stages
 	nstages                 int
@@ -604,11 +589,12 @@ type msg struct {
 }
 
 func newBatchSim(in *inst) *batchSim {
-	k := in.k
+	k := in.numDevices
 	s := &batchSim{in: in,
 		devFree: make([]float64, k), egFree: make([]float64, k), inFree: make([]float64, k),
-		g: make([][]int, in.n), cnt: make([]int, in.n*k), bStart: make([]float64, in.n*k), bEnd: make([]float64, in.n*k),
+		g: make([][]int, in.numNodes), cnt: make([]int, in.numNodes*k), bStart: make([]float64, in.numNodes*k), bEnd: make([]float64, in.numNodes*k),
 		busy: make([]float64, k), pair: make([]int, k*k), eg: make([]float64, k),
+		call: make([]float64, in.numNodes*k), stage: make([]int, in.numNodes*k), cur: make([]int, k), perDev: make([]int, k),
 	}
 	return s
 }
@@ -624,11 +610,19 @@ func (s *batchSim) reset() {
 	}
 	s.makespan = 0
 	s.transfers = s.transfers[:0]
+	for b := range s.stage {
+		s.stage[b], s.call[b] = -1, 0
+	}
+	for u := range s.cur {
+		s.cur[u] = -1
+	}
+	clear(s.perDev)
+	s.nstages = 0
 }
 
 // setNode records node j's granule map (which must stay valid while j is in use).
 func (s *batchSim) setNode(j int, g []int) {
-	k := s.in.k
+	k := s.in.numDevices
 	s.g[j] = g
 	base := j * k
 	for u := range k {
@@ -643,7 +637,7 @@ func (s *batchSim) setNode(j int, g []int) {
 // and returns its finish time; with commit false nothing changes but the scratch.
 func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 	in := s.in
-	k := in.k
+	k := in.numDevices
 	c := s.cnt[j*k+v]
 	if c == 0 {
 		return 0
@@ -651,9 +645,13 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 	gj := s.g[j]
 	ready := 0.0
 	s.msgs = s.msgs[:0]
-	congest := in.p.Congestion
+	congest := in.problem.Congestion
+	// The batch opens a stage (one runtime call) when one of its granules reads a non-free
+	// edge from a batch on another device, or, for a source, when it is v's first batch: the
+	// latency rule (opensStage) applied to batches.
+	opens := in.source[j] && s.cur[v] < 0
 	for _, e := range in.inE[j] {
-		i := in.p.Edges[e].From
+		i := in.problem.Edges[e].From
 		gi := s.g[i]
 		// Granules of this batch, by the device that produced them.
 		clear(s.pair[:k])
@@ -671,6 +669,7 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 				ready = math.Max(ready, end)
 				continue
 			}
+			opens = true
 			if !congest {
 				// Seed 003's model: each granule moves on its own, all concurrently (F4a).
 				d := in.comm(e, u, v, 1)
@@ -706,18 +705,26 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 			}
 			ready = math.Max(ready, st+d)
 			if commit && s.record {
-				ed := &in.p.Edges[m.e]
+				ed := &in.problem.Edges[m.e]
 				s.transfers = append(s.transfers, Transfer{Edge: m.e, From: ed.From, To: ed.To, Src: m.u, Dst: v, Granules: m.c, Start: st, End: st + d})
 			}
 		}
 	}
-	dur := in.bt[j][v][c]
+	call := in.stageCall(j, v, opens)
+	dur := in.batchTime[j][v][c] + call
 	st := ready
 	if dur > 0 {
 		st = math.Max(st, s.devFree[v])
 	}
 	fin := st + dur
 	if commit {
+		b := j*k + v
+		if opens {
+			s.cur[v] = s.nstages
+			s.nstages++
+			s.perDev[v]++
+		}
+		s.stage[b], s.call[b] = s.cur[v], call
 		if len(s.msgs) > 0 {
 			copy(s.egFree, s.eg)
 			s.inFree[v] = ingress
@@ -736,7 +743,7 @@ func (s *batchSim) placeBatch(j, v int, commit bool) float64 {
 // node's finish time. With commit false the state is left unchanged (g is still recorded).
 func (s *batchSim) placeNode(j int, g []int, commit bool) float64 {
 	s.setNode(j, g)
-	k := s.in.k
+	k := s.in.numDevices
 	if commit {
 		fin := 0.0
 		for v := range k {
@@ -751,6 +758,9 @@ func (s *batchSim) placeNode(j int, g []int, commit bool) float64 {
 	saveEg := append([]float64(nil), s.egFree...)
 	saveIn := append([]float64(nil), s.inFree...)
 	saveBusy := append([]float64(nil), s.busy...)
+	saveCur := append([]int(nil), s.cur...)
+	savePer := append([]int(nil), s.perDev...)
+	saveN := s.nstages
 	saveMk := s.makespan
 	rec := s.record
 	s.record = false
@@ -764,6 +774,9 @@ func (s *batchSim) placeNode(j int, g []int, commit bool) float64 {
 	copy(s.egFree, saveEg)
 	copy(s.inFree, saveIn)
 	copy(s.busy, saveBusy)
+	copy(s.cur, saveCur)
+	copy(s.perDev, savePer)
+	s.nstages = saveN
 	s.makespan = saveMk
 	s.record = rec
 	return fin
@@ -782,8 +795,8 @@ func (in *inst) simulateBatched(pl *Placement) (*Schedule, error) {
 	s := newBatchSim(in)
 	s.reset()
 	s.record = true
-	k := in.k
-	for j := range in.n {
+	k := in.numDevices
+	for j := range in.numNodes {
 		s.setNode(j, pl.Granules[j])
 	}
 	if pl.BatchOrder == nil {
@@ -800,13 +813,15 @@ func (in *inst) simulateBatched(pl *Placement) (*Schedule, error) {
 		}
 	}
 	sc := &Schedule{Makespan: s.makespan, Busy: append([]float64(nil), s.busy...)}
-	for j := range in.n {
+	for j := range in.numNodes {
 		for v := range k {
 			if c := s.cnt[j*k+v]; c > 0 {
-				sc.Tasks = append(sc.Tasks, Task{Node: j, Name: in.p.Nodes[j].Name, Device: v, Granules: c, Start: s.bStart[j*k+v], End: s.bEnd[j*k+v]})
+				sc.Tasks = append(sc.Tasks, Task{Node: j, Name: in.problem.Nodes[j].Name, Device: v, Granules: c, Start: s.bStart[j*k+v], End: s.bEnd[j*k+v],
+					Call: s.call[j*k+v], Stage: s.stage[j*k+v]})
 			}
 		}
 	}
+	sc.Stages = append([]int(nil), s.perDev...)
 	sc.Transfers = append(sc.Transfers, s.transfers...)
 	sc.Memory = in.memoryBatched(pl.Granules)
 	in.finish(sc)
@@ -814,13 +829,13 @@ func (in *inst) simulateBatched(pl *Placement) (*Schedule, error) {
 }
 
 // batchOrder is a Kahn order of the batches by BatchOrder, where batch (j,v) waits for every
-// batch (i,u) of a predecessor i that holds one of its granules.
+// batch (i,u) of a predecessor i that holds one of its granules. The empty batches (cnt 0)
+// take part as isolated nodes, which cannot change the order of the others, and are dropped.
 func (in *inst) batchOrder(pl *Placement, cnt []int) []int {
-	k := in.k
-	nb := in.n * k
+	k := in.numDevices
+	nb := in.numNodes * k
 	deps := make([][]int, nb) // successors
-	deg := make([]int, nb)
-	for _, ed := range in.p.Edges {
+	for _, ed := range in.problem.Edges {
 		gi, gj := pl.Granules[ed.From], pl.Granules[ed.To]
 		seen := map[[2]int]bool{}
 		for l := range gi {
@@ -828,41 +843,33 @@ func (in *inst) batchOrder(pl *Placement, cnt []int) []int {
 			if !seen[[2]int{a, b}] {
 				seen[[2]int{a, b}] = true
 				deps[a] = append(deps[a], b)
-				deg[b]++
 			}
 		}
 	}
-	key := func(b int) float64 { return pl.BatchOrder[b/k][b%k] }
-	h := &keyHeap{less: func(a, b int) bool {
+	key := func(b int32) float64 { return pl.BatchOrder[int(b)/k][int(b)%k] }
+	succ := dag.FromLists(deps)
+	var kahn dag.Kahn
+	all := kahn.SortFunc(succ, succ.Reverse(), func(a, b int32) bool {
 		if ka, kb := key(a), key(b); ka != kb {
 			return ka < kb
 		}
-		if pa, pb := in.pos[a/k], in.pos[b/k]; pa != pb {
+		if pa, pb := in.topoPos[int(a)/k], in.topoPos[int(b)/k]; pa != pb {
 			return pa < pb
 		}
 		return a < b
-	}}
-	for b := range nb {
-		if cnt[b] > 0 && deg[b] == 0 {
-			h.push(b)
-		}
-	}
+	}, nil)
 	var order []int
-	for h.len() > 0 {
-		b := h.pop()
-		order = append(order, b)
-		for _, c := range deps[b] {
-			if deg[c]--; deg[c] == 0 {
-				h.push(c)
-			}
+	for _, b := range all {
+		if cnt[b] > 0 {
+			order = append(order, int(b))
 		}
 	}
 	return order
 }
 
 func (in *inst) memoryBatched(g [][]int) []float64 {
-	mem := make([]float64, in.k)
-	cnt := make([]int, in.k)
+	mem := make([]float64, in.numDevices)
+	cnt := make([]int, in.numDevices)
 	for i, gi := range g {
 		clear(cnt)
 		for _, u := range gi {
@@ -870,49 +877,9 @@ func (in *inst) memoryBatched(g [][]int) []float64 {
 		}
 		for u, c := range cnt {
 			if c > 0 {
-				mem[u] += in.p.Nodes[i].Weight + float64(c)*in.p.Nodes[i].Act
+				mem[u] += in.problem.Nodes[i].Weight + float64(c)*in.problem.Nodes[i].Act
 			}
 		}
 	}
 	return mem
-}
-
-// keyHeap is a min-heap of ints under a comparison.
-type keyHeap struct {
-	a    []int
-	less func(a, b int) bool
-}
-
-func (h *keyHeap) len() int { return len(h.a) }
-func (h *keyHeap) push(x int) {
-	h.a = append(h.a, x)
-	for c := len(h.a) - 1; c > 0; {
-		p := (c - 1) / 2
-		if !h.less(h.a[c], h.a[p]) {
-			break
-		}
-		h.a[p], h.a[c] = h.a[c], h.a[p]
-		c = p
-	}
-}
-func (h *keyHeap) pop() int {
-	top := h.a[0]
-	last := len(h.a) - 1
-	h.a[0] = h.a[last]
-	h.a = h.a[:last]
-	for c := 0; ; {
-		l, r, m := 2*c+1, 2*c+2, c
-		if l < last && h.less(h.a[l], h.a[m]) {
-			m = l
-		}
-		if r < last && h.less(h.a[r], h.a[m]) {
-			m = r
-		}
-		if m == c {
-			break
-		}
-		h.a[m], h.a[c] = h.a[c], h.a[m]
-		c = m
-	}
-	return top
 }

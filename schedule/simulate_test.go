@@ -97,7 +97,7 @@ func checkSchedule(t *testing.T, p *Problem, sc *Schedule) {
 				t.Errorf("task %+v starts before transfer %+v ends", tk, tr)
 			}
 		}
-		if want := in.comm(tr.Edge, tr.Src, tr.Dst, tr.Granules); !in.p.Congestion && in.l > 1 {
+		if want := in.comm(tr.Edge, tr.Src, tr.Dst, tr.Granules); !in.problem.Congestion && in.numGranules > 1 {
 			want = in.comm(tr.Edge, tr.Src, tr.Dst, 1)
 			if !near(tr.End-tr.Start, want) {
 				t.Errorf("transfer %+v lasts %v, want %v", tr, tr.End-tr.Start, want)
@@ -113,7 +113,7 @@ func checkSchedule(t *testing.T, p *Problem, sc *Schedule) {
 				continue
 			}
 			for _, b := range sc.Tasks {
-				if b.Node == ed.To && b.Device == a.Device && in.l == 1 && b.Start < a.End-1e-9 {
+				if b.Node == ed.To && b.Device == a.Device && in.numGranules == 1 && b.Start < a.End-1e-9 {
 					t.Errorf("%s starts at %v before its predecessor %s ends at %v on the same device", b.Name, b.Start, a.Name, a.End)
 				}
 			}
@@ -242,7 +242,7 @@ func TestPriorityReproducesSchedule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again := &Placement{Device: pl.Device, Order: make([]float64, in.n)}
+		again := &Placement{Device: pl.Device, Order: make([]float64, in.numNodes)}
 		for _, tk := range sc.Tasks {
 			again.Order[tk.Node] = tk.Start
 		}

@@ -50,10 +50,10 @@ type Options struct {
 	MaxChannels int
 	// Progress, when set, receives progress reports (calls are serialised).
 	Progress func(Progress)
-	// MaxStages caps the stages (runtime calls, Device.CallCost) of a latency plan; 0: no
-	// cap. The chosen plan is repaired by moving whole stages onto neighbouring devices (or
-	// onto one device); Solve returns a *StageCapError when no plan within the cap fits.
-	// Batched problems take no cap.
+	// MaxStages caps the stages (runtime calls, Device.CallCost) of a plan, latency or
+	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto
+	// neighbouring devices (or onto one device); Solve returns a *StageCapError when no plan
+	// within the cap fits.
 	MaxStages int
 }
 
@@ -183,8 +183,8 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	default:
 		return nil, invalid("unknown symmetry criterion %q", o.Symmetry)
 	}
-	if o.MaxStages < 0 || (o.MaxStages > 0 && !in.latency()) {
-		return nil, invalid("a stage cap of %d (a positive cap, and for latency problems only: batched plans do not count their stages)", o.MaxStages)
+	if o.MaxStages < 0 {
+		return nil, invalid("a stage cap of %d (the cap must be positive, or 0 for none)", o.MaxStages)
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -346,9 +346,9 @@ func (s *solver) run() {
 // small reports whether the full MILP is the right tool (Auto).
 func (s *solver) small() bool {
 	if s.in.latency() {
-		return s.in.n <= 40
+		return s.in.numNodes <= 40
 	}
-	return s.in.n*s.in.l <= 40
+	return s.in.numNodes*s.in.numGranules <= 40
 }
 
 func (s *solver) search(method string, heur []named) {
@@ -526,7 +526,7 @@ func (s *solver) result() (*Result, error) {
 		}
 		return nil, e
 	}
-	if in.latency() && chosen.pl != nil && chosen.sc != nil {
+	if chosen.pl != nil && chosen.sc != nil {
 		// Stage calls: merge stages while that pays, and honour the cap.
 		stop := func() bool { return false } // bounded work: every move removes time or stages
 		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, s.o.MaxStages)
@@ -583,16 +583,16 @@ func (s *solver) result() (*Result, error) {
 }
 
 func (in *inst) summary(pl *Placement, sc *Schedule) ([]NodePlan, []DevicePlan) {
-	nodes := make([]NodePlan, in.n)
+	nodes := make([]NodePlan, in.numNodes)
 	for i := range nodes {
-		nodes[i] = NodePlan{Node: i, Name: in.p.Nodes[i].Name, Device: -1, Start: math.Inf(1)}
+		nodes[i] = NodePlan{Node: i, Name: in.problem.Nodes[i].Name, Device: -1, Start: math.Inf(1)}
 		if !in.latency() {
-			nodes[i].Share = make([]int, in.k)
+			nodes[i].Share = make([]int, in.numDevices)
 		}
 	}
-	devs := make([]DevicePlan, in.k)
+	devs := make([]DevicePlan, in.numDevices)
 	for u := range devs {
-		devs[u] = DevicePlan{Device: u, Name: in.p.Devices[u].Name, Busy: sc.Busy[u], Memory: sc.Memory[u], Capacity: in.p.Devices[u].Memory}
+		devs[u] = DevicePlan{Device: u, Name: in.problem.Devices[u].Name, Busy: sc.Busy[u], Memory: sc.Memory[u], Capacity: in.problem.Devices[u].Memory}
 	}
 	for _, t := range sc.Tasks {
 		np := &nodes[t.Node]

@@ -147,7 +147,7 @@ func (in *inst) makeSub(nodes []int, ghostDev map[int]int, ghostG map[int][]int,
 // makeSubBlocked is makeSub with blockers: blocked[u] > 0 adds a node pinned to device u
 // that keeps it busy for that long from time 0 (the device is still finishing earlier work).
 func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int][]int, exit, exitDev int, mem, blocked []float64) (*subProblem, error) {
-	p := in.p
+	p := in.problem
 	var ghosts []int
 	for g := range ghostDev {
 		ghosts = append(ghosts, g)
@@ -157,15 +157,11 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 			ghosts = append(ghosts, g)
 		}
 	}
-	sort.Slice(ghosts, func(a, b int) bool { return in.pos[ghosts[a]] < in.pos[ghosts[b]] })
+	sort.Slice(ghosts, func(a, b int) bool { return in.topoPos[ghosts[a]] < in.topoPos[ghosts[b]] })
 	sp := &subProblem{ghosts: len(ghosts)}
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Batch: p.Batch, GranuleSize: p.GranuleSize, Congestion: p.Congestion}
 	for u := range q.Devices {
-		// Sub-solves plan without stage calls (their ghosts would pay them as sources): their
-		// bounds are then bounds of the call-free problem, below every priced plan; the
-		// stitched plan is priced by the full problem's simulator.
-		q.Devices[u].CallCost = 0
 		q.Devices[u].Memory = 0
 		if mem != nil && !math.IsInf(mem[u], 1) {
 			q.Devices[u].Memory = math.Max(mem[u], 1e-300)
@@ -174,17 +170,17 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 	for _, g := range ghosts {
 		local[g] = len(q.Nodes)
 		sp.global = append(sp.global, g)
-		nd := Node{Name: "ghost:" + p.Nodes[g].Name, Time: make([]float64, in.k)}
+		nd := Node{Name: "ghost:" + p.Nodes[g].Name, Time: make([]float64, in.numDevices)}
 		if u, ok := ghostDev[g]; ok {
 			for v := range nd.Time {
 				if v != u {
 					nd.Time[v] = math.Inf(1)
 				}
 			}
-		} else if in.l > 1 {
-			nd.BatchTime = make([][]float64, in.k)
+		} else if in.numGranules > 1 {
+			nd.BatchTime = make([][]float64, in.numDevices)
 			for v := range nd.BatchTime {
-				nd.BatchTime[v] = make([]float64, in.l)
+				nd.BatchTime[v] = make([]float64, in.numGranules)
 			}
 		}
 		q.Nodes = append(q.Nodes, nd)
@@ -193,7 +189,7 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 		local[i] = len(q.Nodes)
 		sp.global = append(sp.global, i)
 		nd := p.Nodes[i]
-		nd.Time = append([]float64(nil), in.t[i]...)
+		nd.Time = append([]float64(nil), in.granuleTime[i]...)
 		if i == exit && exitDev >= 0 {
 			for v := range nd.Time {
 				if v != exitDev {
@@ -206,24 +202,24 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 	sp.real = len(q.Nodes)
 	var blockG [][2]int // (sub node, device) of batched blockers
 	for u, b := range blocked {
-		if b <= 0 || (in.l > 1 && !in.sizeOK[u][in.l]) {
+		if b <= 0 || (in.numGranules > 1 && !in.sizeOK[u][in.numGranules]) {
 			continue
 		}
-		nd := Node{Name: fmt.Sprintf("busy:%s", p.Devices[u].Name), Time: make([]float64, in.k)}
+		nd := Node{Name: fmt.Sprintf("busy:%s", p.Devices[u].Name), Time: make([]float64, in.numDevices)}
 		for v := range nd.Time {
 			nd.Time[v] = math.Inf(1)
 		}
 		nd.Time[u] = b
-		if in.l > 1 {
-			nd.Time[u] = b / float64(in.l)
-			nd.BatchTime = make([][]float64, in.k)
+		if in.numGranules > 1 {
+			nd.Time[u] = b / float64(in.numGranules)
+			nd.BatchTime = make([][]float64, in.numDevices)
 			for v := range nd.BatchTime {
-				nd.BatchTime[v] = make([]float64, in.l)
+				nd.BatchTime[v] = make([]float64, in.numGranules)
 				for c := range nd.BatchTime[v] {
 					nd.BatchTime[v][c] = math.Inf(1)
 				}
 			}
-			nd.BatchTime[u][in.l-1] = b
+			nd.BatchTime[u][in.numGranules-1] = b
 			blockG = append(blockG, [2]int{len(q.Nodes), u})
 		}
 		sp.global = append(sp.global, -1)
@@ -242,17 +238,27 @@ func (in *inst) makeSubBlocked(nodes []int, ghostDev map[int]int, ghostG map[int
 	if err != nil {
 		return nil, err
 	}
+	// Stage calls: a sub-problem prices the calls of its nodes that read a non-free edge from
+	// another device — its ghosts sit where the real inputs run, so these are exactly the
+	// real plan's calls of the module's nodes — but not a source's first-task call: its
+	// ghosts and blockers are sources that pay nothing, and a device the module uses first
+	// may have run an earlier module's work, so its first task pays only if it reads from
+	// another device. Each sub-plan's nodes thus pay, in the real plan, at least the calls
+	// the sub-problem prices, and a sub-problem's bounds stay bounds of its part of every
+	// real plan (the real part, its durations cut to the priced ones, is a schedule of the
+	// sub-problem); the stitched plan is priced in full by the problem's simulator.
+	sub.sourceCalls = false
 	if len(ghostG) > 0 || len(blockG) > 0 {
-		sub.pinG = make([][]int, sub.n)
+		sub.pinnedGranules = make([][]int, sub.numNodes)
 		for g, gm := range ghostG {
-			sub.pinG[local[g]] = gm
+			sub.pinnedGranules[local[g]] = gm
 		}
 		for _, bg := range blockG {
-			g := make([]int, in.l)
+			g := make([]int, in.numGranules)
 			for l := range g {
 				g[l] = bg[1]
 			}
-			sub.pinG[bg[0]] = g
+			sub.pinnedGranules[bg[0]] = g
 		}
 	}
 	sp.in = sub
@@ -289,7 +295,7 @@ func (sp *subProblem) prepare(ctx context.Context) subResult {
 	{
 		// A short local search from the best heuristic tightens the MILP's horizon.
 		spc := newSpace(in)
-		genes, f := spc.ea(spc.genesOf(best), 1, &budget{ctx: ctx, iters: 100 * in.n}, nil)
+		genes, f := spc.ea(spc.genesOf(best), 1, &budget{ctx: ctx, iters: 100 * in.numNodes}, nil)
 		if f < r.mk {
 			pl := spc.placement(genes)
 			if sc, err := in.simulate(pl); err == nil && sc.Feasible && sc.Makespan < r.mk {
@@ -409,10 +415,10 @@ func (in *inst) constructive() []named {
 
 // applyPins forces the pinned granule maps (ghosts of batched sub-problems) into a plan.
 func (in *inst) applyPins(pl *Placement) *Placement {
-	if pl == nil || in.pinG == nil {
+	if pl == nil || in.pinnedGranules == nil {
 		return pl
 	}
-	for i, g := range in.pinG {
+	for i, g := range in.pinnedGranules {
 		if g != nil {
 			pl.Granules[i] = append([]int(nil), g...)
 		}
@@ -459,12 +465,12 @@ func (in *inst) split(ctx context.Context, o splitOptions) (*splitOutcome, error
 	// Memory shares when memory can bind: each module gets capacity in proportion to its demand.
 	var share func(nodes []int) []float64
 	total := 0.0
-	for i := range in.n {
-		total += in.p.Nodes[i].Weight + float64(in.l)*in.p.Nodes[i].Act
+	for i := range in.numNodes {
+		total += in.problem.Nodes[i].Weight + float64(in.numGranules)*in.problem.Nodes[i].Act
 	}
 	binding := false
-	for u := range in.k {
-		if in.mem[u] < total {
+	for u := range in.numDevices {
+		if in.capacity[u] < total {
 			binding = true
 		}
 	}
@@ -472,11 +478,11 @@ func (in *inst) split(ctx context.Context, o splitOptions) (*splitOutcome, error
 		share = func(nodes []int) []float64 {
 			d := 0.0
 			for _, i := range nodes {
-				d += in.p.Nodes[i].Weight + float64(in.l)*in.p.Nodes[i].Act
+				d += in.problem.Nodes[i].Weight + float64(in.numGranules)*in.problem.Nodes[i].Act
 			}
-			s := make([]float64, in.k)
+			s := make([]float64, in.numDevices)
 			for u := range s {
-				s[u] = in.mem[u] * d / math.Max(total, 1e-300)
+				s[u] = in.capacity[u] * d / math.Max(total, 1e-300)
 			}
 			return s
 		}
@@ -570,7 +576,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 	premB := make([]bool, q)
 	for s := 0; s+1 < q; s++ {
 		heads, tails := map[int]bool{}, map[int]bool{}
-		for _, ed := range in.p.Edges {
+		for _, ed := range in.problem.Edges {
 			if inMod[ed.From] == s && inMod[ed.To] > s {
 				heads[ed.To], tails[ed.From] = true, true
 			}
@@ -592,7 +598,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 		}
 		// Premise B: every node of later modules is reached from M_s.
 		premB[s] = true
-		for j := range in.n {
+		for j := range in.numNodes {
 			if inMod[j] <= s {
 				continue
 			}
@@ -673,23 +679,23 @@ func (in *inst) boundSub(nodes []int, oneGranule bool) (*subProblem, error) {
 	if !oneGranule {
 		return in.makeSub(nodes, nil, nil, -1, -1, nil)
 	}
-	p := in.p
+	p := in.problem
 	local := map[int]int{}
 	q := &Problem{Devices: append([]Device(nil), p.Devices...), Links: p.Links, Congestion: p.Congestion}
 	for u := range q.Devices {
-		q.Devices[u].CallCost = 0 // as in the module sub-problems
+		q.Devices[u].CallCost = 0 // the one-granule proxy leaves calls out: a smaller bound, still one
 		q.Devices[u].Memory, q.Devices[u].BatchSizes = 0, nil
 	}
 	sp := &subProblem{}
 	for _, i := range nodes {
 		local[i] = len(q.Nodes)
 		sp.global = append(sp.global, i)
-		nd := Node{Name: p.Nodes[i].Name, Time: make([]float64, in.k)}
-		for u := range in.k {
+		nd := Node{Name: p.Nodes[i].Name, Time: make([]float64, in.numDevices)}
+		for u := range in.numDevices {
 			nd.Time[u] = math.Inf(1)
-			for c := 1; c <= in.l; c++ {
+			for c := 1; c <= in.numGranules; c++ {
 				if in.sizeOK[u][c] {
-					nd.Time[u] = math.Min(nd.Time[u], in.bt[i][u][c])
+					nd.Time[u] = math.Min(nd.Time[u], in.batchTime[i][u][c])
 				}
 			}
 		}
@@ -709,7 +715,7 @@ func (in *inst) boundSub(nodes []int, oneGranule bool) (*subProblem, error) {
 		return nil, err
 	}
 	sp.in = sub
-	sp.real = sub.n
+	sp.real = sub.numNodes
 	return sp, nil
 }
 
@@ -731,7 +737,7 @@ const saShare = 0.3
 // stitched makespan; the better of the two plans is kept.
 func (in *inst) polish(ctx context.Context, out *splitOutcome, deadline time.Time, o splitOptions) {
 	sp := newSpace(in)
-	key := make([]float64, in.n)
+	key := make([]float64, in.numNodes)
 	for x := range key {
 		key[x] = math.Inf(1)
 	}

@@ -65,7 +65,7 @@ func (in *inst) chain(ctx context.Context, ms *moduleSet, mods []int, entry map[
 			for g := range gg {
 				t0 = math.Max(t0, fin[g])
 			}
-			blocked = make([]float64, in.k)
+			blocked = make([]float64, in.numDevices)
 			for u := range blocked {
 				blocked[u] = busy[u] - t0
 			}
@@ -131,11 +131,11 @@ func (in *inst) chainPlan(cr *chainResult, entry map[int]int, prio map[int]float
 	if err != nil {
 		return nil, nil, err
 	}
-	pl := &Placement{Order: make([]float64, sp.in.n)}
+	pl := &Placement{Order: make([]float64, sp.in.numNodes)}
 	if in.latency() {
-		pl.Device = make([]int, sp.in.n)
+		pl.Device = make([]int, sp.in.numNodes)
 	} else {
-		pl.Granules = make([][]int, sp.in.n)
+		pl.Granules = make([][]int, sp.in.numNodes)
 	}
 	for si, g := range sp.global {
 		pl.Order[si] = prio[g]
@@ -160,7 +160,7 @@ func (in *inst) chainTiming(cr *chainResult, entry map[int]int, prio map[int]flo
 		return nil, nil, err
 	}
 	fin := map[int]float64{}
-	busy := make([]float64, in.k)
+	busy := make([]float64, in.numDevices)
 	for _, t := range sc.Tasks {
 		g := sp.global[t.Node]
 		fin[g] = math.Max(fin[g], t.End)
@@ -187,8 +187,8 @@ func (in *inst) splitBatched(ctx context.Context, ms *moduleSet, o splitOptions,
 		return fmt.Errorf("schedule: split: %w", err)
 	}
 	out.solves = cr.solves
-	pl := &Placement{Granules: make([][]int, in.n), Order: make([]float64, in.n)}
-	for i := range in.n {
+	pl := &Placement{Granules: make([][]int, in.numNodes), Order: make([]float64, in.numNodes)}
+	for i := range in.numNodes {
 		pl.Granules[i] = cr.gran[i]
 		pl.Order[i] = cr.start[i]
 	}

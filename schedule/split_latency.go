@@ -51,7 +51,7 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 			return []int{-1}
 		}
 		var d []int
-		for u := range in.k {
+		for u := range in.numDevices {
 			if in.canRun(c, u) {
 				d = append(d, u)
 			}
@@ -330,7 +330,7 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 			c = f[b-1][jobs[c.job].u]
 		}
 	}
-	pl := &Placement{Device: make([]int, in.n), Order: make([]float64, in.n), EdgeOrder: make([]float64, len(in.p.Edges))}
+	pl := &Placement{Device: make([]int, in.numNodes), Order: make([]float64, in.numNodes), EdgeOrder: make([]float64, len(in.problem.Edges))}
 	for e := range pl.EdgeOrder {
 		pl.EdgeOrder[e] = math.NaN()
 	}
@@ -343,7 +343,7 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 			pl.Device[i] = u
 			pl.Order[i] = offset + start[i]
 		}
-		for e, ed := range in.p.Edges {
+		for e, ed := range in.problem.Edges {
 			if _, mine := dev[ed.To]; mine {
 				if s, ok := estart[edgeKey(ed.From, ed.To)]; ok {
 					pl.EdgeOrder[e] = offset + s
@@ -353,7 +353,7 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 		offset += j.mk
 		allExact = allExact && j.exact && !j.chain
 	}
-	for e, ed := range in.p.Edges {
+	for e, ed := range in.problem.Edges {
 		if math.IsNaN(pl.EdgeOrder[e]) {
 			pl.EdgeOrder[e] = pl.Order[ed.To]
 		}

@@ -2,11 +2,12 @@ package schedule
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
-// Stage calls (latency mode): every stage — a run of a device's tasks that one runtime call
-// executes (opensStage) — costs its device's CallCost. A plan from any method then goes
+// Stage calls: every stage — a run of a device's tasks (batched: batches) that one runtime
+// call executes (opensStage) — costs its device's CallCost. A plan from any method then goes
 // through mergeStages, which moves whole stages onto the device of a neighbouring stage while
 // that makes the plan faster, so that no stage remains whose merge into its neighbours pays,
 // and which enforces Options.MaxStages.
@@ -22,7 +23,7 @@ func (e *StageCapError) Error() string {
 	return fmt.Sprintf("schedule: %s found no plan with at most %d stages (the fewest it reached is %d)", e.Method, e.MaxStages, e.Stages)
 }
 
-// StageCount is the number of stages (runtime calls) of a latency schedule.
+// StageCount is the number of stages (runtime calls) of a schedule.
 func (sc *Schedule) StageCount() int {
 	n := 0
 	for _, x := range sc.Stages {
@@ -38,32 +39,46 @@ type stageMove struct {
 }
 
 // stageMoves lists the plans that move one stage of sc as a whole onto the device of a stage
-// it exchanges a tensor with.
+// it exchanges a tensor with. A stage's members are its tasks: nodes in latency mode, a
+// node's batch on a device in batched mode (moving it moves those granules).
 func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
-	stageOf := make([]int, in.n)
+	k := in.numDevices
+	batched := !in.latency()
+	// Tasks are keyed node·K + device; devOf gives a granule's (latency: the node's) device.
+	devOf := func(i, l int) int {
+		if batched {
+			return pl.Granules[i][l]
+		}
+		return pl.Device[i]
+	}
+	stageOf := map[int]int{}
 	nst := 0
 	for _, t := range sc.Tasks {
-		stageOf[t.Node] = t.Stage
+		stageOf[t.Node*k+t.Device] = t.Stage
 		nst = max(nst, t.Stage+1)
 	}
 	members := make([][]int, nst)
-	for i := range in.n {
-		members[stageOf[i]] = append(members[stageOf[i]], i)
+	for _, t := range sc.Tasks {
+		members[t.Stage] = append(members[t.Stage], t.Node*k+t.Device)
 	}
 	targets := make([][]int, nst) // devices of neighbouring stages
-	for e, ed := range in.p.Edges {
+	for e, ed := range in.problem.Edges {
 		if in.free[e] {
 			continue
 		}
 		a, b := ed.From, ed.To
-		if pl.Device[a] == pl.Device[b] {
-			continue
-		}
-		if !slices.Contains(targets[stageOf[a]], pl.Device[b]) {
-			targets[stageOf[a]] = append(targets[stageOf[a]], pl.Device[b])
-		}
-		if !slices.Contains(targets[stageOf[b]], pl.Device[a]) {
-			targets[stageOf[b]] = append(targets[stageOf[b]], pl.Device[a])
+		for l := range in.numGranules {
+			u, v := devOf(a, l), devOf(b, l)
+			if u == v {
+				continue
+			}
+			sa, sb := stageOf[a*k+u], stageOf[b*k+v]
+			if !slices.Contains(targets[sa], v) {
+				targets[sa] = append(targets[sa], v)
+			}
+			if !slices.Contains(targets[sb], u) {
+				targets[sb] = append(targets[sb], u)
+			}
 		}
 	}
 	var out []stageMove
@@ -71,17 +86,31 @@ func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
 		slices.Sort(targets[st])
 	next:
 		for _, w := range targets[st] {
-			for _, i := range members[st] {
-				if !in.canRun(i, w) {
+			for _, t := range members[st] {
+				if !in.canRun(t/k, w) {
 					continue next
 				}
 			}
 			q := pl.Clone()
 			q.EdgeOrder = nil // the transfers change: earliest-ready first
-			for _, i := range members[st] {
-				q.Device[i] = w
+			for _, t := range members[st] {
+				i, v := t/k, t%k
+				if !batched {
+					q.Device[i] = w
+					continue
+				}
+				had := false
+				for l, u := range q.Granules[i] {
+					had = had || u == w
+					if u == v {
+						q.Granules[i][l] = w
+					}
+				}
+				if q.BatchOrder != nil && (!had || q.BatchOrder[i][v] < q.BatchOrder[i][w]) {
+					q.BatchOrder[i][w] = q.BatchOrder[i][v] // the merged batch keeps the earlier priority
+				}
 			}
-			nsc, err := in.simulate(q)
+			nsc, err := in.simulate(q) // an unsupported batch size is an error: no move
 			if err != nil || (sc.Feasible && !nsc.Feasible) {
 				continue
 			}
@@ -128,7 +157,7 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		pl, sc = best.pl, best.sc
 		moves++
 	}
-	for round := 0; round < 4*in.n && !stop(); round++ {
+	for round := 0; round < 4*in.numNodes && !stop(); round++ {
 		var best *stageMove
 		// Single stage moves, and every node onto one device (a plan of many small stages
 		// may lose to one device while no single move pays).
@@ -149,16 +178,29 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 	return pl, sc, moves, true
 }
 
-// oneDevice lists the plans that put every node on one device (one stage), keeping pl's
-// priorities; devices where some node cannot run are skipped.
+// oneDevice lists the plans that put every node (every granule) on one device (one stage),
+// keeping pl's node priorities; devices where some node cannot run (or, batched, cannot run
+// all L granules in one batch) are skipped.
 func (in *inst) oneDevice(pl *Placement) []stageMove {
 	var out []stageMove
-	for u := range in.k {
-		q := &Placement{Device: make([]int, in.n), Order: pl.Order}
+	for u := range in.numDevices {
+		q := &Placement{Order: pl.Order}
 		ok := true
-		for i := range q.Device {
-			q.Device[i] = u
-			ok = ok && in.canRun(i, u)
+		if in.latency() {
+			q.Device = make([]int, in.numNodes)
+			for i := range q.Device {
+				q.Device[i] = u
+				ok = ok && in.canRun(i, u)
+			}
+		} else {
+			q.Granules = make([][]int, in.numNodes)
+			for i := range q.Granules {
+				q.Granules[i] = make([]int, in.numGranules)
+				for l := range q.Granules[i] {
+					q.Granules[i][l] = u
+				}
+				ok = ok && in.sizeOK[u][in.numGranules] && !math.IsInf(in.batchTime[i][u][in.numGranules], 1)
+			}
 		}
 		if !ok {
 			continue

@@ -97,10 +97,8 @@ func TestThroughputAtMostBusiestDevice(t *testing.T) {
 		if p.Validate() != nil {
 			continue
 		}
-		if p.Batch <= 1 {
-			for u := range p.Devices {
-				p.Devices[u].CallCost = float64(s.intn(4))
-			}
+		for u := range p.Devices {
+			p.Devices[u].CallCost = float64(s.intn(4))
 		}
 		pl := &schedule.Placement{}
 		if p.Batch <= 1 {
@@ -124,6 +122,9 @@ func TestThroughputAtMostBusiestDevice(t *testing.T) {
 				for l := range pl.Granules[i] {
 					pl.Granules[i][l] = u
 				}
+				if x%2 == 0 {
+					pl.Granules[i][0] = pick() // and sometimes one granule apart
+				}
 			}
 		}
 		sc, err := schedule.Simulate(p, pl)
@@ -136,9 +137,6 @@ func TestThroughputAtMostBusiestDevice(t *testing.T) {
 		calls := map[int]float64{}
 		for _, tk := range sc.Tasks {
 			busy[tk.Device] += tk.End - tk.Start
-			if p.Batch > 1 {
-				continue
-			}
 			if d, ok := stageDev[tk.Stage]; ok && d != tk.Device {
 				t.Errorf("instance %d: stage %d on devices %d and %d", x, tk.Stage, d, tk.Device)
 			}
@@ -155,18 +153,105 @@ func TestThroughputAtMostBusiestDevice(t *testing.T) {
 		if top > 0 && sc.Throughput > float64(max(p.Batch, 1)*max(p.GranuleSize, 1))/top*(1+1e-9) {
 			t.Errorf("instance %d: throughput %g above %d inputs / busiest device %g", x, sc.Throughput, max(p.Batch, 1)*max(p.GranuleSize, 1), top)
 		}
-		if p.Batch <= 1 {
-			if len(stageDev) != sc.StageCount() {
-				t.Errorf("instance %d: %d stages, schedule counts %d", x, len(stageDev), sc.StageCount())
-			}
-			for st, c := range calls {
-				if c != p.Devices[stageDev[st]].CallCost {
-					t.Errorf("instance %d: stage %d pays %g of calls, its device's call is %g", x, st, c, p.Devices[stageDev[st]].CallCost)
-				}
+		if len(stageDev) != sc.StageCount() {
+			t.Errorf("instance %d: %d stages, schedule counts %d", x, len(stageDev), sc.StageCount())
+		}
+		for st, c := range calls {
+			if c != p.Devices[stageDev[st]].CallCost {
+				t.Errorf("instance %d: stage %d pays %g of calls, its device's call is %g", x, st, c, p.Devices[stageDev[st]].CallCost)
 			}
 		}
 	}
 	if checked < 200 {
 		t.Fatalf("only %d placements checked", checked)
 	}
+}
+
+// TestNoStageMovePaysBatched is TestNoStageMovePays for batched plans: no stage (a run of
+// batches on one device) moved as a whole onto a neighbouring stage's device, its granules
+// with it, lowers the priced makespan of the plan Solve returns.
+func TestNoStageMovePaysBatched(t *testing.T) {
+	checked, multi := 0, 0
+	for x := range 300 {
+		s := randSource{rand.New(rand.NewPCG(8, uint64(x)))}
+		inst := genInstance(s, true)
+		p := inst.p
+		if p.Validate() != nil || len(p.Devices) < 2 {
+			continue
+		}
+		for u := range p.Devices {
+			p.Devices[u].CallCost = float64(1 + s.intn(4))
+		}
+		method := []string{schedule.Greedy, schedule.HEFT, schedule.MET, schedule.SA}[x%4]
+		res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: method, Seed: 1, Iterations: 200, Workers: 1})
+		if err != nil || !res.Schedule.Feasible {
+			continue
+		}
+		checked++
+		if res.Schedule.StageCount() > 1 {
+			multi++
+		}
+		for _, msg := range improvingBatchMoves(p, res) {
+			t.Errorf("instance %d (%s), %s: %s", x, inst, method, msg)
+		}
+	}
+	if checked < 50 || multi < 10 {
+		t.Fatalf("only %d plans checked, %d with several stages", checked, multi)
+	}
+	t.Logf("%d plans checked, %d with several stages", checked, multi)
+}
+
+// improvingBatchMoves lists the stage moves of res's batched plan that lower its makespan.
+func improvingBatchMoves(p *schedule.Problem, res *schedule.Result) []string {
+	var out []string
+	sc, g := res.Schedule, res.Placement.Granules
+	type batch struct{ node, dev int }
+	stage := map[batch]int{}
+	for _, tk := range sc.Tasks {
+		stage[batch{tk.Node, tk.Device}] = tk.Stage
+	}
+	for st := range sc.StageCount() {
+		targets := map[int]bool{}
+		for _, e := range p.Edges {
+			for l := range g[e.From] {
+				u, v := g[e.From][l], g[e.To][l]
+				if u == v {
+					continue
+				}
+				if stage[batch{e.From, u}] == st {
+					targets[v] = true
+				}
+				if stage[batch{e.To, v}] == st {
+					targets[u] = true
+				}
+			}
+		}
+		for w := range targets {
+			q := res.Placement.Clone()
+			q.EdgeOrder = nil
+			for b, bst := range stage {
+				if bst != st {
+					continue
+				}
+				had := false
+				for l, u := range q.Granules[b.node] {
+					had = had || u == w
+					if u == b.dev {
+						q.Granules[b.node][l] = w
+					}
+				}
+				if q.BatchOrder != nil && (!had || q.BatchOrder[b.node][b.dev] < q.BatchOrder[b.node][w]) {
+					q.BatchOrder[b.node][w] = q.BatchOrder[b.node][b.dev]
+				}
+			}
+			msc, err := schedule.Simulate(p, q)
+			if err != nil || !msc.Feasible {
+				continue
+			}
+			if msc.Makespan < sc.Makespan*(1-1e-9) {
+				out = append(out, fmt.Sprintf("stage %d onto device %d: makespan %g < %g", st, w, msc.Makespan, sc.Makespan))
+			}
+		}
+	}
+	return out
 }

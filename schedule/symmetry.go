@@ -28,13 +28,13 @@ type symmetry struct {
 // node, and equal routes to and from every other device (and between the two).
 func (in *inst) deviceClasses() [][]int {
 	var classes [][]int
-	assigned := make([]bool, in.k)
-	for u := range in.k {
+	assigned := make([]bool, in.numDevices)
+	for u := range in.numDevices {
 		if assigned[u] {
 			continue
 		}
 		cls := []int{u}
-		for v := u + 1; v < in.k; v++ {
+		for v := u + 1; v < in.numDevices; v++ {
 			if !assigned[v] && in.interchangeable(u, v) {
 				cls = append(cls, v)
 				assigned[v] = true
@@ -48,27 +48,27 @@ func (in *inst) deviceClasses() [][]int {
 }
 
 func (in *inst) interchangeable(u, v int) bool {
-	if in.mem[u] != in.mem[v] || in.call[u] != in.call[v] {
+	if in.capacity[u] != in.capacity[v] || in.callCost[u] != in.callCost[v] {
 		return false
 	}
-	for _, g := range in.pinG {
+	for _, g := range in.pinnedGranules {
 		for _, w := range g {
 			if w == u || w == v {
 				return false // a pinned granule tells the two apart
 			}
 		}
 	}
-	for c := 1; c <= in.l; c++ {
+	for c := 1; c <= in.numGranules; c++ {
 		if in.sizeOK[u][c] != in.sizeOK[v][c] {
 			return false
 		}
 	}
-	for i := range in.n {
-		if in.t[i][u] != in.t[i][v] {
+	for i := range in.numNodes {
+		if in.granuleTime[i][u] != in.granuleTime[i][v] {
 			return false
 		}
-		for c := 1; c <= in.l; c++ {
-			if in.bt[i][u][c] != in.bt[i][v][c] {
+		for c := 1; c <= in.numGranules; c++ {
+			if in.batchTime[i][u][c] != in.batchTime[i][v][c] {
 				return false
 			}
 		}
@@ -83,8 +83,8 @@ func (in *inst) interchangeable(u, v int) bool {
 		return w
 	}
 	same := func(get func(a, b int) float64) bool {
-		for a := range in.k {
-			for b := range in.k {
+		for a := range in.numDevices {
+			for b := range in.numDevices {
 				if a != b && get(a, b) != get(swap(a), swap(b)) {
 					return false
 				}
@@ -95,7 +95,7 @@ func (in *inst) interchangeable(u, v int) bool {
 	if !same(func(a, b int) float64 { return in.routeBW[a][b] }) || !same(func(a, b int) float64 { return in.routeLat[a][b] }) {
 		return false
 	}
-	for _, ed := range in.p.Edges {
+	for _, ed := range in.problem.Edges {
 		if ed.Time != nil && !same(func(a, b int) float64 { return ed.Time[a][b] }) {
 			return false
 		}
@@ -132,7 +132,7 @@ func (s symmetry) rowsMulti(m *milp.Model, in *inst, cols func(i, u int) []int, 
 			u, v := cls[x], cls[x+1]
 			var cc []int
 			var vv []float64
-			for i := range in.n {
+			for i := range in.numNodes {
 				for pos, c := range cols(i, u) {
 					w := 1.0
 					if s.kind == SymmetryTime {
@@ -162,17 +162,17 @@ func (s symmetry) canonical(in *inst, pl *Placement) *Placement {
 	if s.kind == SymmetryNone || len(s.classes) == 0 {
 		return pl
 	}
-	f := make([]float64, in.k)
+	f := make([]float64, in.numDevices)
 	if in.latency() {
 		for i, u := range pl.Device {
 			if s.kind == SymmetryTime {
-				f[u] += in.t[i][u]
+				f[u] += in.granuleTime[i][u]
 			} else {
 				f[u]++
 			}
 		}
 	} else {
-		cnt := make([]int, in.k)
+		cnt := make([]int, in.numDevices)
 		for i, g := range pl.Granules {
 			clear(cnt)
 			for _, u := range g {
@@ -183,14 +183,14 @@ func (s symmetry) canonical(in *inst, pl *Placement) *Placement {
 					continue
 				}
 				if s.kind == SymmetryTime {
-					f[u] += in.bt[i][u][c]
+					f[u] += in.batchTime[i][u][c]
 				} else {
 					f[u] += float64(c)
 				}
 			}
 		}
 	}
-	perm := make([]int, in.k) // old device → new device
+	perm := make([]int, in.numDevices) // old device → new device
 	for u := range perm {
 		perm[u] = u
 	}
@@ -214,8 +214,8 @@ func (s symmetry) canonical(in *inst, pl *Placement) *Placement {
 		}
 		if out.BatchOrder != nil {
 			for i := range out.BatchOrder {
-				row := make([]float64, in.k)
-				for u := range in.k {
+				row := make([]float64, in.numDevices)
+				for u := range in.numDevices {
 					row[perm[u]] = pl.BatchOrder[i][u]
 				}
 				out.BatchOrder[i] = row

@@ -93,7 +93,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringVar(&f.devices, "devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
 	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
 	fs.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "CUDA ordinals of the GPUs, in --devices order, for the manifest's device_id and Triton's gpus (default: NVML's index under auto, else each GPU's position)")
-	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, at least 1 (default: number of devices)")
+	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, or the most stages (runtime calls) of a latency or --batch placement, at least 1 (default: number of devices; placements: no cap)")
 	fs.StringVar(&f.objective, "objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
 	fs.IntVar(&f.batch, "batch", 0, "plan a batch of `N` inputs shared among the devices (data and model parallel) for throughput")
 	fs.StringVar(&f.fusion, "fusion", "", "fusion rule set to coarsen with: ort-cpu, ort-cuda, tensorrt, generic, none (default: by device)")

@@ -110,9 +110,13 @@ type ready struct {
 	ids  []int32
 	prio []float64
 	ord  Order
+	less func(a, b int32) bool // when set, the order (SortFunc); prio and ord are ignored
 }
 
 func (h *ready) before(a, b int32) bool {
+	if h.less != nil {
+		return h.less(a, b)
+	}
 	if h.ord != ByID {
 		pa, pb := h.prio[a], h.prio[b]
 		if pa != pb {
@@ -174,12 +178,25 @@ type Kahn struct {
 // (len n) exactly when the graph is acyclic; otherwise it holds the nodes not on or after a
 // cycle.
 func (k *Kahn) Sort(succ, pred CSR, prio []float64, ord Order, out []int32) []int32 {
+	k.heap.prio, k.heap.ord, k.heap.less = prio, ord, nil
+	return k.sort(succ, pred, out)
+}
+
+// SortFunc is Sort with the choice among ready nodes made by a comparison: the ready node v
+// with less(v, w) for every other ready w comes next. less must be a strict weak order that
+// breaks every tie (two distinct nodes never compare equal) for the order to be determined.
+func (k *Kahn) SortFunc(succ, pred CSR, less func(a, b int32) bool, out []int32) []int32 {
+	k.heap.prio, k.heap.ord, k.heap.less = nil, ByID, less
+	return k.sort(succ, pred, out)
+}
+
+func (k *Kahn) sort(succ, pred CSR, out []int32) []int32 {
 	n := succ.N()
 	if cap(k.indeg) < n {
 		k.indeg = make([]int32, n)
 	}
 	indeg := k.indeg[:n]
-	k.heap.prio, k.heap.ord, k.heap.ids = prio, ord, k.heap.ids[:0]
+	k.heap.ids = k.heap.ids[:0]
 	for v := 0; v < n; v++ {
 		indeg[v] = pred.Off[v+1] - pred.Off[v]
 		if indeg[v] == 0 {

@@ -42,6 +42,44 @@ func TestKahn(t *testing.T) {
 	}
 }
 
+func TestKahnSortFunc(t *testing.T) {
+	// 0 → 2, 1 → 2, 2 → 3, 1 → 4
+	diamond := FromEdges(5, [][2]int{{0, 2}, {1, 2}, {2, 3}, {1, 4}})
+	key := []float64{5, 1, 0, 0, 9}
+	rank := []int{4, 3, 2, 1, 0} // a tie-break other than the id
+	byKeyThenRank := func(a, b int32) bool {
+		if key[a] != key[b] {
+			return key[a] < key[b]
+		}
+		return rank[a] < rank[b]
+	}
+	byRank := func(a, b int32) bool { return rank[a] < rank[b] }
+	for _, tc := range []struct {
+		name string
+		g    CSR
+		less func(a, b int32) bool
+		want []int
+	}{
+		{"key then rank", diamond, byKeyThenRank, []int{1, 0, 2, 3, 4}},
+		{"rank only", diamond, byRank, []int{1, 4, 0, 2, 3}},
+		{"no edges, ties by rank", FromEdges(5, nil), func(a, b int32) bool { return key[a] < key[b] || key[a] == key[b] && rank[a] < rank[b] }, []int{3, 2, 1, 0, 4}},
+		{"empty", FromEdges(0, nil), byRank, []int{}},
+		{"cycle stops", FromEdges(3, [][2]int{{0, 1}, {1, 2}, {2, 1}}), byRank, []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var k Kahn
+			got := ints(k.SortFunc(tc.g, tc.g.Reverse(), tc.less, nil))
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("order %v, want %v", got, tc.want)
+			}
+			// The same Kahn value then sorts by priority again (SortFunc leaves no comparison behind).
+			if got := ints(k.Sort(diamond, diamond.Reverse(), key, MinFirst, nil)); !reflect.DeepEqual(got, []int{1, 0, 2, 3, 4}) {
+				t.Errorf("Sort after SortFunc: %v", got)
+			}
+		})
+	}
+}
+
 func TestFindCycle(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
