@@ -120,6 +120,7 @@ type Options struct {
 	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
 	phaseCosts []phaseCosts
 	stateReads []stateRead
+	boundary   *stageBoundary // StageTime's boundary terms, for host CPUs with measured call costs
 }
 
 // Progress is one progress report.
@@ -417,6 +418,11 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		workStage, labelDevice, err = planBatched(ctx, r, work, times, overs, table, devs, opt)
 	case r.Objective == Throughput:
 		opt.fine, opt.coarse, opt.blocks, opt.statePairs = g, coarse, blocks.Find(g), pairs
+		if len(opt.Workload) == 0 {
+			if opt.boundary = newStageBoundary(c, cm, g, devs); opt.boundary != nil {
+				r.Notes = append(r.Notes, opt.boundary.note(&c.Devices[devs[0]]))
+			}
+		}
 		workStage, labelDevice, err = planThroughputCuts(ctx, r, g, work, coarse, times, table, devs, identical, len(pairs) > 0, opt)
 	default:
 		workStage, labelDevice, err = planLatency(ctx, r, work, times, table, devs, opt)
