@@ -117,7 +117,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.genai, "genai", nil, genaiHelp)
 	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON on stdout")
 	fs.BoolVar(&f.force, "force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
-	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
+	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU, which also calibrates its call cost, I/O and layout bandwidths; a pipeline of host CPUs then prices each stage as one call)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "also print the time of each phase of the pipeline solver")
 }
