@@ -121,6 +121,7 @@ type Options struct {
 	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
 	phaseCosts []phaseCosts
 	stateReads []stateRead
+	boundary   *stageBoundary // StageTime's boundary terms, for host CPUs with measured call costs
 }
 
 // Progress is one progress report.
@@ -493,6 +494,11 @@ func (p *planRun) solve() error {
 		p.workStage, p.labelDevice, err = planBatched(p.ctx, r, p.work, p.times, p.overs, table, p.devs, p.opt)
 	case r.Objective == Throughput:
 		p.opt.fine, p.opt.coarse, p.opt.blocks, p.opt.statePairs = p.g, p.coarse, blocks.Find(p.g), p.pairs
+		if len(p.opt.Workload) == 0 {
+			if p.opt.boundary = newStageBoundary(p.c, p.cm, p.g, p.devs); p.opt.boundary != nil {
+				r.Notes = append(r.Notes, p.opt.boundary.note(&p.c.Devices[p.devs[0]]))
+			}
+		}
 		p.workStage, p.labelDevice, err = planThroughputCuts(p.ctx, r, p.g, p.work, p.coarse, p.times, table, p.devs, p.identical, len(p.pairs) > 0, p.opt)
 	default:
 		p.workStage, p.labelDevice, err = planLatency(p.ctx, r, p.work, p.times, table, p.devs, p.opt)

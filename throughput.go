@@ -44,10 +44,23 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	if !math.IsInf(bw, 1) {
 		latBW = lat * bw
 	}
+	bc := opt.boundary
+	var fb *foldedBoundary
+	if bc != nil {
+		// Host CPU stages with measured call costs: a cut tensor costs each end what
+		// StageTime charges (CutTimes), in place of the host memory "link" (the hand-off is
+		// the binding's copies out of one call and into the next, which the I/O term prices).
+		// Sizes are then in nanoseconds of that cost, over a bandwidth of 1e9.
+		bw, latBW = boundaryScale, 0
+		fb = foldBoundary(g, opt.fine, opt.coarse, bc)
+	}
 	// With a workload, a tensor's size per request is its bytes in each phase weighted by
 	// the phase's calls, and it pays the latency once per call.
 	calls := totalWeight(opt.Workload)
 	size := func(t int) float64 {
+		if fb != nil {
+			return fb.size(t)
+		}
 		if len(opt.phaseCosts) == 0 {
 			return math.Max(float64(g.Tensors[t].Bytes), 0) + latBW
 		}
@@ -88,8 +101,12 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		k = opt.K
 	}
 	var groups [][]int // cluster devices of each partition device
+	work := func(d int) []float64 { return times[d] }
+	if fb != nil {
+		work = func(d int) []float64 { return fb.work(times[d]) }
+	}
 	if identical {
-		p.Work = times[devs[0]]
+		p.Work = work(devs[0])
 		if k > len(devs) {
 			// Stages that share a device run in turn: the device is busy for the sum of their
 			// times per inference, so the pipeline's period is the largest device load, not
@@ -102,7 +119,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		groups = [][]int{devs}
 	} else {
 		// Group identical devices; each group is one partition device with a count.
-		p.Work = times[devs[0]]
+		p.Work = work(devs[0])
 		for _, d := range devs {
 			placed := false
 			for gi := range groups {
@@ -118,7 +135,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		}
 		for _, grp := range groups {
 			dev := &r.Cluster.Devices[grp[0]]
-			pd := partition.Device{Name: dev.Name, Count: len(grp), Work: times[grp[0]]}
+			pd := partition.Device{Name: dev.Name, Count: len(grp), Work: work(grp[0])}
 			pd.MemoryCap = usableCap(dev) // less the workspace reserve
 			p.Devices = append(p.Devices, pd)
 		}
@@ -215,8 +232,16 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		}
 		dt := times[labelDevice[s]]
 		extra := recomputeExtra(g, workRe, plan.Assignment, s, func(w int) float64 { return dt[w] })
+		io := 0.0 // graph inputs and outputs folded into the work: shown as communication
+		if fb != nil {
+			for w, st := range plan.Assignment {
+				if st == s {
+					io += fb.folded[w]
+				}
+			}
+		}
 		r.Stages = append(r.Stages, StageSummary{Stage: s, Device: r.Cluster.Devices[labelDevice[s]].Name, Ops: ops,
-			ParamBytes: int64(sc.Params), ComputeS: sc.Work + extra, CommS: sc.Comm + sc.Overflow, CallS: call, TotalS: sc.Total + call + extra})
+			ParamBytes: int64(sc.Params), ComputeS: sc.Work - io + extra, CommS: sc.Comm + sc.Overflow + io, CallS: call, TotalS: sc.Total + call + extra})
 		r.LatencyS += sc.Total + call + extra
 		upper = math.Max(upper, sc.Total+call+extra)
 	}

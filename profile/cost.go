@@ -384,6 +384,41 @@ func (m *CostModel) StageTime(g *graph.Graph, nodes []int, device int) float64 {
 	return t
 }
 
+// CutTimes gives, for every tensor of g, what StageTime charges a stage on device at either
+// end of a cut through it (its producer in one stage, consumers in others), in seconds: the
+// tensor's bytes through the call's binding (IOBandwidth) and, when its producer writes the
+// blocked layout and the whole graph keeps it blocked (no plain reader, not a graph output),
+// its bytes at LayoutBandwidth: the producer's stage then converts it out, and a stage that
+// reads it with a blocked kernel (a convolution the device runs blocked, pooling) converts it
+// back in. A stage whose only readers of the tensor are epilogues fused in the whole graph (a
+// residual Add) does not convert it but runs those epilogues unfused, which StageTime prices
+// and a per-tensor cost cannot; CutTimes charges the conversion there too. Weights and
+// tensors known before run time cost 0 (they never cross).
+func (m *CostModel) CutTimes(g *graph.Graph, device int) []float64 {
+	d := &m.c.Devices[device]
+	whole := newLayoutCtx(g, nil, d)
+	per := ioPerByte(d)
+	out := make([]float64, len(g.Tensors))
+	for t := range g.Tensors {
+		tn := &g.Tensors[t]
+		if tn.Kind == graph.Initializer || tn.Producer >= 0 && g.Nodes[tn.Producer].Static {
+			continue
+		}
+		b := float64(max(tn.Bytes, 0))
+		out[t] = b * per
+		if d.LayoutBandwidth.Value > 0 && tn.Producer >= 0 && whole.isBlocked(tn.Producer) && !whole.convertsOut(t) {
+			out[t] += b / d.LayoutBandwidth.Value
+		}
+	}
+	return out
+}
+
+// IOTime is what a stage on device pays for bytes of graph inputs read or graph outputs
+// written through the call's binding (StageTime's I/O term), seconds.
+func (m *CostModel) IOTime(bytes int64, device int) float64 {
+	return float64(max(bytes, 0)) * ioPerByte(&m.c.Devices[device])
+}
+
 // layoutCtx answers, for a set of nodes run in one session (nil: the whole graph), which
 // nodes work in the blocked layout on device d and which epilogues fuse.
 type layoutCtx struct {

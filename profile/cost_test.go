@@ -285,6 +285,37 @@ func TestStageTime(t *testing.T) {
 	}
 }
 
+// CutTimes prices each end of a cut as StageTime does: a cut between the fused relu and the
+// pool (both blocked) costs either stage r's bytes through the binding and one conversion of
+// r; the stages' times are their nodes, the call, the graph's input or output, and that.
+func TestCutTimes(t *testing.T) {
+	g := stageGraph(t)
+	d := testDevice()
+	d.Kind = CPU
+	d.RunOverhead = fig(10e-6, SourceSpec, "")
+	d.IOBandwidth = fig(1e9, SourceSpec, "")
+	d.LayoutBandwidth = fig(2e9, SourceSpec, "")
+	m := NewCostModel(oneDevice(d), CostOptions{})
+	node := func(v int) float64 { return m.NodeTime(g, v, 0) }
+	cut := m.CutTimes(g, 0)
+	r, _ := g.TensorByName("r")
+	y, _ := g.TensorByName("y")
+	if want := 65536/1e9 + 65536/2e9; !near(cut[r], want, 1e-12) {
+		t.Errorf("cut r: %g, want %g", cut[r], want)
+	}
+	if want := 16384 / 1e9; !near(cut[y], want, 1e-12) { // the whole graph converts y out anyway
+		t.Errorf("cut y: %g, want %g", cut[y], want)
+	}
+	s1 := 10e-6 + node(0) + node(1) + m.IOTime(65536, 0) + cut[r]
+	s2 := 10e-6 + node(2) + m.IOTime(16384, 0) + cut[r]
+	if got := m.StageTime(g, []int{0, 1}, 0); !near(got, s1, 1e-12) {
+		t.Errorf("stage 1: %g, want %g", got, s1)
+	}
+	if got := m.StageTime(g, []int{2}, 0); !near(got, s2, 1e-12) {
+		t.Errorf("stage 2: %g, want %g", got, s2)
+	}
+}
+
 // A squeeze-and-excitation block: x → Conv → Sigmoid (one value per channel) scales x by
 // Mul. The Sigmoid is the 1×1 convolution's epilogue; the Mul reads the Sigmoid's output but
 // writes a tensor as large as x, which no kernel of the convolution produces: it is an

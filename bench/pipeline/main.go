@@ -11,7 +11,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/stats"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,6 +22,7 @@ import (
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/stats"
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -164,18 +165,20 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int, spi
 		return fail(err)
 	}
 	r.nodes = len(m.Graph.Nodes)
-	// As `onnxpart MODEL --devices cpu:2x1 --costs measured` does.
-	meas, err := profile.MeasureORT(ctx, path, m.Graph, profile.MeasureOptions{Threads: c.Devices[0].Threads})
+	// As `onnxpart MODEL --devices cpu:2x1 --costs measured` does: the host devices
+	// calibrated on this model's profile (on a copy of the cluster, which serves every model).
+	cc := *c
+	cc.Devices = make([]profile.Device, len(c.Devices))
+	for i, d := range c.Devices {
+		d.Efficiency, d.MemEfficiency, d.Overhead = maps.Clone(d.Efficiency), maps.Clone(d.MemEfficiency), maps.Clone(d.Overhead)
+		cc.Devices[i] = d
+	}
+	h, err := profile.CalibrateHost(ctx, &cc, path, m.Graph, c.Devices[0].Threads)
 	if err != nil {
 		return fail(err)
 	}
-	measured := make([][]float64, len(c.Devices))
-	for i := range c.Devices {
-		if c.Devices[i].Host {
-			measured[i] = meas.NodeTimes()
-		}
-	}
-	res, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{Measured: measured, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
+	measured := h.Measured
+	res, err := onnxpart.Plan(ctx, m, &cc, onnxpart.Options{Measured: measured, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
 	if err != nil {
 		return fail(err)
 	}
@@ -240,15 +243,8 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int, spi
 	}
 	// What the cost model's StageTime (the stage's nodes, its call's fixed cost, its boundary
 	// bytes through the runtime's binding and layout conversions), calibrated on this model's
-	// profile as `onnxpart profile --costs measured` does, predicts for each stage.
-	cc := *c
-	cc.Devices = append([]profile.Device(nil), c.Devices...)
-	cal := profile.Calibrate(&cc.Devices[0], []profile.Sample{{Graph: m.Graph, Measured: meas}})
-	for i := range cc.Devices {
-		if cc.Devices[i].Host {
-			cal.Apply(&cc.Devices[i])
-		}
-	}
+	// profile as `onnxpart profile --costs measured` does, predicts for each stage: the
+	// plan's own stage time now, for every stage whose cuts a per-tensor cost prices exactly.
 	cm := profile.NewCostModel(&cc, profile.CostOptions{Measured: measured})
 	man := lay.Manifest
 	for _, st := range man.Stages {

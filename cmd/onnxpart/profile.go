@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -286,34 +287,19 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: costs}
 	var opts profile.CostOptions
 	if costs == "measured" {
-		host := -1
-		for i := range cl.Devices {
-			if cl.Devices[i].Host {
-				host = i
-			}
-		}
-		if host < 0 {
+		h, err := profile.CalibrateHost(ctx, cl, path, g, threads)
+		switch {
+		case errors.Is(err, profile.ErrNoHost):
 			rep.Notes = append(rep.Notes, "--costs measured: no host CPU among the devices (add cpu to --devices); every device keeps roofline costs")
-		} else {
-			io, err := profile.MeasureIO(ctx, threads, 20, cl.Devices[host].Bandwidth.Value)
-			if err != nil {
-				return inputErrorf("measuring ONNX Runtime's call costs: %v", err)
+		case err != nil:
+			return inputErrorf("%v", err)
+		default:
+			opts.Measured = h.Measured
+			for _, i := range h.Calibrated {
+				mr.Calibrate = append(mr.Calibrate, cl.Devices[i].Name)
+				rep.Device[i] = deviceJSON(&cl.Devices[i])
 			}
-			meas, err := profile.MeasureORT(ctx, path, g, profile.MeasureOptions{Threads: threads, IO: &io})
-			if err != nil {
-				return inputErrorf("measuring %s in ONNX Runtime: %v", path, err)
-			}
-			opts.Measured = make([][]float64, len(cl.Devices))
-			cal := profile.Calibrate(&cl.Devices[host], []profile.Sample{{Graph: g, Measured: meas}})
-			for i := range cl.Devices {
-				if cl.Devices[i].Host {
-					cal.Apply(&cl.Devices[i])
-					opts.Measured[i] = meas.NodeTimes()
-					mr.Calibrate = append(mr.Calibrate, cl.Devices[i].Name)
-					rep.Device[i] = deviceJSON(&cl.Devices[i])
-				}
-			}
-			call := meas.Call
+			call := h.Measurement.Call
 			mr.Measured = &call
 		}
 		for i := range cl.Devices {

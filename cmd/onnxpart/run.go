@@ -118,7 +118,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.genai, "genai", nil, genaiHelp)
 	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON on stdout")
 	fs.BoolVar(&f.force, "force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
-	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU)")
+	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU, which also calibrates its call cost, I/O and layout bandwidths; a pipeline of host CPUs then prices each stage as one call)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "also print the time of each phase of the pipeline solver")
 }
@@ -309,29 +309,25 @@ func planError(err error) error {
 	return err
 }
 
-// measure profiles the model on the host CPU and returns per-node times for every host
-// device of the cluster.
+// measure profiles the model on the host CPU and calibrates every host device of the
+// cluster on that profile as `onnxpart profile --costs measured` does (profile.CalibrateHost:
+// call cost, I/O and layout bandwidths, op classes), and returns per-node times for every
+// host device.
 func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]float64, error) {
-	host := -1
+	threads := 0
 	for i := range c.Devices {
 		if c.Devices[i].Host {
-			host = i
+			threads = c.Devices[i].Threads
 		}
 	}
-	if host < 0 {
+	h, err := profile.CalibrateHost(ctx, c, m.Path, m.Graph, threads)
+	if errors.Is(err, profile.ErrNoHost) {
 		return nil, usageErrorf("--costs measured needs the host CPU among the devices (add cpu to --devices)")
 	}
-	meas, err := profile.MeasureORT(ctx, m.Path, m.Graph, profile.MeasureOptions{Threads: c.Devices[host].Threads})
 	if err != nil {
-		return nil, inputErrorf("measuring in ONNX Runtime: %v", err)
+		return nil, inputErrorf("%v", err)
 	}
-	out := make([][]float64, len(c.Devices))
-	for i := range c.Devices {
-		if c.Devices[i].Host {
-			out[i] = meas.NodeTimes()
-		}
-	}
-	return out, nil
+	return h.Measured, nil
 }
 
 func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
