@@ -151,10 +151,12 @@ func New(k Kind, format string, args ...any) *Error {
 	return e
 }
 
-// Wrap returns an error of kind k whose message is err's and whose cause is err (nil for nil).
+// Wrap returns an error of kind k whose message is err's and whose cause is err. err should
+// not be nil (the message is then "<nil>", as fmt prints it; Wrap never returns a nil *Error,
+// which would be a non-nil error).
 func Wrap(k Kind, err error) *Error {
 	if err == nil {
-		return nil
+		return &Error{Kind: k, Msg: "<nil>"}
 	}
 	return &Error{Kind: k, Msg: err.Error(), Cause: err}
 }

@@ -96,8 +96,8 @@ func TestError(t *testing.T) {
 	if !errors.Is(two, fs.ErrNotExist) || !errors.Is(two, fs.ErrExist) {
 		t.Errorf("two %%w: causes not reachable")
 	}
-	if diag.Wrap(diag.KindInput, nil) != nil {
-		t.Errorf("Wrap(nil) is not nil")
+	if e := diag.Wrap(diag.KindInput, nil); e == nil || e.Error() != "<nil>" || e.Cause != nil {
+		t.Errorf("Wrap(nil) = %#v", e)
 	}
 }
 
