@@ -281,8 +281,8 @@ func conflict(rels []dimRelation, known map[string]int64, derived map[string]str
 		if e, ok := derived[r.dim]; ok {
 			how = fmt.Sprintf("is derived as %s =", e)
 		}
-		return &UsageError{Msg: fmt.Sprintf("dimension %s %s %d, but the model makes it %s = %d at %s (%s ties them); bind %s=%d, or leave %s out and it is derived",
-			r.dim, how, v, r.exprString(), want, strings.Join(at, ", "), r.at, r.dim, want, r.dim)}
+		return usagef("dimension %s %s %d, but the model makes it %s = %d at %s (%s ties them); bind %s=%d, or leave %s out and it is derived",
+			r.dim, how, v, r.exprString(), want, strings.Join(at, ", "), r.at, r.dim, want, r.dim)
 	}
 	return nil
 }
