@@ -2,7 +2,6 @@ package onnxpart_test
 
 import (
 	"context"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
@@ -156,11 +156,8 @@ func TestBatchUsage(t *testing.T) {
 	for _, o := range []onnxpart.Options{{Batch: -1}, {Batch: 4, Objective: onnxpart.Latency}, {Batch: 4, Solver: "brkga"}} {
 		o.Reproducible = true
 		_, err := onnxpart.Plan(context.Background(), m, c, o)
-		var ue *onnxpart.UsageError
-		if !asUsage(err, &ue) {
+		if diag.KindOf(err) != diag.KindUsage {
 			t.Errorf("%+v: got %v, want a usage error", o, err)
 		}
 	}
 }
-
-func asUsage(err error, ue **onnxpart.UsageError) bool { return errors.As(err, ue) }

@@ -26,6 +26,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
@@ -131,38 +132,6 @@ type Progress struct {
 	Elapsed    time.Duration
 }
 
-// InfeasibleError means the model cannot fit the devices (exit code 3).
-type InfeasibleError struct{ Msg string }
-
-func (e *InfeasibleError) Error() string { return e.Msg }
-
-// NoPlanError means that no plan that fits was found within the limits, while nothing proved
-// that none exists (exit code 5). A longer --time-limit may find one.
-type NoPlanError struct{ Msg string }
-
-func (e *NoPlanError) Error() string { return e.Msg }
-
-// solverError turns the solvers' "infeasible" (a proof) and "no plan found" (no proof) into
-// the package's errors; anything else passes unchanged.
-func solverError(err error) error {
-	var pie *partition.InfeasibleError
-	var sie *schedule.InfeasibleError
-	var pnp *partition.NoPlanError
-	var snp *schedule.NoPlanError
-	switch {
-	case errors.As(err, &pie), errors.As(err, &sie):
-		return &InfeasibleError{Msg: err.Error()}
-	case errors.As(err, &pnp), errors.As(err, &snp):
-		return &NoPlanError{Msg: err.Error()}
-	}
-	return err
-}
-
-// UsageError is a bad combination of options.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
 // StageSummary is one row of the plan table.
 type StageSummary struct {
 	Stage      int
@@ -236,12 +205,12 @@ func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
 	out := map[int]int{}
 	if ids != nil {
 		if len(ids) != len(gpus) {
-			return nil, &UsageError{Msg: fmt.Sprintf("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus))}
+			return nil, diag.Usage("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus)).About(diag.Flag, "--gpu-ids")
 		}
 		seen := map[int]bool{}
 		for i, id := range ids {
 			if id < 0 || seen[id] {
-				return nil, &UsageError{Msg: fmt.Sprintf("--gpu-ids: %d is negative or given twice", id)}
+				return nil, diag.Usage("--gpu-ids: %d is negative or given twice", id).About(diag.Flag, "--gpu-ids")
 			}
 			seen[id] = true
 			out[gpus[i]] = id
@@ -290,15 +259,15 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	identical := identicalDevices(c, devs)
 	batched := opt.Batch > 1
 	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow)}
+		return nil, diag.Usage("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow).About(diag.Flag, "--polish-window")
 	}
 	switch {
 	case opt.Batch < 0:
-		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d: must be positive", opt.Batch)}
+		return nil, diag.Usage("--batch %d: must be positive", opt.Batch).About(diag.Flag, "--batch")
 	case batched && opt.Objective == Latency:
-		return nil, &UsageError{Msg: fmt.Sprintf("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch)}
+		return nil, diag.Usage("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch).About(diag.Flag, "--batch")
 	case batched && len(devs) > MaxPlacementDevices:
-		return nil, &UsageError{Msg: fmt.Sprintf("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))}
+		return nil, diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))
 	}
 	switch opt.Objective {
 	case Throughput, Latency:
@@ -322,29 +291,29 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 			r.ObjectiveChosen = "mixed devices; --objective throughput gives a pipeline"
 		}
 	default:
-		return nil, &UsageError{Msg: fmt.Sprintf("--objective %q: want throughput or latency", opt.Objective)}
+		return nil, diag.Usage("--objective %q: want throughput or latency", opt.Objective).About(diag.Flag, "--objective")
 	}
 	if opt.K > len(g.Nodes) {
 		// A stage holds at least one node; larger k only allocates (-k 100000000 ran out of
 		// memory in the slicing DP).
-		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes))}
+		return nil, diag.Usage("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes)).About(diag.Flag, "-k")
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
-		return nil, &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
+		return nil, diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))
 	}
 	if opt.CutAt == CutBlocks && (batched || r.Objective != Throughput) {
-		return nil, &UsageError{Msg: "--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one"}
+		return nil, diag.Usage("--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one").About(diag.Flag, "--cut-at")
 	}
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
-		return nil, &UsageError{Msg: "--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload"}
+		return nil, diag.Usage("--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload").About(diag.Flag, "--workload")
 	}
 	pairs, err := g.StatePairs(opt.State)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	mg, err := memoryGraph(g, opt)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	if err := checkMemoryFits(g, mg, c, devs); err != nil {
 		return nil, err
@@ -600,7 +569,7 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 func chooseDevices(c *profile.Cluster, k int) ([]int, error) {
 	n := len(c.Devices)
 	if k < 0 {
-		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: must be positive", k)}
+		return nil, diag.Usage("-k %d: must be positive", k).About(diag.Flag, "-k")
 	}
 	devs := make([]int, n)
 	for i := range devs {
@@ -646,14 +615,14 @@ func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, erro
 		}
 	}
 	if opt.FusionRules != "" && opt.Fusion != "" {
-		return nil, &UsageError{Msg: "give --fusion or --fusion-rules, not both"}
+		return nil, diag.Usage("give --fusion or --fusion-rules, not both")
 	}
 	if opt.FusionRules != "" {
 		return fusion.LoadRuleSet(opt.FusionRules)
 	}
 	rs, err := fusion.Builtin(name)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	return rs, nil
 }

@@ -294,10 +294,10 @@ func (m *Model) inputShapeExample() string {
 	return "NAME=SHAPE"
 }
 
-// RequireInputSizes returns a *UsageError naming what to bind when some input size is still
-// unknown (every cost and plan depends on them), and the first shape inference error (an
+// RequireInputSizes returns a usage *diag.Error naming what to bind when some input size is
+// still unknown (every cost and plan depends on them), and the first shape inference error (an
 // input size that breaks a node, such as a window larger than its input or shapes that do
-// not broadcast) as an *Error naming the node.
+// not broadcast) as an input *diag.Error about the model file naming the node.
 func (m *Model) RequireInputSizes() error {
 	if un := m.UnboundInputs(); len(un) > 0 {
 		example := "--input-shape " + m.inputShapeExample()
@@ -340,10 +340,10 @@ func (m *Model) RequireInputSizes() error {
 	return nil
 }
 
-// RequireKnownShapes returns a *UsageError when, with every input size known, inference still
-// leaves the output shapes of more than half of the computing nodes unknown (ops it does not
-// know, data-dependent sizes, subgraphs it cannot analyse): their FLOPs and activation bytes
-// count 0, so a plan would rest on guesses. The error names the first such node, the ops
+// RequireKnownShapes returns a usage *diag.Error when, with every input size known, inference
+// still leaves the output shapes of more than half of the computing nodes unknown (ops it does
+// not know, data-dependent sizes, subgraphs it cannot analyse): their FLOPs and activation
+// bytes count 0, so a plan would rest on guesses. The error names the first such node, the ops
 // inference does not know and how to go on anyway (--allow-unknown-shapes). Constant nodes
 // and nodes computed from weights alone do not count.
 func (m *Model) RequireKnownShapes() error {

@@ -264,8 +264,8 @@ func deriveDims(rels []dimRelation, known, defaults map[string]int64) map[string
 	return derived
 }
 
-// conflict returns the first tie the sizes contradict, as a *UsageError naming the dim, the
-// size it was given and the size the tie makes it.
+// conflict returns the first tie the sizes contradict, as a usage *diag.Error naming the dim,
+// the size it was given and the size the tie makes it.
 func conflict(rels []dimRelation, known map[string]int64, derived map[string]string) error {
 	for _, r := range rels {
 		v, ok := known[r.dim]

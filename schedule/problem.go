@@ -2,9 +2,9 @@ package schedule
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
@@ -147,13 +147,10 @@ func (in *inst) comm(e, u, v, c int) float64 {
 // canRun reports whether node i may run (some batch) on device u.
 func (in *inst) canRun(i, u int) bool { return !math.IsInf(in.t[i][u], 1) }
 
-// ValidationError names what is wrong with a Problem or a Placement.
-type ValidationError struct{ Msg string }
-
-func (e *ValidationError) Error() string { return "schedule: " + e.Msg }
-
+// invalid reports what is wrong with a Problem or a Placement: a *diag.Error of kind input,
+// "schedule: …".
 func invalid(format string, args ...any) error {
-	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
+	return diag.Input("schedule: "+format, args...)
 }
 
 // CycleError reports that the edges do not form a DAG; Nodes are the names of the nodes of a
@@ -421,7 +418,7 @@ func (in *inst) orders() error {
 	succ := dag.FromLists(in.succs)
 	order, cyc := dag.Topological(succ)
 	if cyc != nil {
-		return dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.p.Nodes[i].Name })
+		return diag.Wrap(diag.KindInput, dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.p.Nodes[i].Name }))
 	}
 	in.topo = order
 	in.pos = make([]int, n)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -65,24 +66,24 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	}
 	if *catalog {
 		if fs.NArg() > 0 {
-			return usageErrorf("--catalog takes no model")
+			return diag.Usage("--catalog takes no model")
 		}
 		return printCatalog(e.stdout, *asJSON)
 	}
 	if fs.NArg() > 1 {
-		return usageErrorf("profile takes at most one model file, got %d arguments", fs.NArg())
+		return diag.Usage("profile takes at most one model file, got %d arguments", fs.NArg())
 	}
 	if *costs != "roofline" && *costs != "measured" {
-		return usageErrorf("--costs %q: want roofline or measured", *costs)
+		return diag.Usage("--costs %q: want roofline or measured", *costs)
 	}
 	if *nodes && fs.NArg() == 0 {
-		return usageErrorf("--nodes needs a model")
+		return diag.Usage("--nodes needs a model")
 	}
 	if *costs == "measured" && fs.NArg() == 0 {
-		return usageErrorf("--costs measured needs a model to profile")
+		return diag.Usage("--costs measured needs a model to profile")
 	}
 	if *threads < 1 {
-		return usageErrorf("--threads %d: want at least 1", *threads)
+		return diag.Usage("--threads %d: want at least 1", *threads)
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -297,11 +298,11 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 		} else {
 			io, err := profile.MeasureIO(ctx, threads, 20, cl.Devices[host].Bandwidth.Value)
 			if err != nil {
-				return inputErrorf("measuring ONNX Runtime's call costs: %v", err)
+				return diag.Input("measuring ONNX Runtime's call costs: %v", err)
 			}
 			meas, err := profile.MeasureORT(ctx, path, g, profile.MeasureOptions{Threads: threads, IO: &io})
 			if err != nil {
-				return inputErrorf("measuring %s in ONNX Runtime: %v", path, err)
+				return diag.Input("measuring %s in ONNX Runtime: %v", path, err)
 			}
 			opts.Measured = make([][]float64, len(cl.Devices))
 			cal := profile.Calibrate(&cl.Devices[host], []profile.Sample{{Graph: g, Measured: meas}})
