@@ -128,6 +128,8 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	dir := fs.Arg(0)
 	rep, err := emit.Verify(ctx, dir, opt)
 	if err != nil {
+		// emit's InputError (inputs or sizes the model refuses) is usage; like emitDiag in
+		// main.go, this goes when emit returns *diag.Error.
 		var ie *emit.InputError
 		if errors.As(err, &ie) {
 			return diag.Wrap(diag.KindUsage, err)
