@@ -86,22 +86,22 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return diag.Usage("bench takes one directory, got %d arguments", fs.NArg())
 	}
 	if *requests <= 0 && !fs.Changed("duration") {
-		return diag.Usage("--requests %d: want at least 1", *requests)
+		return diag.Usage("--requests %d: want at least 1", *requests).About(diag.Flag, "--requests")
 	}
 	if fs.Changed("duration") && *duration <= 0 {
-		return diag.Usage("--duration must be positive")
+		return diag.Usage("--duration must be positive").About(diag.Flag, "--duration")
 	}
 	if *inflight < 0 {
-		return diag.Usage("--in-flight %d: want at least 1", *inflight)
+		return diag.Usage("--in-flight %d: want at least 1", *inflight).About(diag.Flag, "--in-flight")
 	}
 	if *spin < 0 {
-		return diag.Usage("--spin must not be negative")
+		return diag.Usage("--spin must not be negative").About(diag.Flag, "--spin")
 	}
 	if *warmup < 0 {
-		return diag.Usage("--warmup %d: want 0 or more", *warmup)
+		return diag.Usage("--warmup %d: want 0 or more", *warmup).About(diag.Flag, "--warmup")
 	}
 	if *optLevel != "all" && *optLevel != "disabled" {
-		return diag.Usage("--opt %q: want all or disabled", *optLevel)
+		return diag.Usage("--opt %q: want all or disabled", *optLevel).About(diag.Flag, "--opt")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -123,7 +123,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		for _, s := range *inputs {
 			name, file, ok := strings.Cut(s, "=")
 			if !ok || name == "" || file == "" {
-				return diag.Usage("--input %q: want NAME=FILE.npy", s)
+				return diag.Usage("--input %q: want NAME=FILE.npy", s).About(diag.Flag, "--input")
 			}
 			opt.Inputs[name] = file
 		}

@@ -71,7 +71,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	var man *emit.Manifest
 	if outputDir(fs.Arg(0)) {
 		if len(shapes) > 0 {
-			return diag.Usage("--input-shape applies to a model file; an output directory's model is loaded with the sizes it was planned with (--dim overrides them)")
+			return diag.Usage("--input-shape applies to a model file; an output directory's model is loaded with the sizes it was planned with (--dim overrides them)").About(diag.Flag, "--input-shape")
 		}
 		m, man, err = loadOutputDir(fs.Arg(0), dims)
 		*nodes = true

@@ -57,7 +57,7 @@ func (f *fusionFlags) summary(g *graph.Graph) (*fusion.Summary, error) {
 		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	if *f.top < 0 {
-		return nil, diag.Usage("--fusion-top must not be negative")
+		return nil, diag.Usage("--fusion-top must not be negative").About(diag.Flag, "--fusion-top")
 	}
 	c, err := fusion.Coarsen(g, rs)
 	if err != nil {

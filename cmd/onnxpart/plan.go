@@ -104,7 +104,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	}
 	path := fs.Arg(0)
 	if *timeLimit <= 0 {
-		return diag.Usage("--time-limit must be positive")
+		return diag.Usage("--time-limit must be positive").About(diag.Flag, "--time-limit")
 	}
 	var out *planJSON
 	var err error
@@ -114,7 +114,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	case "moirai":
 		out, err = planMoirai(ctx, path, *solver, *timeLimit, *seed)
 	default:
-		return diag.Usage("--input-format %q: want onnx, dnn-partitioning or moirai", format)
+		return diag.Usage("--input-format %q: want onnx, dnn-partitioning or moirai", format).About(diag.Flag, "--input-format")
 	}
 	if err != nil {
 		return err
@@ -146,10 +146,10 @@ func guessFormat(path string) string {
 
 func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polish int, limit time.Duration, gap float64, seed int64) (*planJSON, error) {
 	if k < 0 || cpus < 0 {
-		return nil, diag.Usage("-k and --cpus must not be negative")
+		return nil, diag.Usage("-k and --cpus must not be negative").About(diag.Flag, "-k")
 	}
 	if polish < 2 { // 0 is no default here: the flag's default is 4
-		return nil, diag.Usage("--polish-window %d: a window spans at least 2 stages", polish)
+		return nil, diag.Usage("--polish-window %d: a window spans at least 2 stages", polish).About(diag.Flag, "--polish-window")
 	}
 	inst, err := instances.LoadDNN(path, k, cpus)
 	if err != nil {
@@ -160,7 +160,7 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polis
 		if k == 0 {
 			return nil, diag.Input("%s: maxFPGAs = %d stages for %d nodes; give -k", path, inst.FileK, p.NumNodes())
 		}
-		return nil, diag.Usage("-k %d and --cpus %d: %d stages for an instance of %d nodes", k, cpus, p.NumStages(), p.NumNodes())
+		return nil, diag.Usage("-k %d and --cpus %d: %d stages for an instance of %d nodes", k, cpus, p.NumStages(), p.NumNodes()).About(diag.Flag, "-k")
 	}
 	be, err := partition.ParseBounds(bounds)
 	if err != nil {

@@ -66,7 +66,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	}
 	if *catalog {
 		if fs.NArg() > 0 {
-			return diag.Usage("--catalog takes no model")
+			return diag.Usage("--catalog takes no model").About(diag.Flag, "--catalog")
 		}
 		return printCatalog(e.stdout, *asJSON)
 	}
@@ -74,16 +74,16 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		return diag.Usage("profile takes at most one model file, got %d arguments", fs.NArg())
 	}
 	if *costs != "roofline" && *costs != "measured" {
-		return diag.Usage("--costs %q: want roofline or measured", *costs)
+		return diag.Usage("--costs %q: want roofline or measured", *costs).About(diag.Flag, "--costs")
 	}
 	if *nodes && fs.NArg() == 0 {
-		return diag.Usage("--nodes needs a model")
+		return diag.Usage("--nodes needs a model").About(diag.Flag, "--nodes")
 	}
 	if *costs == "measured" && fs.NArg() == 0 {
-		return diag.Usage("--costs measured needs a model to profile")
+		return diag.Usage("--costs measured needs a model to profile").About(diag.Flag, "--costs")
 	}
 	if *threads < 1 {
-		return diag.Usage("--threads %d: want at least 1", *threads)
+		return diag.Usage("--threads %d: want at least 1", *threads).About(diag.Flag, "--threads")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {

@@ -145,38 +145,38 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if f.out == "" {
-		return diag.Usage("-o needs a directory (or - to write nothing)")
+		return diag.Usage("-o needs a directory (or - to write nothing)").About(diag.Flag, "-o")
 	}
 	if strings.TrimSpace(f.devices) == "" {
-		return diag.Usage("--devices is empty: give auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a spec file")
+		return diag.Usage("--devices is empty: give auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a spec file").About(diag.Flag, "--devices")
 	}
 	if fs.Changed("stages") && f.k < 1 {
-		return diag.Usage("-k %d: want a number of stages ≥ 1 (leave -k out for one stage per device)", f.k)
+		return diag.Usage("-k %d: want a number of stages ≥ 1 (leave -k out for one stage per device)", f.k).About(diag.Flag, "-k")
 	}
 	if f.gap < 0 || f.gap >= 1 {
-		return diag.Usage("--gap %g: want a fraction in [0, 1)", f.gap)
+		return diag.Usage("--gap %g: want a fraction in [0, 1)", f.gap).About(diag.Flag, "--gap")
 	}
 	if f.timeLimit <= 0 {
-		return diag.Usage("--time-limit must be positive")
+		return diag.Usage("--time-limit must be positive").About(diag.Flag, "--time-limit")
 	}
 	if f.costs != "roofline" && f.costs != "measured" {
-		return diag.Usage("--costs %q: want roofline or measured", f.costs)
+		return diag.Usage("--costs %q: want roofline or measured", f.costs).About(diag.Flag, "--costs")
 	}
 	if f.batch < 0 || (fs.Changed("batch") && f.batch == 0) {
-		return diag.Usage("--batch %d: want a number of inputs ≥ 1", f.batch)
+		return diag.Usage("--batch %d: want a number of inputs ≥ 1", f.batch).About(diag.Flag, "--batch")
 	}
 	dims, err := parseDims(f.dims)
 	if err != nil {
 		return err
 	}
 	if fs.Changed("max-batch") && f.maxBatch < 1 {
-		return diag.Usage("--max-batch %d: want a batch size ≥ 1", f.maxBatch)
+		return diag.Usage("--max-batch %d: want a batch size ≥ 1", f.maxBatch).About(diag.Flag, "--max-batch")
 	}
 	if len(f.workload) > 0 && f.freezeDims {
-		return diag.Usage("--workload plans stage files that serve every phase, so they keep the dims symbolic; leave out --freeze-dims")
+		return diag.Usage("--workload plans stage files that serve every phase, so they keep the dims symbolic; leave out --freeze-dims").About(diag.Flag, "--workload")
 	}
 	if fs.Changed("max-batch") && f.freezeDims {
-		return diag.Usage("--max-batch needs a symbolic batch dim, and --freeze-dims fixes every dim")
+		return diag.Usage("--max-batch needs a symbolic batch dim, and --freeze-dims fixes every dim").About(diag.Flag, "--max-batch")
 	}
 	want.maxBatch = f.maxBatch
 	begin := time.Now()
@@ -311,7 +311,7 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 		}
 	}
 	if host < 0 {
-		return nil, diag.Usage("--costs measured needs the host CPU among the devices (add cpu to --devices)")
+		return nil, diag.Usage("--costs measured needs the host CPU among the devices (add cpu to --devices)").About(diag.Flag, "--costs")
 	}
 	meas, err := profile.MeasureORT(ctx, m.Path, m.Graph, profile.MeasureOptions{Threads: c.Devices[host].Threads})
 	if err != nil {

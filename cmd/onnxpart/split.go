@@ -89,7 +89,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.Changed("max-batch") && *maxBatch < 1 {
-		return diag.Usage("--max-batch %d: want a batch size ≥ 1", *maxBatch)
+		return diag.Usage("--max-batch %d: want a batch size ≥ 1", *maxBatch).About(diag.Flag, "--max-batch")
 	}
 	extra.maxBatch = *maxBatch
 	if fs.NArg() != 1 {
@@ -110,10 +110,10 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	switch *cutAt {
 	case "any", "blocks", "auto":
 	default:
-		return diag.Usage("--cut-at %q: want any, blocks or auto", *cutAt)
+		return diag.Usage("--cut-at %q: want any, blocks or auto", *cutAt).About(diag.Flag, "--cut-at")
 	}
 	if fs.Changed("cut-at") && !fs.Changed("stages") {
-		return diag.Usage("--cut-at applies to --stages; --cut and --assignment place the cuts themselves")
+		return diag.Usage("--cut-at applies to --stages; --cut and --assignment place the cuts themselves").About(diag.Flag, "--cut-at")
 	}
 	var mode emit.ExternalDataMode
 	switch *external {
@@ -124,7 +124,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	case "never":
 		mode = emit.ExternalNever
 	default:
-		return diag.Usage("--external-data %q: want auto, always or never", *external)
+		return diag.Usage("--external-data %q: want auto, always or never", *external).About(diag.Flag, "--external-data")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -154,7 +154,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		if len(names) == 0 {
-			return diag.Usage("--cut needs at least one tensor name")
+			return diag.Usage("--cut needs at least one tensor name").About(diag.Flag, "--cut")
 		}
 		a.Stage, err = emit.CutAfter(m.Graph, names)
 		a.Split = emit.SplitInfo{Method: "cut", Cuts: names}
@@ -217,7 +217,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		}
 		names := *devices
 		if len(names) != 1 && len(names) != k {
-			return diag.Usage("--devices: give one name, or one per stage (%d), not %d", k, len(names))
+			return diag.Usage("--devices: give one name, or one per stage (%d), not %d", k, len(names)).About(diag.Flag, "--devices")
 		}
 		a.Devices = make([]emit.Device, k)
 		for i := range a.Devices {
@@ -353,7 +353,7 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 		if cutAt == "auto" {
 			return nil, nil
 		}
-		return nil, diag.Usage("--cut-at blocks: the model has no repeated blocks (layers) to cut between; --cut-at any cuts anywhere")
+		return nil, diag.Usage("--cut-at blocks: the model has no repeated blocks (layers) to cut between; --cut-at any cuts anywhere").About(diag.Flag, "--cut-at")
 	}
 	if pairs == nil {
 		pairs, _ = g.StatePairs(nil)
@@ -362,7 +362,7 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 	at := blocks.Boundaries(g, res.Blocks)
 	if len(at) < n-1 {
 		return nil, diag.Usage("--stages %d --cut-at %s: the model has %d blocks, whose boundaries allow at most %d stages; ask for fewer, or --cut-at any to cut anywhere",
-			n, cutAt, len(res.Blocks), len(at)+1)
+			n, cutAt, len(res.Blocks), len(at)+1).About(diag.Flag, "--stages")
 	}
 	stage, err := emit.EqualFLOPsAt(g, n, order, at)
 	if err != nil {

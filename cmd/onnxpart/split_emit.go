@@ -48,7 +48,7 @@ func parseEmit(list []string) (emitSet, error) {
 			if s := suggest(x, []string{"onnx", "manifest", "report", "triton", "genai"}); s != "" {
 				hint = fmt.Sprintf(" (did you mean %s?)", s)
 			}
-			return se, diag.Usage("--emit %q: want a list of onnx, manifest, report, triton, genai%s", x, hint)
+			return se, diag.Usage("--emit %q: want a list of onnx, manifest, report, triton, genai%s", x, hint).About(diag.Flag, "--emit")
 		}
 	}
 	return se, nil

@@ -85,7 +85,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return diag.Usage("verify takes one directory, got %d arguments", fs.NArg())
 	}
 	if *maxTensor <= 0 {
-		return diag.Usage("--max-tensor-bytes must be positive")
+		return diag.Usage("--max-tensor-bytes must be positive").About(diag.Flag, "--max-tensor-bytes")
 	}
 	opt := emit.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
 		PlainReference: *plain, MaxTensorBytes: *maxTensor}
@@ -94,13 +94,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	case "all":
 		opt.Optimize = true
 	default:
-		return diag.Usage("--opt %q: want disabled or all", *optLevel)
+		return diag.Usage("--opt %q: want disabled or all", *optLevel).About(diag.Flag, "--opt")
 	}
 	if *runs < 1 {
-		return diag.Usage("--runs %d: need at least 1", *runs)
+		return diag.Usage("--runs %d: need at least 1", *runs).About(diag.Flag, "--runs")
 	}
 	if fs.Changed("rtol") && *rtol <= 0 {
-		return diag.Usage("--rtol %g: must be positive", *rtol)
+		return diag.Usage("--rtol %g: must be positive", *rtol).About(diag.Flag, "--rtol")
 	}
 	shapes, err := ingest.ParseInputShapes(*shapeFlags)
 	if err != nil {
@@ -110,13 +110,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	for _, s := range *inputs {
 		name, file, ok := strings.Cut(s, "=")
 		if !ok || name == "" || file == "" {
-			return diag.Usage("--input %q: want NAME=FILE.npy", s)
+			return diag.Usage("--input %q: want NAME=FILE.npy", s).About(diag.Flag, "--input")
 		}
 		if opt.Inputs == nil {
 			opt.Inputs = map[string]string{}
 		}
 		if _, dup := opt.Inputs[name]; dup {
-			return diag.Usage("--input %s is given twice", name)
+			return diag.Usage("--input %s is given twice", name).About(diag.Flag, "--input")
 		}
 		opt.Inputs[name] = file
 	}
