@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
@@ -236,7 +237,7 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 		method = "auto"
 	case "met", "greedy", "heft", "ea", "sa", "milp", "split":
 	default:
-		return nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a placement solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver)}
+		return nil, diag.Usage("--solver %q is not a placement solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver).About(diag.Flag, "--solver")
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
 	if opt.K > 0 {
@@ -255,10 +256,10 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	res, err := solveLatency(ctx, p, so, opt.Reproducible)
 	var capErr *schedule.StageCapError
 	if errors.As(err, &capErr) {
-		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages)}
+		return nil, diag.Usage("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages).About(diag.Flag, "-k")
 	}
 	if err != nil {
-		return nil, solverError(err)
+		return nil, err
 	}
 	r.Schedule, r.placement = res, p
 	r.Algorithm = "placement-" + res.Method

@@ -2,7 +2,6 @@ package onnxpart_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
@@ -157,14 +157,11 @@ func TestBatchUsage(t *testing.T) {
 	for _, o := range []onnxpart.Options{{Batch: -1}, {Batch: 4, Objective: onnxpart.Latency}, {Batch: 4, Solver: "brkga"}} {
 		o.Reproducible = true
 		_, err := onnxpart.Plan(context.Background(), m, c, o)
-		var ue *onnxpart.UsageError
-		if !asUsage(err, &ue) {
+		if diag.KindOf(err) != diag.KindUsage {
 			t.Errorf("%+v: got %v, want a usage error", o, err)
 		}
 	}
 }
-
-func asUsage(err error, ue **onnxpart.UsageError) bool { return errors.As(err, ue) }
 
 // TestBatchStageCap: -k caps a batched plan's stages (runtime calls): -k 2 --batch 8 on four
 // devices gives every route at most 2 stages, or a usage error that names -k and says why.
@@ -182,10 +179,9 @@ func TestBatchStageCap(t *testing.T) {
 	}
 	for _, k := range []int{0, 1, 2} {
 		r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{K: k, Batch: 8, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
-		var ue *onnxpart.UsageError
-		if asUsage(err, &ue) {
-			if !strings.Contains(ue.Msg, fmt.Sprintf("-k %d", k)) || !strings.Contains(ue.Msg, "stages") {
-				t.Fatalf("-k %d: usage error %q does not say why", k, ue.Msg)
+		if diag.KindOf(err) == diag.KindUsage {
+			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("-k %d", k)) || !strings.Contains(msg, "stages") {
+				t.Fatalf("-k %d: usage error %q does not say why", k, msg)
 			}
 			t.Logf("-k %d: %v", k, err)
 			continue

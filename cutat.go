@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
@@ -99,7 +100,7 @@ func planThroughputCuts(ctx context.Context, r *Result, g, work *graph.Graph, co
 		mode = CutAuto
 	case CutAny, CutBlocks, CutAuto:
 	default:
-		return nil, nil, &UsageError{Msg: fmt.Sprintf("--cut-at %q: want any, blocks or auto", opt.CutAt)}
+		return nil, nil, diag.Usage("--cut-at %q: want any, blocks or auto", opt.CutAt).About(diag.Flag, "--cut-at")
 	}
 	if mode == CutAuto && !hasState {
 		mode = CutAny

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
@@ -198,9 +199,9 @@ func nodeMemory(g, sized *graph.Graph) []float64 {
 }
 
 // checkStageMemory checks the plan's stages against their devices' capacities after
-// planning. A stage that does not fit fails the run: with InfeasibleError when one node's
+// planning. A stage that does not fit fails the run: with an infeasible *diag.Error when one node's
 // weights and state with the smallest reserve exceed every device's capacity (no plan can
-// place that node), else with NoPlanError (the plan found does not fit; another might).
+// place that node), else with a no-plan one (the plan found does not fit; another might).
 func checkStageMemory(g *graph.Graph, a *emit.Assignment, c *profile.Cluster, devs []int, mem []StageMemory, solverMem []float64) error {
 	var short []string
 	for s, m := range mem {
@@ -232,11 +233,11 @@ func checkStageMemory(g *graph.Graph, a *emit.Assignment, c *profile.Cluster, de
 			}
 		}
 		if !fits {
-			return &InfeasibleError{Msg: fmt.Sprintf("node %s needs %s of weights and state, which with the workspace reserve fits no device; %s",
-				g.Nodes[v].Label(), human(solverMem[v]), strings.Join(short, "; "))}
+			return diag.Infeasible("node %s needs %s of weights and state, which with the workspace reserve fits no device; %s",
+				g.Nodes[v].Label(), human(solverMem[v]), strings.Join(short, "; ")).About(diag.Node, g.Nodes[v].Label())
 		}
 	}
-	return &NoPlanError{Msg: "the plan found does not fit its devices' memory; no plan found within the limits: " + strings.Join(short, "; ")}
+	return diag.NoPlan("the plan found does not fit its devices' memory; no plan found within the limits: %s", strings.Join(short, "; "))
 }
 
 // memoryGraph is the graph the memory is sized at: Options.MemoryGraph when it matches g
@@ -321,8 +322,8 @@ func checkMemoryFits(g, mg *graph.Graph, c *profile.Cluster, devs []int) error {
 		}
 	}
 	if need := weights + state; need > usable {
-		return &InfeasibleError{Msg: fmt.Sprintf("the model does not fit the devices' memory: weights %s + state %s = %s > %s in all (capacities %s less reserves %s; %s short)",
-			human(weights), human(state), human(need), human(usable), human(total), human(reserve), human(need-usable))}
+		return diag.Infeasible("the model does not fit the devices' memory: weights %s + state %s = %s > %s in all (capacities %s less reserves %s; %s short)",
+			human(weights), human(state), human(need), human(usable), human(total), human(reserve), human(need-usable))
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package onnxpart
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/graph"
@@ -228,9 +228,8 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 	// (260 KiB of activations), and a plan that splits mix0 from mix1 holds enc twice: the
 	// plan found does not fit, and nothing proves that none does.
 	_, err = Plan(context.Background(), m, twoDevices(t, "800KiB"), opt)
-	var np *NoPlanError
-	if !errors.As(err, &np) {
-		t.Fatalf("got %v, want a NoPlanError", err)
+	if diag.KindOf(err) != diag.KindNoPlan {
+		t.Fatalf("got %v, want a no-plan error", err)
 	}
 	t.Log(err)
 	for _, want := range []string{"the plan found does not fit", "no plan found within the limits", "stage ", " on gpu", ": weights ", " + activations ", " + buffers ", " + state ", " + reserve 4.0 KiB = ", " > capacity 800.0 KiB (", " short)"} {
@@ -241,9 +240,8 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 
 	// 300 KiB each: the weights fit, weights and state cannot: proved (exit 3).
 	_, err = Plan(context.Background(), m, twoDevices(t, "300KiB"), opt)
-	var inf *InfeasibleError
-	if !errors.As(err, &inf) || !strings.Contains(err.Error(), "weights 48.0 KiB + state") {
-		t.Fatalf("got %v, want an InfeasibleError with the parts", err)
+	if diag.KindOf(err) != diag.KindInfeasible || !strings.Contains(err.Error(), "weights 48.0 KiB + state") {
+		t.Fatalf("got %v, want an infeasible error with the parts", err)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
@@ -133,38 +134,6 @@ type Progress struct {
 	Elapsed    time.Duration
 }
 
-// InfeasibleError means the model cannot fit the devices (exit code 3).
-type InfeasibleError struct{ Msg string }
-
-func (e *InfeasibleError) Error() string { return e.Msg }
-
-// NoPlanError means that no plan that fits was found within the limits, while nothing proved
-// that none exists (exit code 5). A longer --time-limit may find one.
-type NoPlanError struct{ Msg string }
-
-func (e *NoPlanError) Error() string { return e.Msg }
-
-// solverError turns the solvers' "infeasible" (a proof) and "no plan found" (no proof) into
-// the package's errors; anything else passes unchanged.
-func solverError(err error) error {
-	var pie *partition.InfeasibleError
-	var sie *schedule.InfeasibleError
-	var pnp *partition.NoPlanError
-	var snp *schedule.NoPlanError
-	switch {
-	case errors.As(err, &pie), errors.As(err, &sie):
-		return &InfeasibleError{Msg: err.Error()}
-	case errors.As(err, &pnp), errors.As(err, &snp):
-		return &NoPlanError{Msg: err.Error()}
-	}
-	return err
-}
-
-// UsageError is a bad combination of options.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
 // StageSummary is one row of the plan table.
 type StageSummary struct {
 	Stage      int
@@ -241,12 +210,12 @@ func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
 	out := map[int]int{}
 	if ids != nil {
 		if len(ids) != len(gpus) {
-			return nil, &UsageError{Msg: fmt.Sprintf("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus))}
+			return nil, diag.Usage("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus)).About(diag.Flag, "--gpu-ids")
 		}
 		seen := map[int]bool{}
 		for i, id := range ids {
 			if id < 0 || seen[id] {
-				return nil, &UsageError{Msg: fmt.Sprintf("--gpu-ids: %d is negative or given twice", id)}
+				return nil, diag.Usage("--gpu-ids: %d is negative or given twice", id).About(diag.Flag, "--gpu-ids")
 			}
 			seen[id] = true
 			out[gpus[i]] = id
@@ -359,15 +328,15 @@ func (p *planRun) options() error {
 	p.batched = opt.Batch > 1
 	batched := p.batched
 	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
-		return &UsageError{Msg: fmt.Sprintf("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow)}
+		return diag.Usage("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow).About(diag.Flag, "--polish-window")
 	}
 	switch {
 	case opt.Batch < 0:
-		return &UsageError{Msg: fmt.Sprintf("--batch %d: must be positive", opt.Batch)}
+		return diag.Usage("--batch %d: must be positive", opt.Batch).About(diag.Flag, "--batch")
 	case batched && opt.Objective == Latency:
-		return &UsageError{Msg: fmt.Sprintf("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch)}
+		return diag.Usage("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch).About(diag.Flag, "--batch")
 	case batched && len(devs) > MaxPlacementDevices:
-		return &UsageError{Msg: fmt.Sprintf("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))}
+		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))
 	}
 	switch opt.Objective {
 	case Throughput, Latency:
@@ -391,27 +360,27 @@ func (p *planRun) options() error {
 			r.ObjectiveChosen = "mixed devices; --objective throughput gives a pipeline"
 		}
 	default:
-		return &UsageError{Msg: fmt.Sprintf("--objective %q: want throughput or latency", opt.Objective)}
+		return diag.Usage("--objective %q: want throughput or latency", opt.Objective).About(diag.Flag, "--objective")
 	}
 	if opt.K > len(g.Nodes) {
 		// A stage holds at least one node; larger k only allocates (-k 100000000 ran out of
 		// memory in the slicing DP).
-		return &UsageError{Msg: fmt.Sprintf("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes))}
+		return diag.Usage("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes)).About(diag.Flag, "-k")
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
-		return &UsageError{Msg: fmt.Sprintf("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))}
+		return diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))
 	}
 	if opt.CutAt == CutBlocks && (batched || r.Objective != Throughput) {
-		return &UsageError{Msg: "--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one"}
+		return diag.Usage("--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one").About(diag.Flag, "--cut-at")
 	}
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
-		return &UsageError{Msg: "--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload"}
+		return diag.Usage("--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload").About(diag.Flag, "--workload")
 	}
 	if p.pairs, err = g.StatePairs(opt.State); err != nil {
-		return &UsageError{Msg: err.Error()}
+		return diag.Wrap(diag.KindUsage, err)
 	}
 	if p.mg, err = memoryGraph(g, opt); err != nil {
-		return &UsageError{Msg: err.Error()}
+		return diag.Wrap(diag.KindUsage, err)
 	}
 	return checkMemoryFits(g, p.mg, c, devs)
 }
@@ -682,7 +651,7 @@ func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 func chooseDevices(c *profile.Cluster, k int) ([]int, error) {
 	n := len(c.Devices)
 	if k < 0 {
-		return nil, &UsageError{Msg: fmt.Sprintf("-k %d: must be positive", k)}
+		return nil, diag.Usage("-k %d: must be positive", k).About(diag.Flag, "-k")
 	}
 	devs := make([]int, n)
 	for i := range devs {
@@ -728,14 +697,14 @@ func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, erro
 		}
 	}
 	if opt.FusionRules != "" && opt.Fusion != "" {
-		return nil, &UsageError{Msg: "give --fusion or --fusion-rules, not both"}
+		return nil, diag.Usage("give --fusion or --fusion-rules, not both")
 	}
 	if opt.FusionRules != "" {
 		return fusion.LoadRuleSet(opt.FusionRules)
 	}
 	rs, err := fusion.Builtin(name)
 	if err != nil {
-		return nil, &UsageError{Msg: err.Error()}
+		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	return rs, nil
 }

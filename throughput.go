@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
@@ -141,14 +142,14 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		}
 		switch {
 		case opt.K > 0 && opt.K < len(devs):
-			return nil, nil, &UsageError{Msg: fmt.Sprintf("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs))}
+			return nil, nil, diag.Usage("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs)).About(diag.Flag, "-k")
 		case opt.K > len(devs):
 			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.K, len(devs), len(devs)))
 		}
 	}
 	bounds, err := partition.ParseBounds(opt.Bounds)
 	if err != nil {
-		return nil, nil, &UsageError{Msg: err.Error()}
+		return nil, nil, diag.Wrap(diag.KindUsage, err)
 	}
 	po := partition.Options{Seed: opt.Seed, TimeLimit: opt.TimeLimit, Gap: opt.Gap, Bounds: bounds,
 		Polish: partition.PolishOptions{MaxWindow: opt.PolishWindow}}
@@ -168,7 +169,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	case "mla":
 		po.Search = partition.SearchMLAWeighted
 	default:
-		return nil, nil, &UsageError{Msg: fmt.Sprintf("--solver %q is not a throughput solver (auto, brkga, random, mla)", opt.Solver)}
+		return nil, nil, diag.Usage("--solver %q is not a throughput solver (auto, brkga, random, mla)", opt.Solver).About(diag.Flag, "--solver")
 	}
 	// Every stage is one runtime call per inference (session run, synchronisation, the
 	// hand-off through the host): a non-empty stage on device d also costs the device's run
@@ -194,7 +195,7 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	}
 	plan, err := partition.Solve(ctx, p, po)
 	if err != nil {
-		return nil, nil, solverError(err)
+		return nil, nil, err
 	}
 	if opt.Reproducible && ctx.Err() != nil {
 		r.Notes = append(r.Notes, clockCutNote)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
@@ -92,11 +93,11 @@ func workloadCosts(g, work *graph.Graph, coarse *fusion.Coarse, cm *profile.Cost
 	for i, ph := range phases {
 		pg := ph.Graph
 		if pg == nil {
-			return nil, &UsageError{Msg: fmt.Sprintf("--workload %s: the model was not sized at the phase's dims", ph.Name)}
+			return nil, diag.Usage("--workload %s: the model was not sized at the phase's dims", ph.Name).About(diag.Flag, "--workload")
 		}
 		if len(pg.Nodes) != len(g.Nodes) || len(pg.Tensors) != len(g.Tensors) {
-			return nil, &UsageError{Msg: fmt.Sprintf("--workload %s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
-				ph.Name, len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors))}
+			return nil, diag.Usage("--workload %s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
+				ph.Name, len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Flag, "--workload")
 		}
 		pc := phaseCosts{times: make([][]float64, nDev)}
 		var kernels *graph.Graph // the phase's kernels: the planned groups at its sizes

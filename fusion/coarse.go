@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"fmt"
@@ -125,7 +126,7 @@ func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, e
 		order = append(order, int(i))
 	}
 	if len(order) != k {
-		return nil, fmt.Errorf("fusion: internal error: the groups of %s form a cycle", g.Name)
+		return nil, diag.Internal("fusion: internal error: the groups of %s form a cycle", g.Name)
 	}
 	c := &Coarse{Orig: g, RuleSet: ruleSet, Groups: make([][]int, k), Rule: make([]string, k),
 		GroupOf: make([]int, n), Dup: map[int][]int{}, Absorbed: append([]bool(nil), e.absorbed...)}
@@ -326,7 +327,7 @@ func (c *Coarse) makeGraph(in [][]int) (*graph.Graph, error) {
 	}
 	cg, err := b.Build()
 	if err != nil {
-		return nil, fmt.Errorf("fusion: internal error: the coarse graph of %s is invalid: %w", g.Name, err)
+		return nil, diag.Internal("fusion: internal error: the coarse graph of %s is invalid: %w", g.Name, err)
 	}
 	return cg, nil
 }

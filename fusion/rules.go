@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 )
 
@@ -160,19 +161,21 @@ func BuiltinNames() []string {
 func Builtin(name string) (*RuleSet, error) {
 	data, err := builtinFS.ReadFile("rules/" + name + ".yaml")
 	if err != nil {
-		return nil, fmt.Errorf("unknown fusion rule set %q (built in: %s)", name, strings.Join(BuiltinNames(), ", "))
+		return nil, diag.Usage("unknown fusion rule set %q (built in: %s)", name, strings.Join(BuiltinNames(), ", "))
 	}
 	return ParseRuleSet(data, name+".yaml")
 }
 
-// LoadRuleSet reads a rule-set file (the --fusion-rules FILE of the CLI).
+// LoadRuleSet reads a rule-set file (the --fusion-rules FILE of the CLI). Errors, here and in
+// Builtin and ParseRuleSet, are *diag.Error: an unknown built-in name is usage, a file that
+// cannot be read or parsed is input.
 func LoadRuleSet(path string) (*RuleSet, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such file", path)
+			return nil, diag.Input("no such file").About(diag.File, path)
 		}
-		return nil, err
+		return nil, diag.Input("%w", err)
 	}
 	return ParseRuleSet(data, filepath.Base(path))
 }
@@ -256,10 +259,10 @@ func ParseRuleSet(data []byte, file string) (*RuleSet, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("fusion rules %s: %v", file, err)
+		return nil, diag.Input("fusion rules %s: %w", file, err)
 	}
 	errf := func(format string, a ...any) error {
-		return fmt.Errorf("fusion rules %s: %s", file, fmt.Sprintf(format, a...))
+		return diag.Input("fusion rules %s: %s", file, fmt.Sprintf(format, a...))
 	}
 	if f.Name == "" {
 		return nil, errf("the rule set has no name")

@@ -12,6 +12,7 @@
 package graph
 
 import (
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"fmt"
@@ -404,17 +405,18 @@ func labelOf(name, op string, id int) string {
 // NodeRef gives mutable access to a node while building.
 func (b *Builder) NodeRef(id int) *Node { return &b.g.Nodes[id] }
 
-// Error is a structural defect of a graph: duplicate producers, names nothing produces, cycles.
-type Error struct {
-	Problems []string
-}
-
-// Error returns the first problem, with the count of the others.
-func (e *Error) Error() string {
-	if len(e.Problems) == 1 {
-		return e.Problems[0]
+// structureError is a structural defect of a graph (duplicate producers, names nothing
+// produces): a *diag.Error of kind input with the first problem and the count of the others,
+// each other problem a note.
+func structureError(problems []string) *diag.Error {
+	if len(problems) == 1 {
+		return diag.Input("%s", problems[0])
 	}
-	return fmt.Sprintf("%s (and %d more problems)", e.Problems[0], len(e.Problems)-1)
+	e := diag.Input("%s (and %d more problems)", problems[0], len(problems)-1)
+	for _, p := range problems[1:] {
+		e.Note("%s", p)
+	}
+	return e
 }
 
 // CycleError reports that the graph is not a DAG; Nodes lists a cycle in dependency order
@@ -423,7 +425,8 @@ type CycleError = dag.CycleError
 
 // Build validates the graph and computes consumers, adjacency and a topological order.
 // It reports tensors produced twice, tensors read but never produced (and not inputs or
-// initializers), and cycles (with the nodes on one).
+// initializers), and cycles (with the nodes on one), as a *diag.Error of kind input; a
+// cycle's cause is a *CycleError.
 func (b *Builder) Build() (*Graph, error) {
 	g := &b.g
 	problems := append([]string(nil), b.err...)
@@ -449,7 +452,7 @@ func (b *Builder) Build() (*Graph, error) {
 		}
 	}
 	if len(problems) > 0 {
-		return nil, &Error{Problems: problems}
+		return nil, structureError(problems)
 	}
 	g.preds = make([][]int, len(g.Nodes))
 	g.succs = make([][]int, len(g.Nodes))
@@ -470,7 +473,12 @@ func (b *Builder) Build() (*Graph, error) {
 	g.succRows, g.predRows = dag.FromLists(g.succs), dag.FromLists(g.preds)
 	order, ok := g.kahn(nil)
 	if !ok {
-		return nil, dag.NewCycleError("", dag.FindCycle(g.succRows), func(v int) string { return g.Nodes[v].Label() })
+		cyc := dag.NewCycleError("", dag.FindCycle(g.succRows), func(v int) string { return g.Nodes[v].Label() })
+		e := diag.Wrap(diag.KindInput, cyc)
+		if len(cyc.Nodes) > 0 {
+			e.About(diag.Node, cyc.Nodes[0])
+		}
+		return nil, e
 	}
 	g.topo = order
 	return g, nil

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // chain builds x → a → b → c → y plus a side branch a → d → c, with a weight w read by b.
@@ -85,9 +87,9 @@ func TestBuildErrors(t *testing.T) {
 			b := NewBuilder("g")
 			tc.build(b)
 			_, err := b.Build()
-			var ge *Error
-			if !errors.As(err, &ge) {
-				t.Fatalf("want *Error, got %T %v", err, err)
+			var de *diag.Error
+			if !errors.As(err, &de) || de.Kind != diag.KindInput {
+				t.Fatalf("want an input *diag.Error, got %T %v", err, err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -107,8 +109,12 @@ func TestCycleNamesItsNodes(t *testing.T) {
 	b.AddNode("n3", "Relu", "", []string{"t2"}, []string{"t3"}, nil, nil)
 	_, err := b.Build()
 	var ce *CycleError
-	if !errors.As(err, &ce) {
-		t.Fatalf("want *CycleError, got %v", err)
+	var de *diag.Error
+	if !errors.As(err, &ce) || !errors.As(err, &de) || de.Kind != diag.KindInput || de.Subject != (diag.Subject{Kind: diag.Node, Name: "n1"}) {
+		t.Fatalf("want an input *diag.Error about n1 wrapping a *CycleError, got %v", err)
+	}
+	if diag.ExitCode(ce) != 1 {
+		t.Errorf("a bare CycleError exits with %d, want 1", diag.ExitCode(ce))
 	}
 	if !reflect.DeepEqual(ce.Nodes, []string{"n1", "n2", "n3"}) {
 		t.Errorf("cycle %v", ce.Nodes)
@@ -227,8 +233,9 @@ func TestStageAssignments(t *testing.T) {
 		t.Errorf("valid pipeline refused: %v", err)
 	}
 	err := g.CheckStageOrder([]int{1, 0, 1, 1})
-	var soe *StageOrderError
-	if !errors.As(err, &soe) || soe.Tensor != "ta" || soe.From != 1 || soe.To != 0 {
+	var de *diag.Error
+	if !errors.As(err, &de) || de.Kind != diag.KindInput || de.Subject != (diag.Subject{Kind: diag.Tensor, Name: "ta"}) ||
+		!strings.Contains(err.Error(), "from stage 1 (node a") || !strings.Contains(err.Error(), "to stage 0") {
 		t.Errorf("backward flow: %v", err)
 	}
 	// Labels out of pipeline order are renumbered by OrderStages.
@@ -246,7 +253,7 @@ func TestStageAssignments(t *testing.T) {
 	// b and d in one stage, a and c in another: a cycle of stages, closed by ta and tb/td.
 	_, err = g.OrderStages([]int{0, 1, 1, 0})
 	var sce *StageCycleError
-	if !errors.As(err, &sce) {
+	if !errors.As(err, &sce) || diag.KindOf(err) != diag.KindInput || !errors.As(err, &de) {
 		t.Fatalf("cycle not found: %v", err)
 	}
 	if len(sce.Stages) != 2 || len(sce.Tensors) != 2 {

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
 
 	"fmt"
@@ -68,30 +69,17 @@ func (g *Graph) Ancestors(v int) []int { return dag.Walk(g.predRows, v) }
 // Descendants returns the nodes reachable from v, v excluded, ascending. O(n+m) BFS.
 func (g *Graph) Descendants(v int) []int { return dag.Walk(g.succRows, v) }
 
-// StageOrderError reports an assignment in which a tensor flows from a later stage to an
-// earlier one.
-type StageOrderError struct {
-	Tensor   string
-	From, To int // producing and consuming stage
-	Producer string
-	Consumer string
-}
-
-// Error names the tensor, its stages and the nodes at both ends.
-func (e *StageOrderError) Error() string {
-	return fmt.Sprintf("tensor %q flows backwards from stage %d (node %s) to stage %d (node %s)",
-		e.Tensor, e.From, e.Producer, e.To, e.Consumer)
-}
-
 // CheckStageOrder verifies that a node → stage assignment is a pipeline: every tensor flows
-// from a stage to the same or a later stage. stage[v] must be ≥ 0 for every node.
+// from a stage to the same or a later stage. stage[v] must be ≥ 0 for every node. A tensor
+// that flows from a later stage to an earlier one is a *diag.Error of kind input about the
+// tensor, naming its stages and the nodes at both ends.
 func (g *Graph) CheckStageOrder(stage []int) error {
 	if len(stage) != len(g.Nodes) {
-		return fmt.Errorf("assignment has %d entries for %d nodes", len(stage), len(g.Nodes))
+		return diag.Input("assignment has %d entries for %d nodes", len(stage), len(g.Nodes))
 	}
 	for v := range g.Nodes {
 		if stage[v] < 0 {
-			return fmt.Errorf("node %s has no stage", g.Nodes[v].Label())
+			return diag.Input("node %s has no stage", g.Nodes[v].Label()).About(diag.Node, g.Nodes[v].Label())
 		}
 	}
 	for _, v := range g.topo {
@@ -99,8 +87,9 @@ func (g *Graph) CheckStageOrder(stage []int) error {
 		for _, t := range n.Deps() {
 			p := g.Tensors[t].Producer
 			if p >= 0 && stage[p] > stage[v] {
-				return &StageOrderError{Tensor: g.Tensors[t].Name, From: stage[p], To: stage[v],
-					Producer: g.Nodes[p].Label(), Consumer: n.Label()}
+				name := g.Tensors[t].Name
+				return diag.Input("tensor %q flows backwards from stage %d (node %s) to stage %d (node %s)",
+					name, stage[p], g.Nodes[p].Label(), stage[v], n.Label()).About(diag.Tensor, name)
 			}
 		}
 	}
@@ -108,7 +97,9 @@ func (g *Graph) CheckStageOrder(stage []int) error {
 }
 
 // StageCycleError reports an assignment whose stage graph has a cycle; Tensors are the
-// tensors carried by the edges of one cycle of stages.
+// tensors carried by the edges of one cycle of stages. OrderStages returns it as the cause of
+// a *diag.Error of kind input (the message is the same); emit still returns it bare, and its
+// DiagKind maps it to kind input.
 type StageCycleError struct {
 	Stages  []int
 	Tensors []string
@@ -119,18 +110,22 @@ func (e *StageCycleError) Error() string {
 	return fmt.Sprintf("the stage graph has a cycle through stages %v, closed by tensors %v", e.Stages, e.Tensors)
 }
 
+// DiagKind is diag.KindInput: an assignment that is not a pipeline is bad input.
+func (e *StageCycleError) DiagKind() diag.Kind { return diag.KindInput }
+
 // OrderStages checks that the stage graph of an assignment (stages as nodes, an edge where a
 // tensor crosses stages) is acyclic and returns the stages in a topological order (ties:
 // smaller stage number first), so that any acyclic assignment can be renumbered into a
-// pipeline. It returns a *StageCycleError naming the tensors that close a cycle.
+// pipeline. It returns a *diag.Error of kind input wrapping a *StageCycleError naming the
+// tensors that close a cycle.
 func (g *Graph) OrderStages(stage []int) ([]int, error) {
 	if len(stage) != len(g.Nodes) {
-		return nil, fmt.Errorf("assignment has %d entries for %d nodes", len(stage), len(g.Nodes))
+		return nil, diag.Input("assignment has %d entries for %d nodes", len(stage), len(g.Nodes))
 	}
 	k := 0
 	for v, s := range stage {
 		if s < 0 {
-			return nil, fmt.Errorf("node %s has no stage", g.Nodes[v].Label())
+			return nil, diag.Input("node %s has no stage", g.Nodes[v].Label()).About(diag.Node, g.Nodes[v].Label())
 		}
 		if s+1 > k {
 			k = s + 1
@@ -169,5 +164,5 @@ func (g *Graph) OrderStages(stage []int) ([]int, error) {
 		a, b := cyc[i], cyc[(i+1)%len(cyc)]
 		err.Tensors = append(err.Tensors, carrier[edge{a, b}])
 	}
-	return nil, err
+	return nil, diag.Wrap(diag.KindInput, err)
 }

@@ -1,8 +1,9 @@
 package graph
 
 import (
-	"fmt"
 	"sort"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // StatePair is state a model carries from one call to the next: a graph input (a decoder's
@@ -42,14 +43,14 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 		outName := given[inName]
 		in, ok := g.TensorByName(inName)
 		if !ok || g.Tensors[in].Kind != Input {
-			return nil, fmt.Errorf("--state %s=%s: %q is not an input of the model", inName, outName, inName)
+			return nil, diag.Usage("--state %s=%s: %q is not an input of the model", inName, outName, inName).About(diag.Flag, "--state")
 		}
 		o, ok := g.TensorByName(outName)
 		if !ok || !g.Tensors[o].IsOutput {
-			return nil, fmt.Errorf("--state %s=%s: %q is not an output of the model", inName, outName, outName)
+			return nil, diag.Usage("--state %s=%s: %q is not an output of the model", inName, outName, outName).About(diag.Flag, "--state")
 		}
 		if usedOut[o] {
-			return nil, fmt.Errorf("--state %s=%s: output %q is already the state of another input", inName, outName, outName)
+			return nil, diag.Usage("--state %s=%s: output %q is already the state of another input", inName, outName, outName).About(diag.Flag, "--state")
 		}
 		p := StatePair{In: in, Out: o, Concat: -1, Axis: -1, Given: true}
 		if c := g.Tensors[o].Producer; c >= 0 && g.Nodes[c].OpType == "Concat" && g.Nodes[c].Domain == "" {

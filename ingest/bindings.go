@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
@@ -27,13 +28,13 @@ func ParseDims(list []string) (map[string]int64, error) {
 			name, val, ok := strings.Cut(strings.TrimSpace(s), "=")
 			v, err := strconv.ParseInt(val, 10, 64)
 			if !ok || name == "" || err != nil {
-				return nil, &UsageError{Msg: fmt.Sprintf("--dim %q: want NAME=SIZE or a list NAME=SIZE,NAME=SIZE, e.g. --dim batch=4,seq=128", arg)}
+				return nil, usagef("--dim %q: want NAME=SIZE or a list NAME=SIZE,NAME=SIZE, e.g. --dim batch=4,seq=128", arg).About(diag.Flag, "--dim")
 			}
 			if v < 0 {
-				return nil, &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", name, v)}
+				return nil, usagef("--dim %s=%d: a dimension cannot be negative", name, v).About(diag.Flag, "--dim")
 			}
 			if old, dup := out[name]; dup && old != v {
-				return nil, &UsageError{Msg: fmt.Sprintf("--dim %s is given twice, as %d and %d", name, old, v)}
+				return nil, usagef("--dim %s is given twice, as %d and %d", name, old, v).About(diag.Flag, "--dim")
 			}
 			out[name] = v
 		}
@@ -52,7 +53,7 @@ func ParseInputShapes(list []string) (map[string][]int64, error) {
 	for _, s := range list {
 		i := strings.LastIndex(s, "=")
 		bad := func() error {
-			return &UsageError{Msg: fmt.Sprintf("--input-shape %q: want NAME=SHAPE with the sizes joined by x, e.g. --input-shape input=1x3x224x224", s)}
+			return usagef("--input-shape %q: want NAME=SHAPE with the sizes joined by x, e.g. --input-shape input=1x3x224x224", s).About(diag.Flag, "--input-shape")
 		}
 		if i <= 0 {
 			return nil, bad()
@@ -67,13 +68,13 @@ func ParseInputShapes(list []string) (map[string][]int64, error) {
 					return nil, bad()
 				}
 				if v < 0 {
-					return nil, &UsageError{Msg: fmt.Sprintf("--input-shape %s: a dimension cannot be negative", s)}
+					return nil, usagef("--input-shape %s: a dimension cannot be negative", s).About(diag.Flag, "--input-shape")
 				}
 				dims = append(dims, v)
 			}
 		}
 		if _, dup := out[name]; dup {
-			return nil, &UsageError{Msg: fmt.Sprintf("--input-shape %s is given twice", name)}
+			return nil, usagef("--input-shape %s is given twice", name).About(diag.Flag, "--input-shape")
 		}
 		out[name] = dims
 	}
@@ -121,7 +122,7 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 	for _, n := range sortedKeys(dims) {
 		switch {
 		case dims[n] < 0:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: a dimension cannot be negative", n, dims[n])}
+			return usagef("--dim %s=%d: a dimension cannot be negative", n, dims[n]).About(diag.Flag, "--dim")
 		case onInputs[n]:
 		case elsewhere[n]:
 			// Checked against what inference derives (checkDerivedDims): a manifest or a
@@ -131,9 +132,9 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 			}
 			m.derivedDims[n] = dims[n]
 		case len(have) == 0:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)", n, dims[n])}
+			return usagef("--dim %s=%d: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)", n, dims[n]).About(diag.Flag, "--dim")
 		default:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: the model has no symbolic dimension %q (it has: %s)", n, dims[n], n, strings.Join(have, ", "))}
+			return usagef("--dim %s=%d: the model has no symbolic dimension %q (it has: %s)", n, dims[n], n, strings.Join(have, ", ")).About(diag.Flag, "--dim")
 		}
 	}
 	merged := map[string]int64{}
@@ -147,7 +148,7 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 		s := shapes[name]
 		vi, ok := inputs[name]
 		if !ok {
-			return &UsageError{Msg: fmt.Sprintf("--input-shape %s: the model has no input %q (its inputs: %s)", name, name, strings.Join(inputNames, ", "))}
+			return usagef("--input-shape %s: the model has no input %q (its inputs: %s)", name, name, strings.Join(inputNames, ", ")).About(diag.Flag, "--input-shape")
 		}
 		tt := vi.GetType().GetTensorType()
 		if tt == nil || tt.Shape == nil {
@@ -155,13 +156,13 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 		}
 		ds := tt.Shape.Dim
 		if len(ds) != len(s) {
-			return &UsageError{Msg: fmt.Sprintf("--input-shape %s=%s: input %q has rank %d (%s), not %d", name, joinDims(s), name, len(ds), declaredShape(ds), len(s))}
+			return usagef("--input-shape %s=%s: input %q has rank %d (%s), not %d", name, joinDims(s), name, len(ds), declaredShape(ds), len(s)).About(diag.Flag, "--input-shape")
 		}
 		for i, d := range ds {
 			switch v := d.Value.(type) {
 			case *onnxpb.TensorShapeProto_Dimension_DimValue:
 				if v.DimValue >= 0 && v.DimValue != s[i] {
-					return &UsageError{Msg: fmt.Sprintf("--input-shape %s=%s: dimension %d of input %q is fixed at %d (%s)", name, joinDims(s), i, name, v.DimValue, declaredShape(ds))}
+					return usagef("--input-shape %s=%s: dimension %d of input %q is fixed at %d (%s)", name, joinDims(s), i, name, v.DimValue, declaredShape(ds)).About(diag.Flag, "--input-shape")
 				}
 			case *onnxpb.TensorShapeProto_Dimension_DimParam:
 				p := v.DimParam
@@ -169,7 +170,7 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 					continue
 				}
 				if old, ok := merged[p]; ok && old != s[i] {
-					return &UsageError{Msg: fmt.Sprintf("--input-shape %s=%s: dimension %d of input %q is %q, which %s sets to %d", name, joinDims(s), i, name, p, from[p], old)}
+					return usagef("--input-shape %s=%s: dimension %d of input %q is %q, which %s sets to %d", name, joinDims(s), i, name, p, from[p], old).About(diag.Flag, "--input-shape")
 				}
 				merged[p] = s[i]
 				if _, ok := from[p]; !ok {
@@ -293,10 +294,10 @@ func (m *Model) inputShapeExample() string {
 	return "NAME=SHAPE"
 }
 
-// RequireInputSizes returns a *UsageError naming what to bind when some input size is still
-// unknown (every cost and plan depends on them), and the first shape inference error (an
+// RequireInputSizes returns a usage *diag.Error naming what to bind when some input size is
+// still unknown (every cost and plan depends on them), and the first shape inference error (an
 // input size that breaks a node, such as a window larger than its input or shapes that do
-// not broadcast) as an *Error naming the node.
+// not broadcast) as an input *diag.Error about the model file naming the node.
 func (m *Model) RequireInputSizes() error {
 	if un := m.UnboundInputs(); len(un) > 0 {
 		example := "--input-shape " + m.inputShapeExample()
@@ -327,22 +328,22 @@ func (m *Model) RequireInputSizes() error {
 		} else {
 			msg = "the model's inputs have dimensions of unknown size; bind them with " + example
 		}
-		return &UsageError{Msg: msg + " (unbound: " + strings.Join(un, ", ") + ")"}
+		return usagef("%s (unbound: %s)", msg, strings.Join(un, ", "))
 	}
 	if len(m.ShapeErrors) > 0 {
 		msg := m.ShapeErrors[0]
 		if n := len(m.ShapeErrors) - 1; n > 0 {
 			msg += fmt.Sprintf(" (and %d more)", n)
 		}
-		return &Error{Path: m.Path, Msg: "at these input sizes " + msg}
+		return fileErr(m.Path, nil, "at these input sizes %s", msg)
 	}
 	return nil
 }
 
-// RequireKnownShapes returns a *UsageError when, with every input size known, inference still
-// leaves the output shapes of more than half of the computing nodes unknown (ops it does not
-// know, data-dependent sizes, subgraphs it cannot analyse): their FLOPs and activation bytes
-// count 0, so a plan would rest on guesses. The error names the first such node, the ops
+// RequireKnownShapes returns a usage *diag.Error when, with every input size known, inference
+// still leaves the output shapes of more than half of the computing nodes unknown (ops it does
+// not know, data-dependent sizes, subgraphs it cannot analyse): their FLOPs and activation
+// bytes count 0, so a plan would rest on guesses. The error names the first such node, the ops
 // inference does not know and how to go on anyway (--allow-unknown-shapes). Constant nodes
 // and nodes computed from weights alone do not count.
 func (m *Model) RequireKnownShapes() error {
@@ -379,7 +380,7 @@ func (m *Model) RequireKnownShapes() error {
 	if un := m.UnboundInputs(); len(un) > 0 {
 		msg += "; bind the inputs with --input-shape " + m.inputShapeExample() + " (unbound: " + strings.Join(un, ", ") + ")"
 	}
-	return &UsageError{Msg: msg + "; --allow-unknown-shapes plans anyway, counting them as 0"}
+	return usagef("%s; --allow-unknown-shapes plans anyway, counting them as 0", msg)
 }
 
 // checkDerivedDims checks the sizes given for dims that only outputs or value_info carry
@@ -415,11 +416,11 @@ func (m *Model) checkDerivedDims() error {
 		switch {
 		case ok && got == v:
 		case ok:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q; inference derives it from the input sizes as %d", n, v, n, got)}
+			return usagef("--dim %s=%d: no input has dimension %q; inference derives it from the input sizes as %d", n, v, n, got).About(diag.Flag, "--dim")
 		case len(inputs) > 0:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", n, v, n, strings.Join(inputs, ", "))}
+			return usagef("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", n, v, n, strings.Join(inputs, ", ")).About(diag.Flag, "--dim")
 		default:
-			return &UsageError{Msg: fmt.Sprintf("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which --input-shape binds)", n, v, n)}
+			return usagef("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which --input-shape binds)", n, v, n).About(diag.Flag, "--dim")
 		}
 	}
 	return nil

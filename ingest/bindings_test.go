@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -18,8 +17,7 @@ func TestParseDims(t *testing.T) {
 		t.Fatalf("ParseDims: %v, %v", got, err)
 	}
 	for _, bad := range []string{"a", "a=x", "=3", "a=1,", "a=-1", "a=1.5"} {
-		var ue *UsageError
-		if _, err := ParseDims([]string{bad}); !errors.As(err, &ue) {
+		if _, err := ParseDims([]string{bad}); !isUsage(err) {
 			t.Errorf("ParseDims(%q): %v, want a usage error", bad, err)
 		}
 	}
@@ -34,8 +32,7 @@ func TestParseInputShapes(t *testing.T) {
 		t.Fatalf("ParseInputShapes: %v, %v", got, err)
 	}
 	for _, bad := range [][]string{{"input"}, {"=1x2"}, {"x=1xa"}, {"x=1x-2"}, {"x=1", "x=2"}} {
-		var ue *UsageError
-		if _, err := ParseInputShapes(bad); !errors.As(err, &ue) {
+		if _, err := ParseInputShapes(bad); !isUsage(err) {
 			t.Errorf("ParseInputShapes(%q): %v, want a usage error", bad, err)
 		}
 	}
@@ -84,8 +81,7 @@ func TestBindInputs(t *testing.T) {
 	if fmt.Sprint(m.UnboundInputs()) != want {
 		t.Errorf("UnboundInputs %v, want %s", m.UnboundInputs(), want)
 	}
-	var ue *UsageError
-	if err := m.RequireInputSizes(); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--input-shape") || !strings.Contains(err.Error(), "--dim batch") {
+	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), "--input-shape") || !strings.Contains(err.Error(), "--dim batch") {
 		t.Errorf("RequireInputSizes: %v, want a usage error pointing at --dim and --input-shape", err)
 	}
 
@@ -140,7 +136,7 @@ func TestBindInputs(t *testing.T) {
 		{Options{Dims: map[string]int64{"batch": 2}, InputShapes: map[string][]int64{tokens: {4, 1}}}, `is "batch", which --dim batch sets to 2`},
 	} {
 		_, err := Load(path, c.opt)
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+		if !isUsage(err) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want a usage error containing %q", c.opt, err, c.want)
 		}
 	}
@@ -167,9 +163,8 @@ func TestRequireInputSizesShapeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ie *Error
 	err = im.RequireInputSizes()
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "maxpool_") || !strings.Contains(err.Error(), "larger than the padded input") {
+	if !isInput(err) || !strings.Contains(err.Error(), "maxpool_") || !strings.Contains(err.Error(), "larger than the padded input") {
 		t.Errorf("H=1: %v, want an error naming the MaxPool", err)
 	}
 	im, err = Load(path, Options{Dims: map[string]int64{"H": 7, "W": 7}})
@@ -177,7 +172,7 @@ func TestRequireInputSizesShapeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = im.RequireInputSizes()
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "add_") || !strings.Contains(err.Error(), "not broadcastable") {
+	if !isInput(err) || !strings.Contains(err.Error(), "add_") || !strings.Contains(err.Error(), "not broadcastable") {
 		t.Errorf("7x7: %v, want an error naming the Add", err)
 	}
 }

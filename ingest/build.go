@@ -1,9 +1,10 @@
 package ingest
 
 import (
-	"fmt"
-	"github.com/onnxpart/onnxpart/internal/access"
 	"sort"
+
+	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/internal/access"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
@@ -20,10 +21,10 @@ func (m *Model) build() error {
 	for i, t := range pg.Initializer {
 		name := t.GetName()
 		if name == "" {
-			return &Error{Msg: fmt.Sprintf("initializer %d has no name", i)}
+			return diag.Input("initializer %d has no name", i)
 		}
 		if _, dup := m.inits[name]; dup {
-			return &Error{Msg: fmt.Sprintf("initializer %q is defined twice", name)}
+			return diag.Input("initializer %q is defined twice", name).About(diag.Tensor, name)
 		}
 		if err := m.checkInitializer(t); err != nil {
 			return err
@@ -35,13 +36,13 @@ func (m *Model) build() error {
 	for i, st := range pg.SparseInitializer {
 		name := st.GetValues().GetName()
 		if name == "" {
-			return &Error{Msg: fmt.Sprintf("sparse initializer %d has no name", i)}
+			return diag.Input("sparse initializer %d has no name", i)
 		}
 		if _, dup := m.inits[name]; dup {
-			return &Error{Msg: fmt.Sprintf("initializer %q is defined twice", name)}
+			return diag.Input("initializer %q is defined twice", name).About(diag.Tensor, name)
 		}
 		if _, dup := sparse[name]; dup {
-			return &Error{Msg: fmt.Sprintf("initializer %q is defined twice", name)}
+			return diag.Input("initializer %q is defined twice", name).About(diag.Tensor, name)
 		}
 		sparse[name] = st
 		b.AddInitializer(name)
@@ -49,7 +50,7 @@ func (m *Model) build() error {
 	for _, vi := range pg.Input {
 		name := vi.GetName()
 		if name == "" {
-			return &Error{Msg: "a graph input has no name"}
+			return diag.Input("a graph input has no name")
 		}
 		if _, ok := m.inits[name]; ok {
 			continue // IR < 4: initializers are also listed as inputs; the weight is the value
@@ -58,7 +59,7 @@ func (m *Model) build() error {
 			continue
 		}
 		if b.TensorRef(b.Tensor(name)).Kind == graph.Input {
-			return &Error{Msg: fmt.Sprintf("graph input %q is declared twice", name)}
+			return diag.Input("graph input %q is declared twice", name).About(diag.Tensor, name)
 		}
 		b.AddInput(name)
 	}
@@ -83,7 +84,7 @@ func (m *Model) build() error {
 	}
 	for _, vi := range pg.Output {
 		if vi.GetName() == "" {
-			return &Error{Msg: "a graph output has no name"}
+			return diag.Input("a graph output has no name")
 		}
 		b.AddOutput(vi.GetName())
 	}

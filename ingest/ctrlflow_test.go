@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -184,8 +183,7 @@ func TestRequireKnownShapes(t *testing.T) {
 		t.Errorf("known shapes refused: %v", err)
 	}
 	err := build(true).RequireKnownShapes()
-	var ue *UsageError
-	if !errors.As(err, &ue) {
+	if !isUsage(err) {
 		t.Fatalf("unknown shapes: got %v, want a *UsageError", err)
 	}
 	for _, want := range []string{"5 of 5 nodes", "(Mystery)", "com.example.Mystery", "--allow-unknown-shapes"} {

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -230,9 +229,7 @@ func TestDataPropagationMutated(t *testing.T) {
 					}
 				}()
 				_, err := loadBytes(filepath.Join(dir, "m.onnx"), b, Options{Dims: c.bind})
-				var ie *Error
-				var ue *UsageError
-				if err != nil && !errors.As(err, &ie) && !errors.As(err, &ue) {
+				if err != nil && !isInput(err) && !isUsage(err) {
 					t.Errorf("%s, mutation %d: error of type %T: %v", c.name, iter, err, err)
 				}
 			}()

@@ -264,8 +264,8 @@ func deriveDims(rels []dimRelation, known, defaults map[string]int64) map[string
 	return derived
 }
 
-// conflict returns the first tie the sizes contradict, as a *UsageError naming the dim, the
-// size it was given and the size the tie makes it.
+// conflict returns the first tie the sizes contradict, as a usage *diag.Error naming the dim,
+// the size it was given and the size the tie makes it.
 func conflict(rels []dimRelation, known map[string]int64, derived map[string]string) error {
 	for _, r := range rels {
 		v, ok := known[r.dim]
@@ -281,8 +281,8 @@ func conflict(rels []dimRelation, known map[string]int64, derived map[string]str
 		if e, ok := derived[r.dim]; ok {
 			how = fmt.Sprintf("is derived as %s =", e)
 		}
-		return &UsageError{Msg: fmt.Sprintf("dimension %s %s %d, but the model makes it %s = %d at %s (%s ties them); bind %s=%d, or leave %s out and it is derived",
-			r.dim, how, v, r.exprString(), want, strings.Join(at, ", "), r.at, r.dim, want, r.dim)}
+		return usagef("dimension %s %s %d, but the model makes it %s = %d at %s (%s ties them); bind %s=%d, or leave %s out and it is derived",
+			r.dim, how, v, r.exprString(), want, strings.Join(at, ", "), r.at, r.dim, want, r.dim)
 	}
 	return nil
 }

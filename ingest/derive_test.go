@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -179,8 +178,7 @@ func TestDerivedDims(t *testing.T) {
 	}
 	// Inconsistently: one error with the dim and both sizes.
 	_, err = Load(p, Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 8, "total": 5}})
-	var ue *UsageError
-	if !errors.As(err, &ue) {
+	if !isUsage(err) {
 		t.Fatalf("total=5 at past=16, seq=8: %v, want a usage error", err)
 	}
 	for _, want := range []string{"dimension total is bound to 5", "past + seq = 24", "past=16, seq=8", "node mask_add (Add)"} {

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
@@ -161,12 +162,10 @@ func TestBadInput(t *testing.T) {
 			if err == nil {
 				t.Fatalf("loaded without error (%d nodes)", len(m.Graph.Nodes))
 			}
-			var ue *UsageError
-			var ie *Error
-			if tc.usage && !errors.As(err, &ue) {
+			if tc.usage && !isUsage(err) {
 				t.Errorf("want a UsageError, got %T: %v", err, err)
 			}
-			if !tc.usage && !errors.As(err, &ie) {
+			if !tc.usage && !isInput(err) {
 				t.Errorf("want an ingest.Error, got %T: %v", err, err)
 			}
 			msg := err.Error()
@@ -254,5 +253,32 @@ func TestHostileModels(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 		t.Errorf("loading the bomb allocated %d bytes", grew)
+	}
+}
+
+// isUsage reports whether err is a usage error (exit code 2).
+func isUsage(err error) bool { return diag.KindOf(err) == diag.KindUsage }
+
+// isInput reports whether err is a *diag.Error of kind input (exit code 1): a problem with the
+// model, not an error from elsewhere.
+func isInput(err error) bool {
+	var de *diag.Error
+	return errors.As(err, &de) && de.Kind == diag.KindInput
+}
+
+// The deprecated *Error and *UsageError stay reachable as causes while emit matches them
+// (delete this test when emit returns *diag.Error).
+func TestDeprecatedCauses(t *testing.T) {
+	_, err := ParseDims([]string{"batch=-1"})
+	var ue *UsageError
+	if !isUsage(err) || !errors.As(err, &ue) || ue.Msg != err.Error() {
+		t.Errorf("ParseDims: %v, want a usage *diag.Error with a *UsageError cause", err)
+	}
+	_, err = Load("testdata/no-such-model.onnx", Options{})
+	var ie *Error
+	var de *diag.Error
+	if !isInput(err) || !errors.As(err, &ie) || ie.Path != "testdata/no-such-model.onnx" || ie.Error() != err.Error() ||
+		!errors.As(err, &de) || de.Subject != (diag.Subject{Kind: diag.File, Name: "testdata/no-such-model.onnx"}) {
+		t.Errorf("Load: %v, want an input *diag.Error about the file with an *Error cause", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 )
 
@@ -57,21 +58,23 @@ func ExampleModel_Summarize() {
 }
 
 // Binding a dimension the model does not have is a usage error (the CLI exits with 2).
-func ExampleUsageError() {
+func Example_usageError() {
 	_, err := ingest.Load("../testdata/models/resnet50_small.onnx", ingest.Options{Dims: map[string]int64{"batch": 8}})
-	var ue *ingest.UsageError
-	fmt.Println(errors.As(err, &ue))
+	fmt.Println(diag.KindOf(err), diag.ExitCode(err))
 	fmt.Println(err)
 	// Output:
-	// true
+	// usage 2
 	// --dim batch=8: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)
 }
 
-// Problems with the input model come back as *Error naming the file (the CLI exits with 1).
-func ExampleError() {
+// Problems with the input model come back as a *diag.Error about the file (the CLI exits
+// with 1).
+func Example_inputError() {
 	_, err := ingest.Load("testdata/no-such-model.onnx", ingest.Options{})
-	var ie *ingest.Error
-	fmt.Println(errors.As(err, &ie), ie.Path)
+	var de *diag.Error
+	fmt.Println(errors.As(err, &de), de.Kind, de.Subject.Kind, de.Subject.Name)
+	fmt.Println(err)
 	// Output:
-	// true testdata/no-such-model.onnx
+	// true input file testdata/no-such-model.onnx
+	// testdata/no-such-model.onnx: no such file
 }

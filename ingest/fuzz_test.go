@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,9 +25,7 @@ func FuzzIngest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := loadBytes(filepath.Join(dir, "fuzz.onnx"), data, Options{})
 		if err != nil {
-			var ie *Error
-			var ue *UsageError
-			if !errors.As(err, &ie) && !errors.As(err, &ue) {
+			if !isInput(err) && !isUsage(err) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
@@ -242,7 +243,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 		ti.shape = make(graph.Shape, len(st.Dims))
 		for i, d := range st.Dims {
 			if d < 0 {
-				return &Error{Msg: fmt.Sprintf("sparse initializer %q has a negative dimension", name)}
+				return diag.Input("sparse initializer %q has a negative dimension", name).About(diag.Tensor, name)
 			}
 			ti.shape[i] = graph.Static(d)
 		}
@@ -272,7 +273,7 @@ func (m *Model) inferShapes(sparse map[string]*onnxpb.SparseTensorProto) error {
 		}
 		b, err := graph.ByteSize(ti.dt, ti.shape)
 		if err != nil {
-			return &Error{Msg: fmt.Sprintf("tensor %q of shape %v has a byte size that overflows int64", t.Name, ti.shape)}
+			return diag.Input("tensor %q of shape %v has a byte size that overflows int64", t.Name, ti.shape).About(diag.Tensor, t.Name)
 		}
 		t.Bytes = b
 		if v, ok := ti.ints(); ok && (ti.dt.IsInteger() || ti.dt == graph.Bool) {

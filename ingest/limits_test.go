@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -31,8 +30,7 @@ func TestMaxNodes(t *testing.T) {
 		t.Fatalf("5 nodes at a limit of 5: %v", err)
 	}
 	_, err := Load(p, Options{MaxNodes: 4})
-	var ie *Error
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "has 5 nodes, over the limit of 4 nodes") {
+	if !isInput(err) || !strings.Contains(err.Error(), "has 5 nodes, over the limit of 4 nodes") {
 		t.Fatalf("5 nodes at a limit of 4: %v", err)
 	}
 }

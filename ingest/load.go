@@ -9,15 +9,16 @@
 // object `onnxpart inspect --json` prints (JSON Schema: emit/schema's inspect.v1). An input
 // dim the model ties to others (a decoder's attention mask length, total = past + seq) is
 // derived when they are bound (Model.DerivedDims), and bound sizes that contradict such a tie
-// are one *UsageError naming the dim and both sizes (derive.go).
+// are one usage error naming the dim and both sizes (derive.go).
 //
 //	m, err := ingest.Load("model.onnx", ingest.Options{Dims: map[string]int64{"batch": 8}})
 //	// m.Graph goes to profile (costs), fusion (coarsening) and emit (stage files).
 //
 // Errors a user can cause (missing file, not ONNX, truncated protobuf, a cycle, a tensor
 // produced twice, a dangling name, a bad external-data reference, an overflowing shape) come
-// back as *Error naming the culprit; `--dim` and `--input-shape` bindings that name no input
-// dimension come back as *UsageError (see ParseDims, ParseInputShapes).
+// back as a *diag.Error of kind input about the model file ("PATH: MSG", the message naming the
+// culprit); `--dim` and `--input-shape` bindings that name no input dimension come back as a
+// *diag.Error of kind usage (see ParseDims, ParseInputShapes).
 package ingest
 
 import (
@@ -32,6 +33,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
@@ -126,7 +128,12 @@ func (m *Model) Dims() map[string]int64 {
 	return out
 }
 
-// Error is a problem with the input model.
+// Error is the old type of a problem with the input model.
+//
+// Deprecated: ingest returns a *diag.Error (kind input, subject the model file) for these;
+// an *Error with the same message is its cause only because emit still matches this type
+// with errors.As. It goes when emit returns *diag.Error. Use diag.KindOf, or errors.As with
+// a *diag.Error.
 type Error struct {
 	Path string
 	Msg  string
@@ -144,24 +151,40 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error (a file-system or protobuf error), if any.
 func (e *Error) Unwrap() error { return e.Err }
 
-// UsageError is a problem with how ingest was asked to load the model (e.g. a --dim naming
-// no symbolic dimension of the model).
+// UsageError is the old type of a problem with how ingest was asked to load the model.
+//
+// Deprecated: ingest returns a *diag.Error of kind usage for these (e.g. a --dim naming no
+// symbolic dimension of the model); a *UsageError with the same message is its cause only
+// because emit still matches this type with errors.As. It goes when emit returns *diag.Error.
 type UsageError struct{ Msg string }
 
 // Error returns the message.
 func (e *UsageError) Error() string { return e.Msg }
 
+// usagef is a problem with how ingest was asked to load the model: a *diag.Error of kind
+// usage (exit code 2), formatted as by fmt.Errorf. Its cause is a *UsageError (see there).
+func usagef(format string, a ...any) *diag.Error {
+	e := diag.Usage(format, a...)
+	return e.Wrap(&UsageError{Msg: e.Msg})
+}
+
+// fileErr is a problem with the model file at path: a *diag.Error of kind input about the
+// file ("PATH: MSG"), formatted as by fmt.Sprintf. Its cause is an *Error (see there) with the
+// same path and message, wrapping cause (nil: none).
+func fileErr(path string, cause error, format string, a ...any) *diag.Error {
+	e := diag.Input(format, a...).About(diag.File, path)
+	return e.Wrap(&Error{Path: path, Msg: e.Msg, Err: cause})
+}
+
 // Load reads, validates and analyses the model at path.
 func Load(path string, opt Options) (*Model, error) {
-	fail := func(format string, a ...any) error {
-		return &Error{Path: path, Msg: fmt.Sprintf(format, a...)}
-	}
+	fail := func(format string, a ...any) error { return fileErr(path, nil, format, a...) }
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fail("no such file")
 	case err != nil:
-		return nil, &Error{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+		return nil, fileErr(path, err, "cannot read: %v", err)
 	case fi.IsDir():
 		return nil, fail("is a directory, not an ONNX model file")
 	case fi.Size() == 0:
@@ -176,21 +199,18 @@ func Load(path string, opt Options) (*Model, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &Error{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+		return nil, fileErr(path, err, "cannot read: %v", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, &Error{Path: path, Msg: "cannot read: " + err.Error(), Err: err}
+		return nil, fileErr(path, err, "cannot read: %v", err)
 	}
 	return loadBytes(path, data, opt)
 }
 
 // loadBytes decodes and analyses model bytes; path locates external data.
 func loadBytes(path string, data []byte, opt Options) (*Model, error) {
-	fail := func(format string, a ...any) error {
-		return &Error{Path: path, Msg: fmt.Sprintf(format, a...)}
-	}
 	// The checksum (for the manifest) is computed beside the protobuf decode.
 	sumc := make(chan [sha256.Size]byte, 1)
 	go func() { sumc <- sha256.Sum256(data) }()
@@ -198,23 +218,23 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 	if err := (proto.UnmarshalOptions{RecursionLimit: maxNesting}).Unmarshal(data, &mp); err != nil {
 		<-sumc
 		if strings.Contains(err.Error(), "recursion") {
-			return nil, &Error{Path: path, Msg: fmt.Sprintf("protobuf nesting deeper than %d levels (subgraphs inside subgraphs); refusing the model", maxNesting), Err: err}
+			return nil, fileErr(path, err, "protobuf nesting deeper than %d levels (subgraphs inside subgraphs); refusing the model", maxNesting)
 		}
 		if looksTruncated(err) || startsLikeONNX(data) {
-			return nil, &Error{Path: path, Msg: "truncated or corrupt protobuf: " + trimProtoErr(err), Err: err}
+			return nil, fileErr(path, err, "truncated or corrupt protobuf: %s", trimProtoErr(err))
 		}
-		return nil, &Error{Path: path, Msg: "not an ONNX model (protobuf decoding failed: " + trimProtoErr(err) + ")", Err: err}
+		return nil, fileErr(path, err, "not an ONNX model (protobuf decoding failed: %s)", trimProtoErr(err))
 	}
 	sum := <-sumc
 	if err := checkModelShape(&mp); err != nil {
-		return nil, &Error{Path: path, Msg: err.Error()}
+		return nil, fileErr(path, nil, "%v", err)
 	}
 	maxNodes := opt.MaxNodes
 	if maxNodes <= 0 {
 		maxNodes = DefaultMaxNodes
 	}
 	if n := len(mp.Graph.Node); n > maxNodes {
-		return nil, &Error{Path: path, Msg: fmt.Sprintf("has %d nodes, over the limit of %d nodes", n, maxNodes)}
+		return nil, fileErr(path, nil, "has %d nodes, over the limit of %d nodes", n, maxNodes)
 	}
 	m := &Model{
 		Path:     path,
@@ -228,20 +248,9 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 	}
 	m.deriveDims(opt.DefaultDims)
 	if err := m.build(); err != nil {
-		var ge *graph.Error
-		var ce *graph.CycleError
-		switch {
-		case errors.As(err, &ge), errors.As(err, &ce):
-			return nil, &Error{Path: path, Msg: err.Error(), Err: err}
-		}
-		var ie *Error
-		if errors.As(err, &ie) {
-			if ie.Path == "" {
-				ie.Path = path
-			}
-			return nil, ie
-		}
-		return nil, fail("%v", err)
+		// A defect of the graph (a *diag.Error about a tensor or a node, or a cycle) is a
+		// problem with the file: the file becomes the subject, the defect the cause.
+		return nil, fileErr(path, err, "%v", err)
 	}
 	if err := m.checkTies(); err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -154,8 +153,7 @@ func TestExternalDataEscapes(t *testing.T) {
 // the tensor, and saying what is wrong.
 func checkOneLine(t *testing.T, err error, path, want string) {
 	t.Helper()
-	var ie *Error
-	if !errors.As(err, &ie) {
+	if !isInput(err) {
 		t.Errorf("want an *ingest.Error, got %T: %v", err, err)
 	}
 	msg := err.Error()

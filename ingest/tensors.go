@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
@@ -42,22 +43,22 @@ func (m *Model) checkInitializer(t *onnxpb.TensorProto) error {
 	name := t.GetName()
 	dt := graph.DType(t.GetDataType())
 	if !dt.Valid() {
-		return &Error{Msg: fmt.Sprintf("initializer %q has an unknown data type %d", name, t.GetDataType())}
+		return diag.Input("initializer %q has an unknown data type %d", name, t.GetDataType()).About(diag.Tensor, name)
 	}
 	shape, err := tensorShape(t)
 	if err != nil {
-		return &Error{Msg: err.Error()}
+		return diag.Wrap(diag.KindInput, err)
 	}
 	n, err := shape.NumElements()
 	if err != nil {
-		return &Error{Msg: fmt.Sprintf("initializer %q has dimensions %v whose element count overflows int64", name, t.Dims)}
+		return diag.Input("initializer %q has dimensions %v whose element count overflows int64", name, t.Dims).About(diag.Tensor, name)
 	}
 	nbytes, err := graph.ByteSize(dt, shape)
 	if err != nil {
-		return &Error{Msg: fmt.Sprintf("initializer %q of shape %v has a byte size that overflows int64", name, t.Dims)}
+		return diag.Input("initializer %q of shape %v has a byte size that overflows int64", name, t.Dims).About(diag.Tensor, name)
 	}
 	if t.Segment != nil {
-		return &Error{Msg: fmt.Sprintf("initializer %q is a segment of a larger tensor, which onnxpart does not support", name)}
+		return diag.Input("initializer %q is a segment of a larger tensor, which onnxpart does not support", name).About(diag.Tensor, name)
 	}
 	if t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
 		ref, err := m.externalRef(t)
@@ -65,19 +66,19 @@ func (m *Model) checkInitializer(t *onnxpb.TensorProto) error {
 			return err
 		}
 		if dt != graph.String && ref.Length != nbytes {
-			return &Error{Msg: fmt.Sprintf("initializer %q: external data holds %d bytes but shape %v of %s needs %d", name, ref.Length, t.Dims, dt, nbytes)}
+			return diag.Input("initializer %q: external data holds %d bytes but shape %v of %s needs %d", name, ref.Length, t.Dims, dt, nbytes).About(diag.Tensor, name)
 		}
 		return nil
 	}
 	if dt == graph.String {
 		if int64(len(t.StringData)) != n {
-			return &Error{Msg: fmt.Sprintf("initializer %q declares %d strings but holds %d", name, n, len(t.StringData))}
+			return diag.Input("initializer %q declares %d strings but holds %d", name, n, len(t.StringData)).About(diag.Tensor, name)
 		}
 		return nil
 	}
 	if t.RawData != nil {
 		if int64(len(t.RawData)) != nbytes {
-			return &Error{Msg: fmt.Sprintf("initializer %q: raw_data holds %d bytes but shape %v of %s needs %d", name, len(t.RawData), t.Dims, dt, nbytes)}
+			return diag.Input("initializer %q: raw_data holds %d bytes but shape %v of %s needs %d", name, len(t.RawData), t.Dims, dt, nbytes).About(diag.Tensor, name)
 		}
 		return nil
 	}
@@ -92,7 +93,7 @@ func (m *Model) checkInitializer(t *onnxpb.TensorProto) error {
 		want = (n + 3) / 4
 	}
 	if have != want {
-		return &Error{Msg: fmt.Sprintf("initializer %q declares %d elements but holds %d values", name, n, have)}
+		return diag.Input("initializer %q declares %d elements but holds %d values", name, n, have).About(diag.Tensor, name)
 	}
 	return nil
 }
@@ -126,7 +127,7 @@ func (m *Model) externalRef(t *onnxpb.TensorProto) (*ExternalRef, error) {
 		case "offset", "length":
 			v, err := strconv.ParseInt(kv.GetValue(), 10, 64)
 			if err != nil || v < 0 {
-				return nil, &Error{Msg: fmt.Sprintf("initializer %q: bad external-data %s %q", name, kv.GetKey(), kv.GetValue())}
+				return nil, diag.Input("initializer %q: bad external-data %s %q", name, kv.GetKey(), kv.GetValue()).About(diag.Tensor, name)
 			}
 			if kv.GetKey() == "offset" {
 				ref.Offset = v
@@ -136,31 +137,31 @@ func (m *Model) externalRef(t *onnxpb.TensorProto) (*ExternalRef, error) {
 		}
 	}
 	if ref.Rel == "" {
-		return nil, &Error{Msg: fmt.Sprintf("initializer %q is stored externally but has no location", name)}
+		return nil, diag.Input("initializer %q is stored externally but has no location", name).About(diag.Tensor, name)
 	}
 	p, err := resolveInside(m.Dir, ref.Rel)
 	if err != nil {
-		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data location %q: %v", name, ref.Rel, err)}
+		return nil, diag.Input("initializer %q: external data location %q: %v", name, ref.Rel, err).About(diag.Tensor, name)
 	}
 	ref.Path = p
 	fi, err := os.Stat(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data file %q is missing", name, ref.Rel)}
+			return nil, diag.Input("initializer %q: external data file %q is missing", name, ref.Rel).About(diag.Tensor, name)
 		}
-		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data file %q: %v", name, ref.Rel, err)}
+		return nil, diag.Input("initializer %q: external data file %q: %v", name, ref.Rel, err).About(diag.Tensor, name)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data %q is not a regular file", name, ref.Rel)}
+		return nil, diag.Input("initializer %q: external data %q is not a regular file", name, ref.Rel).About(diag.Tensor, name)
 	}
 	if ref.Offset > fi.Size() {
-		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data offset %d is beyond the end of %q (%d bytes)", name, ref.Offset, ref.Rel, fi.Size())}
+		return nil, diag.Input("initializer %q: external data offset %d is beyond the end of %q (%d bytes)", name, ref.Offset, ref.Rel, fi.Size()).About(diag.Tensor, name)
 	}
 	if ref.Length < 0 {
 		ref.Length = fi.Size() - ref.Offset
 	}
 	if ref.Offset+ref.Length > fi.Size() || ref.Offset+ref.Length < ref.Offset {
-		return nil, &Error{Msg: fmt.Sprintf("initializer %q: external data file %q is too short (%d bytes; the tensor needs bytes %d..%d)", name, ref.Rel, fi.Size(), ref.Offset, ref.Offset+ref.Length)}
+		return nil, diag.Input("initializer %q: external data file %q is too short (%d bytes; the tensor needs bytes %d..%d)", name, ref.Rel, fi.Size(), ref.Offset, ref.Offset+ref.Length).About(diag.Tensor, name)
 	}
 	return ref, nil
 }

@@ -88,7 +88,7 @@ func Baseline(p *Problem, name string) (*Plan, error) {
 	}
 	st := &solveState{p: p, c: c, t0: t0, opts: Options{Bounds: BoundsNone}, best: math.Inf(1)}
 	if !st.offerPlan(stage, device, order, name) {
-		return nil, &InfeasibleError{fmt.Sprintf("the %s baseline violates a memory cap", name)}
+		return nil, infeasible("the %s baseline violates a memory cap", name)
 	}
 	pl := st.plan(time.Since(t0))
 	pl.Algorithm = "baseline-" + name

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
@@ -232,11 +234,11 @@ type StageCost struct {
 	Params   float64 `json:"params"` // parameter bytes held by the stage
 }
 
-// InfeasibleError says why an assignment is not a valid plan.
-type InfeasibleError struct{ Reason string }
-
-// Error says why the plan is infeasible.
-func (e *InfeasibleError) Error() string { return "partition: infeasible plan: " + e.Reason }
+// infeasible says why an assignment is not a valid plan, or (from Solve, with a proof) why no
+// plan is: a *diag.Error of kind infeasible, "partition: infeasible plan: …".
+func infeasible(format string, args ...any) *diag.Error {
+	return diag.Infeasible("partition: infeasible plan: "+format, args...)
+}
 
 // Evaluate is the single judge of a plan: stage[v] ∈ [0, NumStages) is the pipeline position
 // of node v and device[s] the device index (into Devices; 0 when homogeneous) of position s.
@@ -248,29 +250,29 @@ func (p *Problem) Evaluate(stage, device []int) ([]StageCost, float64, error) {
 	K := p.NumStages()
 	devs := p.devices()
 	if len(stage) != n {
-		return nil, 0, &InfeasibleError{fmt.Sprintf("%d stage entries for %d nodes", len(stage), n)}
+		return nil, 0, infeasible("%d stage entries for %d nodes", len(stage), n)
 	}
 	if device == nil && len(devs) == 1 {
 		device = make([]int, K)
 	}
 	if len(device) != K {
-		return nil, 0, &InfeasibleError{fmt.Sprintf("%d stage devices for %d stages", len(device), K)}
+		return nil, 0, infeasible("%d stage devices for %d stages", len(device), K)
 	}
 	used := make([]int, len(devs))
 	for s, d := range device {
 		if d < 0 || d >= len(devs) {
-			return nil, 0, &InfeasibleError{fmt.Sprintf("stage %d has device %d out of range", s, d)}
+			return nil, 0, infeasible("stage %d has device %d out of range", s, d).About(diag.Stage, strconv.Itoa(s))
 		}
 		used[d]++
 	}
 	for d := range devs {
 		if used[d] > devs[d].Count {
-			return nil, 0, &InfeasibleError{fmt.Sprintf("device %s is used by %d stages but has count %d", devs[d].Name, used[d], devs[d].Count)}
+			return nil, 0, infeasible("device %s is used by %d stages but has count %d", devs[d].Name, used[d], devs[d].Count).About(diag.Device, devs[d].Name)
 		}
 	}
 	for v, s := range stage {
 		if s < 0 || s >= K {
-			return nil, 0, &InfeasibleError{fmt.Sprintf("node %s has stage %d out of range", p.label(v), s)}
+			return nil, 0, infeasible("node %s has stage %d out of range", p.label(v), s).About(diag.Node, p.label(v))
 		}
 	}
 	for _, t := range p.Tensors {
@@ -279,15 +281,15 @@ func (p *Problem) Evaluate(stage, device []int) ([]StageCost, float64, error) {
 		}
 		for _, c := range t.Consumers {
 			if stage[c] < stage[t.Producer] {
-				return nil, 0, &InfeasibleError{fmt.Sprintf("tensor %q flows backwards from stage %d (node %s) to stage %d (node %s)",
-					t.Name, stage[t.Producer], p.label(t.Producer), stage[c], p.label(c))}
+				return nil, 0, infeasible("tensor %q flows backwards from stage %d (node %s) to stage %d (node %s)",
+					t.Name, stage[t.Producer], p.label(t.Producer), stage[c], p.label(c)).About(diag.Tensor, t.Name)
 			}
 		}
 	}
 	for gi, grp := range p.Colocate {
 		for _, v := range grp {
 			if stage[v] != stage[grp[0]] {
-				return nil, 0, &InfeasibleError{fmt.Sprintf("colocation group %d is split (nodes %s and %s)", gi, p.label(grp[0]), p.label(v))}
+				return nil, 0, infeasible("colocation group %d is split (nodes %s and %s)", gi, p.label(grp[0]), p.label(v))
 			}
 		}
 	}
@@ -329,7 +331,7 @@ func (p *Problem) Evaluate(stage, device []int) ([]StageCost, float64, error) {
 			}
 		}
 		if d.MemoryCap > 0 && c.Params > d.MemoryCap*(1+1e-12) {
-			return nil, 0, &InfeasibleError{fmt.Sprintf("stage %d holds %.6g parameter bytes, above the cap %.6g of device %s", s, c.Params, d.MemoryCap, d.Name)}
+			return nil, 0, infeasible("stage %d holds %.6g parameter bytes, above the cap %.6g of device %s", s, c.Params, d.MemoryCap, d.Name).About(diag.Stage, strconv.Itoa(s))
 		}
 		c.Total = c.Work + c.Comm + c.Overflow
 		if c.Total > obj {

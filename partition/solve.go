@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // BoundEffort selects which lower bounds Solve computes.
@@ -839,17 +841,19 @@ func (e *engine) exactIdeals(ctx context.Context, st *solveState) bool {
 	return true
 }
 
-// NoPlanError says that no plan was found within the limits, while nothing proved that none
-// exists (compare InfeasibleError, which is a proof). Tried lists what was run.
-type NoPlanError struct{ Tried []string }
-
-// Error names what was tried.
-func (e *NoPlanError) Error() string {
-	return "partition: no plan found within the limits (infeasibility not proved); tried " + strings.Join(e.Tried, "; ")
+// noPlan says that no plan was found within the limits, while nothing proved that none exists
+// (compare infeasible, which is a proof): a *diag.Error of kind no-plan naming what was tried
+// (also one note each).
+func noPlan(tried []string) *diag.Error {
+	e := diag.NoPlan("partition: no plan found within the limits (infeasibility not proved); tried %s", strings.Join(tried, "; "))
+	for _, t := range tried {
+		e.Note("tried %s", t)
+	}
+	return e
 }
 
 // findFirstPlan runs when no start order slices into a plan that fits the memory caps. It
-// returns an *InfeasibleError only with a proof, a *NoPlanError when the search found nothing
+// returns an infeasible error only with a proof, a no-plan error when the search found nothing
 // and proved nothing, and nil once st holds a plan. The proofs:
 //   - a contracted node (a colocation group) whose parameters exceed the largest cap of every
 //     usable device fits no stage;
@@ -859,7 +863,7 @@ func (e *NoPlanError) Error() string {
 func (e *engine) findFirstPlan(ctx context.Context, st *solveState, rng *rand.Rand) error {
 	c := e.c
 	if reason := c.memoryInfeasible(st.p); reason != "" {
-		return &InfeasibleError{reason}
+		return infeasible("%s", reason)
 	}
 	tried := []string{fmt.Sprintf("%d start orders", len(c.startOrders()))}
 	budget := 5 * time.Second
@@ -871,7 +875,7 @@ func (e *engine) findFirstPlan(ctx context.Context, st *solveState, rng *rand.Ra
 	cancel()
 	switch {
 	case ok && math.IsInf(val, 1):
-		return &InfeasibleError{"no plan satisfies the memory caps (proved by the exact DP over every chain of ideals)"}
+		return infeasible("no plan satisfies the memory caps (proved by the exact DP over every chain of ideals)")
 	case ok:
 		st.offerPlan(stage, dev, nil, BoundIdealDP)
 		return nil
@@ -887,7 +891,7 @@ func (e *engine) findFirstPlan(ctx context.Context, st *solveState, rng *rand.Ra
 		return nil
 	}
 	tried = append(tried, "the order search")
-	return &NoPlanError{Tried: tried}
+	return noPlan(tried)
 }
 
 // memoryInfeasible returns why no plan can meet the memory caps by a counting argument, or "".
@@ -1326,7 +1330,7 @@ func SliceGraph(p *Problem, x []float64) (stage, device []int, value float64, er
 	e := newEngine(c, 1)
 	cs, dev, val := e.sliceFull(0, order)
 	if math.IsInf(val, 1) {
-		return nil, nil, 0, &InfeasibleError{"no slicing of the order satisfies the memory caps"}
+		return nil, nil, 0, infeasible("no slicing of the order satisfies the memory caps")
 	}
 	stage = c.expand(cs)
 	_, value, err = p.Evaluate(stage, dev)

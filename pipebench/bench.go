@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/graph"
@@ -76,36 +78,22 @@ type Options struct {
 	Phase func(string)
 }
 
-// StageError is a stage that failed at run time (or could not be loaded).
-type StageError struct {
-	Route  int // 0 unless the plan is batched
-	Stage  int
-	File   string
-	Device string
-	// Request is the request the stage failed on (-1: loading).
-	Request int
-	Err     error
-}
-
-// Error names the stage, its file and device, and the request.
-func (e *StageError) Error() string {
-	where := fmt.Sprintf("stage %d (%s on %s)", e.Stage, e.File, e.Device)
-	if e.Route > 0 {
-		where = fmt.Sprintf("route %d %s", e.Route, where)
+// stageErr is a stage that failed at run time (request ≥ 0) or could not be loaded (request
+// -1): a *diag.Error of kind input about the stage, naming its file and device and the
+// request, wrapping ONNX Runtime's error. route is 0 unless the plan is batched.
+func stageErr(route, stage int, file, device string, request int, err error) *diag.Error {
+	where := fmt.Sprintf("stage %d (%s on %s)", stage, file, device)
+	if route > 0 {
+		where = fmt.Sprintf("route %d %s", route, where)
 	}
-	if e.Request < 0 {
-		return fmt.Sprintf("%s could not be loaded: %v", where, e.Err)
+	var e *diag.Error
+	if request < 0 {
+		e = diag.Input("%s could not be loaded: %w", where, err)
+	} else {
+		e = diag.Input("%s failed at run time on request %d: %w", where, request, err)
 	}
-	return fmt.Sprintf("%s failed at run time on request %d: %v", where, e.Request, e.Err)
+	return e.About(diag.Stage, strconv.Itoa(stage))
 }
-
-// Unwrap returns ONNX Runtime's error.
-func (e *StageError) Unwrap() error { return e.Err }
-
-// InputError reports unusable inputs (a bad --input file or --dim).
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
 
 // record is one run of a stage.
 type record struct {
@@ -191,7 +179,7 @@ func (b *bench) phase(s string) {
 // Run benchmarks the stage files in dir (see the package documentation).
 func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if opt.Requests < 0 || opt.Duration < 0 || opt.InFlight < 0 {
-		return nil, &InputError{Msg: "requests, duration and in-flight cap must not be negative"}
+		return nil, diag.Input("requests, duration and in-flight cap must not be negative")
 	}
 	if opt.Requests == 0 && opt.Duration == 0 {
 		opt.Requests = DefaultRequests
@@ -456,12 +444,12 @@ func (b *bench) work(w *worker, ready chan<- error) {
 	for _, s := range w.stages {
 		sess, err := ort.NewSession(s.path, s.ins, s.outs, ort.Options{Optimize: !b.opt.NoOptimize, Threads: w.threads})
 		if err != nil {
-			ready <- &StageError{Route: s.route, Stage: s.index, File: s.st.File, Device: w.name, Request: -1, Err: err}
+			ready <- stageErr(s.route, s.index, s.st.File, w.name, -1, err)
 			return
 		}
 		s.sess = sess
 		if err := s.prepare(); err != nil {
-			ready <- &StageError{Route: s.route, Stage: s.index, File: s.st.File, Device: w.name, Request: -1, Err: err}
+			ready <- stageErr(s.route, s.index, s.st.File, w.name, -1, err)
 			return
 		}
 	}
@@ -515,7 +503,7 @@ func (b *bench) runTask(t task) error {
 	end := time.Now()
 	c1 := threadCPU()
 	if err != nil {
-		return &StageError{Route: s.route, Stage: s.index, File: s.st.File, Device: s.dev.name, Request: r.id, Err: err}
+		return stageErr(s.route, s.index, s.st.File, s.dev.name, r.id, err)
 	}
 	s.recs = append(s.recs, record{req: r.id, ready: t.ready, start: start, end: end, cpu: c1 - c0})
 	var next []*stageRT
@@ -816,7 +804,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 	}
 	for d, v := range b.opt.Dims {
 		if !free[d] {
-			return nil, nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
+			return nil, nil, diag.Input("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims).About(diag.Flag, "--dim")
 		}
 		explicit[d] = v
 	}
@@ -828,14 +816,14 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 			}
 		}
 		if ref == nil {
-			return nil, nil, &InputError{Msg: fmt.Sprintf("--input %s: the model has no input %q", name, name)}
+			return nil, nil, diag.Input("--input %s: the model has no input %q", name, name).About(diag.Flag, "--input")
 		}
 		a, err := npy.ReadFile(path)
 		if err != nil {
-			return nil, nil, &InputError{Msg: fmt.Sprintf("--input %s: %v", name, err)}
+			return nil, nil, diag.Input("--input %s: %w", name, err).About(diag.Flag, "--input")
 		}
 		if len(a.Shape) != len(ref.Shape) {
-			return nil, nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape))}
+			return nil, nil, diag.Input("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape)).About(diag.Flag, "--input")
 		}
 		for i, d := range ref.Shape {
 			if !d.Known() && d.Param != "" && free[d.Param] {
@@ -869,7 +857,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 		if err != nil {
 			return nil, nil, err
 		}
-		return nil, nil, &InputError{Msg: fmt.Sprintf("--model %s is not the model the stages were cut from (sha256 differs)", b.opt.ModelPath)}
+		return nil, nil, diag.Input("--model %s is not the model the stages were cut from (sha256 differs)", b.opt.ModelPath).About(diag.Flag, "--model")
 	}
 	// Without the original model, each stage file whose inputs carry a dim not sized yet
 	// settles its dims, with the sizes settled so far.
@@ -977,11 +965,11 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64,
 	for name, path := range b.opt.Inputs {
 		a, err := npy.ReadFile(path)
 		if err != nil {
-			return &InputError{Msg: fmt.Sprintf("--input %s: %v", name, err)}
+			return diag.Input("--input %s: %w", name, err).About(diag.Flag, "--input")
 		}
 		for _, r := range man.Model.Inputs {
 			if r.Name == name && a.DType.String() != r.DType {
-				return &InputError{Msg: fmt.Sprintf("--input %s: the file holds %s, the model wants %s", name, a.DType, r.DType)}
+				return diag.Input("--input %s: the file holds %s, the model wants %s", name, a.DType, r.DType).About(diag.Flag, "--input")
 			}
 		}
 		given[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
@@ -1016,7 +1004,7 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64,
 		for _, g := range graphs {
 			f, err := emit.RandomFeeds(g, b.opt.Seed+int64(k))
 			if err != nil {
-				return &InputError{Msg: err.Error()}
+				return diag.Wrap(diag.KindInput, err)
 			}
 			for n, v := range f {
 				if _, ok := set[n]; !ok {
@@ -1029,7 +1017,7 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64,
 		}
 		for _, r := range man.Model.Inputs {
 			if set[r.Name] == nil {
-				return &InputError{Msg: fmt.Sprintf("no value for model input %q", r.Name)}
+				return diag.Input("no value for model input %q", r.Name).About(diag.Tensor, r.Name)
 			}
 		}
 		b.feeds = append(b.feeds, set)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/emit/schema"
@@ -194,14 +195,14 @@ func TestBenchStageFails(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the bench hangs on a failing stage")
 	}
-	var se *pipebench.StageError
-	if !errors.As(r.err, &se) || r.rep != nil {
-		t.Fatalf("Run: %v (%T), report %v; want a *StageError", r.err, r.err, r.rep)
+	var de *diag.Error
+	if !errors.As(r.err, &de) || de.Kind != diag.KindInput || de.Subject != (diag.Subject{Kind: diag.Stage, Name: "1"}) || r.rep != nil {
+		t.Fatalf("Run: %v (%T), report %v; want an input *diag.Error about stage 1", r.err, r.err, r.rep)
 	}
 	man, _ := emit.ReadManifest(dir)
 	want := "stage 1 (stage1.onnx on " + man.Stages[1].Device + ") failed at run time on request 0: "
-	if se.Stage != 1 || se.Request != 0 || !strings.HasPrefix(se.Error(), want) || !strings.Contains(se.Error(), "Gather") {
-		t.Errorf("error %q, want it to start %q and give ONNX Runtime's message", se.Error(), want)
+	if !strings.HasPrefix(de.Error(), want) || !strings.Contains(de.Error(), "Gather") || de.Cause == nil {
+		t.Errorf("error %q, want it to start %q and give ONNX Runtime's message", de.Error(), want)
 	}
 	// Every worker has exited.
 	for i := 0; runtime.NumGoroutine() > before && i < 100; i++ {
@@ -306,9 +307,9 @@ func TestBenchInputs(t *testing.T) {
 	bad := write("i.npy", &npy.Array{DType: graph.Int64, Shape: dims, Data: make([]byte, 2*n)})
 	for name, file := range map[string]string{in.Name: bad, "nosuch": good} {
 		_, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 4, Devices: pipebench.DevicesFrom(c), Inputs: map[string]string{name: file}})
-		var ie *pipebench.InputError
-		if !errors.As(err, &ie) {
-			t.Errorf("--input %s=%s: %v, want an InputError", name, file, err)
+		var de *diag.Error
+		if !errors.As(err, &de) || de.Kind != diag.KindInput || de.Subject.Kind != diag.Flag {
+			t.Errorf("--input %s=%s: %v, want an input *diag.Error about the flag", name, file, err)
 		}
 	}
 }

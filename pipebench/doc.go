@@ -39,9 +39,9 @@
 // original model; four input sets, seeds Seed … Seed+3, used in turn), or real data from .npy
 // files (Options.Inputs).
 //
-// Failure: a stage whose run fails stops the whole bench at once; Run returns a *StageError
-// naming the stage, its file, its device and the request, and every worker and queue is
-// released (no goroutine is left waiting). Cancelling ctx (Ctrl-C) stops admitting requests,
-// lets those in flight finish (for up to DrainTimeout) and returns what was measured so far
-// with Report.Interrupted set.
+// Failure: a stage whose run fails stops the whole bench at once; Run returns a *diag.Error
+// about the stage, naming its file, its device and the request (wrapping ONNX Runtime's
+// error), and every worker and queue is released (no goroutine is left waiting). Cancelling
+// ctx (Ctrl-C) stops admitting requests, lets those in flight finish (for up to DrainTimeout)
+// and returns what was measured so far with Report.Interrupted set.
 package pipebench

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,12 +41,12 @@ func parseHostItem(s string) (devices, threads int, ok bool, err error) {
 	if m[1] != "" {
 		devices, err = strconv.Atoi(m[1])
 		if err != nil || devices < 1 || devices > maxSpecDevices {
-			return 0, 0, true, usagef("--devices: %q: the number of devices must be 1 to %d", s, maxSpecDevices)
+			return 0, 0, true, usagef("--devices: %q: the number of devices must be 1 to %d", s, maxSpecDevices).About(diag.Flag, "--devices")
 		}
 	}
 	threads, err = strconv.Atoi(m[2])
 	if err != nil || threads < 1 || threads > 1<<16 {
-		return 0, 0, true, usagef("--devices: %q: the threads per device must be at least 1", s)
+		return 0, 0, true, usagef("--devices: %q: the threads per device must be at least 1", s).About(diag.Flag, "--devices")
 	}
 	return devices, threads, true, nil
 }

@@ -2,13 +2,14 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // cpu:MxT makes M host devices of T threads on disjoint CPUs, joined by host memory.
@@ -64,12 +65,11 @@ func TestHostSplit(t *testing.T) {
 	// More threads than CPUs: refused, with the count.
 	n := len(cpus) + 1
 	_, err = Resolve(context.Background(), fmt.Sprintf("cpu:%dx1", n), noBench())
-	var ue *UsageError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), fmt.Sprintf("need %d cores", n)) {
+	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), fmt.Sprintf("need %d cores", n)) {
 		t.Errorf("cpu:%dx1: %v", n, err)
 	}
 	_, err = Resolve(context.Background(), fmt.Sprintf("%dxcpu", n), noBench())
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "this machine has") {
+	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), "this machine has") {
 		t.Errorf("%dxcpu: %v", n, err)
 	}
 }
@@ -98,8 +98,7 @@ func TestHostSplitSpec(t *testing.T) {
 	big := filepath.Join(dir, "big.yaml")
 	os.WriteFile(big, []byte(fmt.Sprintf("devices:\n  - {name: cpu, type: host, count: %d, threads: 1}\n", runtime.NumCPU()+1)), 0o644)
 	_, err = Resolve(context.Background(), big, noBench())
-	var se *SpecError
-	if !errors.As(err, &se) || !strings.Contains(err.Error(), "cores on their own") {
+	if !isSpecError(err) || !strings.Contains(err.Error(), "cores on their own") {
 		t.Errorf("oversubscribed spec: %v", err)
 	}
 }

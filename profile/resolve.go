@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // Options control Resolve.
@@ -28,14 +29,9 @@ type Options struct {
 	MaxSpecBytes int64
 }
 
-// UsageError is a malformed --devices or --link value (as opposed to a bad spec file, which
-// is a *SpecError).
-type UsageError struct{ Msg string }
-
-// Error returns the message.
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+// usagef is a malformed --devices or --link value (or a device count the host cannot give): a
+// *diag.Error of kind usage, as opposed to a bad spec file (kind input, about the file).
+func usagef(format string, a ...any) *diag.Error { return diag.Usage(format, a...) }
 
 // IsSpecFile reports whether a --devices value names a file rather than a device list:
 // it ends in .yaml, .yml or .json, or it is a path to an existing file.
@@ -67,7 +63,7 @@ func IsSpecFile(spec string) bool {
 // order, and connected according to opts.Link.
 func Resolve(ctx context.Context, spec string, opts Options) (*Cluster, error) {
 	if opts.Link != "" && !validLinkChoice(opts.Link) {
-		return nil, usagef("--link %q: want one of %s", opts.Link, strings.Join(LinkChoices, ", "))
+		return nil, usagef("--link %q: want one of %s", opts.Link, strings.Join(LinkChoices, ", ")).About(diag.Flag, "--link")
 	}
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -102,13 +98,13 @@ func parseList(spec string) ([]listItem, error) {
 	for _, raw := range strings.Split(spec, ",") {
 		s := strings.TrimSpace(raw)
 		if s == "" {
-			return nil, usagef("--devices %q: empty item", spec)
+			return nil, usagef("--devices %q: empty item", spec).About(diag.Flag, "--devices")
 		}
 		it := listItem{count: 1, name: s}
 		if m := countRE.FindStringSubmatch(s); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 1 || n > maxSpecDevices {
-				return nil, usagef("--devices: %q: count must be 1 to %d", s, maxSpecDevices)
+				return nil, usagef("--devices: %q: count must be 1 to %d", s, maxSpecDevices).About(diag.Flag, "--devices")
 			}
 			it = listItem{count: n, name: strings.TrimSpace(m[2])}
 		}
@@ -162,7 +158,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 	hostSplit := false
 	addHosts := func(raw string, n, threads int) error {
 		if hostSplit || c.Host != nil {
-			return usagef("--devices: the host CPU is named twice (split it in one item, e.g. cpu:2x1)")
+			return usagef("--devices: the host CPU is named twice (split it in one item, e.g. cpu:2x1)").About(diag.Flag, "--devices")
 		}
 		if err := probe(); err != nil {
 			return err
@@ -171,11 +167,11 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		if threads == 0 {
 			threads = c.Host.Cores / n
 			if threads < 1 {
-				return usagef("--devices: %q: %d devices of the host CPU need %d cores on their own, this machine has %d", raw, n, n, c.Host.Cores)
+				return usagef("--devices: %q: %d devices of the host CPU need %d cores on their own, this machine has %d", raw, n, n, c.Host.Cores).About(diag.Flag, "--devices")
 			}
 		}
 		if n*threads > c.Host.Cores {
-			return usagef("--devices: %q: %d device(s) of %d thread(s) need %d cores on their own, this machine has %d", raw, n, threads, n*threads, c.Host.Cores)
+			return usagef("--devices: %q: %d device(s) of %d thread(s) need %d cores on their own, this machine has %d", raw, n, threads, n*threads, c.Host.Cores).About(diag.Flag, "--devices")
 		}
 		for range n {
 			c.Devices = append(c.Devices, c.Host.Device("", threads))
@@ -188,7 +184,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 				return nil, err
 			}
 			if it.count != 1 {
-				return nil, usagef("--devices: %q: give the number of devices after the colon (cpu:%dx%d)", it.name, it.count*n, threads)
+				return nil, usagef("--devices: %q: give the number of devices after the colon (cpu:%dx%d)", it.name, it.count*n, threads).About(diag.Flag, "--devices")
 			}
 			if err := addHosts(it.name, n, threads); err != nil {
 				return nil, err
@@ -199,7 +195,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		switch key {
 		case "auto":
 			if it.count != 1 {
-				return nil, usagef("--devices: %q: auto takes no count", it.name)
+				return nil, usagef("--devices: %q: auto takes no count", it.name).About(diag.Flag, "--devices")
 			}
 			lib := opts.NVML
 			if lib == nil {
@@ -232,7 +228,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 				break
 			}
 			if c.Host != nil || hostSplit {
-				return nil, usagef("--devices: the host CPU is named twice (to split it into several devices, say cpu:2x1)")
+				return nil, usagef("--devices: the host CPU is named twice (to split it into several devices, say cpu:2x1)").About(diag.Flag, "--devices")
 			}
 			if err := addHost(); err != nil {
 				return nil, err
@@ -240,14 +236,14 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		default:
 			e, ok := LookupCatalog(it.name)
 			if !ok {
-				return nil, usagef("--devices: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, knownNames())
+				return nil, usagef("--devices: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, knownNames()).About(diag.Flag, "--devices")
 			}
 			for range it.count {
 				c.Devices = append(c.Devices, e.Device(""))
 			}
 		}
 		if len(c.Devices) > maxSpecDevices {
-			return nil, usagef("--devices: more than %d devices", maxSpecDevices)
+			return nil, usagef("--devices: more than %d devices", maxSpecDevices).About(diag.Flag, "--devices")
 		}
 	}
 	nameDevices(c.Devices)

@@ -2,9 +2,10 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 func TestResolveCatalogList(t *testing.T) {
@@ -100,9 +101,8 @@ func TestResolveErrors(t *testing.T) {
 		opts := noBench()
 		opts.Link = c.link
 		_, err := Resolve(context.Background(), c.spec, opts)
-		var ue *UsageError
-		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q --link %q: error %v, want a UsageError with %q", c.spec, c.link, err, c.want)
+		if err == nil || diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q --link %q: error %v, want a usage error with %q", c.spec, c.link, err, c.want)
 		}
 	}
 }

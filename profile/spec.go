@@ -74,17 +74,17 @@ func readSpecFile(ctx context.Context, path string, opts Options) (*Cluster, err
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &SpecError{File: path, Msg: "no such file"}
+			return nil, specErr(path, 0, "", "no such file")
 		}
-		return nil, &SpecError{File: path, Msg: err.Error()}
+		return nil, specErr(path, 0, "", "%w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: err.Error()}
+		return nil, specErr(path, 0, "", "%w", err)
 	}
 	if int64(len(data)) > limit {
-		return nil, &SpecError{File: path, Msg: fmt.Sprintf("larger than %d bytes; not a device spec file", limit)}
+		return nil, specErr(path, 0, "", "larger than %d bytes; not a device spec file", limit)
 	}
 	return parseSpec(ctx, path, data, opts)
 }
@@ -98,16 +98,16 @@ func lineOf(data []byte, off int64) int {
 
 func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cluster, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &SpecError{File: file, Msg: "empty file"}
+		return nil, specErr(file, 0, "", "empty file")
 	}
 	if strings.EqualFold(filepath.Ext(file), ".json") {
 		var v any
 		if err := json.Unmarshal(data, &v); err != nil {
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				return nil, &SpecError{File: file, Line: lineOf(data, se.Offset), Msg: "invalid JSON: " + se.Error()}
+				return nil, specErr(file, lineOf(data, se.Offset), "", "invalid JSON: %s", se.Error())
 			}
-			return nil, &SpecError{File: file, Msg: "invalid JSON: " + err.Error()}
+			return nil, specErr(file, 0, "", "invalid JSON: %w", err)
 		}
 	}
 	var root yaml.Node
@@ -120,10 +120,10 @@ func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cl
 				msg = after
 			}
 		}
-		return nil, &SpecError{File: file, Line: line, Msg: "invalid YAML: " + msg}
+		return nil, specErr(file, line, "", "invalid YAML: %s", msg)
 	}
 	if len(root.Content) == 0 {
-		return nil, &SpecError{File: file, Msg: "empty file"}
+		return nil, specErr(file, 0, "", "empty file")
 	}
 	d := &dec{file: file}
 	top := d.fields(root.Content[0], "", "name", "devices", "links")
@@ -132,7 +132,7 @@ func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cl
 	}
 	devNode, ok := top["devices"]
 	if !ok {
-		return nil, &SpecError{File: file, Line: root.Content[0].Line, Field: "devices", Msg: "missing: list the devices"}
+		return nil, specErr(file, root.Content[0].Line, "devices", "missing: list the devices")
 	}
 	c := &Cluster{Spec: file}
 	var host *Host
@@ -177,7 +177,7 @@ func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cl
 	}
 	c.Host = host
 	if err := pinHostDevices(c.Devices, ""); err != nil {
-		return nil, &SpecError{File: file, Field: "devices", Msg: err.Error()}
+		return nil, specErr(file, 0, "devices", "%w", err)
 	}
 	if ln, ok := top["links"]; ok {
 		c.Links = d.specLinks(ln[1], c, opts)

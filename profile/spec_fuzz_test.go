@@ -2,7 +2,6 @@ package profile
 
 import (
 	"context"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 )
 
 // FuzzSpec feeds arbitrary bytes to the device spec parser, read as YAML or as JSON: it must
-// return a cluster or a *SpecError, never panic or hang, and a cluster it returns passes
+// return a cluster or an input *diag.Error about the file, never panic or hang, and a cluster it returns passes
 // Validate and has finite, usable figures (a cost model over it gives finite, non-negative
 // transfer times). The example spec files and a few small specs seed it.
 func FuzzSpec(f *testing.F) {
@@ -43,8 +42,7 @@ func FuzzSpec(f *testing.F) {
 		}
 		c, err := parseSpec(context.Background(), file, data, noBench())
 		if err != nil {
-			var se *SpecError
-			if !errors.As(err, &se) {
+			if !isSpecError(err) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return

@@ -6,50 +6,36 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"gopkg.in/yaml.v3"
 )
 
-// SpecError is a problem in a device spec file (or the built-in catalog): it names the file,
-// the line and column, and the field as a path such as devices[2].peak.fp16.
-type SpecError struct {
-	File   string
-	Line   int
-	Column int
-	Field  string
-	Msg    string
-}
-
-// Error returns "FILE:LINE: FIELD: MSG", leaving out what is unknown.
-func (e *SpecError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+// specErr is a problem in a device spec file (or the built-in catalog): a *diag.Error of kind
+// input about the file at line ("FILE:LINE: FIELD: MSG"; line 0: unknown), field being a path
+// such as devices[2].peak.fp16 ("": none).
+func specErr(file string, line int, field, format string, a ...any) *diag.Error {
+	if field != "" {
+		format = "%s: " + format
+		a = append([]any{field}, a...)
 	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
+	return diag.Input(format, a...).About(diag.File, file).AtLine(line)
 }
 
 // dec walks a yaml.Node tree, keeping the first error with its position.
 type dec struct {
 	file string
-	err  *SpecError
+	err  *diag.Error
 }
 
 func (d *dec) failf(n *yaml.Node, field, format string, a ...any) {
 	if d.err != nil {
 		return
 	}
-	e := &SpecError{File: d.file, Field: field, Msg: fmt.Sprintf(format, a...)}
+	line := 0
 	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
+		line = n.Line
 	}
-	d.err = e
+	d.err = specErr(d.file, line, field, format, a...)
 }
 
 func join(path, key string) string {

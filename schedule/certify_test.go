@@ -7,7 +7,7 @@ package schedule_test
 //   - lower bound ≤ exhaustive optimum ≤ reported objective (every bound in Result.Bounds
 //     and every candidate's own bound too);
 //   - "optimal" only when the objective is the exhaustive optimum (within the MILP gap);
-//   - an *InfeasibleError only when the exhaustive search finds no plan; a plan only when
+//   - an infeasible error only when the exhaustive search finds no plan; a plan only when
 //     it finds one;
 //   - the reported objective is the makespan of the returned schedule, which is a valid
 //     schedule of the returned placement (certify_verify_test.go).
@@ -31,6 +31,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 
 	"github.com/onnxpart/onnxpart/schedule"
 )
@@ -148,8 +150,6 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 		}
 	}
 	if err != nil {
-		var ie *schedule.InfeasibleError
-		var ne *schedule.NoPlanError
 		var ce *schedule.StageCapError
 		switch {
 		case errors.As(err, &ce):
@@ -159,14 +159,14 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 			if ce.MaxStages != o.MaxStages || ce.Stages <= o.MaxStages {
 				fail("stage cap error %v with a cap of %d", err, o.MaxStages)
 			}
-		case errors.As(err, &ie):
+		case diag.KindOf(err) == diag.KindInfeasible:
 			st.mu.Lock()
 			st.infeasible++
 			st.mu.Unlock()
 			if ref.feasible {
 				fail("claims infeasible (%v) but the exhaustive optimum is %g", err, ref.opt)
 			}
-		case errors.As(err, &ne):
+		case diag.KindOf(err) == diag.KindNoPlan:
 			st.mu.Lock()
 			st.noPlan++
 			st.mu.Unlock()
@@ -569,15 +569,13 @@ func TestCertificateRegressions(t *testing.T) {
 				t.Error(v)
 			}
 			res, err := schedule.Solve(context.Background(), c.p, c.o)
-			var ie *schedule.InfeasibleError
-			var ne *schedule.NoPlanError
 			switch c.want {
 			case -1:
-				if !errors.As(err, &ie) {
+				if diag.KindOf(err) != diag.KindInfeasible {
 					t.Errorf("got %v, want an infeasibility proof", err)
 				}
 			case -2:
-				if !errors.As(err, &ne) {
+				if diag.KindOf(err) != diag.KindNoPlan {
 					t.Errorf("got %v, want no plan within the limits", err)
 				}
 			default:

@@ -73,13 +73,14 @@
 //
 // Certificates: a Result's LowerBound (and every entry of Bounds) is proved — each bound's
 // argument is stated where it is computed (bounds.go, split.go) —, Optimal means the plan is
-// within RelGap of that bound, and Solve returns an *InfeasibleError only with a proof (a node
-// that fits nowhere, more memory needed than the devices hold, or the full MILP infeasible
-// over a horizon valid for every plan); when nothing is proved and no plan fits it returns a
-// *NoPlanError. The certificate harness (certify_*_test.go) checks these promises against an
-// exhaustive reference written apart from the solvers, on random small instances with the
-// edge cases that broke them before: `go test` runs a few thousand, ONNXPART_FUZZ_CERT=N
-// (TestCertificatesLong) N more, and FuzzCertificates drives the generator from fuzz input.
+// within RelGap of that bound, and Solve returns an error of kind diag.KindInfeasible only
+// with a proof (a node that fits nowhere, more memory needed than the devices hold, or the
+// full MILP infeasible over a horizon valid for every plan); when nothing is proved and no
+// plan fits it returns one of kind diag.KindNoPlan. The certificate harness
+// (certify_*_test.go) checks these promises against an exhaustive reference written apart
+// from the solvers, on random small instances with the edge cases that broke them before:
+// `go test` runs a few thousand, ONNXPART_FUZZ_CERT=N (TestCertificatesLong) N more, and
+// FuzzCertificates drives the generator from fuzz input.
 //
 // Sub-package fromgraph builds a Problem from an operator graph and a profile cost model (the
 // CLI's path for ONNX models); sub-package instances reads Moirai's CSVs and generates RandWire

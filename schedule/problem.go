@@ -2,9 +2,9 @@ package schedule
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
@@ -173,13 +173,10 @@ func (in *inst) comm(e, u, v, c int) float64 {
 // canRun reports whether node i may run (some batch) on device u.
 func (in *inst) canRun(i, u int) bool { return !math.IsInf(in.granuleTime[i][u], 1) }
 
-// ValidationError names what is wrong with a Problem or a Placement.
-type ValidationError struct{ Msg string }
-
-func (e *ValidationError) Error() string { return "schedule: " + e.Msg }
-
+// invalid reports what is wrong with a Problem or a Placement: a *diag.Error of kind input,
+// "schedule: …".
 func invalid(format string, args ...any) error {
-	return &ValidationError{Msg: fmt.Sprintf(format, args...)}
+	return diag.Input("schedule: "+format, args...)
 }
 
 // CycleError reports that the edges do not form a DAG; Nodes are the names of the nodes of a
@@ -448,7 +445,7 @@ func (in *inst) orders() error {
 	in.succCSR, in.predCSR = succ, dag.FromLists(in.preds)
 	order, cyc := dag.Topological(succ)
 	if cyc != nil {
-		return dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.problem.Nodes[i].Name })
+		return diag.Wrap(diag.KindInput, dag.NewCycleError("schedule: the graph", cyc, func(i int) string { return in.problem.Nodes[i].Name }))
 	}
 	in.topo = order
 	in.topoPos = make([]int, n)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // Method names accepted by Options.Method.
@@ -52,8 +54,8 @@ type Options struct {
 	Progress func(Progress)
 	// MaxStages caps the stages (runtime calls, Device.CallCost) of a plan, latency or
 	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto
-	// neighbouring devices (or onto one device); Solve returns a *StageCapError when no plan
-	// within the cap fits.
+	// neighbouring devices (or onto one device); when no plan within the cap fits, Solve
+	// returns a no-plan *diag.Error wrapping a *StageCapError.
 	MaxStages int
 }
 
@@ -126,40 +128,35 @@ type DevicePlan struct {
 	Capacity float64 `json:"capacity"` // 0: unlimited
 }
 
-// InfeasibleError says that no placement of the problem fits the devices' memory, and how
-// that was proved: by a counting argument (a node that fits on no device, or more memory
+// infeasible is Solve's error when no placement of the problem fits the devices' memory, with
+// how that was proved: by a counting argument (a node that fits on no device, or more memory
 // needed than all devices hold) or by the full MILP proving its model infeasible. It is
 // returned only with such a proof.
-type InfeasibleError struct {
-	Proof string
+func infeasible(proof string) error {
+	return diag.Infeasible("schedule: infeasible: no placement fits the devices' capacities (%s)", proof)
 }
 
-func (e *InfeasibleError) Error() string {
-	return "schedule: infeasible: no placement fits the devices' capacities (" + e.Proof + ")"
-}
-
-// NoPlanError says that the chosen method found no plan that fits within its limits; nothing
-// was proved about the problem (a plan may exist). Tried lists what was run and why each
-// failed.
-type NoPlanError struct {
-	Method string
-	Tried  []string
-}
-
-func (e *NoPlanError) Error() string {
-	msg := "schedule: no plan found within the limits by " + e.Method
-	if len(e.Tried) > 0 {
-		msg += " (tried: " + strings.Join(e.Tried, "; ") + ")"
+// noPlan is Solve's error when the chosen method found no plan that fits within its limits;
+// nothing was proved about the problem (a plan may exist). tried lists what was run and why
+// each failed; each is also a note.
+func noPlan(method string, tried []string) error {
+	msg := "schedule: no plan found within the limits by " + method
+	if len(tried) > 0 {
+		msg += " (tried: " + strings.Join(tried, "; ") + ")"
 	}
-	return msg
+	e := diag.NoPlan("%s", msg)
+	for _, t := range tried {
+		e.Note("tried %s", t)
+	}
+	return e
 }
 
 // Solve places and schedules p with the chosen method, re-judges every plan with the
 // simulator and returns the best, with the best proved lower bound. When the time limit
 // passes or ctx is cancelled it returns the best plan found so far. An error means the
-// problem is invalid (a *ValidationError or *CycleError), is proved infeasible in memory (an
-// *InfeasibleError), or that no plan that fits was found within the limits (a *NoPlanError,
-// which proves nothing).
+// problem is invalid (a *diag.Error of kind input, or a *CycleError), is proved infeasible in
+// memory (kind infeasible), or that no plan that fits was found within the limits (kind
+// no-plan, which proves nothing; with Options.MaxStages, wrapping a *StageCapError).
 func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	begin := time.Now()
 	in, err := prepare(p)
@@ -201,7 +198,7 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 		defer cancel()
 	}
 	if proof := in.memoryProof(); proof != "" {
-		return nil, &InfeasibleError{Proof: proof}
+		return nil, infeasible(proof)
 	}
 	deadline, _ := ctx.Deadline()
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
@@ -508,9 +505,9 @@ func (s *solver) result() (*Result, error) {
 	}
 	if chosen == nil || chosen.sc == nil {
 		if s.infeasible != "" && s.bestCandidate() == nil {
-			return nil, &InfeasibleError{Proof: s.infeasible}
+			return nil, infeasible(s.infeasible)
 		}
-		e := &NoPlanError{Method: s.o.Method}
+		var tried []string
 		for _, c := range s.cands {
 			what := c.Method + ": "
 			switch {
@@ -522,16 +519,17 @@ func (s *solver) result() (*Result, error) {
 			default:
 				what += "no plan"
 			}
-			e.Tried = append(e.Tried, what)
+			tried = append(tried, what)
 		}
-		return nil, e
+		return nil, noPlan(s.o.Method, tried)
 	}
 	if chosen.pl != nil && chosen.sc != nil {
 		// Stage calls: merge stages while that pays, and honour the cap.
 		stop := func() bool { return false } // bounded work: every move removes time or stages
 		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, s.o.MaxStages)
 		if !ok {
-			return nil, &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, Stages: sc.StageCount()}
+			capErr := &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, Stages: sc.StageCount()}
+			return nil, diag.Wrap(diag.KindNoPlan, capErr)
 		}
 		if moves > 0 {
 			plural := func(n int, w string) string {

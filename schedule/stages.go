@@ -12,7 +12,9 @@ import (
 // that makes the plan faster, so that no stage remains whose merge into its neighbours pays,
 // and which enforces Options.MaxStages.
 
-// StageCapError says that no plan within Options.MaxStages was found.
+// StageCapError says that no plan within Options.MaxStages was found. Solve returns it as the
+// cause of a *diag.Error of kind no-plan (the message is the same), for callers that need the
+// fewest stages reached (errors.As finds it).
 type StageCapError struct {
 	Method    string
 	MaxStages int

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
@@ -82,25 +83,25 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErrorf("bench takes one directory, got %d arguments", fs.NArg())
+		return diag.Usage("bench takes one directory, got %d arguments", fs.NArg())
 	}
 	if *requests <= 0 && !fs.Changed("duration") {
-		return usageErrorf("--requests %d: want at least 1", *requests)
+		return diag.Usage("--requests %d: want at least 1", *requests).About(diag.Flag, "--requests")
 	}
 	if fs.Changed("duration") && *duration <= 0 {
-		return usageErrorf("--duration must be positive")
+		return diag.Usage("--duration must be positive").About(diag.Flag, "--duration")
 	}
 	if *inflight < 0 {
-		return usageErrorf("--in-flight %d: want at least 1", *inflight)
+		return diag.Usage("--in-flight %d: want at least 1", *inflight).About(diag.Flag, "--in-flight")
 	}
 	if *spin < 0 {
-		return usageErrorf("--spin must not be negative")
+		return diag.Usage("--spin must not be negative").About(diag.Flag, "--spin")
 	}
 	if *warmup < 0 {
-		return usageErrorf("--warmup %d: want 0 or more", *warmup)
+		return diag.Usage("--warmup %d: want 0 or more", *warmup).About(diag.Flag, "--warmup")
 	}
 	if *optLevel != "all" && *optLevel != "disabled" {
-		return usageErrorf("--opt %q: want all or disabled", *optLevel)
+		return diag.Usage("--opt %q: want all or disabled", *optLevel).About(diag.Flag, "--opt")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -122,7 +123,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		for _, s := range *inputs {
 			name, file, ok := strings.Cut(s, "=")
 			if !ok || name == "" || file == "" {
-				return usageErrorf("--input %q: want NAME=FILE.npy", s)
+				return diag.Usage("--input %q: want NAME=FILE.npy", s).About(diag.Flag, "--input")
 			}
 			opt.Inputs[name] = file
 		}
@@ -140,14 +141,11 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	dir := fs.Arg(0)
 	rep, err := pipebench.Run(ctx, dir, opt)
 	if err != nil {
-		var se *pipebench.StageError
-		var ie *pipebench.InputError
+		// pipebench's errors are *diag.Error; emit's CheckError (a bad stage directory) and a
+		// missing file are bad input too, even when the run was cancelled meanwhile.
 		var ce *emit.CheckError
-		switch {
-		case errors.As(err, &se), errors.As(err, &ie), errors.As(err, &ce):
-			return inputErrorf("%v", err)
-		case errors.Is(err, os.ErrNotExist):
-			return inputErrorf("%v", err)
+		if errors.As(err, &ce) || errors.Is(err, os.ErrNotExist) {
+			return diag.Wrap(diag.KindInput, err)
 		}
 		return err
 	}
@@ -162,14 +160,14 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	}
 	if *update {
 		if err := pipebench.UpdateReport(filepath.Join(dir, "report.html"), rep); err != nil {
-			return inputErrorf("--update-report: %v", err)
+			return diag.Input("--update-report: %v", err)
 		}
 		if !*asJSON {
 			fmt.Fprintf(e.stdout, "updated    %s\n", filepath.Join(dir, "report.html"))
 		}
 	}
 	if rep.Interrupted {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: printed what was measured so far")}
+		return diag.Interrupted("interrupted: printed what was measured so far")
 	}
 	return nil
 }

@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/partition"
-	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
-// exitCode is the one map from every package's error types to the documented exit codes,
-// through any wrapping.
+// exitCode is the one map from every package's errors to the documented exit codes, through
+// any wrapping: diag's kinds, graph/dag's CycleError, and (until emit returns *diag.Error)
+// emit's own error types.
 func TestExitCodeMap(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("planning: %w", err) }
 	cases := []struct {
@@ -23,20 +22,22 @@ func TestExitCodeMap(t *testing.T) {
 	}{
 		{nil, exitOK},
 		{errors.New("bad model"), exitBadInput},
-		{&ingest.Error{}, exitBadInput},
-		{&ingest.UsageError{}, exitUsage},
-		{&profile.UsageError{}, exitUsage},
-		{&onnxpart.UsageError{Msg: "-k 0"}, exitUsage},
+		{diag.Input("m.onnx: not an ONNX model"), exitBadInput},
+		{diag.Internal("a bug"), exitBadInput},
+		{diag.Usage("--dim x=-1"), exitUsage},
 		{&emit.CutError{}, exitUsage},
 		{&emit.StageCountError{}, exitUsage},
-		{&onnxpart.InfeasibleError{Msg: "too big"}, exitInfeasible},
-		{&partition.InfeasibleError{}, exitInfeasible},
-		{&onnxpart.NoPlanError{Msg: "none"}, exitNoPlan},
-		{&partition.NoPlanError{}, exitNoPlan},
+		{diag.Infeasible("too big"), exitInfeasible},
+		{diag.NoPlan("none"), exitNoPlan},
 		{&emit.MismatchError{Report: &emit.VerifyReport{}}, exitMismatch},
+		{diag.Mismatch("differs"), exitMismatch},
+		{&emit.WriteError{}, exitBadInput},
+		{&dag.CycleError{Nodes: []string{"a", "b"}}, exitBadInput},
 		{context.Canceled, exitInterrupted},
-		{usageErrorf("x"), exitUsage},
-		{inputErrorf("x"), exitBadInput},
+		{diag.Interrupted("stopped"), exitInterrupted},
+		// The outermost kind wins over emit's types inside.
+		{diag.Input("%w", &emit.CutError{}), exitBadInput},
+		{diag.Usage("%w", &emit.WriteError{}), exitUsage},
 	}
 	for _, c := range cases {
 		for _, err := range []error{c.err, wrap(c.err)} {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
@@ -56,7 +57,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErrorf("inspect takes one model file or output directory, got %d arguments", fs.NArg())
+		return diag.Usage("inspect takes one model file or output directory, got %d arguments", fs.NArg())
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -70,7 +71,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	var man *emit.Manifest
 	if outputDir(fs.Arg(0)) {
 		if len(shapes) > 0 {
-			return usageErrorf("--input-shape applies to a model file; an output directory's model is loaded with the sizes it was planned with (--dim overrides them)")
+			return diag.Usage("--input-shape applies to a model file; an output directory's model is loaded with the sizes it was planned with (--dim overrides them)").About(diag.Flag, "--input-shape")
 		}
 		m, man, err = loadOutputDir(fs.Arg(0), dims)
 		*nodes = true

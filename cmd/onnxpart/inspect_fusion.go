@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 )
@@ -43,20 +44,20 @@ func (f *fusionFlags) summary(g *graph.Graph) (*fusion.Summary, error) {
 		return nil, nil
 	}
 	if *f.set != "" && *f.file != "" {
-		return nil, usageErrorf("give --fusion or --fusion-rules, not both")
+		return nil, diag.Usage("give --fusion or --fusion-rules, not both")
 	}
 	var rs *fusion.RuleSet
 	var err error
 	if *f.file != "" {
 		rs, err = fusion.LoadRuleSet(*f.file)
 		if err != nil {
-			return nil, inputErrorf("%v", err)
+			return nil, diag.Wrap(diag.KindInput, err)
 		}
 	} else if rs, err = fusion.Builtin(*f.set); err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	if *f.top < 0 {
-		return nil, usageErrorf("--fusion-top must not be negative")
+		return nil, diag.Usage("--fusion-top must not be negative").About(diag.Flag, "--fusion-top")
 	}
 	c, err := fusion.Coarsen(g, rs)
 	if err != nil {

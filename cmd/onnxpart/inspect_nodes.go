@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -90,7 +91,7 @@ func outputDir(path string) bool {
 func loadOutputDir(dir string, dims map[string]int64) (*ingest.Model, *emit.Manifest, error) {
 	man, err := emit.ReadManifest(dir)
 	if err != nil {
-		return nil, nil, inputErrorf("%s: %v", dir, err)
+		return nil, nil, diag.Input("%s: %v", dir, err)
 	}
 	all := map[string]int64{}
 	for k, v := range man.Model.Dims {

@@ -20,11 +20,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/partition"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Exit codes (documented in --help and the README).
@@ -62,58 +60,34 @@ type env struct {
 	isTTY bool
 }
 
-// exitError carries an exit code with the message.
-type exitError struct {
-	code int
-	err  error
-}
+// exitCode maps an error to the documented exit codes: diag.ExitCode, the one map (usage 2,
+// infeasible 3, mismatch 4, no plan 5, interrupted 130, anything else 1), after emitDiag.
+func exitCode(err error) int { return diag.ExitCode(emitDiag(err)) }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErrorf(format string, a ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
-}
-
-func inputErrorf(format string, a ...any) error {
-	return &exitError{code: exitBadInput, err: fmt.Errorf(format, a...)}
-}
-
-// exitCode is the one map from errors to the documented exit codes: an exitError's own
-// code; usage errors of any package (a flag value the model or the devices do not allow) 2;
-// infeasibility proved 3; no plan found within the limits 5; interruption 130; everything
-// else (the model, a spec or input file, the output directory) 1.
-func exitCode(err error) int {
+// emitDiag gives emit's own error types their diag kinds: a cut or a stage count the model
+// does not allow is usage (2), a verification mismatch is mismatch (4); the others are input
+// (1), as any error diag does not know. It changes nothing when the chain already holds a
+// *diag.Error (or another error that says its kind).
+//
+// TEMPORARY: emit keeps its own error types (CutError, StageCountError, MismatchError, …)
+// while it is being split into emit, report, verify and deploy/triton; delete this adapter
+// when those packages return *diag.Error.
+func emitDiag(err error) error {
 	var (
-		ee             *exitError
-		iu             *ingest.UsageError
-		pu             *profile.UsageError
-		ou             *onnxpart.UsageError
-		cut            *emit.CutError
-		count          *emit.StageCountError
-		infeasible     *onnxpart.InfeasibleError
-		partInfeasible *partition.InfeasibleError
-		noPlan         *onnxpart.NoPlanError
-		partNoPlan     *partition.NoPlanError
-		mismatch       *emit.MismatchError
+		own      interface{ DiagKind() diag.Kind }
+		cut      *emit.CutError
+		count    *emit.StageCountError
+		mismatch *emit.MismatchError
 	)
 	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &ee):
-		return ee.code
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	case errors.As(err, &iu), errors.As(err, &pu), errors.As(err, &ou), errors.As(err, &cut), errors.As(err, &count):
-		return exitUsage
-	case errors.As(err, &infeasible), errors.As(err, &partInfeasible):
-		return exitInfeasible
-	case errors.As(err, &noPlan), errors.As(err, &partNoPlan):
-		return exitNoPlan
+	case err == nil, errors.As(err, &own):
+		return err
+	case errors.As(err, &cut), errors.As(err, &count):
+		return diag.Wrap(diag.KindUsage, err)
 	case errors.As(err, &mismatch):
-		return exitMismatch
+		return diag.Wrap(diag.KindMismatch, err)
 	}
-	return exitBadInput
+	return err
 }
 
 func main() {
@@ -296,9 +270,9 @@ func parseFlags(fs *pflag.FlagSet, args []string) error {
 	case err == nil, errors.Is(err, pflag.ErrHelp):
 		return err
 	case errors.As(err, &ne):
-		return usageErrorf("%s", unknownFlag(fs, ne))
+		return diag.Usage("%s", unknownFlag(fs, ne))
 	}
-	return usageErrorf("%v (see %s)", err, helpCommand(fs))
+	return diag.Usage("%v (see %s)", err, helpCommand(fs))
 }
 
 // helpCommand is how to get the help of the command a flag set belongs to.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 )
@@ -17,7 +18,7 @@ func maxDimGraph(path string, list []string, dims map[string]int64, shapes map[s
 	}
 	maxDims, err := parseDims(list)
 	if err != nil {
-		return nil, usageErrorf("--max-dim: %v", err)
+		return nil, diag.Usage("--max-dim: %v", err).About(diag.Flag, "--max-dim")
 	}
 	merged := maps.Clone(dims)
 	if merged == nil {
@@ -25,7 +26,7 @@ func maxDimGraph(path string, list []string, dims map[string]int64, shapes map[s
 	}
 	for name, size := range maxDims {
 		if b, ok := dims[name]; ok && size < b {
-			return nil, usageErrorf("--max-dim %s=%d is below --dim %s=%d", name, size, name, b)
+			return nil, diag.Usage("--max-dim %s=%d is below --dim %s=%d", name, size, name, b).About(diag.Flag, "--max-dim")
 		}
 		merged[name] = size
 	}

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/partition/instances"
 	"github.com/onnxpart/onnxpart/schedule"
@@ -99,11 +100,11 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErrorf("plan takes one instance file, got %d arguments", fs.NArg())
+		return diag.Usage("plan takes one instance file, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
 	if *timeLimit <= 0 {
-		return usageErrorf("--time-limit must be positive")
+		return diag.Usage("--time-limit must be positive").About(diag.Flag, "--time-limit")
 	}
 	var out *planJSON
 	var err error
@@ -113,7 +114,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	case "moirai":
 		out, err = planMoirai(ctx, path, *solver, *timeLimit, *seed)
 	default:
-		return usageErrorf("--input-format %q: want onnx, dnn-partitioning or moirai", format)
+		return diag.Usage("--input-format %q: want onnx, dnn-partitioning or moirai", format).About(diag.Flag, "--input-format")
 	}
 	if err != nil {
 		return err
@@ -145,25 +146,25 @@ func guessFormat(path string) string {
 
 func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polish int, limit time.Duration, gap float64, seed int64) (*planJSON, error) {
 	if k < 0 || cpus < 0 {
-		return nil, usageErrorf("-k and --cpus must not be negative")
+		return nil, diag.Usage("-k and --cpus must not be negative").About(diag.Flag, "-k")
 	}
 	if polish < 2 { // 0 is no default here: the flag's default is 4
-		return nil, usageErrorf("--polish-window %d: a window spans at least 2 stages", polish)
+		return nil, diag.Usage("--polish-window %d: a window spans at least 2 stages", polish).About(diag.Flag, "--polish-window")
 	}
 	inst, err := instances.LoadDNN(path, k, cpus)
 	if err != nil {
-		return nil, inputErrorf("%v", err)
+		return nil, diag.Wrap(diag.KindInput, err)
 	}
 	if p := inst.Problem; p.NumStages() > p.NumNodes() {
 		// A stage holds at least one node; more only allocate (a huge k ran out of memory).
 		if k == 0 {
-			return nil, inputErrorf("%s: maxFPGAs = %d stages for %d nodes; give -k", path, inst.FileK, p.NumNodes())
+			return nil, diag.Input("%s: maxFPGAs = %d stages for %d nodes; give -k", path, inst.FileK, p.NumNodes())
 		}
-		return nil, usageErrorf("-k %d and --cpus %d: %d stages for an instance of %d nodes", k, cpus, p.NumStages(), p.NumNodes())
+		return nil, diag.Usage("-k %d and --cpus %d: %d stages for an instance of %d nodes", k, cpus, p.NumStages(), p.NumNodes()).About(diag.Flag, "-k")
 	}
 	be, err := partition.ParseBounds(bounds)
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, diag.Wrap(diag.KindUsage, err)
 	}
 	plan, err := partition.Solve(ctx, inst.Problem, partition.Options{Seed: seed, TimeLimit: limit, Gap: gap, Bounds: be,
 		Polish: partition.PolishOptions{MaxWindow: polish}})
@@ -218,7 +219,7 @@ func atMostSlower(upper, lower float64) float64 {
 func planMoirai(ctx context.Context, path, solver string, limit time.Duration, seed int64) (*planJSON, error) {
 	p, err := schedinst.ReadMoiraiFile(path)
 	if err != nil {
-		return nil, inputErrorf("%v", err)
+		return nil, diag.Wrap(diag.KindInput, err)
 	}
 	if solver == "" {
 		solver = "auto"

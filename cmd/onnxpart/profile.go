@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -66,24 +67,24 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	}
 	if *catalog {
 		if fs.NArg() > 0 {
-			return usageErrorf("--catalog takes no model")
+			return diag.Usage("--catalog takes no model").About(diag.Flag, "--catalog")
 		}
 		return printCatalog(e.stdout, *asJSON)
 	}
 	if fs.NArg() > 1 {
-		return usageErrorf("profile takes at most one model file, got %d arguments", fs.NArg())
+		return diag.Usage("profile takes at most one model file, got %d arguments", fs.NArg())
 	}
 	if *costs != "roofline" && *costs != "measured" {
-		return usageErrorf("--costs %q: want roofline or measured", *costs)
+		return diag.Usage("--costs %q: want roofline or measured", *costs).About(diag.Flag, "--costs")
 	}
 	if *nodes && fs.NArg() == 0 {
-		return usageErrorf("--nodes needs a model")
+		return diag.Usage("--nodes needs a model").About(diag.Flag, "--nodes")
 	}
 	if *costs == "measured" && fs.NArg() == 0 {
-		return usageErrorf("--costs measured needs a model to profile")
+		return diag.Usage("--costs measured needs a model to profile").About(diag.Flag, "--costs")
 	}
 	if *threads < 1 {
-		return usageErrorf("--threads %d: want at least 1", *threads)
+		return diag.Usage("--threads %d: want at least 1", *threads).About(diag.Flag, "--threads")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -292,7 +293,7 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 		case errors.Is(err, profile.ErrNoHost):
 			rep.Notes = append(rep.Notes, "--costs measured: no host CPU among the devices (add cpu to --devices); every device keeps roofline costs")
 		case err != nil:
-			return inputErrorf("%v", err)
+			return diag.Wrap(diag.KindInput, err)
 		default:
 			opts.Measured = h.Measured
 			for _, i := range h.Calibrated {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"
@@ -133,9 +134,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case fs.NArg() == 0:
-		return usageErrorf("missing MODEL.onnx: onnxpart MODEL.onnx --devices … (see onnxpart --help)")
+		return diag.Usage("missing MODEL.onnx: onnxpart MODEL.onnx --devices … (see onnxpart --help)")
 	case fs.NArg() > 1:
-		return usageErrorf("give one model file, got %d arguments: %s (see onnxpart --help)", fs.NArg(), strings.Join(fs.Args(), " "))
+		return diag.Usage("give one model file, got %d arguments: %s (see onnxpart --help)", fs.NArg(), strings.Join(fs.Args(), " "))
 	}
 	want, err := parseEmit(f.emit)
 	if err != nil {
@@ -145,38 +146,38 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if f.out == "" {
-		return usageErrorf("-o needs a directory (or - to write nothing)")
+		return diag.Usage("-o needs a directory (or - to write nothing)").About(diag.Flag, "-o")
 	}
 	if strings.TrimSpace(f.devices) == "" {
-		return usageErrorf("--devices is empty: give auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a spec file")
+		return diag.Usage("--devices is empty: give auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a spec file").About(diag.Flag, "--devices")
 	}
 	if fs.Changed("stages") && f.k < 1 {
-		return usageErrorf("-k %d: want a number of stages ≥ 1 (leave -k out for one stage per device)", f.k)
+		return diag.Usage("-k %d: want a number of stages ≥ 1 (leave -k out for one stage per device)", f.k).About(diag.Flag, "-k")
 	}
 	if f.gap < 0 || f.gap >= 1 {
-		return usageErrorf("--gap %g: want a fraction in [0, 1)", f.gap)
+		return diag.Usage("--gap %g: want a fraction in [0, 1)", f.gap).About(diag.Flag, "--gap")
 	}
 	if f.timeLimit <= 0 {
-		return usageErrorf("--time-limit must be positive")
+		return diag.Usage("--time-limit must be positive").About(diag.Flag, "--time-limit")
 	}
 	if f.costs != "roofline" && f.costs != "measured" {
-		return usageErrorf("--costs %q: want roofline or measured", f.costs)
+		return diag.Usage("--costs %q: want roofline or measured", f.costs).About(diag.Flag, "--costs")
 	}
 	if f.batch < 0 || (fs.Changed("batch") && f.batch == 0) {
-		return usageErrorf("--batch %d: want a number of inputs ≥ 1", f.batch)
+		return diag.Usage("--batch %d: want a number of inputs ≥ 1", f.batch).About(diag.Flag, "--batch")
 	}
 	dims, err := parseDims(f.dims)
 	if err != nil {
 		return err
 	}
 	if fs.Changed("max-batch") && f.maxBatch < 1 {
-		return usageErrorf("--max-batch %d: want a batch size ≥ 1", f.maxBatch)
+		return diag.Usage("--max-batch %d: want a batch size ≥ 1", f.maxBatch).About(diag.Flag, "--max-batch")
 	}
 	if len(f.workload) > 0 && f.freezeDims {
-		return usageErrorf("--workload plans stage files that serve every phase, so they keep the dims symbolic; leave out --freeze-dims")
+		return diag.Usage("--workload plans stage files that serve every phase, so they keep the dims symbolic; leave out --freeze-dims").About(diag.Flag, "--workload")
 	}
 	if fs.Changed("max-batch") && f.freezeDims {
-		return usageErrorf("--max-batch needs a symbolic batch dim, and --freeze-dims fixes every dim")
+		return diag.Usage("--max-batch needs a symbolic batch dim, and --freeze-dims fixes every dim").About(diag.Flag, "--max-batch")
 	}
 	want.maxBatch = f.maxBatch
 	begin := time.Now()
@@ -287,7 +288,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if interrupted {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted: wrote the best plan found so far")}
+		return diag.Interrupted("interrupted: wrote the best plan found so far")
 	}
 	return nil
 }
@@ -304,7 +305,7 @@ func phaseTimes(phases []partition.PhaseTime) string {
 // planError words an interruption before any plan; exitCode maps the rest.
 func planError(err error) error {
 	if errors.Is(err, context.Canceled) {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted before any plan was found")}
+		return diag.Interrupted("interrupted before any plan was found")
 	}
 	return err
 }
@@ -322,10 +323,10 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 	}
 	h, err := profile.CalibrateHost(ctx, c, m.Path, m.Graph, threads)
 	if errors.Is(err, profile.ErrNoHost) {
-		return nil, usageErrorf("--costs measured needs the host CPU among the devices (add cpu to --devices)")
+		return nil, diag.Usage("--costs measured needs the host CPU among the devices (add cpu to --devices)").About(diag.Flag, "--costs")
 	}
 	if err != nil {
-		return nil, inputErrorf("%v", err)
+		return nil, diag.Wrap(diag.KindInput, err)
 	}
 	return h.Measured, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit/schema"
 )
 
@@ -34,12 +35,12 @@ validate what they read:
 			case 1:
 				b, err := schema.Get(fs.Arg(0))
 				if err != nil {
-					return usageErrorf("%v (see onnxpart schema)", err)
+					return diag.Usage("%v (see onnxpart schema)", err)
 				}
 				_, err = e.stdout.Write(b)
 				return err
 			}
-			return usageErrorf("schema takes at most one name")
+			return diag.Usage("schema takes at most one name")
 		},
 	})
 }

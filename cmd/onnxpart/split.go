@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
@@ -88,14 +89,14 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.Changed("max-batch") && *maxBatch < 1 {
-		return usageErrorf("--max-batch %d: want a batch size ≥ 1", *maxBatch)
+		return diag.Usage("--max-batch %d: want a batch size ≥ 1", *maxBatch).About(diag.Flag, "--max-batch")
 	}
 	extra.maxBatch = *maxBatch
 	if fs.NArg() != 1 {
-		return usageErrorf("split takes one model file, got %d arguments", fs.NArg())
+		return diag.Usage("split takes one model file, got %d arguments", fs.NArg())
 	}
 	if *out == "" {
-		return usageErrorf("split needs an output directory: -o DIR")
+		return diag.Usage("split needs an output directory: -o DIR")
 	}
 	modes := 0
 	for _, set := range []bool{fs.Changed("cut"), fs.Changed("stages"), *assignment != ""} {
@@ -104,15 +105,15 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if modes != 1 {
-		return usageErrorf("give exactly one of --cut, --stages or --assignment")
+		return diag.Usage("give exactly one of --cut, --stages or --assignment")
 	}
 	switch *cutAt {
 	case "any", "blocks", "auto":
 	default:
-		return usageErrorf("--cut-at %q: want any, blocks or auto", *cutAt)
+		return diag.Usage("--cut-at %q: want any, blocks or auto", *cutAt).About(diag.Flag, "--cut-at")
 	}
 	if fs.Changed("cut-at") && !fs.Changed("stages") {
-		return usageErrorf("--cut-at applies to --stages; --cut and --assignment place the cuts themselves")
+		return diag.Usage("--cut-at applies to --stages; --cut and --assignment place the cuts themselves").About(diag.Flag, "--cut-at")
 	}
 	var mode emit.ExternalDataMode
 	switch *external {
@@ -123,7 +124,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	case "never":
 		mode = emit.ExternalNever
 	default:
-		return usageErrorf("--external-data %q: want auto, always or never", *external)
+		return diag.Usage("--external-data %q: want auto, always or never", *external).About(diag.Flag, "--external-data")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -153,7 +154,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			}
 		}
 		if len(names) == 0 {
-			return usageErrorf("--cut needs at least one tensor name")
+			return diag.Usage("--cut needs at least one tensor name").About(diag.Flag, "--cut")
 		}
 		a.Stage, err = emit.CutAfter(m.Graph, names)
 		a.Split = emit.SplitInfo{Method: "cut", Cuts: names}
@@ -197,7 +198,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	default:
 		f, ferr := os.Open(*assignment)
 		if ferr != nil {
-			return inputErrorf("%v", ferr)
+			return diag.Input("%v", ferr)
 		}
 		a.Stage, err = emit.ReadAssignment(f, m.Graph)
 		f.Close()
@@ -216,7 +217,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		}
 		names := *devices
 		if len(names) != 1 && len(names) != k {
-			return usageErrorf("--devices: give one name, or one per stage (%d), not %d", k, len(names))
+			return diag.Usage("--devices: give one name, or one per stage (%d), not %d", k, len(names)).About(diag.Flag, "--devices")
 		}
 		a.Devices = make([]emit.Device, k)
 		for i := range a.Devices {
@@ -257,7 +258,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 func splitError(err error) error {
 	var cyc *graph.StageCycleError
 	if errors.As(err, &cyc) {
-		return inputErrorf("the assignment is not a pipeline: stage %s; move nodes so that tensors only flow to later stages", cycleText(cyc))
+		return diag.Input("the assignment is not a pipeline: stage %s; move nodes so that tensors only flow to later stages", cycleText(cyc))
 	}
 	return err
 }
@@ -352,7 +353,7 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 		if cutAt == "auto" {
 			return nil, nil
 		}
-		return nil, usageErrorf("--cut-at blocks: the model has no repeated blocks (layers) to cut between; --cut-at any cuts anywhere")
+		return nil, diag.Usage("--cut-at blocks: the model has no repeated blocks (layers) to cut between; --cut-at any cuts anywhere").About(diag.Flag, "--cut-at")
 	}
 	if pairs == nil {
 		pairs, _ = g.StatePairs(nil)
@@ -360,8 +361,8 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 	order := blocks.Order(g, res.Blocks)
 	at := blocks.Boundaries(g, res.Blocks)
 	if len(at) < n-1 {
-		return nil, usageErrorf("--stages %d --cut-at %s: the model has %d blocks, whose boundaries allow at most %d stages; ask for fewer, or --cut-at any to cut anywhere",
-			n, cutAt, len(res.Blocks), len(at)+1)
+		return nil, diag.Usage("--stages %d --cut-at %s: the model has %d blocks, whose boundaries allow at most %d stages; ask for fewer, or --cut-at any to cut anywhere",
+			n, cutAt, len(res.Blocks), len(at)+1).About(diag.Flag, "--stages")
 	}
 	stage, err := emit.EqualFLOPsAt(g, n, order, at)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 )
 
@@ -47,7 +48,7 @@ func parseEmit(list []string) (emitSet, error) {
 			if s := suggest(x, []string{"onnx", "manifest", "report", "triton", "genai"}); s != "" {
 				hint = fmt.Sprintf(" (did you mean %s?)", s)
 			}
-			return se, usageErrorf("--emit %q: want a list of onnx, manifest, report, triton, genai%s", x, hint)
+			return se, diag.Usage("--emit %q: want a list of onnx, manifest, report, triton, genai%s", x, hint).About(diag.Flag, "--emit")
 		}
 	}
 	return se, nil
@@ -60,7 +61,7 @@ func (se *emitSet) setGenAI(settings []string) error {
 	}
 	opt, err := emit.ParseGenAI(settings)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return diag.Wrap(diag.KindUsage, err)
 	}
 	se.genai = opt
 	return nil

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 )
@@ -81,10 +82,10 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErrorf("verify takes one directory, got %d arguments", fs.NArg())
+		return diag.Usage("verify takes one directory, got %d arguments", fs.NArg())
 	}
 	if *maxTensor <= 0 {
-		return usageErrorf("--max-tensor-bytes must be positive")
+		return diag.Usage("--max-tensor-bytes must be positive").About(diag.Flag, "--max-tensor-bytes")
 	}
 	opt := emit.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
 		PlainReference: *plain, MaxTensorBytes: *maxTensor}
@@ -93,29 +94,29 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	case "all":
 		opt.Optimize = true
 	default:
-		return usageErrorf("--opt %q: want disabled or all", *optLevel)
+		return diag.Usage("--opt %q: want disabled or all", *optLevel).About(diag.Flag, "--opt")
 	}
 	if *runs < 1 {
-		return usageErrorf("--runs %d: need at least 1", *runs)
+		return diag.Usage("--runs %d: need at least 1", *runs).About(diag.Flag, "--runs")
 	}
 	if fs.Changed("rtol") && *rtol <= 0 {
-		return usageErrorf("--rtol %g: must be positive", *rtol)
+		return diag.Usage("--rtol %g: must be positive", *rtol).About(diag.Flag, "--rtol")
 	}
 	shapes, err := ingest.ParseInputShapes(*shapeFlags)
 	if err != nil {
-		return usageErrorf("%v", err)
+		return diag.Wrap(diag.KindUsage, err)
 	}
 	opt.InputShapes = shapes
 	for _, s := range *inputs {
 		name, file, ok := strings.Cut(s, "=")
 		if !ok || name == "" || file == "" {
-			return usageErrorf("--input %q: want NAME=FILE.npy", s)
+			return diag.Usage("--input %q: want NAME=FILE.npy", s).About(diag.Flag, "--input")
 		}
 		if opt.Inputs == nil {
 			opt.Inputs = map[string]string{}
 		}
 		if _, dup := opt.Inputs[name]; dup {
-			return usageErrorf("--input %s is given twice", name)
+			return diag.Usage("--input %s is given twice", name).About(diag.Flag, "--input")
 		}
 		opt.Inputs[name] = file
 	}
@@ -127,11 +128,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	dir := fs.Arg(0)
 	rep, err := emit.Verify(ctx, dir, opt)
 	if err != nil {
+		// emit's InputError (inputs or sizes the model refuses) is usage; like emitDiag in
+		// main.go, this goes when emit returns *diag.Error.
 		var ie *emit.InputError
 		if errors.As(err, &ie) {
-			return usageErrorf("%v", err)
+			return diag.Wrap(diag.KindUsage, err)
 		}
-		return inputErrorf("%v", err)
+		return diag.Wrap(diag.KindInput, err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)

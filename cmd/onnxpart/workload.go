@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 )
 
@@ -29,10 +30,10 @@ func loadPhases(path string, list []string, dims map[string]int64, shapes map[st
 	for _, s := range list {
 		ph, err := onnxpart.ParsePhase(s)
 		if err != nil {
-			return nil, nil, usageErrorf("%v", err)
+			return nil, nil, diag.Wrap(diag.KindUsage, err)
 		}
 		if seen[ph.Name] {
-			return nil, nil, usageErrorf("--workload %q: phase %s given twice", s, ph.Name)
+			return nil, nil, diag.Usage("--workload %q: phase %s given twice", s, ph.Name).About(diag.Flag, "--workload")
 		}
 		seen[ph.Name] = true
 		merged := maps.Clone(dims)
@@ -65,10 +66,10 @@ func parseStates(list []string) (map[string]string, error) {
 	for _, s := range list {
 		in, o, ok := strings.Cut(s, "=")
 		if !ok || in == "" || o == "" {
-			return nil, usageErrorf("--state %q: want INPUT=OUTPUT, e.g. past_key_values.0.key=present.0.key", s)
+			return nil, diag.Usage("--state %q: want INPUT=OUTPUT, e.g. past_key_values.0.key=present.0.key", s).About(diag.Flag, "--state")
 		}
 		if _, dup := out[in]; dup {
-			return nil, usageErrorf("--state %q: input %s given twice", s, in)
+			return nil, diag.Usage("--state %q: input %s given twice", s, in).About(diag.Flag, "--state")
 		}
 		out[in] = o
 	}

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // CSR is adjacency in compressed sparse rows: the neighbours of v are Adj[Off[v]:Off[v+1]].
@@ -331,6 +333,11 @@ func (e *CycleError) Error() string {
 	}
 	return fmt.Sprintf("%s has a cycle: %s -> %s", what, strings.Join(e.Nodes, " -> "), e.Nodes[0])
 }
+
+// DiagKind is diag.KindInput: a graph that must be a DAG and is not is bad input (the model,
+// a placement's edges). The packages that return a CycleError from their public API wrap it
+// in a *diag.Error of that kind.
+func (e *CycleError) DiagKind() diag.Kind { return diag.KindInput }
 
 // NewCycleError names the nodes of cycle with name.
 func NewCycleError(what string, cycle []int, name func(int) string) *CycleError {

@@ -1,12 +1,12 @@
 package instances
 
 import (
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/partition"
 )
 
@@ -14,7 +14,7 @@ import (
 // 1..16 and the file's CPUs or none or one: it must return an instance or an error, never
 // panic or hang. An instance it returns passes partition's Validate and can be judged: the
 // one-stage plan and the time-balanced baseline evaluate to a non-negative objective (or an
-// *InfeasibleError, when the parameters exceed the memory cap). The benchmark files seed it.
+// infeasible *diag.Error, when the parameters exceed the memory cap). The benchmark files seed it.
 func FuzzLoadDNN(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "benchmarks", "dnn-partitioning", "*", "*.json"))
 	for _, p := range files {
@@ -71,8 +71,7 @@ func FuzzLoadDNN(f *testing.F) {
 		}
 		_, obj, err := p.Evaluate(make([]int, p.NumNodes()), device)
 		check := func(what string, obj float64, err error) {
-			var ie *partition.InfeasibleError
-			if err != nil && !errors.As(err, &ie) {
+			if err != nil && diag.KindOf(err) != diag.KindInfeasible {
 				t.Fatalf("%s: error of type %T: %v", what, err, err)
 			}
 			if err == nil && (math.IsNaN(obj) || obj < 0) {
