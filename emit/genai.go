@@ -14,6 +14,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
 // onnxruntime-genai's pipeline decoder (--emit genai): genai_config.json in the output
@@ -214,7 +215,7 @@ func (l *Layout) writeGenAI(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(filepath.Join(dir, GenAIFile), append(b, '\n'))
+	return stagefile.WriteFileSync(filepath.Join(dir, GenAIFile), append(b, '\n'))
 }
 
 // genaiNote prefixes the notes about genai_config.json.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
 // TritonDir is the Triton model repository's directory name inside an output directory.
@@ -109,7 +110,7 @@ func WriteTriton(m *Manifest, stageDir, repoDir string, opt TritonOptions) (err 
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+tempBase(abs)+".tmp-")
+	tmp, err := os.MkdirTemp(parent, "."+stagefile.TempBase(abs)+".tmp-")
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func WriteTriton(m *Manifest, stageDir, repoDir string, opt TritonOptions) (err 
 		if err := os.MkdirAll(filepath.Join(md, "1"), 0o755); err != nil {
 			return err
 		}
-		if err := writeFileSync(filepath.Join(md, "config.pbtxt"), tm.Config); err != nil {
+		if err := stagefile.WriteFileSync(filepath.Join(md, "config.pbtxt"), tm.Config); err != nil {
 			return err
 		}
 		if tm.Stage < 0 {
@@ -318,31 +319,6 @@ func gpuIndices(m *Manifest, explicit map[string]int) map[string]int {
 		}
 	}
 	return out
-}
-
-// batchName matches the names exporters give a batch dim: batch, batch_size, Batch, N.
-var batchName = regexp.MustCompile(`(?i)^(?:n|.*batch.*)$`)
-
-// BatchDim returns the model's batch dim: the named symbolic dim that leads the first
-// model input, when its name says it is a batch (batch, batch_size, N, …); "" otherwise.
-func BatchDim(m *Manifest) string {
-	p := leadingDim(m)
-	if p == "" || !batchName.MatchString(p) {
-		return ""
-	}
-	return p
-}
-
-func leadingDim(m *Manifest) string {
-	for _, t := range m.Model.Inputs {
-		if len(t.Shape) > 0 {
-			if d := t.Shape[0]; !d.Known() {
-				return d.Param
-			}
-			return ""
-		}
-	}
-	return ""
 }
 
 // tritonBatch decides max_batch_size (0: no batching). Triton batches a model along an
