@@ -9,8 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
@@ -233,4 +236,59 @@ func describe(g *graph.Graph, stage []int) string {
 		parts = append(parts, fmt.Sprintf("%d:%d", s, counts[s]))
 	}
 	return strings.Join(parts, " ")
+}
+
+func writeSplit(t *testing.T, c modelConfig, k int) (string, *Manifest) {
+	t.Helper()
+	m := loadConfig(t, c)
+	stage, err := EqualFLOPs(m.Graph, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	man, err := Write(m, &Assignment{Stage: stage, Split: SplitInfo{Method: "stages", RequestedStages: k}}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, man
+}
+
+func corpusModel(t testing.TB, name string) modelConfig {
+	for _, c := range corpusConfigs(t) {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no corpus model %s", name)
+	return modelConfig{}
+}
+
+// decoderModel is a decoder step in miniature: the past keys and the new tokens concatenated
+// into the present (past + seq), projected, reduced and masked by an attention mask of the
+// total length; the model's dims are tied (total = past + seq).
+func decoderModel(t testing.TB) string {
+	w := make([]float32, 64)
+	for i := range w {
+		w[i] = float32(i%7) - 3
+	}
+	ints := func(name string, v ...int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
+	}
+	one := func(name string, v int64) *onnxpb.AttributeProto {
+		return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(v)}
+	}
+	g := &onnxpb.GraphProto{
+		Name: proto.String("decoder"),
+		Input: []*onnxpb.ValueInfoProto{vinfo("past_key", graph.Float, "batch", "past", 8), vinfo("x", graph.Float, "batch", "seq", 8),
+			vinfo("attention_mask", graph.Float, "batch", "total")},
+		Output:      []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, "batch", "total"), vinfo("present", graph.Float, "batch", "total", 8)},
+		Initializer: []*onnxpb.TensorProto{floatTensor("w", []int64{8, 8}, w...)},
+		Node: []*onnxpb.NodeProto{
+			node("Concat", "concat", []string{"past_key", "x"}, []string{"present"}, one("axis", 1)),
+			node("MatMul", "proj", []string{"present", "w"}, []string{"h"}),
+			node("ReduceMean", "mean", []string{"h"}, []string{"s"}, ints("axes", 2), one("keepdims", 0)),
+			node("Mul", "mask", []string{"s", "attention_mask"}, []string{"y"}),
+		},
+	}
+	return writeModel(t, &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: g})
 }

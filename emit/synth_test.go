@@ -1,7 +1,6 @@
 package emit
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -132,114 +131,6 @@ func stageModelOf(t *testing.T, dir string, st Stage) *onnxpb.ModelProto {
 	return &mp
 }
 
-// TestControlFlowEverySplit writes every contiguous split of the control-flow model into 2
-// and 3 stages and verifies each chain bit for bit, with both branches of the If taken.
-func TestControlFlowEverySplit(t *testing.T) {
-	needORT(t)
-	m := loadPath(t, controlFlowModel(t))
-	g := m.Graph
-	order := g.TopoOrder()
-	n := len(order)
-	var cases [][]int
-	for i := 1; i < n; i++ {
-		cases = append(cases, []int{i})
-		for j := i + 1; j < n; j++ {
-			cases = append(cases, []int{i, j})
-		}
-	}
-	ref := NewReferenceCache()
-	defer ref.Close()
-	for _, bounds := range cases {
-		stage := stagesFromBounds(g, order, bounds)
-		dir := filepath.Join(t.TempDir(), "out")
-		man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
-		if err != nil {
-			t.Fatalf("bounds %v: %v", bounds, err)
-		}
-		// Two seeds give both values of cond (bool input: random 0/1).
-		for seed := int64(0); seed < 4; seed++ {
-			rep, err := Verify(context.Background(), dir, VerifyOptions{Seed: seed, Reference: ref})
-			if err != nil {
-				t.Fatalf("bounds %v: %v", bounds, err)
-			}
-			if !rep.Pass {
-				t.Errorf("bounds %v seed %d: %v", bounds, seed, (&MismatchError{Report: rep}).Error())
-			}
-		}
-		// Structural facts.
-		for _, st := range man.Stages {
-			mp := stageModelOf(t, dir, st)
-			hasIf, hasSquare := false, false
-			for _, nd := range mp.Graph.Node {
-				hasIf = hasIf || nd.GetOpType() == "If"
-				hasSquare = hasSquare || nd.GetOpType() == "Square"
-			}
-			if hasIf && !hasWeight(mp, "w") {
-				t.Errorf("bounds %v: stage %d runs the If but lacks the captured weight w", bounds, st.Index)
-			}
-			if hasIf && !hasInput(st, "a") && !producesLocally(mp, "a") {
-				t.Errorf("bounds %v: stage %d runs the If but neither reads nor computes its capture a", bounds, st.Index)
-			}
-			if hasSquare != (len(mp.Functions) == 1) || (hasSquare && mp.Functions[0].GetName() != "Square") {
-				t.Errorf("bounds %v: stage %d has functions %v (Square node: %v)", bounds, st.Index, funcNames(mp), hasSquare)
-			}
-			if got := metadata(mp)["onnxpart.source_model"]; got != "model.onnx" || metadata(mp)["author"] != "tests" {
-				t.Errorf("stage %d metadata %v", st.Index, metadata(mp))
-			}
-			if mp.GetIrVersion() != 8 || len(mp.OpsetImport) != 2 {
-				t.Errorf("stage %d: ir %d, opsets %v", st.Index, mp.GetIrVersion(), mp.OpsetImport)
-			}
-		}
-		// Sigmoid(w2) is computed in every stage that reads s, never sent.
-		for _, tr := range man.Transfers {
-			if tr.Tensor == "s" {
-				t.Errorf("bounds %v: the weight-only tensor s is transferred", bounds)
-			}
-		}
-		last := man.Stages[len(man.Stages)-1]
-		if !hasOutput(last, "x") || !hasOutput(last, "w") {
-			t.Errorf("bounds %v: the pass-through outputs x and w are not outputs of the last stage", bounds)
-		}
-	}
-}
-
-func hasWeight(mp *onnxpb.ModelProto, name string) bool {
-	for _, w := range mp.Graph.Initializer {
-		if w.GetName() == name {
-			return true
-		}
-	}
-	return false
-}
-
-func producesLocally(mp *onnxpb.ModelProto, name string) bool {
-	for _, n := range mp.Graph.Node {
-		for _, o := range n.Output {
-			if o == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func hasOutput(st Stage, name string) bool {
-	for _, o := range st.Outputs {
-		if o.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func funcNames(mp *onnxpb.ModelProto) []string {
-	var out []string
-	for _, f := range mp.Functions {
-		out = append(out, f.GetName())
-	}
-	return out
-}
-
 func metadata(mp *onnxpb.ModelProto) map[string]string {
 	out := map[string]string{}
 	for _, kv := range mp.MetadataProps {
@@ -363,43 +254,5 @@ func TestShapeOnlyRecomputed(t *testing.T) {
 	// the activation; Shape is recomputed there.
 	if !in(2, "/enc/layers.8/self_attn/Shape") {
 		t.Errorf("layer 8's Shape is not recomputed in stage 2")
-	}
-}
-
-// TestOldIRListsWeightsAsInputs: an IR 3 model lists its weights among the graph inputs;
-// its stages do the same for the weights they hold, and still verify.
-func TestOldIRListsWeightsAsInputs(t *testing.T) {
-	needORT(t)
-	w := floatTensor("w", []int64{3}, 1, -2, 3)
-	g := &onnxpb.GraphProto{Name: proto.String("ir3"),
-		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2, 3), vinfo("w", graph.Float, 3)},
-		Output:      []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, 2, 3)},
-		Initializer: []*onnxpb.TensorProto{w},
-		Node: []*onnxpb.NodeProto{
-			node("Relu", "relu", []string{"x"}, []string{"a"}),
-			node("Mul", "mul", []string{"a", "w"}, []string{"b"}),
-			node("Add", "add", []string{"b", "w"}, []string{"y"}),
-		}}
-	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(3), Graph: g,
-		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(9)}}}
-	m := loadPath(t, writeModel(t, mp))
-	stage := labels(t, m.Graph, map[string]int{"relu": 0, "mul": 1, "add": 2})
-	dir := filepath.Join(t.TempDir(), "out")
-	man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range man.Stages[1:] {
-		sm := stageModelOf(t, dir, st)
-		if sm.GetIrVersion() != 3 || len(sm.Graph.Input) != 2 || sm.Graph.Input[1].GetName() != "w" || len(st.Inputs) != 1 {
-			t.Errorf("stage %d: ir %d, inputs %v, manifest inputs %v", st.Index, sm.GetIrVersion(), sm.Graph.Input, st.Inputs)
-		}
-	}
-	rep, err := Verify(context.Background(), dir, VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Pass {
-		t.Error((&MismatchError{Report: rep}).Error())
 	}
 }

@@ -82,7 +82,7 @@ func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, 
 }
 
 // WriteDir writes stage<i>.onnx (+ stage<i>.onnx.data) for every stage and manifest.json
-// (and genai_config.json with Options.GenAI) into dir, atomically: everything goes into a
+// (and what Options.BeforeManifest adds) into dir, atomically: everything goes into a
 // temporary directory beside dir, is synced, and is renamed into place; on any error the
 // temporary directory is removed and dir is untouched. An existing dir is refused unless Options.Force, and Force replaces only an
 // empty directory or a previous onnxpart output, removing only the files its manifest lists
@@ -391,8 +391,8 @@ func (l *Layout) writeFiles(tmp string) error {
 			return err
 		}
 	}
-	if l.opt.GenAI != nil {
-		if err := l.writeGenAI(tmp); err != nil {
+	if l.opt.BeforeManifest != nil {
+		if err := l.opt.BeforeManifest(tmp, l.Manifest); err != nil {
 			return err
 		}
 		if err := step(); err != nil {

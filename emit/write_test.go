@@ -2,7 +2,6 @@ package emit
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
 func listDir(t *testing.T, dir string) []string {
@@ -74,9 +73,9 @@ func TestWriteRefusesExistingDir(t *testing.T) {
 func previousOutput(t *testing.T, dir string) {
 	t.Helper()
 	extras := func(tmp string, man *Manifest) error {
-		os.WriteFile(filepath.Join(tmp, ReportFile), []byte("<html>"), 0o644)
-		os.MkdirAll(filepath.Join(tmp, TritonDir, "stage0", "1"), 0o755)
-		return os.WriteFile(filepath.Join(tmp, TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
+		os.WriteFile(filepath.Join(tmp, stagefile.ReportFile), []byte("<html>"), 0o644)
+		os.MkdirAll(filepath.Join(tmp, stagefile.TritonDir, "stage0", "1"), 0o755)
+		return os.WriteFile(filepath.Join(tmp, stagefile.TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
 	}
 	route := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Extras: extras})
 	l := prepared(t, "squeezenet1_1_small.onnx", 3, Options{Force: true, Extras: func(tmp string, man *Manifest) error {
@@ -130,9 +129,9 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 			os.Symlink(filepath.Join(parent, "elsewhere"), filepath.Join(d, "stage1.onnx"))
 		}, "stage1.onnx"},
 		{"a report that is a directory", func(d string) {
-			os.Remove(filepath.Join(d, ReportFile))
-			os.Mkdir(filepath.Join(d, ReportFile), 0o755)
-		}, ReportFile},
+			os.Remove(filepath.Join(d, stagefile.ReportFile))
+			os.Mkdir(filepath.Join(d, stagefile.ReportFile), 0o755)
+		}, stagefile.ReportFile},
 		{"not an onnxpart manifest", func(d string) { os.WriteFile(filepath.Join(d, ManifestFile), []byte(`{"name": "mine"}`), 0o644) }, ManifestFile},
 		{"no manifest", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "report.html"},
 		{"a manifest that lists a user's file", func(d string) {
@@ -440,69 +439,6 @@ func TestWriteModelPathRelative(t *testing.T) {
 				t.Errorf("ModelFile(%s) = %s: %v", dir, onDisk.ModelFile(dir), err)
 			}
 		}
-	}
-}
-
-// TestExternalData: a source with external data gives stages with their own data files
-// (relative locations, inside the directory); a size limit moves large weights out of an
-// inline source; "never" inlines them. Every variant verifies bit for bit.
-func TestExternalData(t *testing.T) {
-	needORT(t)
-	check := func(name string, l *Layout, wantFn func(Stage) bool) {
-		t.Helper()
-		dir := filepath.Join(t.TempDir(), "out")
-		if err := l.WriteDir(dir); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Check(dir); err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range l.Manifest.Stages {
-			wantData := wantFn(st)
-			if (st.DataFile != "") != wantData {
-				t.Errorf("%s: stage %d data file %q", name, st.Index, st.DataFile)
-			}
-			mp := stageModelOf(t, dir, st)
-			for _, w := range mp.Graph.Initializer {
-				isExt := w.GetDataLocation() == onnxpb.TensorProto_EXTERNAL
-				if isExt && w.ExternalData[0].GetValue() != st.DataFile {
-					t.Errorf("%s: %s at %q", name, w.GetName(), w.ExternalData[0].GetValue())
-				}
-				if wantData && !isExt && len(w.RawData) >= ExternalMinBytes {
-					t.Errorf("%s: %d-byte weight %s kept inline", name, len(w.RawData), w.GetName())
-				}
-			}
-		}
-		rep, err := Verify(context.Background(), dir, VerifyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.Pass {
-			t.Errorf("%s: %v", name, (&MismatchError{Report: rep}).Error())
-		}
-	}
-	yes := func(Stage) bool { return true }
-	no := func(Stage) bool { return false }
-	check("ext source", prepared(t, "resnet50_small_ext.onnx", 3, Options{}), yes)
-	check("ext source, never", prepared(t, "resnet50_small_ext.onnx", 3, Options{ExternalData: ExternalNever}), no)
-	check("inline source", prepared(t, "vgg16_small.onnx", 3, Options{}), no)
-	// Only the stages over the limit move their weights out.
-	over := func(st Stage) bool { return st.ParamsBytes > 64<<10 }
-	l := prepared(t, "vgg16_small.onnx", 3, Options{MaxInlineBytes: 64 << 10})
-	n := 0
-	for _, st := range l.Manifest.Stages {
-		if over(st) {
-			n++
-		}
-	}
-	if n == 0 || n == len(l.Manifest.Stages) {
-		t.Fatalf("want some stages over the limit and some under: %d of %d", n, len(l.Manifest.Stages))
-	}
-	check("inline source, limit", l, over)
-	check("inline source, always", prepared(t, "vgg16_small.onnx", 3, Options{ExternalData: ExternalAlways}), yes)
-	l = prepared(t, "vgg16_small.onnx", 2, Options{MaxInlineBytes: 64 << 10, ExternalData: ExternalNever})
-	if err := l.WriteDir(filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), "external data is disabled") {
-		t.Errorf("over the limit with external data disabled: %v", err)
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 func init() {
@@ -142,7 +142,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		var se *pipebench.StageError
 		var ie *pipebench.InputError
-		var ce *emit.CheckError
+		var ce *verify.CheckError
 		switch {
 		case errors.As(err, &se), errors.As(err, &ie), errors.As(err, &ce):
 			return inputErrorf("%v", err)

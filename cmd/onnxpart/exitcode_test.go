@@ -11,6 +11,7 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // exitCode is the one map from every package's error types to the documented exit codes,
@@ -33,7 +34,7 @@ func TestExitCodeMap(t *testing.T) {
 		{&partition.InfeasibleError{}, exitInfeasible},
 		{&onnxpart.NoPlanError{Msg: "none"}, exitNoPlan},
 		{&partition.NoPlanError{}, exitNoPlan},
-		{&emit.MismatchError{Report: &emit.VerifyReport{}}, exitMismatch},
+		{&verify.MismatchError{Report: &verify.VerifyReport{}}, exitMismatch},
 		{context.Canceled, exitInterrupted},
 		{usageErrorf("x"), exitUsage},
 		{inputErrorf("x"), exitBadInput},

@@ -25,6 +25,7 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // Exit codes (documented in --help and the README).
@@ -95,7 +96,7 @@ func exitCode(err error) int {
 		partInfeasible *partition.InfeasibleError
 		noPlan         *onnxpart.NoPlanError
 		partNoPlan     *partition.NoPlanError
-		mismatch       *emit.MismatchError
+		mismatch       *verify.MismatchError
 	)
 	switch {
 	case err == nil:
