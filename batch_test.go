@@ -118,7 +118,7 @@ func TestBatchedPlan(t *testing.T) {
 					t.Errorf("route notes: route 0 %q, route 1 %q", n0, n1)
 				}
 			}
-			rep, err := verify.Verify(context.Background(), out, verify.VerifyOptions{})
+			rep, err := verify.Run(context.Background(), out, verify.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestBatchedPlan(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(out, "manifest.json"), []byte(bad), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := verify.Verify(context.Background(), out, verify.VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "not a plain subdirectory") {
+			if _, err := verify.Run(context.Background(), out, verify.Options{}); err == nil || !strings.Contains(err.Error(), "not a plain subdirectory") {
 				t.Fatalf("route outside the directory: got %v", err)
 			}
 		})

@@ -105,7 +105,7 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 	if _, err := ort.LibraryPath(); err != nil {
 		t.Skip(err)
 	}
-	rep, err := verify.Verify(context.Background(), dir, verify.VerifyOptions{})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func ExamplePlan() {
 		fmt.Println(err)
 		return
 	}
-	rep, err := verify.Verify(ctx, out, verify.VerifyOptions{})
+	rep, err := verify.Run(ctx, out, verify.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -108,7 +108,7 @@ func TestCoarsePlansVerify(t *testing.T) {
 							t.Fatal(err)
 						}
 						for _, optimize := range []bool{false, true} {
-							rep, err := verify.Verify(context.Background(), dir, verify.VerifyOptions{Optimize: optimize, Seed: 3, Reference: ref})
+							rep, err := verify.Run(context.Background(), dir, verify.Options{Optimize: optimize, Seed: 3, Reference: ref})
 							if err != nil {
 								t.Fatal(err)
 							}

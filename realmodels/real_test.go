@@ -249,7 +249,7 @@ func checkShapes(t *testing.T, m *ingest.Model, in map[string]*ort.Tensor, dir s
 func verifySplit(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for _, opt := range []bool{false, true} {
-		rep, err := verify.Verify(context.Background(), dir, verify.VerifyOptions{Inputs: files, Optimize: opt})
+		rep, err := verify.Run(context.Background(), dir, verify.Options{Inputs: files, Optimize: opt})
 		if err != nil {
 			t.Fatalf("verify (optimize %v): %v", opt, err)
 		}

@@ -17,18 +17,18 @@ import (
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
-// ReportFile is the report's file name inside an output directory.
-const ReportFile = stagefile.ReportFile
+// File is the report's file name inside an output directory.
+const File = stagefile.ReportFile
 
-// ReportOptions control report.html.
-type ReportOptions struct {
+// Options control report.html.
+type Options struct {
 	// Title is the page title (default "onnxpart plan: <model file>").
 	Title string
 	// Producer names the program in the footer (default "onnxpart").
 	Producer string
 }
 
-// Report renders the manifest as one self-contained HTML page: inline CSS and SVG, no
+// HTML renders the manifest as one self-contained HTML page: inline CSS and SVG, no
 // script, nothing fetched. It shows the model summary, the pipeline (stages as boxes sized
 // by predicted time, or by FLOPs without predictions, wrapped into rows when there are many,
 // transfers as arrows labelled with bytes), a timeline of one inference and, for throughput
@@ -39,7 +39,7 @@ type ReportOptions struct {
 // a batch's time. Sections the manifest has no data for say so. Every name from the model is
 // escaped, and the same manifest always gives the same bytes. Each stage box is an SVG group
 // <g class="stage" data-stage="i">, with data-bottleneck or data-critical when marked.
-func Report(m *emit.Manifest, opt ReportOptions) ([]byte, error) {
+func HTML(m *emit.Manifest, opt Options) ([]byte, error) {
 	if m == nil {
 		return nil, errors.New("report: no manifest")
 	}
@@ -54,14 +54,14 @@ func Report(m *emit.Manifest, opt ReportOptions) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WriteReport renders the report and writes it to dir/report.html (through a temporary
+// Write renders the report and writes it to dir/report.html (through a temporary
 // file renamed into place, so that a failed write leaves no partial report).
-func WriteReport(m *emit.Manifest, dir string, opt ReportOptions) error {
-	b, err := Report(m, opt)
+func Write(m *emit.Manifest, dir string, opt Options) error {
+	b, err := HTML(m, opt)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, ReportFile), b)
+	return writeFileAtomic(filepath.Join(dir, File), b)
 }
 
 // writeFileAtomic writes data to path through a synced temporary file in the same
@@ -338,7 +338,7 @@ var palette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#
 // inferencePalette colours the inferences of the steady-state chart.
 var inferencePalette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7"}
 
-func buildReport(m *emit.Manifest, opt ReportOptions) *reportView {
+func buildReport(m *emit.Manifest, opt Options) *reportView {
 	v := &reportView{Title: opt.Title, Producer: opt.Producer}
 	if v.Title == "" {
 		v.Title = "onnxpart plan: " + m.Model.File

@@ -92,10 +92,10 @@ func TestReportChromium(t *testing.T) {
 	}
 	// Hand-built predictions: a slow device so that stage times are visible in µs.
 	fillPredictions(man, 2e11, 5e9)
-	if err := WriteReport(man, out, ReportOptions{Producer: "onnxpart test"}); err != nil {
+	if err := Write(man, out, Options{Producer: "onnxpart test"}); err != nil {
 		t.Fatal(err)
 	}
-	page := filepath.Join(out, ReportFile)
+	page := filepath.Join(out, File)
 	url := "file://" + page
 
 	shots := filepath.Join(work, "screenshots")
@@ -190,10 +190,10 @@ func TestReportChromiumLongPlan(t *testing.T) {
 		t.Fatalf("fixture: %d stages, %d events", len(man.Stages), len(man.Timeline))
 	}
 	work := t.TempDir()
-	if err := WriteReport(man, work, ReportOptions{Producer: "onnxpart test"}); err != nil {
+	if err := Write(man, work, Options{Producer: "onnxpart test"}); err != nil {
 		t.Fatal(err)
 	}
-	url := "file://" + filepath.Join(work, ReportFile)
+	url := "file://" + filepath.Join(work, File)
 	shot := filepath.Join(work, "long.png")
 	runChromium(t, chrome, filepath.Join(work, "profile-shot"), "--screenshot="+shot, "--window-size=1400,1800", url)
 	png, err := os.ReadFile(shot)

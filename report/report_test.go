@@ -73,7 +73,7 @@ func find(els []*element, name, class string) []*element {
 
 func mustReport(t *testing.T, m *emit.Manifest) []byte {
 	t.Helper()
-	b, err := Report(m, ReportOptions{})
+	b, err := HTML(m, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,10 +410,10 @@ func TestReportTimeline(t *testing.T) {
 func TestWriteReport(t *testing.T) {
 	dir := t.TempDir()
 	m := sampleManifest(2, false)
-	if err := WriteReport(m, dir, ReportOptions{Title: "my plan", Producer: "onnxpart test"}); err != nil {
+	if err := Write(m, dir, Options{Title: "my plan", Producer: "onnxpart test"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	b, err := os.ReadFile(filepath.Join(dir, File))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,10 +424,10 @@ func TestWriteReport(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("directory holds %d entries, want only report.html", len(ents))
 	}
-	if err := WriteReport(m, filepath.Join(dir, "missing"), ReportOptions{}); err == nil {
+	if err := Write(m, filepath.Join(dir, "missing"), Options{}); err == nil {
 		t.Error("writing into a missing directory succeeded")
 	}
-	if _, err := Report(&emit.Manifest{Format: emit.Format}, ReportOptions{}); err == nil {
+	if _, err := HTML(&emit.Manifest{Format: emit.Format}, Options{}); err == nil {
 		t.Error("a manifest without stages gave a report")
 	}
 }

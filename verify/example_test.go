@@ -12,9 +12,9 @@ import (
 	"github.com/onnxpart/onnxpart/verify"
 )
 
-// Verify runs the model and the chain of stages in ONNX Runtime and compares the outputs.
+// Run runs the model and the chain of stages in ONNX Runtime and compares the outputs.
 // ONNX Runtime is loaded from ONNXPART_ORT_LIB, or from the cache `make deps` fills.
-func ExampleVerify() {
+func ExampleRun() {
 	m, err := ingest.Load("../testdata/models/resnet50_small.onnx", ingest.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -32,7 +32,7 @@ func ExampleVerify() {
 	if _, err := emit.Write(m, &emit.Assignment{Stage: stage}, dir, emit.Options{}); err != nil {
 		log.Fatal(err)
 	}
-	rep, err := verify.Verify(context.Background(), dir, verify.VerifyOptions{Runs: 2, Seed: 1})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{Runs: 2, Seed: 1})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestHugeModel(t *testing.T) {
 		return
 	}
 	phase("verify", func() error {
-		rep, err := Verify(context.Background(), out, VerifyOptions{})
+		rep, err := Run(context.Background(), out, Options{})
 		if err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func TestMatrix(t *testing.T) {
 							t.Fatal(err)
 						}
 						for _, optimize := range []bool{false, true} {
-							rep, err := Verify(context.Background(), dir, VerifyOptions{Optimize: optimize, Seed: 7, Dims: c.verifyDims, Reference: ref})
+							rep, err := Run(context.Background(), dir, Options{Optimize: optimize, Seed: 7, Dims: c.verifyDims, Reference: ref})
 							if err != nil {
 								t.Fatal(err)
 							}

@@ -26,8 +26,8 @@ import (
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
-// VerifyOptions control Verify.
-type VerifyOptions struct {
+// Options control Run.
+type Options struct {
 	// ModelPath is the original model (default: the manifest's model path).
 	ModelPath string
 	// Optimize runs ONNX Runtime with all graph optimizations; then outputs must agree within
@@ -56,7 +56,7 @@ type VerifyOptions struct {
 	// (e.g. when verifying many splits of one model).
 	Reference *ReferenceCache
 	// PlainReference compares float16 models against the unmodified original even where
-	// ONNX Runtime skips float16 rounding (see VerifyReport.Reference); such chains then
+	// ONNX Runtime skips float16 rounding (see Report.Reference); such chains then
 	// differ by float16 rounding and fail.
 	PlainReference bool
 	// MaxTensorBytes bounds the size of every tensor verification holds in memory (random
@@ -65,7 +65,7 @@ type VerifyOptions struct {
 	MaxTensorBytes int64
 }
 
-// DefaultMaxTensorBytes is Verify's default bound on one tensor's size: a model (or a
+// DefaultMaxTensorBytes is Run's default bound on one tensor's size: a model (or a
 // --dim binding) declaring a larger input or boundary tensor is refused rather than
 // allocated.
 const DefaultMaxTensorBytes = 4 << 30
@@ -135,7 +135,7 @@ func checkTensorSizes(g *graph.Graph, man *emit.Manifest, given map[string]*npy.
 	return nil
 }
 
-// DefaultDim is the size Verify gives a symbolic dimension nothing binds.
+// DefaultDim is the size Run gives a symbolic dimension nothing binds.
 const DefaultDim = 1
 
 // DefaultTolerance is the relative error accepted when optimizations are enabled, for
@@ -212,8 +212,8 @@ func computedTolerance(g *graph.Graph, t int) float64 {
 	return tol
 }
 
-// VerifyReport is the outcome of Verify.
-type VerifyReport struct {
+// Report is the outcome of Run.
+type Report struct {
 	Model    string           `json:"model"`
 	Stages   int              `json:"stages"`
 	Optimize bool             `json:"optimize"`
@@ -250,15 +250,15 @@ type VerifyReport struct {
 	// OtherSizes holds, when the stage files keep dims the plan bound (Model.Dims ∩
 	// SymbolicDims), the runs at a second size of each such dim nothing else sized: 1 for a
 	// batch, else one less. This report's Dims are the bound sizes.
-	OtherSizes []*VerifyReport `json:"other_sizes,omitempty"`
+	OtherSizes []*Report `json:"other_sizes,omitempty"`
 	// Skipped says why a second size was not run (the original model itself fails there, or
 	// the sizes break a limit); Problem, that a stage failed there (Pass false).
 	Skipped string `json:"skipped,omitempty"`
 	Problem string `json:"problem,omitempty"`
 	// Routes holds the reports of a batched plan's other routes (Manifest.Batch), each in its
 	// subdirectory Dir.
-	Routes []*VerifyReport `json:"routes,omitempty"`
-	Dir    string          `json:"dir,omitempty"`
+	Routes []*Report `json:"routes,omitempty"`
+	Dir    string    `json:"dir,omitempty"`
 }
 
 // InputReport describes one model input of a verification.
@@ -311,8 +311,8 @@ func (c *ReferenceCache) Close() {
 }
 
 // MismatchError is returned (with the report) by callers that treat a failed comparison as
-// an error; Verify itself reports it through VerifyReport.Pass.
-type MismatchError struct{ Report *VerifyReport }
+// an error; Run itself reports it through Report.Pass.
+type MismatchError struct{ Report *Report }
 
 // Error names the outputs that differ.
 func (e *MismatchError) Error() string {
@@ -329,7 +329,7 @@ func (e *MismatchError) Error() string {
 }
 
 // outputProblems names the outputs of rep that differ.
-func outputProblems(rep *VerifyReport) []string {
+func outputProblems(rep *Report) []string {
 	var bad []string
 	for _, o := range rep.Outputs {
 		if !o.Pass {
@@ -343,7 +343,7 @@ func outputProblems(rep *VerifyReport) []string {
 	return bad
 }
 
-// Verify checks dir structurally (Check), then runs the original model and the chain of
+// Run checks dir structurally (Check), then runs the original model and the chain of
 // stages in ONNX Runtime on the same inputs, feeding each stage by tensor name from a pool
 // holding the model inputs and every earlier stage's outputs, and compares every model
 // output. It returns an error when something cannot be run; a disagreement is reported in
@@ -351,7 +351,7 @@ func outputProblems(rep *VerifyReport) []string {
 //
 // A batched plan's manifest lists routes (Manifest.Batch.Routes): each route in its own
 // subdirectory is verified the same way, and reported in Routes.
-func Verify(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, error) {
+func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	rep, err := verifyDir(ctx, dir, opt)
 	if err != nil {
 		return nil, err
@@ -386,7 +386,7 @@ func routeDirOK(d string) bool {
 	return d != "" && d != "." && d != ".." && !strings.ContainsAny(d, `/\:`) && !strings.ContainsRune(d, 0)
 }
 
-func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyReport, error) {
+func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 	man, err := Check(dir)
 	if err != nil {
 		return nil, err
@@ -559,10 +559,10 @@ func verifyDir(ctx context.Context, dir string, opt VerifyOptions) (*VerifyRepor
 		var re *sizeRunError
 		switch {
 		case errors.As(err, &re) && re.stage < 0:
-			sub = &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
+			sub = &Report{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
 				Dims: re.dims, Tolerance: rep.Tolerance, Pass: true, Skipped: re.Error()}
 		case errors.As(err, &re):
-			sub = &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
+			sub = &Report{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
 				Dims: re.dims, Tolerance: rep.Tolerance, Problem: re.Error()}
 		case err != nil:
 			return nil, err
@@ -660,11 +660,11 @@ func (e *sizeRunError) Unwrap() error { return e.err }
 type verifier struct {
 	dir, modelPath string
 	man            *emit.Manifest
-	opt            VerifyOptions
+	opt            Options
 	given          map[string]*npy.Array
 	sopt           ort.Options
 	ref            *ReferenceCache
-	// ownRef is set when ref is Verify's own, not the caller's: its sessions are closed as
+	// ownRef is set when ref is Run's own, not the caller's: its sessions are closed as
 	// soon as they have served.
 	ownRef bool
 	// second is set while a second size runs: its failures come back as *sizeRunError.
@@ -674,7 +674,7 @@ type verifier struct {
 // runAt runs the original model and the chain with every dimension bound to dims (those in
 // loose unless the model derives them from the others); second marks a second size, whose
 // failures come back as *sizeRunError.
-func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[string]bool, second bool) (*VerifyReport, error) {
+func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[string]bool, second bool) (*Report, error) {
 	v.second = second
 	man, opt, given, modelPath := v.man, v.opt, v.given, v.modelPath
 	// The model with every dimension bound gives every boundary tensor's concrete shape.
@@ -707,7 +707,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	for name := range given {
 		givenNames[name] = true
 	}
-	rep := &VerifyReport{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
+	rep := &Report{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
 		Seed: opt.Seed, Dims: dims, DerivedDims: m.DerivedDims}
 	ranges := InputRanges(g)
 	for _, id := range g.Inputs {
@@ -871,9 +871,9 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 }
 
 // reference returns the outputs of a reference session (under key in the cache) for every
-// run's feeds, opening it with open when the cache lacks them. A cache Verify made itself
+// run's feeds, opening it with open when the cache lacks them. A cache Run made itself
 // keeps neither the session nor the outputs past this size: only the caller's cache
-// (VerifyOptions.Reference) spans calls.
+// (Options.Reference) spans calls.
 func (v *verifier) reference(ctx context.Context, key string, feeds []map[string]*ort.Tensor, inNames []string, hints map[string]ort.OutputHint, open func() (*ort.Session, error)) ([]map[string]*ort.Tensor, error) {
 	c := v.ref
 	out := make([]map[string]*ort.Tensor, len(feeds))
@@ -963,7 +963,7 @@ type InputError struct{ Msg string }
 // Error returns the message.
 func (e *InputError) Error() string { return e.Msg }
 
-// ModelMismatchError reports that the model given to Verify is not the one the stages
+// ModelMismatchError reports that the model given to Run is not the one the stages
 // were made from.
 type ModelMismatchError struct {
 	Path         string

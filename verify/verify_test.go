@@ -70,7 +70,7 @@ func TestVerifyDetectsChangedWeight(t *testing.T) {
 		t.Fatal("no conv weight in stage 1")
 	})
 	for _, optimize := range []bool{false, true} {
-		rep, err := Verify(context.Background(), dir, VerifyOptions{Optimize: optimize})
+		rep, err := Run(context.Background(), dir, Options{Optimize: optimize})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestVerifyDetectsChangedWeight(t *testing.T) {
 		}
 		t.Fatal("no bias in the last stage")
 	})
-	rep, err := Verify(context.Background(), dir, VerifyOptions{Optimize: true})
+	rep, err := Run(context.Background(), dir, Options{Optimize: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestVerifyRejects(t *testing.T) {
 	p := filepath.Join(dir, man.Stages[1].File)
 	orig, _ := os.ReadFile(p)
 	os.WriteFile(p, append(append([]byte{}, orig...), 0), 0o644)
-	_, err := Verify(ctx, dir, VerifyOptions{})
+	_, err := Run(ctx, dir, Options{})
 	var ce *CheckError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "sha256") {
 		t.Errorf("tampered stage: got %v", err)
@@ -125,7 +125,7 @@ func TestVerifyRejects(t *testing.T) {
 
 	// Another model.
 	other := corpusModel(t, "resnet50_small.onnx").path
-	_, err = Verify(ctx, dir, VerifyOptions{ModelPath: other})
+	_, err = Run(ctx, dir, Options{ModelPath: other})
 	var me *ModelMismatchError
 	if !errors.As(err, &me) {
 		t.Errorf("other model: got %v", err)
@@ -136,14 +136,14 @@ func TestVerifyRejects(t *testing.T) {
 	npy.Write(w, &npy.Array{DType: 7, Shape: []int64{1}, Data: make([]byte, 8)})
 	w.Close()
 	for _, tc := range []struct {
-		opt  VerifyOptions
+		opt  Options
 		want string
 	}{
-		{VerifyOptions{Inputs: map[string]string{"input": f}}, "holds int64, the model wants float32"},
-		{VerifyOptions{Inputs: map[string]string{"nope": f}}, `no input "nope"`},
-		{VerifyOptions{Dims: map[string]int64{"batch": 2}}, "not a symbolic dimension"},
+		{Options{Inputs: map[string]string{"input": f}}, "holds int64, the model wants float32"},
+		{Options{Inputs: map[string]string{"nope": f}}, `no input "nope"`},
+		{Options{Dims: map[string]int64{"batch": 2}}, "not a symbolic dimension"},
 	} {
-		_, err := Verify(ctx, dir, tc.opt)
+		_, err := Run(ctx, dir, tc.opt)
 		var ie *InputError
 		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("got %v, want an InputError with %q", err, tc.want)
@@ -168,7 +168,7 @@ func TestVerifyWithInputFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	rep, err := Verify(context.Background(), dir, VerifyOptions{Inputs: map[string]string{"input": f}})
+	rep, err := Run(context.Background(), dir, Options{Inputs: map[string]string{"input": f}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestVerifySymbolicDims(t *testing.T) {
 	if tr := man.Transfers[0]; tr.Bytes <= 0 {
 		t.Errorf("transfer %s has %d bytes; want its size at batch 8", tr.Tensor, tr.Bytes)
 	}
-	rep, err := Verify(ctx, dir, VerifyOptions{})
+	rep, err := Run(ctx, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestVerifySymbolicDims(t *testing.T) {
 		t.Errorf("at batch 1: %+v", o)
 	}
 	// --dim on verify sizes the dim: no second size.
-	if rep, err := Verify(ctx, dir, VerifyOptions{Dims: map[string]int64{"batch": 3}}); err != nil || !rep.Pass || len(rep.OtherSizes) != 0 || rep.Dims["batch"] != 3 {
+	if rep, err := Run(ctx, dir, Options{Dims: map[string]int64{"batch": 3}}); err != nil || !rep.Pass || len(rep.OtherSizes) != 0 || rep.Dims["batch"] != 3 {
 		t.Errorf("verify --dim batch=3: %v %+v", err, rep)
 	}
 
@@ -256,7 +256,7 @@ func TestVerifySymbolicDims(t *testing.T) {
 	if d := firstDim(fdir, 0); d.GetDimValue() != 8 {
 		t.Errorf("frozen stage 0 input leads with %v, want 8", d)
 	}
-	rep, err = Verify(ctx, fdir, VerifyOptions{})
+	rep, err = Run(ctx, fdir, Options{})
 	if err != nil || !rep.Pass || len(rep.OtherSizes) != 0 || rep.Dims["batch"] != 8 {
 		t.Errorf("frozen: %v %+v", err, rep)
 	}
@@ -270,7 +270,7 @@ func TestVerifySymbolicDims(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fdir, emit.ManifestFile), js, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = Verify(ctx, fdir, VerifyOptions{})
+	rep, err = Run(ctx, fdir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestVerifyDecoderSecondSizes(t *testing.T) {
 	if h.Name != "h" || h.Shape[1].Known() || h.Shape[1].Param == "" || h.Bytes != 1025*8*4 {
 		t.Errorf("boundary h: %+v; want a symbolic length and the bytes at the planned sizes", h)
 	}
-	rep, err := Verify(context.Background(), dir, VerifyOptions{})
+	rep, err := Run(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +471,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 		t.Fatalf("transfers %+v, dims %v; want past_scaled.1 sent from stage 0 to 1 and total=20 recorded", man.Transfers, man.Model.Dims)
 	}
 	ctx := context.Background()
-	rep, err := Verify(ctx, dir, VerifyOptions{Runs: 2})
+	rep, err := Run(ctx, dir, Options{Runs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 	}
 
 	// The prefill.
-	rep, err = Verify(ctx, dir, VerifyOptions{Dims: map[string]int64{"past": 0}, Runs: 2})
+	rep, err = Run(ctx, dir, Options{Dims: map[string]int64{"past": 0}, Runs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 	}
 
 	// Sizes that contradict the model's tie.
-	_, err = Verify(ctx, dir, VerifyOptions{Dims: map[string]int64{"past": 16, "seq": 8, "total": 5}})
+	_, err = Run(ctx, dir, Options{Dims: map[string]int64{"past": 16, "seq": 8, "total": 5}})
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "dimension total is bound to 5") || !strings.Contains(err.Error(), "past + seq = 24") {
 		t.Errorf("total=5 at past=16, seq=8: %v", err)
@@ -533,8 +533,8 @@ func TestVerifyLlamaPrefill(t *testing.T) {
 	needORT(t)
 	dir := splitLlamaAt(t, llamagen.Tiny, map[string]int64{"batch": 1, "past": 8, "seq": 3})
 	ctx := context.Background()
-	for _, opt := range []VerifyOptions{{}, {Dims: map[string]int64{"past": 0}}} {
-		rep, err := Verify(ctx, dir, opt)
+	for _, opt := range []Options{{}, {Dims: map[string]int64{"past": 0}}} {
+		rep, err := Run(ctx, dir, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,7 +84,7 @@ func TestVerifyFloat16Tolerance(t *testing.T) {
 	c := llamagen.Tiny
 	c.DType = graph.Float16
 	dir := splitLlama(t, c)
-	rep, err := Verify(ctx, dir, VerifyOptions{Optimize: true})
+	rep, err := Run(ctx, dir, Options{Optimize: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestVerifyFloat16Tolerance(t *testing.T) {
 	}
 	t.Logf("float16 outputs: max rel %.3g (float32's 1e-4 would %s)", worst, map[bool]string{true: "fail", false: "pass"}[worst > DefaultTolerance])
 	// Without optimizations it stays bit-exact, and the report says so.
-	rep, err = Verify(ctx, dir, VerifyOptions{})
+	rep, err = Run(ctx, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestVerifyFloat16Tolerance(t *testing.T) {
 		t.Errorf("float16 without optimizations: pass %v, tolerance %g, %+v", rep.Pass, rep.Tolerance, rep.Outputs[0])
 	}
 	// A given tolerance holds every output to it.
-	rep, err = Verify(ctx, dir, VerifyOptions{Optimize: true, Tolerance: 0.5})
+	rep, err = Run(ctx, dir, Options{Optimize: true, Tolerance: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestVerifyFloat16Tolerance(t *testing.T) {
 	}
 
 	dir = splitLlama(t, llamagen.Tiny)
-	rep, err = Verify(ctx, dir, VerifyOptions{Optimize: true})
+	rep, err = Run(ctx, dir, Options{Optimize: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestVerifyUnnamedDims(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err = Verify(ctx, dir, VerifyOptions{})
+	_, err = Run(ctx, dir, Options{})
 	var ie *InputError
 	if !errors.As(err, &ie) {
 		t.Fatalf("got %v, want an InputError", err)
@@ -212,7 +212,7 @@ func TestVerifyUnnamedDims(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	rep, err := Verify(ctx, dir, VerifyOptions{InputShapes: map[string][]int64{"x": {2, 3}}})
+	rep, err := Run(ctx, dir, Options{InputShapes: map[string][]int64{"x": {2, 3}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestVerifyUnnamedDims(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	rep, err = Verify(ctx, dir, VerifyOptions{Inputs: map[string]string{"x": f}})
+	rep, err = Run(ctx, dir, Options{Inputs: map[string]string{"x": f}})
 	if err != nil {
 		t.Fatal(err)
 	}

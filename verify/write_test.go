@@ -196,13 +196,13 @@ func TestWriteNamesFromModel(t *testing.T) {
 	}
 }
 
-// verifyIfORT runs Verify on dir when ONNX Runtime is available.
+// verifyIfORT runs Run on dir when ONNX Runtime is available.
 func verifyIfORT(t *testing.T, dir string) {
 	t.Helper()
 	if !ortAvailable() {
 		return
 	}
-	rep, err := Verify(context.Background(), dir, VerifyOptions{})
+	rep, err := Run(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func verifyIfORT(t *testing.T, dir string) {
 }
 
 // TestVerifyRefusesHugeTensors: a model declaring a 10^12-element input (4 TB of floats),
-// or a small input that a node expands to 10^12 float16 elements, is refused by Verify from
+// or a small input that a node expands to 10^12 float16 elements, is refused by Run from
 // its declared shapes, quickly and without allocating; the limit is configurable, and
 // RandomFeeds keeps the default one.
 func TestVerifyRefusesHugeTensors(t *testing.T) {
@@ -251,7 +251,7 @@ func TestVerifyRefusesHugeTensors(t *testing.T) {
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := Verify(context.Background(), tc.dir, VerifyOptions{})
+		_, err := Run(context.Background(), tc.dir, Options{})
 		runtime.ReadMemStats(&after)
 		var se *SizeLimitError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
@@ -279,18 +279,18 @@ func TestVerifyRefusesHugeTensors(t *testing.T) {
 	for _, tr := range l.Manifest.Transfers {
 		largest = max(largest, tr.Bytes)
 	}
-	_, err := Verify(context.Background(), out, VerifyOptions{MaxTensorBytes: largest - 1})
+	_, err := Run(context.Background(), out, Options{MaxTensorBytes: largest - 1})
 	if !errors.As(err, new(*SizeLimitError)) || !strings.Contains(err.Error(), fmt.Sprintf("%d bytes in memory, over the %d-byte limit", largest, largest-1)) {
 		t.Errorf("limit %d: %v", largest-1, err)
 	}
 	if ortAvailable() {
-		if rep, err := Verify(context.Background(), out, VerifyOptions{MaxTensorBytes: largest}); err != nil || !rep.Pass {
+		if rep, err := Run(context.Background(), out, Options{MaxTensorBytes: largest}); err != nil || !rep.Pass {
 			t.Errorf("limit %d: %v", largest, err)
 		}
 	}
 }
 
-// TestCheckDataFileStaysInside: Check (and so Verify) reads a stage's data file only when
+// TestCheckDataFileStaysInside: Check (and so Run) reads a stage's data file only when
 // the manifest names a plain file in the directory, and only a regular file: a manifest
 // naming "../secret" or a FIFO is a problem, not a read (a FIFO would block).
 func TestCheckDataFileStaysInside(t *testing.T) {
@@ -365,7 +365,7 @@ func TestControlFlowEverySplit(t *testing.T) {
 		}
 		// Two seeds give both values of cond (bool input: random 0/1).
 		for seed := int64(0); seed < 4; seed++ {
-			rep, err := Verify(context.Background(), dir, VerifyOptions{Seed: seed, Reference: ref})
+			rep, err := Run(context.Background(), dir, Options{Seed: seed, Reference: ref})
 			if err != nil {
 				t.Fatalf("bounds %v: %v", bounds, err)
 			}
@@ -476,7 +476,7 @@ func TestOldIRListsWeightsAsInputs(t *testing.T) {
 			t.Errorf("stage %d: ir %d, inputs %v, manifest inputs %v", st.Index, sm.GetIrVersion(), sm.Graph.Input, st.Inputs)
 		}
 	}
-	rep, err := Verify(context.Background(), dir, VerifyOptions{})
+	rep, err := Run(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,7 +515,7 @@ func TestExternalData(t *testing.T) {
 				}
 			}
 		}
-		rep, err := Verify(context.Background(), dir, VerifyOptions{})
+		rep, err := Run(context.Background(), dir, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,7 +34,7 @@ func TestExitCodeMap(t *testing.T) {
 		{&partition.InfeasibleError{}, exitInfeasible},
 		{&onnxpart.NoPlanError{Msg: "none"}, exitNoPlan},
 		{&partition.NoPlanError{}, exitNoPlan},
-		{&verify.MismatchError{Report: &verify.VerifyReport{}}, exitMismatch},
+		{&verify.MismatchError{Report: &verify.Report{}}, exitMismatch},
 		{context.Canceled, exitInterrupted},
 		{usageErrorf("x"), exitUsage},
 		{inputErrorf("x"), exitBadInput},

@@ -93,7 +93,7 @@ func TestFiguresAgree(t *testing.T) {
 					t.Errorf("stage %d: total %g, parts sum to %g (%+v)", st.Index, p.TotalS, sum, *p)
 				}
 			}
-			page, err := os.ReadFile(filepath.Join(dir, report.ReportFile))
+			page, err := os.ReadFile(filepath.Join(dir, report.File))
 			if err != nil {
 				t.Fatal(err)
 			}

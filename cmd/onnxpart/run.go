@@ -465,14 +465,14 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 
 func extrasText(dir string) string {
 	s := ""
-	if _, err := os.Stat(filepath.Join(dir, report.ReportFile)); err == nil {
-		s += ", " + report.ReportFile
+	if _, err := os.Stat(filepath.Join(dir, report.File)); err == nil {
+		s += ", " + report.File
 	}
-	if _, err := os.Stat(filepath.Join(dir, triton.TritonDir)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, triton.Dir)); err == nil {
 		s += ", triton/"
 	}
-	if _, err := os.Stat(filepath.Join(dir, genai.GenAIFile)); err == nil {
-		s += ", " + genai.GenAIFile
+	if _, err := os.Stat(filepath.Join(dir, genai.File)); err == nil {
+		s += ", " + genai.File
 	}
 	return s
 }

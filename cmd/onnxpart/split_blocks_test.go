@@ -152,7 +152,7 @@ func verifyBitExact(t *testing.T, dir string) {
 		t.Log(err)
 		return
 	}
-	rep, err := verify.Verify(context.Background(), dir, verify.VerifyOptions{})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

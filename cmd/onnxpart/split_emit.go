@@ -29,7 +29,7 @@ type emitSet struct {
 	// maxBatch is Triton's max_batch_size (--max-batch; 0: the bound batch size).
 	maxBatch int
 	// genai, when set, writes genai_config.json (see beforeManifest).
-	genai *genai.GenAIOptions
+	genai *genai.Options
 }
 
 // parseEmit reads an --emit list (comma-separated or repeated): onnx and manifest (always
@@ -45,7 +45,7 @@ func parseEmit(list []string) (emitSet, error) {
 		case "triton":
 			se.triton = true
 		case "genai":
-			se.genai = &genai.GenAIOptions{}
+			se.genai = &genai.Options{}
 		default:
 			hint := ""
 			if s := suggest(x, []string{"onnx", "manifest", "report", "triton", "genai"}); s != "" {
@@ -62,7 +62,7 @@ func (se *emitSet) setGenAI(settings []string) error {
 	if len(settings) == 0 {
 		return nil
 	}
-	opt, err := genai.ParseGenAI(settings)
+	opt, err := genai.Parse(settings)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -86,12 +86,12 @@ func (se emitSet) extras() func(string, *emit.Manifest) error {
 				c.Solver = &s
 				rm = &c
 			}
-			if err := report.WriteReport(rm, dir, report.ReportOptions{Producer: "onnxpart " + version}); err != nil {
+			if err := report.Write(rm, dir, report.Options{Producer: "onnxpart " + version}); err != nil {
 				return err
 			}
 		}
 		if se.triton {
-			if err := triton.WriteTriton(man, dir, filepath.Join(dir, triton.TritonDir), triton.TritonOptions{MaxBatch: se.maxBatch}); err != nil {
+			if err := triton.Write(man, dir, filepath.Join(dir, triton.Dir), triton.Options{MaxBatch: se.maxBatch}); err != nil {
 				return err
 			}
 		}
@@ -107,19 +107,19 @@ func (se emitSet) beforeManifest(m *ingest.Model) func(string, *emit.Manifest) e
 		return nil
 	}
 	opt := se.genai
-	return func(dir string, man *emit.Manifest) error { return genai.WriteGenAI(dir, m, man, opt) }
+	return func(dir string, man *emit.Manifest) error { return genai.Write(dir, m, man, opt) }
 }
 
 // print names the extra outputs after the summary.
 func (se emitSet) print(w io.Writer, dir string) {
 	if se.report {
-		fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, report.ReportFile))
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, report.File))
 	}
 	if se.triton {
-		repo := filepath.Join(dir, triton.TritonDir)
+		repo := filepath.Join(dir, triton.Dir)
 		fmt.Fprintf(w, "triton: %s (tritonserver --model-repository %s)\n", repo, repo)
 	}
 	if se.genai != nil {
-		fmt.Fprintf(w, "genai: %s (onnxruntime-genai: og.Model(%q))\n", filepath.Join(dir, genai.GenAIFile), dir)
+		fmt.Fprintf(w, "genai: %s (onnxruntime-genai: og.Model(%q))\n", filepath.Join(dir, genai.File), dir)
 	}
 }

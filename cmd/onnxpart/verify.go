@@ -86,7 +86,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if *maxTensor <= 0 {
 		return usageErrorf("--max-tensor-bytes must be positive")
 	}
-	opt := verify.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
+	opt := verify.Options{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
 		PlainReference: *plain, MaxTensorBytes: *maxTensor}
 	switch *optLevel {
 	case "disabled":
@@ -125,7 +125,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	opt.Dims = dims
 	dir := fs.Arg(0)
-	rep, err := verify.Verify(ctx, dir, opt)
+	rep, err := verify.Run(ctx, dir, opt)
 	if err != nil {
 		var ie *verify.InputError
 		if errors.As(err, &ie) {
@@ -152,7 +152,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func printVerify(w io.Writer, dir string, rep *verify.VerifyReport) {
+func printVerify(w io.Writer, dir string, rep *verify.Report) {
 	mode := "optimizations disabled (bit-exact)"
 	if rep.Optimize {
 		mode = "all optimizations (relative error ≤ each output's rtol)"
@@ -201,7 +201,7 @@ func printVerify(w io.Writer, dir string, rep *verify.VerifyReport) {
 }
 
 // printSize prints the inputs and the output table of one size.
-func printSize(w io.Writer, rep *verify.VerifyReport) {
+func printSize(w io.Writer, rep *verify.Report) {
 	for _, in := range rep.Inputs {
 		fmt.Fprintf(w, "input  %s %s %v: %s\n", in.Name, in.DType, in.Shape, in.Source)
 	}
@@ -230,7 +230,7 @@ func printSize(w io.Writer, rep *verify.VerifyReport) {
 
 // oneTolerance returns the tolerance every output is held to, if they share one (outputs
 // that must be bit-exact aside).
-func oneTolerance(rep *verify.VerifyReport) (float64, bool) {
+func oneTolerance(rep *verify.Report) (float64, bool) {
 	tol := 0.0
 	for _, o := range rep.Outputs {
 		switch {

@@ -11,7 +11,7 @@ import (
 // TestPrintVerifyDerived: a dim the model derives from the others is named once, with its
 // expression and size, before the sizes.
 func TestPrintVerifyDerived(t *testing.T) {
-	rep := &verify.VerifyReport{Model: "decoder.onnx", Stages: 2, Runs: 1, Seed: 1, Reference: "original model", Pass: true,
+	rep := &verify.Report{Model: "decoder.onnx", Stages: 2, Runs: 1, Seed: 1, Reference: "original model", Pass: true,
 		Dims:        map[string]int64{"batch": 1, "past": 0, "seq": 4, "total": 4},
 		DerivedDims: map[string]string{"total": "past + seq"},
 		Outputs:     []verify.OutputReport{{Name: "past_scaled.1", DType: "float32", Shape: []int64{1, 2, 0, 4}, BitExact: true, Pass: true}}}

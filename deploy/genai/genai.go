@@ -36,15 +36,15 @@ import (
 // stays a placeholder, and a manifest note names the fields to fill: 0 for a size (genai
 // refuses context_length 0 at load) and -1 for a token id.
 
-// GenAIFile is onnxruntime-genai's configuration file name inside an output directory.
-const GenAIFile = stagefile.GenAIFile
+// File is onnxruntime-genai's configuration file name inside an output directory.
+const File = stagefile.GenAIFile
 
-// GenAIModelType is the model type of genai's pipeline decoder (src/models/model_type.h).
-const GenAIModelType = "decoder-pipeline"
+// ModelType is the model type of genai's pipeline decoder (src/models/model_type.h).
+const ModelType = "decoder-pipeline"
 
-// GenAIOptions say where the values the ONNX model does not hold come from. A nil
-// *GenAIOptions in Options writes no genai_config.json.
-type GenAIOptions struct {
+// Options say where the values the ONNX model does not hold come from. A nil
+// *Options in Options writes no genai_config.json.
+type Options struct {
 	// HFConfig is a Hugging Face config.json to read; empty: config.json beside the model,
 	// when there is one.
 	HFConfig string
@@ -54,28 +54,28 @@ type GenAIOptions struct {
 	Set map[string][]int64
 }
 
-// genaiSettable are the keys of GenAIOptions.Set, in help order; hf_config names a file.
+// genaiSettable are the keys of Options.Set, in help order; hf_config names a file.
 var genaiSettable = []string{"context_length", "bos_token_id", "eos_token_id", "pad_token_id", "vocab_size", "hidden_size", "num_attention_heads"}
 
-// GenAIKeys lists what --genai accepts, in help order.
-func GenAIKeys() []string { return append([]string{"hf_config"}, genaiSettable...) }
+// Keys lists what --genai accepts, in help order.
+func Keys() []string { return append([]string{"hf_config"}, genaiSettable...) }
 
-// ParseGenAI reads --genai KEY=VALUE settings: hf_config=FILE, or one of GenAIKeys with
+// Parse reads --genai KEY=VALUE settings: hf_config=FILE, or one of Keys with
 // an integer (eos_token_id takes a comma-separated list).
-func ParseGenAI(list []string) (*GenAIOptions, error) {
-	opt := &GenAIOptions{Set: map[string][]int64{}}
+func Parse(list []string) (*Options, error) {
+	opt := &Options{Set: map[string][]int64{}}
 	for _, kv := range list {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || v == "" {
-			return nil, fmt.Errorf("--genai %q: want KEY=VALUE with KEY one of %s", kv, strings.Join(GenAIKeys(), ", "))
+			return nil, fmt.Errorf("--genai %q: want KEY=VALUE with KEY one of %s", kv, strings.Join(Keys(), ", "))
 		}
 		if k == "hf_config" {
 			opt.HFConfig = v
 			continue
 		}
 		if !slices.Contains(genaiSettable, k) {
-			return nil, fmt.Errorf("--genai %q: unknown key %q (want one of %s)", kv, k, strings.Join(GenAIKeys(), ", "))
+			return nil, fmt.Errorf("--genai %q: unknown key %q (want one of %s)", kv, k, strings.Join(Keys(), ", "))
 		}
 		// Token ids are at least 0, sizes at least 1.
 		least := int64(1)
@@ -98,15 +98,15 @@ func ParseGenAI(list []string) (*GenAIOptions, error) {
 	return opt, nil
 }
 
-// GenAIConfig is genai_config.json: the model and the search options.
-type GenAIConfig struct {
-	Model  GenAIModel  `json:"model"`
-	Search GenAISearch `json:"search"`
+// Config is genai_config.json: the model and the search options.
+type Config struct {
+	Model  Model  `json:"model"`
+	Search Search `json:"search"`
 }
 
-// GenAIModel is genai's "model" object for the pipeline decoder.
-type GenAIModel struct {
-	// Type is GenAIModelType.
+// Model is genai's "model" object for the pipeline decoder.
+type Model struct {
+	// Type is ModelType.
 	Type string `json:"type"`
 	// ContextLength is the longest sequence, prompt and generated tokens together (0: not
 	// known, a placeholder genai refuses).
@@ -114,18 +114,18 @@ type GenAIModel struct {
 	// VocabSize is the number of tokens (0: not known).
 	VocabSize int64 `json:"vocab_size"`
 	// Token ids; -1 when not known.
-	BOSTokenID int64        `json:"bos_token_id"`
-	EOSTokenID GenAITokens  `json:"eos_token_id"`
-	PadTokenID int64        `json:"pad_token_id"`
-	Decoder    GenAIDecoder `json:"decoder"`
+	BOSTokenID int64   `json:"bos_token_id"`
+	EOSTokenID Tokens  `json:"eos_token_id"`
+	PadTokenID int64   `json:"pad_token_id"`
+	Decoder    Decoder `json:"decoder"`
 }
 
-// GenAITokens is a list of token ids, written as one number when it has one (as genai and
+// Tokens is a list of token ids, written as one number when it has one (as genai and
 // Hugging Face write eos_token_id).
-type GenAITokens []int64
+type Tokens []int64
 
 // MarshalJSON implements json.Marshaler.
-func (t GenAITokens) MarshalJSON() ([]byte, error) {
+func (t Tokens) MarshalJSON() ([]byte, error) {
 	if len(t) == 1 {
 		return json.Marshal(t[0])
 	}
@@ -133,38 +133,38 @@ func (t GenAITokens) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (t *GenAITokens) UnmarshalJSON(b []byte) error {
+func (t *Tokens) UnmarshalJSON(b []byte) error {
 	var one int64
 	if err := json.Unmarshal(b, &one); err == nil {
-		*t = GenAITokens{one}
+		*t = Tokens{one}
 		return nil
 	}
 	return json.Unmarshal(b, (*[]int64)(t))
 }
 
-// GenAIDecoder is genai's "decoder" object: the primary session options, the sizes of the
+// Decoder is genai's "decoder" object: the primary session options, the sizes of the
 // KV cache, the names genai feeds and reads, and the stages.
-type GenAIDecoder struct {
+type Decoder struct {
 	// SessionOptions choose genai's primary device: where it keeps input_ids, the
 	// attention mask, the KV cache and the logits (see genaiPrimary).
 	SessionOptions emit.GenAISessionOpts `json:"session_options"`
 	// Sizes; 0 when not known.
-	HeadSize          int64               `json:"head_size"`
-	HiddenSize        int64               `json:"hidden_size"`
-	NumAttentionHeads int64               `json:"num_attention_heads"`
-	NumHiddenLayers   int64               `json:"num_hidden_layers"`
-	NumKeyValueHeads  int64               `json:"num_key_value_heads"`
-	Inputs            GenAIDecoderInputs  `json:"inputs"`
-	Outputs           GenAIDecoderOutputs `json:"outputs"`
+	HeadSize          int64          `json:"head_size"`
+	HiddenSize        int64          `json:"hidden_size"`
+	NumAttentionHeads int64          `json:"num_attention_heads"`
+	NumHiddenLayers   int64          `json:"num_hidden_layers"`
+	NumKeyValueHeads  int64          `json:"num_key_value_heads"`
+	Inputs            DecoderInputs  `json:"inputs"`
+	Outputs           DecoderOutputs `json:"outputs"`
 	// Pipeline has one element per stage, {"stage<i>": entry}, in stage order: the
 	// manifest's stages[i].pipeline.
 	Pipeline []map[string]emit.GenAIStage `json:"pipeline"`
 }
 
-// GenAIDecoderInputs are the model inputs genai feeds, by name; the KV cache's are
+// DecoderInputs are the model inputs genai feeds, by name; the KV cache's are
 // templates with %d for the layer. Empty names are left out (genai then looks for its
 // default name, which the model does not have).
-type GenAIDecoderInputs struct {
+type DecoderInputs struct {
 	InputIDs       string `json:"input_ids,omitempty"`
 	AttentionMask  string `json:"attention_mask,omitempty"`
 	PositionIDs    string `json:"position_ids,omitempty"`
@@ -172,16 +172,16 @@ type GenAIDecoderInputs struct {
 	PastValueNames string `json:"past_value_names,omitempty"`
 }
 
-// GenAIDecoderOutputs are the model outputs genai reads: the logits and the KV cache's
+// DecoderOutputs are the model outputs genai reads: the logits and the KV cache's
 // next values (templates with %d).
-type GenAIDecoderOutputs struct {
+type DecoderOutputs struct {
 	Logits            string `json:"logits,omitempty"`
 	PresentKeyNames   string `json:"present_key_names,omitempty"`
 	PresentValueNames string `json:"present_value_names,omitempty"`
 }
 
-// GenAISearch is genai's "search" object: greedy decoding up to the context length.
-type GenAISearch struct {
+// Search is genai's "search" object: greedy decoding up to the context length.
+type Search struct {
 	DiversityPenalty  float64 `json:"diversity_penalty"`
 	DoSample          bool    `json:"do_sample"`
 	EarlyStopping     bool    `json:"early_stopping"`
@@ -201,10 +201,10 @@ type GenAISearch struct {
 	TopP                   float64 `json:"top_p"`
 }
 
-// WriteGenAI writes genai_config.json for the manifest's stages of m into dir and adds the
+// Write writes genai_config.json for the manifest's stages of m into dir and adds the
 // manifest notes it calls for; set it as emit.Options.BeforeManifest (a closure over m and
 // opt) so that the manifest written after it carries the notes.
-func WriteGenAI(dir string, m *ingest.Model, man *emit.Manifest, opt *GenAIOptions) error {
+func Write(dir string, m *ingest.Model, man *emit.Manifest, opt *Options) error {
 	cfg, notes, err := genaiConfig(m, man, opt)
 	if err != nil {
 		return err
@@ -218,17 +218,17 @@ func WriteGenAI(dir string, m *ingest.Model, man *emit.Manifest, opt *GenAIOptio
 	if err != nil {
 		return err
 	}
-	return stagefile.WriteFileSync(filepath.Join(dir, GenAIFile), append(b, '\n'))
+	return stagefile.WriteFileSync(filepath.Join(dir, File), append(b, '\n'))
 }
 
 // genaiNote prefixes the notes about genai_config.json.
-const genaiNote = GenAIFile + ": "
+const genaiNote = File + ": "
 
 // genaiConfig builds genai_config.json for the manifest's stages of m, with the notes the
 // manifest should carry.
-func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *GenAIOptions) (*GenAIConfig, []string, error) {
+func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []string, error) {
 	if opt == nil {
-		opt = &GenAIOptions{}
+		opt = &Options{}
 	}
 	var notes []string
 	note := func(format string, args ...any) { notes = append(notes, genaiNote+fmt.Sprintf(format, args...)) }
@@ -238,9 +238,9 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *GenAIOptions) (*GenAI
 	}
 	g := m.Graph
 	gio := genaiNames(g)
-	cfg := &GenAIConfig{
-		Model: GenAIModel{Type: GenAIModelType, BOSTokenID: -1, EOSTokenID: GenAITokens{-1}, PadTokenID: -1},
-		Search: GenAISearch{DoSample: false, EarlyStopping: true, LengthPenalty: 1, NumBeams: 1, NumReturnSeqs: 1,
+	cfg := &Config{
+		Model: Model{Type: ModelType, BOSTokenID: -1, EOSTokenID: Tokens{-1}, PadTokenID: -1},
+		Search: Search{DoSample: false, EarlyStopping: true, LengthPenalty: 1, NumBeams: 1, NumReturnSeqs: 1,
 			RepetitionPenalty: 1, Temperature: 1, TopK: 1, TopP: 1},
 	}
 	d := &cfg.Model.Decoder
@@ -302,7 +302,7 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *GenAIOptions) (*GenAI
 	set("hidden_size", &d.HiddenSize)
 	set("num_attention_heads", &d.NumAttentionHeads)
 	if x, ok := opt.Set["eos_token_id"]; ok {
-		cfg.Model.EOSTokenID = append(GenAITokens{}, x...)
+		cfg.Model.EOSTokenID = append(Tokens{}, x...)
 		if _, pad := opt.Set["pad_token_id"]; !pad && cfg.Model.PadTokenID == -1 {
 			cfg.Model.PadTokenID = x[0]
 		}
@@ -431,8 +431,8 @@ func genaiPrimary(man *emit.Manifest, provs []string, notes []string) (emit.GenA
 
 // genaiIO is what genai feeds and reads, found in the graph.
 type genaiIO struct {
-	in  GenAIDecoderInputs
-	out GenAIDecoderOutputs
+	in  DecoderInputs
+	out DecoderOutputs
 	// layers, kvHeads and headSize come from the past key inputs; 0 when not known.
 	layers, kvHeads, headSize int64
 	// idsTensor and logitsTensor are the tensor ids of input_ids and the logits (-1: none).
@@ -721,7 +721,7 @@ func attentionHeads(g *graph.Graph, headSize, kvHeads int64) int64 {
 // hfConfig is what genai_config.json takes from a Hugging Face config.json.
 type hfConfig struct {
 	vals map[string]int64
-	eos  GenAITokens
+	eos  Tokens
 }
 
 func (h hfConfig) get(key string) (int64, bool) {
@@ -783,7 +783,7 @@ func readHFConfig(modelPath, given string) (hfConfig, string, error) {
 			}
 		}
 	}
-	var eos GenAITokens
+	var eos Tokens
 	if r, ok := raw["eos_token_id"]; ok && json.Unmarshal(r, &eos) == nil && len(eos) > 0 {
 		h.eos = eos
 	}

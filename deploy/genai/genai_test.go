@@ -262,7 +262,7 @@ func decoderLM(t testing.TB, layers int) (string, []int) {
 // writeGenAIDir splits the model at path by layer, stage i on devs[i] (the head with the
 // last layer when devs are fewer), writes it with --emit genai and checks genai_config.json
 // against genai's fields and the schema.
-func writeGenAIDir(t *testing.T, path string, layerOf []int, devs []emit.Device, opt *GenAIOptions) (*emit.Manifest, map[string]any, []byte) {
+func writeGenAIDir(t *testing.T, path string, layerOf []int, devs []emit.Device, opt *Options) (*emit.Manifest, map[string]any, []byte) {
 	t.Helper()
 	m, err := ingest.Load(path, ingest.Options{})
 	if err != nil {
@@ -277,7 +277,7 @@ func writeGenAIDir(t *testing.T, path string, layerOf []int, devs []emit.Device,
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := mustRead(t, filepath.Join(dir, GenAIFile))
+	b := mustRead(t, filepath.Join(dir, File))
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
@@ -318,21 +318,21 @@ func TestGenAIDecoder(t *testing.T) {
 	}
 	cuda := "CUDAExecutionProvider"
 	devs := []emit.Device{{Name: "gpu0", Provider: cuda}, {Name: "gpu1", Provider: cuda}, {Name: "gpu2", Provider: cuda}}
-	man, doc, raw := writeGenAIDir(t, path, layerOf, devs, &GenAIOptions{})
-	var cfg GenAIConfig
+	man, doc, raw := writeGenAIDir(t, path, layerOf, devs, &Options{})
+	var cfg Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	mo, d := cfg.Model, cfg.Model.Decoder
 	if mo.Type != "decoder-pipeline" || mo.ContextLength != 2048 || mo.VocabSize != 32 || mo.BOSTokenID != 1 ||
-		!reflect.DeepEqual(mo.EOSTokenID, GenAITokens{2, 7}) || mo.PadTokenID != 2 {
+		!reflect.DeepEqual(mo.EOSTokenID, Tokens{2, 7}) || mo.PadTokenID != 2 {
 		t.Errorf("model: %+v", mo)
 	}
 	if d.HeadSize != 4 || d.HiddenSize != 16 || d.NumAttentionHeads != 4 || d.NumHiddenLayers != 2 || d.NumKeyValueHeads != 2 {
 		t.Errorf("decoder sizes: head %d hidden %d heads %d layers %d kv heads %d", d.HeadSize, d.HiddenSize, d.NumAttentionHeads, d.NumHiddenLayers, d.NumKeyValueHeads)
 	}
-	wantIn := GenAIDecoderInputs{InputIDs: "input_ids", AttentionMask: "attention_mask", PastKeyNames: "past_key_values.%d.key", PastValueNames: "past_key_values.%d.value"}
-	wantOut := GenAIDecoderOutputs{Logits: "logits", PresentKeyNames: "present.%d.key", PresentValueNames: "present.%d.value"}
+	wantIn := DecoderInputs{InputIDs: "input_ids", AttentionMask: "attention_mask", PastKeyNames: "past_key_values.%d.key", PastValueNames: "past_key_values.%d.value"}
+	wantOut := DecoderOutputs{Logits: "logits", PresentKeyNames: "present.%d.key", PresentValueNames: "present.%d.value"}
 	if d.Inputs != wantIn || d.Outputs != wantOut {
 		t.Errorf("names: %+v %+v", d.Inputs, d.Outputs)
 	}
@@ -388,7 +388,7 @@ func TestGenAIDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := emit.Prepare(m, &emit.Assignment{Stage: layerOf, Devices: devs}, withGenAI(m, &GenAIOptions{}, emit.Options{}))
+	l, err := emit.Prepare(m, &emit.Assignment{Stage: layerOf, Devices: devs}, withGenAI(m, &Options{}, emit.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +399,8 @@ func TestGenAIDecoder(t *testing.T) {
 	if err := l.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	cfg = GenAIConfig{}
-	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, GenAIFile)), &cfg); err != nil {
+	cfg = Config{}
+	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, File)), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	for i, el := range cfg.Model.Decoder.Pipeline {
@@ -417,7 +417,7 @@ func TestGenAIDecoder(t *testing.T) {
 
 	// All stages on one GPU whose ordinal is not 0: genai's buffers stay on device 0.
 	one := []emit.Device{{Name: "gpu1", Provider: cuda}, {Name: "gpu1", Provider: cuda}, {Name: "gpu1", Provider: cuda}}
-	l, err = emit.Prepare(m, &emit.Assignment{Stage: layerOf, Devices: one}, withGenAI(m, &GenAIOptions{}, emit.Options{}))
+	l, err = emit.Prepare(m, &emit.Assignment{Stage: layerOf, Devices: one}, withGenAI(m, &Options{}, emit.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,13 +435,13 @@ func TestGenAIDecoder(t *testing.T) {
 func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 	path, layerOf := decoderLM(t, 1)
 	devs := []emit.Device{{Name: "cpu", Provider: emit.DefaultProvider}, {Name: "gpu0", Provider: "CUDAExecutionProvider"}}
-	man, _, raw := writeGenAIDir(t, path, layerOf, devs, &GenAIOptions{})
-	var cfg GenAIConfig
+	man, _, raw := writeGenAIDir(t, path, layerOf, devs, &Options{})
+	var cfg Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	mo := cfg.Model
-	if mo.ContextLength != 0 || mo.BOSTokenID != -1 || !reflect.DeepEqual(mo.EOSTokenID, GenAITokens{-1}) || mo.PadTokenID != -1 {
+	if mo.ContextLength != 0 || mo.BOSTokenID != -1 || !reflect.DeepEqual(mo.EOSTokenID, Tokens{-1}) || mo.PadTokenID != -1 {
 		t.Errorf("placeholders: %+v", mo)
 	}
 	if mo.VocabSize != 32 || mo.Decoder.HiddenSize != 16 || mo.Decoder.NumAttentionHeads != 4 {
@@ -457,17 +457,17 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 		t.Errorf("the CPU stage lists %v", got)
 	}
 
-	opt, err := ParseGenAI([]string{"context_length=4096", "bos_token_id=0", "eos_token_id=5,6", "hidden_size=64"})
+	opt, err := Parse([]string{"context_length=4096", "bos_token_id=0", "eos_token_id=5,6", "hidden_size=64"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	man, _, raw = writeGenAIDir(t, path, layerOf, devs, opt)
-	cfg = GenAIConfig{}
+	cfg = Config{}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	mo = cfg.Model
-	if mo.ContextLength != 4096 || cfg.Search.MaxLength != 4096 || mo.BOSTokenID != 0 || !reflect.DeepEqual(mo.EOSTokenID, GenAITokens{5, 6}) ||
+	if mo.ContextLength != 4096 || cfg.Search.MaxLength != 4096 || mo.BOSTokenID != 0 || !reflect.DeepEqual(mo.EOSTokenID, Tokens{5, 6}) ||
 		mo.PadTokenID != 5 || mo.Decoder.HiddenSize != 64 {
 		t.Errorf("settings: %+v", mo)
 	}
@@ -483,8 +483,8 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 	if err := os.WriteFile(hf, []byte(`{"n_positions": 512, "eos_token_id": 9, "n_head": 8}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	man, _, raw = writeGenAIDir(t, path, layerOf, devs, &GenAIOptions{HFConfig: hf})
-	cfg = GenAIConfig{}
+	man, _, raw = writeGenAIDir(t, path, layerOf, devs, &Options{HFConfig: hf})
+	cfg = Config{}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	_, err = emit.Write(m, &emit.Assignment{Stage: make([]int, len(m.Graph.Nodes))}, dir, withGenAI(m, &GenAIOptions{HFConfig: hf + ".missing"}, emit.Options{}))
+	_, err = emit.Write(m, &emit.Assignment{Stage: make([]int, len(m.Graph.Nodes))}, dir, withGenAI(m, &Options{HFConfig: hf + ".missing"}, emit.Options{}))
 	if err == nil || !strings.Contains(err.Error(), "hf_config") {
 		t.Errorf("a missing hf_config: %v", err)
 	}
@@ -511,18 +511,18 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 
 func TestParseGenAI(t *testing.T) {
 	for _, bad := range []string{"context_length=0", "context_length", "eos=2", "bos_token_id=-1", "pad_token_id=1,2", "vocab_size=x", "=3"} {
-		if _, err := ParseGenAI([]string{bad}); err == nil {
+		if _, err := Parse([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	opt, err := ParseGenAI([]string{"hf_config=a/config.json", "pad_token_id=0", "eos_token_id=1, 2"})
+	opt, err := Parse([]string{"hf_config=a/config.json", "pad_token_id=0", "eos_token_id=1, 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if opt.HFConfig != "a/config.json" || !reflect.DeepEqual(opt.Set, map[string][]int64{"pad_token_id": {0}, "eos_token_id": {1, 2}}) {
 		t.Errorf("%+v", opt)
 	}
-	keys := GenAIKeys()
+	keys := Keys()
 	sort.Strings(keys)
 	if !reflect.DeepEqual(keys, []string{"bos_token_id", "context_length", "eos_token_id", "hf_config", "hidden_size", "num_attention_heads", "pad_token_id", "vocab_size"}) {
 		t.Errorf("keys %v", keys)
@@ -539,7 +539,7 @@ func TestGenAINotADecoderAndForce(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "out")
 	a := &emit.Assignment{Stage: []int{0, 0, 1, 1}}
-	man, err := emit.Write(m, a, dir, withGenAI(m, &GenAIOptions{}, emit.Options{}))
+	man, err := emit.Write(m, a, dir, withGenAI(m, &Options{}, emit.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,20 +548,20 @@ func TestGenAINotADecoderAndForce(t *testing.T) {
 			t.Errorf("no note %q: %q", want, man.Notes)
 		}
 	}
-	if err := schema.ValidateStrict("genai_config.v1", mustRead(t, filepath.Join(dir, GenAIFile))); err != nil {
+	if err := schema.ValidateStrict("genai_config.v1", mustRead(t, filepath.Join(dir, File))); err != nil {
 		t.Error(err)
 	}
-	if _, err := emit.Write(m, a, dir, withGenAI(m, &GenAIOptions{}, emit.Options{})); err == nil {
+	if _, err := emit.Write(m, a, dir, withGenAI(m, &Options{}, emit.Options{})); err == nil {
 		t.Error("an existing directory was replaced without Force")
 	}
 	if _, err := emit.Write(m, a, dir, emit.Options{Force: true}); err != nil {
 		t.Fatalf("Force over genai_config.json: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, GenAIFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, File)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Force kept the old genai_config.json: %v", err)
 	}
 	// A failure after genai_config.json is written leaves the directory as it was.
-	o := withGenAI(m, &GenAIOptions{}, emit.Options{Force: true})
+	o := withGenAI(m, &Options{}, emit.Options{Force: true})
 	write := o.BeforeManifest
 	o.BeforeManifest = func(tmp string, man *emit.Manifest) error {
 		if err := write(tmp, man); err != nil {
@@ -572,13 +572,13 @@ func TestGenAINotADecoderAndForce(t *testing.T) {
 	if _, err := emit.Write(m, a, dir, o); err == nil {
 		t.Fatal("the injected failure did not fail")
 	}
-	if _, err := os.Stat(filepath.Join(dir, GenAIFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, File)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed write left genai_config.json: %v", err)
 	}
 }
 
 // withGenAI returns o writing genai_config.json for m (as --emit genai does).
-func withGenAI(m *ingest.Model, opt *GenAIOptions, o emit.Options) emit.Options {
-	o.BeforeManifest = func(dir string, man *emit.Manifest) error { return WriteGenAI(dir, m, man, opt) }
+func withGenAI(m *ingest.Model, opt *Options, o emit.Options) emit.Options {
+	o.BeforeManifest = func(dir string, man *emit.Manifest) error { return Write(dir, m, man, opt) }
 	return o
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
-// TritonDir is the Triton model repository's directory name inside an output directory.
-const TritonDir = stagefile.TritonDir
+// Dir is the Triton model repository's directory name inside an output directory.
+const Dir = stagefile.TritonDir
 
-// TritonOptions control the Triton model repository.
-type TritonOptions struct {
+// Options control the Triton model repository.
+type Options struct {
 	// Name is the ensemble model's name (default: the model file's name without .onnx);
 	// stage models are named <Name>_stage<i>. Names are sanitised to [A-Za-z0-9_-].
 	Name string
@@ -42,26 +42,26 @@ type TritonOptions struct {
 	MaxBatch int
 }
 
-// TritonModel is one model of a Triton repository: a stage, or the ensemble (Stage −1)
+// Model is one model of a Triton repository: a stage, or the ensemble (Stage −1)
 // that chains them.
-type TritonModel struct {
+type Model struct {
 	Name  string
 	Stage int
 	// Config is the model's config.pbtxt.
 	Config []byte
 }
 
-// TritonError reports a manifest that cannot be served by Triton as it stands (a
+// Error reports a manifest that cannot be served by Triton as it stands (a
 // provider without a Triton setting, a tensor of unknown rank or of an element type
 // Triton lacks, a model output that is a model input).
-type TritonError struct{ Msg string }
+type Error struct{ Msg string }
 
 // Error returns "triton: MSG".
-func (e *TritonError) Error() string { return "triton: " + e.Msg }
+func (e *Error) Error() string { return "triton: " + e.Msg }
 
-func tritonErrorf(format string, a ...any) error { return &TritonError{Msg: fmt.Sprintf(format, a...)} }
+func tritonErrorf(format string, a ...any) error { return &Error{Msg: fmt.Sprintf(format, a...)} }
 
-// WriteTriton writes a Triton model repository for the stages in stageDir (the directory
+// Write writes a Triton model repository for the stages in stageDir (the directory
 // holding the manifest's stage files) into repoDir:
 //
 //	repoDir/<name>_stage<i>/config.pbtxt       platform "onnxruntime_onnx", instance group on the stage's device
@@ -72,8 +72,8 @@ func tritonErrorf(format string, a ...any) error { return &TritonError{Msg: fmt.
 // so that `tritonserver --model-repository repoDir` serves the pipeline as model <name>.
 // The repository is written beside repoDir and renamed into place; an existing repoDir is
 // refused unless opt.Force.
-func WriteTriton(m *emit.Manifest, stageDir, repoDir string, opt TritonOptions) (err error) {
-	models, err := TritonModels(m, opt)
+func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) {
+	models, err := Models(m, opt)
 	if err != nil {
 		return err
 	}
@@ -186,9 +186,9 @@ func placeFile(src, dst string, copyFile bool) error {
 	return out.Close()
 }
 
-// TritonModels builds the config.pbtxt of every model of the repository: one per stage,
+// Models builds the config.pbtxt of every model of the repository: one per stage,
 // in stage order, then the ensemble.
-func TritonModels(m *emit.Manifest, opt TritonOptions) ([]TritonModel, error) {
+func Models(m *emit.Manifest, opt Options) ([]Model, error) {
 	if m == nil || len(m.Stages) == 0 {
 		return nil, tritonErrorf("the manifest has no stages")
 	}
@@ -202,7 +202,7 @@ func TritonModels(m *emit.Manifest, opt TritonOptions) ([]TritonModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	var models []TritonModel
+	var models []Model
 	names := make([]string, len(m.Stages))
 	for i, st := range m.Stages {
 		names[i] = fmt.Sprintf("%s_stage%d", base, st.Index)
@@ -210,13 +210,13 @@ func TritonModels(m *emit.Manifest, opt TritonOptions) ([]TritonModel, error) {
 		if err != nil {
 			return nil, err
 		}
-		models = append(models, TritonModel{Name: names[i], Stage: i, Config: cfg})
+		models = append(models, Model{Name: names[i], Stage: i, Config: cfg})
 	}
 	cfg, err := ensembleConfig(m, base, names, maxBatch)
 	if err != nil {
 		return nil, err
 	}
-	return append(models, TritonModel{Name: base, Stage: -1, Config: cfg}), nil
+	return append(models, Model{Name: base, Stage: -1, Config: cfg}), nil
 }
 
 // tritonName makes a model (directory) name: letters, digits, '_' and '-'; anything else
@@ -267,7 +267,7 @@ func providerOf(st emit.Stage) (tritonProvider, error) {
 var deviceNumber = regexp.MustCompile(`(?i)^(?:gpu|cuda|device|dev)[:#_-]?(\d+)$`)
 
 // gpuIndices assigns a CUDA device index to every device a GPU stage runs on (see
-// TritonOptions.GPUs).
+// Options.GPUs).
 func gpuIndices(m *emit.Manifest, explicit map[string]int) map[string]int {
 	var devs []string
 	seen := map[string]bool{}

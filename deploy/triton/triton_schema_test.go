@@ -389,7 +389,7 @@ func (r *recorder) Fatalf(format string, a ...any) {
 
 // The repository checker itself must catch mis-wired ensembles.
 func TestTritonRepoCheckerCatches(t *testing.T) {
-	models, err := TritonModels(tritonEncoder(), TritonOptions{})
+	models, err := Models(tritonEncoder(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

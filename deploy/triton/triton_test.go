@@ -73,7 +73,7 @@ func tritonOddNames() *emit.Manifest {
 }
 
 // tritonUnnumbered has GPU devices whose names do not give an index: one is given by
-// TritonOptions.GPUs, the other takes its rank.
+// Options.GPUs, the other takes its rank.
 func tritonUnnumbered() *emit.Manifest {
 	m := tritonOddNames()
 	m.Model.File = "plain.onnx"
@@ -104,21 +104,21 @@ func tritonBatched() *emit.Manifest {
 var tritonCases = []struct {
 	name string
 	m    func() *emit.Manifest
-	opt  TritonOptions
+	opt  Options
 }{
-	{"encoder", tritonEncoder, TritonOptions{}},
-	{"odd_names", tritonOddNames, TritonOptions{}},
-	{"named_gpus", tritonUnnumbered, TritonOptions{Name: "served name", GPUs: map[string]int{"a100-x": 3}}},
-	{"batched", tritonBatched, TritonOptions{}},
+	{"encoder", tritonEncoder, Options{}},
+	{"odd_names", tritonOddNames, Options{}},
+	{"named_gpus", tritonUnnumbered, Options{Name: "served name", GPUs: map[string]int{"a100-x": 3}}},
+	{"batched", tritonBatched, Options{}},
 }
 
 // A leading symbolic batch becomes max_batch_size (the bound size, or MaxBatch), dims
 // without it, and dynamic batching on every stage model; anything that cannot batch so
 // stays unbatched, or is refused when MaxBatch asks for batching.
 func TestTritonBatch(t *testing.T) {
-	configs := func(m *emit.Manifest, opt TritonOptions) []*tritonConfig {
+	configs := func(m *emit.Manifest, opt Options) []*tritonConfig {
 		t.Helper()
-		models, err := TritonModels(m, opt)
+		models, err := Models(m, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestTritonBatch(t *testing.T) {
 		checkTritonRepo(t, all)
 		return out
 	}
-	cs := configs(tritonBatched(), TritonOptions{})
+	cs := configs(tritonBatched(), Options{})
 	for i, c := range cs {
 		if c.maxBatch != 8 || c.dynamic != (c.platform != "ensemble") {
 			t.Errorf("model %d (%s): max_batch_size %d, dynamic batching %v", i, c.platform, c.maxBatch, c.dynamic)
@@ -144,13 +144,13 @@ func TestTritonBatch(t *testing.T) {
 	if got := cs[2].outputs["output"].dims; got != "125" {
 		t.Errorf("ensemble output dims %s, want the batch left out", got)
 	}
-	if cs := configs(tritonBatched(), TritonOptions{MaxBatch: 64}); cs[1].maxBatch != 64 || cs[2].maxBatch != 64 {
+	if cs := configs(tritonBatched(), Options{MaxBatch: 64}); cs[1].maxBatch != 64 || cs[2].maxBatch != 64 {
 		t.Errorf("MaxBatch 64 gave max_batch_size %d, %d", cs[1].maxBatch, cs[2].maxBatch)
 	}
 
 	// The repository checker catches a step that batches less than the ensemble, or not
 	// at all.
-	models, err := TritonModels(tritonBatched(), TritonOptions{})
+	models, err := Models(tritonBatched(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,20 +201,20 @@ func TestTritonBatch(t *testing.T) {
 	flat.Stages[0].Outputs[0].Shape = tshape(tsym("batch*32"), tdim(112), tdim(112))
 	flat.Stages[1].Inputs[0].Shape = flat.Stages[0].Outputs[0].Shape
 	for name, m := range map[string]*emit.Manifest{"frozen": frozen, "unsized": unsized, "seq": seq, "flattened": flat, "encoder": tritonEncoder()} {
-		for _, c := range configs(m, TritonOptions{}) {
+		for _, c := range configs(m, Options{}) {
 			if c.maxBatch != 0 || c.dynamic {
 				t.Errorf("%s: %s has max_batch_size %d, dynamic batching %v; want no batching", name, c.name, c.maxBatch, c.dynamic)
 			}
 		}
 	}
-	if got := configs(frozen, TritonOptions{})[0].inputs["input"].dims; got != "8,3,224,224" {
+	if got := configs(frozen, Options{})[0].inputs["input"].dims; got != "8,3,224,224" {
 		t.Errorf("frozen input dims %s", got)
 	}
-	if got := configs(unsized, TritonOptions{})[0].inputs["input"].dims; got != "-1,3,224,224" {
+	if got := configs(unsized, Options{})[0].inputs["input"].dims; got != "-1,3,224,224" {
 		t.Errorf("unsized input dims %s", got)
 	}
 	// MaxBatch asserts the leading dim is a batch, and is refused where it cannot be.
-	if cs := configs(seq, TritonOptions{MaxBatch: 2}); cs[0].maxBatch != 2 || cs[0].inputs["input"].dims != "3,224,224" {
+	if cs := configs(seq, Options{MaxBatch: 2}); cs[0].maxBatch != 2 || cs[0].inputs["input"].dims != "3,224,224" {
 		t.Errorf("seq with MaxBatch 2: %d %+v", cs[0].maxBatch, cs[0].inputs["input"])
 	}
 	for _, c := range []struct {
@@ -227,10 +227,10 @@ func TestTritonBatch(t *testing.T) {
 		{tritonEncoder(), 4, `model output "n_tokens" has shape [], which does not lead`},
 		{tritonBatched(), -1, "want a size from 1"},
 	} {
-		_, err := TritonModels(c.m, TritonOptions{MaxBatch: c.max})
-		var te *TritonError
+		_, err := Models(c.m, Options{MaxBatch: c.max})
+		var te *Error
 		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("MaxBatch %d: %v, want a TritonError saying %q", c.max, err, c.want)
+			t.Errorf("MaxBatch %d: %v, want a Error saying %q", c.max, err, c.want)
 		}
 	}
 }
@@ -241,7 +241,7 @@ func TestTritonBatch(t *testing.T) {
 func TestTritonGolden(t *testing.T) {
 	for _, c := range tritonCases {
 		t.Run(c.name, func(t *testing.T) {
-			models, err := TritonModels(c.m(), c.opt)
+			models, err := Models(c.m(), c.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,7 +307,7 @@ func lineDiff(want, got string) string {
 
 // The details a reader of the goldens would check by eye, asserted directly.
 func TestTritonStageSettings(t *testing.T) {
-	models, err := TritonModels(tritonEncoder(), TritonOptions{})
+	models, err := Models(tritonEncoder(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestTritonStageSettings(t *testing.T) {
 		t.Errorf("stage 2 step: %+v", st)
 	}
 
-	odd, err := TritonModels(tritonOddNames(), TritonOptions{})
+	odd, err := Models(tritonOddNames(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestTritonStageSettings(t *testing.T) {
 	if c := parseTritonConfig(t, odd[0].Config); c.outOrder[0] != "feat \"a\"\\b\tc" {
 		t.Errorf("quoted name reads back as %q", c.outOrder[0])
 	}
-	named, err := TritonModels(tritonUnnumbered(), TritonOptions{GPUs: map[string]int{"a100-x": 3}})
+	named, err := Models(tritonUnnumbered(), Options{GPUs: map[string]int{"a100-x": 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,24 +460,24 @@ func TestTritonRefuses(t *testing.T) {
 	} {
 		m := tritonEncoder()
 		c.edit(m)
-		_, err := TritonModels(m, TritonOptions{})
-		var te *TritonError
+		_, err := Models(m, Options{})
+		var te *Error
 		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want a TritonError with %q", c.name, err, c.want)
+			t.Errorf("%s: error %v, want a Error with %q", c.name, err, c.want)
 		}
 	}
 	// A model input no stage reads is left out of the ensemble (Triton refuses unmapped
 	// ensemble inputs).
 	m := tritonEncoder()
 	m.Model.Inputs = append(m.Model.Inputs, emit.TensorRef{Name: "unused", DType: "float32", Shape: emit.Shape{tdim(1)}, Stage: -1, ModelInput: true})
-	models, err := TritonModels(m, TritonOptions{})
+	models, err := Models(m, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ens := parseTritonConfig(t, models[len(models)-1].Config); len(ens.inputs) != 2 || ens.inputs["unused"].dtype != "" {
 		t.Errorf("ensemble inputs %v, want input_ids and attention_mask", ens.inOrder)
 	}
-	if _, err := TritonModels(&emit.Manifest{}, TritonOptions{}); err == nil {
+	if _, err := Models(&emit.Manifest{}, Options{}); err == nil {
 		t.Error("a manifest without stages gave a repository")
 	}
 }
@@ -504,7 +504,7 @@ func TestWriteTritonLayout(t *testing.T) {
 	stages := fakeStages(t, m)
 	for _, copyFiles := range []bool{false, true} {
 		repo := filepath.Join(t.TempDir(), "out", "triton")
-		if err := WriteTriton(m, stages, repo, TritonOptions{Copy: copyFiles}); err != nil {
+		if err := Write(m, stages, repo, Options{Copy: copyFiles}); err != nil {
 			t.Fatal(err)
 		}
 		var files []string
@@ -542,13 +542,13 @@ func TestWriteTritonLayout(t *testing.T) {
 			t.Errorf("%d entries beside the repository", len(ents))
 		}
 		// An existing repository is refused, and replaced with Force.
-		err := WriteTriton(m, stages, repo, TritonOptions{})
+		err := Write(m, stages, repo, Options{})
 		var ee *emit.ExistsError
 		if !errors.As(err, &ee) {
 			t.Errorf("existing repository: %v", err)
 		}
 		os.WriteFile(filepath.Join(repo, "stray"), nil, 0o644)
-		if err := WriteTriton(m, stages, repo, TritonOptions{Force: true}); err != nil {
+		if err := Write(m, stages, repo, Options{Force: true}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := os.Stat(filepath.Join(repo, "stray")); err == nil {
@@ -562,7 +562,7 @@ func TestWriteTritonFailures(t *testing.T) {
 	stages := fakeStages(t, m)
 	os.Remove(filepath.Join(stages, "stage2.onnx"))
 	repo := filepath.Join(t.TempDir(), "triton")
-	if err := WriteTriton(m, stages, repo, TritonOptions{}); err == nil || !strings.Contains(err.Error(), "stage2.onnx") {
+	if err := Write(m, stages, repo, Options{}); err == nil || !strings.Contains(err.Error(), "stage2.onnx") {
 		t.Errorf("missing stage file: %v", err)
 	}
 	if _, err := os.Stat(repo); err == nil {
@@ -570,7 +570,7 @@ func TestWriteTritonFailures(t *testing.T) {
 	}
 	m = tritonEncoder()
 	m.Stages[0].File = "../stage0.onnx"
-	if err := WriteTriton(m, fakeStages(t, tritonEncoder()), repo, TritonOptions{}); err == nil || !strings.Contains(err.Error(), "not a plain file name") {
+	if err := Write(m, fakeStages(t, tritonEncoder()), repo, Options{}); err == nil || !strings.Contains(err.Error(), "not a plain file name") {
 		t.Errorf("path in the manifest: %v", err)
 	}
 	ents, _ := os.ReadDir(filepath.Dir(repo))
@@ -604,8 +604,8 @@ func TestTritonCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := filepath.Join(out, TritonDir)
-	if err := WriteTriton(man, out, repo, TritonOptions{}); err != nil {
+	repo := filepath.Join(out, Dir)
+	if err := Write(man, out, repo, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	configs := map[string]*tritonConfig{}

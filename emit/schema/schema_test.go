@@ -143,7 +143,7 @@ func TestInspectMutations(t *testing.T) {
 
 func TestVerifyMutations(t *testing.T) {
 	needORT(t)
-	rep, err := verify.Verify(t.Context(), splitModel(t, load(t, repoModel, nil), 2, emit.Options{}), verify.VerifyOptions{})
+	rep, err := verify.Run(t.Context(), splitModel(t, load(t, repoModel, nil), 2, emit.Options{}), verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
