@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
+	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
 // Format is the format string of a Report (schema bench.v1).

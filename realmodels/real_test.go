@@ -25,7 +25,6 @@ import (
 
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/access"
@@ -33,6 +32,7 @@ import (
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
+	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
 // realModel is one pinned model (scripts/realmodels.sh lists the packages and hashes).

@@ -5,6 +5,10 @@
 // C or Fortran order). What comes out: the array as an ONNX element type, a shape, and its
 // elements as little-endian bytes in C (row-major) order — the raw form ONNX Runtime takes.
 // Write produces version 1.0 files that numpy.load reads.
+//
+// It sits under verify because feeding real data to verification is what it is for;
+// `onnxpart bench --input` (package pipebench) reads the same files. Neither emit nor the
+// planners read array data.
 package npy
 
 import (
