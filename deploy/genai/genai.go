@@ -42,8 +42,8 @@ const File = stagefile.GenAIFile
 // ModelType is the model type of genai's pipeline decoder (src/models/model_type.h).
 const ModelType = "decoder-pipeline"
 
-// Options say where the values the ONNX model does not hold come from. A nil
-// *Options in Options writes no genai_config.json.
+// Options say where the values the ONNX model does not hold come from. Write takes a nil
+// *Options as the zero Options.
 type Options struct {
 	// HFConfig is a Hugging Face config.json to read; empty: config.json beside the model,
 	// when there is one.

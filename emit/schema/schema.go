@@ -26,6 +26,10 @@
 // bytes, ...} with dtype the lower-case element type ("float32"), shape an array of sizes
 // and symbolic dimension names (null when the rank is unknown) and bytes -1 when the size
 // is not known; sizes are in bytes, times in seconds.
+//
+// The package stays under emit although it describes the outputs of verify, pipebench and
+// the command as well: its files are published at emit/schema/NAME.json, the path the docs
+// and other programs cite, and the manifest it was made for is emit's.
 package schema
 
 import (
