@@ -14,7 +14,6 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
-	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // corpusDir is the shared model corpus (real architectures, small weights).
@@ -71,13 +70,6 @@ func loadConfig(t testing.TB, c modelConfig) *ingest.Model {
 	}
 	modelCache[key] = m
 	return m
-}
-
-func needORT(t testing.TB) {
-	t.Helper()
-	if _, err := ort.LibraryPath(); err != nil {
-		t.Skip(err)
-	}
 }
 
 // split is one assignment to test.

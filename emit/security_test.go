@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // listTree lists every path under root (relative, sorted), links included, not followed.
@@ -123,9 +121,4 @@ func TestWriteCopiesWeightsThroughCheckedResolution(t *testing.T) {
 			}
 		})
 	}
-}
-
-func ortAvailable() bool {
-	_, err := ort.LibraryPath()
-	return err == nil
 }
