@@ -9,38 +9,39 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // TestMatrixManifest writes the splits of package verify's TestMatrix (the same subset, or
 // all of them with ONNXPART_FULL_MATRIX=1) and checks each manifest's accounting against
 // the graph; TestMatrix checks and verifies the chains in ONNX Runtime.
 func TestMatrixManifest(t *testing.T) {
-	configs := corpusConfigs(t)
+	configs := testmodel.Configs(t)
 	full := os.Getenv("ONNXPART_FULL_MATRIX") == "1"
 	start := time.Now()
 	splits := 0
 	for ci, c := range configs {
-		t.Run(c.name, func(t *testing.T) {
-			m := loadConfig(t, c)
+		t.Run(c.Name, func(t *testing.T) {
+			m := testmodel.Load(t, c)
 			g := m.Graph
 			for ki, k := range matrixKs {
 				h := fnv.New64a()
-				fmt.Fprintf(h, "%s/%d", c.name, k)
-				ss, err := splitsFor(g, k, int64(h.Sum64()>>1))
+				fmt.Fprintf(h, "%s/%d", c.Name, k)
+				ss, err := testmodel.SplitsFor(g, k, int64(h.Sum64()>>1), EqualFLOPs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for si, s := range ss {
-					if !full && !((ci+ki*len(ss)+si)%(len(ss)*len(matrixKs)/2) == 0 || (k == 3 && s.kind == "stages")) {
+					if !full && !((ci+ki*len(ss)+si)%(len(ss)*len(matrixKs)/2) == 0 || (k == 3 && s.Kind == "stages")) {
 						continue
 					}
-					t.Run(fmt.Sprintf("k%d/%s", k, s.kind), func(t *testing.T) {
+					t.Run(fmt.Sprintf("k%d/%s", k, s.Kind), func(t *testing.T) {
 						splits++
 						dir := filepath.Join(t.TempDir(), "out")
-						a := &Assignment{Stage: s.stage, Split: SplitInfo{Method: s.kind}}
+						a := &Assignment{Stage: s.Stage, Split: SplitInfo{Method: s.Kind}}
 						man, err := Write(m, a, dir, Options{})
 						if err != nil {
-							t.Fatalf("%v (assignment %s)", err, describe(g, s.stage))
+							t.Fatalf("%v (assignment %s)", err, testmodel.Describe(g, s.Stage))
 						}
 						checkManifestAgainstGraph(t, g, man)
 					})

@@ -3,35 +3,17 @@ package emit
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
-)
 
-// listTree lists every path under root (relative, sorted), links included, not followed.
-func listTree(t *testing.T, root string) []string {
-	t.Helper()
-	var out []string
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			t.Errorf("walking %s: %v", p, err)
-			return nil
-		}
-		if p != root {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, rel)
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out
-}
+	"github.com/onnxpart/onnxpart/internal/testmodel"
+)
 
 // TestWriteNeverIntoModelDir: the output directory may not be the model's directory or
 // hold it, however it is spelt (relative, with dot segments, through a symbolic link), not
 // even with --force; the model's files are untouched.
 func TestWriteNeverIntoModelDir(t *testing.T) {
-	src := corpusModel(t, "resnet50_small_ext.onnx").path
+	src := testmodel.Corpus(t, "resnet50_small_ext.onnx").Path
 	root := t.TempDir()
 	dir := filepath.Join(root, "models", "m")
 	os.MkdirAll(dir, 0o755)
@@ -44,12 +26,12 @@ func TestWriteNeverIntoModelDir(t *testing.T) {
 	}
 	os.Symlink(dir, filepath.Join(root, "link_to_model_dir"))
 	os.Symlink(filepath.Join(root, "models"), filepath.Join(root, "link_to_parent"))
-	m := loadPath(t, filepath.Join(dir, filepath.Base(src)))
+	m := testmodel.LoadPath(t, filepath.Join(dir, filepath.Base(src)))
 	stage, err := EqualFLOPs(m.Graph, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := listTree(t, root)
+	before := testmodel.ListTree(t, root)
 	wd, _ := os.Getwd()
 	defer os.Chdir(wd)
 	if err := os.Chdir(dir); err != nil {
@@ -65,7 +47,7 @@ func TestWriteNeverIntoModelDir(t *testing.T) {
 			t.Errorf("-o %s --force: %v", out, err)
 		}
 	}
-	if got := listTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
+	if got := testmodel.ListTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
 		t.Errorf("the tree changed: %v, was %v", got, before)
 	}
 }
@@ -75,7 +57,7 @@ func TestWriteNeverIntoModelDir(t *testing.T) {
 // a data file replaced by a link leading outside, or truncated, after Load makes Write fail
 // with nothing written, and the outside file is never copied.
 func TestWriteCopiesWeightsThroughCheckedResolution(t *testing.T) {
-	src := corpusModel(t, "resnet50_small_ext.onnx").path
+	src := testmodel.Corpus(t, "resnet50_small_ext.onnx").Path
 	data, err := os.ReadFile(src + ".data")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +71,7 @@ func TestWriteCopiesWeightsThroughCheckedResolution(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o644)
 			dataPath := filepath.Join(dir, filepath.Base(src)+".data")
 			os.WriteFile(dataPath, data, 0o644)
-			m := loadPath(t, filepath.Join(dir, filepath.Base(src)))
+			m := testmodel.LoadPath(t, filepath.Join(dir, filepath.Base(src)))
 			stage, _ := EqualFLOPs(m.Graph, 3)
 			l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
 			if err != nil {
@@ -106,7 +88,7 @@ func TestWriteCopiesWeightsThroughCheckedResolution(t *testing.T) {
 			case "truncated":
 				os.Truncate(dataPath, int64(len(data)/2))
 			}
-			before := listTree(t, root)
+			before := testmodel.ListTree(t, root)
 			out := filepath.Join(root, "out")
 			err = l.WriteDir(out)
 			if err == nil {
@@ -116,7 +98,7 @@ func TestWriteCopiesWeightsThroughCheckedResolution(t *testing.T) {
 			if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("got %q, want one line mentioning %q", err, want)
 			}
-			if got := listTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
+			if got := testmodel.ListTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
 				t.Errorf("left behind: %v", got)
 			}
 		})

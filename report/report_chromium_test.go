@@ -17,6 +17,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // chromiumPath is Debian's chromium; ONNXPART_CHROMIUM overrides it.
@@ -64,9 +65,9 @@ func tail(s string, n int) string {
 // /tmp/onnxpart-report.png for a person to look at.
 func TestReportChromium(t *testing.T) {
 	chrome := chromiumPath(t)
-	model := filepath.Join(corpusDir, "resnet50_small.onnx")
+	model := filepath.Join(testmodel.CorpusDir, "resnet50_small.onnx")
 	if _, err := os.Stat(model); err != nil {
-		t.Skip("model corpus not found at " + corpusDir)
+		t.Skip("model corpus not found at " + testmodel.CorpusDir)
 	}
 	m, err := ingest.Load(model, ingest.Options{})
 	if err != nil {

@@ -11,12 +11,13 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // TestCheckCatches: each defect, slipped into an otherwise valid directory (hashes
 // refreshed), is reported.
 func TestCheckCatches(t *testing.T) {
-	c := corpusModel(t, "googlenet_small.onnx")
+	c := testmodel.Corpus(t, "googlenet_small.onnx")
 	for _, tc := range []struct {
 		name string
 		edit func(*onnxpb.ModelProto)
@@ -28,22 +29,22 @@ func TestCheckCatches(t *testing.T) {
 		}, "output of an earlier node"},
 		{"missing weight", func(mp *onnxpb.ModelProto) { mp.Graph.Initializer = mp.Graph.Initializer[1:] }, "neither a stage input, a weight"},
 		{"unused weight", func(mp *onnxpb.ModelProto) {
-			mp.Graph.Initializer = append(mp.Graph.Initializer, floatTensor("stray", []int64{1}, 1))
+			mp.Graph.Initializer = append(mp.Graph.Initializer, testmodel.FloatTensor("stray", []int64{1}, 1))
 		}, `weight "stray" is not used`},
 		{"untyped input", func(mp *onnxpb.ModelProto) {
 			mp.Graph.Input[0].Type.GetTensorType().Shape = nil
 		}, "no shape"},
 		{"dangling output", func(mp *onnxpb.ModelProto) {
-			mp.Graph.Output = append(mp.Graph.Output, vinfo("ghost", 1, 1))
+			mp.Graph.Output = append(mp.Graph.Output, testmodel.VInfo("ghost", 1, 1))
 		}, `output "ghost" is not produced`},
 		{"defined twice", func(mp *onnxpb.ModelProto) {
 			mp.Graph.Node = append(mp.Graph.Node, proto.Clone(mp.Graph.Node[0]).(*onnxpb.NodeProto))
 		}, "is defined twice"},
 		{"capture missing", func(mp *onnxpb.ModelProto) {
-			body := &onnxpb.GraphProto{Node: []*onnxpb.NodeProto{node("Identity", "i", []string{"nowhere"}, []string{"o"})},
-				Output: []*onnxpb.ValueInfoProto{vinfo("o", 1)}}
-			mp.Graph.Node = append(mp.Graph.Node, node("If", "if", []string{mp.Graph.Input[0].GetName()}, []string{"if_out"},
-				graphAttr("then_branch", body), graphAttr("else_branch", body)))
+			body := &onnxpb.GraphProto{Node: []*onnxpb.NodeProto{testmodel.Node("Identity", "i", []string{"nowhere"}, []string{"o"})},
+				Output: []*onnxpb.ValueInfoProto{testmodel.VInfo("o", 1)}}
+			mp.Graph.Node = append(mp.Graph.Node, testmodel.Node("If", "if", []string{mp.Graph.Input[0].GetName()}, []string{"if_out"},
+				testmodel.GraphAttr("then_branch", body), testmodel.GraphAttr("else_branch", body)))
 		}, `reads "nowhere"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // Corrupted-corpus test (issue 9.2): every corpus model truncated at 16 places and with
@@ -223,14 +224,14 @@ func corruptDims(path string) map[string]int64 {
 
 func TestCorruptedCorpus(t *testing.T) {
 	var files []string
-	filepath.WalkDir(corpusDir, func(p string, d os.DirEntry, err error) error {
+	filepath.WalkDir(testmodel.CorpusDir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && filepath.Ext(p) == ".onnx" {
 			files = append(files, p)
 		}
 		return nil
 	})
 	if len(files) == 0 {
-		t.Skip("model corpus not found at " + corpusDir)
+		t.Skip("model corpus not found at " + testmodel.CorpusDir)
 	}
 	sort.Strings(files)
 	full := fullCorrupt()

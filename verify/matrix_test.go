@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // The matrix: every corpus model (fp16, external data, dynamic batch with and without
@@ -28,42 +29,42 @@ func fullMatrix() bool { return os.Getenv("ONNXPART_FULL_MATRIX") == "1" }
 
 func TestMatrix(t *testing.T) {
 	needORT(t)
-	configs := corpusConfigs(t)
+	configs := testmodel.Configs(t)
 	full := fullMatrix()
 	start := time.Now()
 	var chains, splits int
 	for ci, c := range configs {
-		t.Run(c.name, func(t *testing.T) {
-			m := loadConfig(t, c)
+		t.Run(c.Name, func(t *testing.T) {
+			m := testmodel.Load(t, c)
 			g := m.Graph
 			ref := NewReferenceCache()
 			defer ref.Close()
 			for ki, k := range matrixKs {
 				h := fnv.New64a()
-				fmt.Fprintf(h, "%s/%d", c.name, k)
-				ss, err := splitsFor(g, k, int64(h.Sum64()>>1))
+				fmt.Fprintf(h, "%s/%d", c.Name, k)
+				ss, err := testmodel.SplitsFor(g, k, int64(h.Sum64()>>1), emit.EqualFLOPs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for si, s := range ss {
 					// Subset: one (k, kind) pair per model in rotation, plus equal FLOPs at k=3.
-					if !full && !((ci+ki*len(ss)+si)%(len(ss)*len(matrixKs)/2) == 0 || (k == 3 && s.kind == "stages")) {
+					if !full && !((ci+ki*len(ss)+si)%(len(ss)*len(matrixKs)/2) == 0 || (k == 3 && s.Kind == "stages")) {
 						continue
 					}
-					name := fmt.Sprintf("k%d/%s", k, s.kind)
+					name := fmt.Sprintf("k%d/%s", k, s.Kind)
 					t.Run(name, func(t *testing.T) {
 						splits++
 						dir := filepath.Join(t.TempDir(), "out")
-						a := &emit.Assignment{Stage: s.stage, Split: emit.SplitInfo{Method: s.kind}}
+						a := &emit.Assignment{Stage: s.Stage, Split: emit.SplitInfo{Method: s.Kind}}
 						man, err := emit.Write(m, a, dir, emit.Options{})
 						if err != nil {
-							t.Fatalf("%v (assignment %s)", err, describe(g, s.stage))
+							t.Fatalf("%v (assignment %s)", err, testmodel.Describe(g, s.Stage))
 						}
 						if _, err := Check(dir); err != nil {
 							t.Fatal(err)
 						}
 						for _, optimize := range []bool{false, true} {
-							rep, err := Run(context.Background(), dir, Options{Optimize: optimize, Seed: 7, Dims: c.verifyDims, Reference: ref})
+							rep, err := Run(context.Background(), dir, Options{Optimize: optimize, Seed: 7, Dims: c.VerifyDims, Reference: ref})
 							if err != nil {
 								t.Fatal(err)
 							}

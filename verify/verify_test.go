@@ -20,6 +20,7 @@ import (
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
@@ -59,7 +60,7 @@ func rewriteStage(t *testing.T, dir string, i int, edit func(*onnxpb.ModelProto)
 // the bit-exact verification fail and names the output.
 func TestVerifyDetectsChangedWeight(t *testing.T) {
 	needORT(t)
-	dir, man := writeSplit(t, corpusModel(t, "resnet50_small.onnx"), 3)
+	dir, man := writeSplit(t, testmodel.Corpus(t, "resnet50_small.onnx"), 3)
 	rewriteStage(t, dir, 1, func(mp *onnxpb.ModelProto) {
 		for _, w := range mp.Graph.Initializer {
 			if len(w.RawData) >= 4 && len(w.Dims) == 4 {
@@ -108,7 +109,7 @@ func TestVerifyDetectsChangedWeight(t *testing.T) {
 // TestVerifyRejects: tampered files, a different model, bad inputs.
 func TestVerifyRejects(t *testing.T) {
 	needORT(t)
-	c := corpusModel(t, "squeezenet1_1_small.onnx")
+	c := testmodel.Corpus(t, "squeezenet1_1_small.onnx")
 	dir, man := writeSplit(t, c, 3)
 	ctx := context.Background()
 
@@ -124,7 +125,7 @@ func TestVerifyRejects(t *testing.T) {
 	os.WriteFile(p, orig, 0o644)
 
 	// Another model.
-	other := corpusModel(t, "resnet50_small.onnx").path
+	other := testmodel.Corpus(t, "resnet50_small.onnx").Path
 	_, err = Run(ctx, dir, Options{ModelPath: other})
 	var me *ModelMismatchError
 	if !errors.As(err, &me) {
@@ -155,9 +156,9 @@ func TestVerifyRejects(t *testing.T) {
 // the run is bit-exact; on the dynamic-batch model the file's batch binds the dimension.
 func TestVerifyWithInputFile(t *testing.T) {
 	needORT(t)
-	c := corpusModel(t, "mobilenet_v2_small_dynbatch.onnx")
+	c := testmodel.Corpus(t, "mobilenet_v2_small_dynbatch.onnx")
 	dir, _ := writeSplit(t, c, 3)
-	feeds, err := RandomFeeds(loadConfig(t, modelConfig{name: "dyn-b2", path: c.path, dims: map[string]int64{"batch": 2}}).Graph, 42)
+	feeds, err := RandomFeeds(testmodel.Load(t, testmodel.Config{Name: "dyn-b2", Path: c.Path, Dims: map[string]int64{"batch": 2}}).Graph, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +188,8 @@ func TestVerifyWithInputFile(t *testing.T) {
 func TestVerifySymbolicDims(t *testing.T) {
 	needORT(t)
 	ctx := context.Background()
-	c := corpusModel(t, "mobilenet_v2_small_dynbatch.onnx")
-	m, err := ingest.Load(c.path, ingest.Options{Dims: map[string]int64{"batch": 8}})
+	c := testmodel.Corpus(t, "mobilenet_v2_small_dynbatch.onnx")
+	m, err := ingest.Load(c.Path, ingest.Options{Dims: map[string]int64{"batch": 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestVerifySymbolicDims(t *testing.T) {
 // Expected: 1025" came from stage files frozen at the planned lengths).
 func TestVerifyDecoderSecondSizes(t *testing.T) {
 	needORT(t)
-	p := decoderModel(t)
+	p := testmodel.DecoderModel(t)
 	m, err := ingest.Load(p, ingest.Options{Dims: map[string]int64{"batch": 1, "past": 1024, "seq": 1, "total": 1025}})
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +364,7 @@ func kvDecoderModel(t testing.TB) (path string, stage0 map[string]bool) {
 		for i := range v {
 			v[i] = float32((i*5+len(name))%9-4) / 8
 		}
-		return floatTensor(name, dims, v...)
+		return testmodel.FloatTensor(name, dims, v...)
 	}
 	i64 := func(name string, v ...int64) *onnxpb.TensorProto {
 		raw := make([]byte, 8*len(v))
@@ -378,15 +379,15 @@ func kvDecoderModel(t testing.TB) (path string, stage0 map[string]bool) {
 	perm := func(v ...int64) *onnxpb.AttributeProto {
 		return &onnxpb.AttributeProto{Name: proto.String("perm"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: v}
 	}
-	inits := []*onnxpb.TensorProto{w("emb", 10, 8), w("wout", 8, 10), floatTensor("one", nil, 1), floatTensor("neg", nil, -1e4),
+	inits := []*onnxpb.TensorProto{w("emb", 10, 8), w("wout", 8, 10), testmodel.FloatTensor("one", nil, 1), testmodel.FloatTensor("neg", nil, -1e4),
 		i64("split_heads", 0, 0, 2, 4), i64("merge_heads", 0, 0, 8), i64("mask_axes", 1, 2)}
 	nodes := []*onnxpb.NodeProto{
-		node("Gather", "embed", []string{"emb", "input_ids"}, []string{"h0"}),
-		node("Cast", "mask_cast", []string{"attention_mask"}, []string{"mf"}, one("to", int64(graph.Float))),
-		node("Unsqueeze", "mask_4d", []string{"mf", "mask_axes"}, []string{"m4"}),
-		node("Sub", "mask_inv", []string{"one", "m4"}, []string{"mi"}),
-		node("Mul", "mask_big", []string{"mi", "neg"}, []string{"mb"}),
-		node("Mul", "scale_past1", []string{"past_key_values.1.key", "one"}, []string{"past_scaled.1"}),
+		testmodel.Node("Gather", "embed", []string{"emb", "input_ids"}, []string{"h0"}),
+		testmodel.Node("Cast", "mask_cast", []string{"attention_mask"}, []string{"mf"}, one("to", int64(graph.Float))),
+		testmodel.Node("Unsqueeze", "mask_4d", []string{"mf", "mask_axes"}, []string{"m4"}),
+		testmodel.Node("Sub", "mask_inv", []string{"one", "m4"}, []string{"mi"}),
+		testmodel.Node("Mul", "mask_big", []string{"mi", "neg"}, []string{"mb"}),
+		testmodel.Node("Mul", "scale_past1", []string{"past_key_values.1.key", "one"}, []string{"past_scaled.1"}),
 	}
 	stage0 = map[string]bool{}
 	for _, n := range nodes {
@@ -403,37 +404,37 @@ func kvDecoderModel(t testing.TB) (path string, stage0 map[string]bool) {
 		layer := []*onnxpb.NodeProto{}
 		for _, x := range []string{"q", "k", "v"} {
 			layer = append(layer,
-				node("MatMul", p+x+"_proj", []string{h, p + "w" + x}, []string{p + x + "0"}),
-				node("Reshape", p+x+"_reshape", []string{p + x + "0", "split_heads"}, []string{p + x + "1"}),
-				node("Transpose", p+x+"_heads", []string{p + x + "1"}, []string{p + x}, perm(0, 2, 1, 3)))
+				testmodel.Node("MatMul", p+x+"_proj", []string{h, p + "w" + x}, []string{p + x + "0"}),
+				testmodel.Node("Reshape", p+x+"_reshape", []string{p + x + "0", "split_heads"}, []string{p + x + "1"}),
+				testmodel.Node("Transpose", p+x+"_heads", []string{p + x + "1"}, []string{p + x}, perm(0, 2, 1, 3)))
 		}
 		layer = append(layer,
-			node("Concat", p+"cat_k", []string{pastK, p + "k"}, []string{fmt.Sprintf("present.%d.key", l)}, one("axis", 2)),
-			node("Concat", p+"cat_v", []string{fmt.Sprintf("past_key_values.%d.value", l), p + "v"}, []string{fmt.Sprintf("present.%d.value", l)}, one("axis", 2)),
-			node("Transpose", p+"kt", []string{fmt.Sprintf("present.%d.key", l)}, []string{p + "kT"}, perm(0, 1, 3, 2)),
-			node("MatMul", p+"scores", []string{p + "q", p + "kT"}, []string{p + "s"}),
-			node("Add", p+"mask_add", []string{p + "s", "mb"}, []string{p + "sm"}),
-			node("Softmax", p+"softmax", []string{p + "sm"}, []string{p + "p"}, one("axis", -1)),
-			node("MatMul", p+"attend", []string{p + "p", fmt.Sprintf("present.%d.value", l)}, []string{p + "a"}),
-			node("Transpose", p+"merge_t", []string{p + "a"}, []string{p + "at"}, perm(0, 2, 1, 3)),
-			node("Reshape", p+"merge", []string{p + "at", "merge_heads"}, []string{p + "o"}),
-			node("Add", p+"residual", []string{p + "o", h}, []string{out}))
+			testmodel.Node("Concat", p+"cat_k", []string{pastK, p + "k"}, []string{fmt.Sprintf("present.%d.key", l)}, one("axis", 2)),
+			testmodel.Node("Concat", p+"cat_v", []string{fmt.Sprintf("past_key_values.%d.value", l), p + "v"}, []string{fmt.Sprintf("present.%d.value", l)}, one("axis", 2)),
+			testmodel.Node("Transpose", p+"kt", []string{fmt.Sprintf("present.%d.key", l)}, []string{p + "kT"}, perm(0, 1, 3, 2)),
+			testmodel.Node("MatMul", p+"scores", []string{p + "q", p + "kT"}, []string{p + "s"}),
+			testmodel.Node("Add", p+"mask_add", []string{p + "s", "mb"}, []string{p + "sm"}),
+			testmodel.Node("Softmax", p+"softmax", []string{p + "sm"}, []string{p + "p"}, one("axis", -1)),
+			testmodel.Node("MatMul", p+"attend", []string{p + "p", fmt.Sprintf("present.%d.value", l)}, []string{p + "a"}),
+			testmodel.Node("Transpose", p+"merge_t", []string{p + "a"}, []string{p + "at"}, perm(0, 2, 1, 3)),
+			testmodel.Node("Reshape", p+"merge", []string{p + "at", "merge_heads"}, []string{p + "o"}),
+			testmodel.Node("Add", p+"residual", []string{p + "o", h}, []string{out}))
 		for _, n := range layer {
 			stage0[n.GetName()] = l == 0
 		}
 		nodes = append(nodes, layer...)
 	}
-	nodes = append(nodes, node("MatMul", "lm_head", []string{"h2", "wout"}, []string{"logits"}))
-	in := []*onnxpb.ValueInfoProto{vinfo("input_ids", graph.Int64, "batch", "seq"), vinfo("attention_mask", graph.Int64, "batch", "total")}
-	out := []*onnxpb.ValueInfoProto{vinfo("logits", graph.Float, "batch", "seq", 10), vinfo("past_scaled.1", graph.Float, "batch", 2, "past", 4)}
+	nodes = append(nodes, testmodel.Node("MatMul", "lm_head", []string{"h2", "wout"}, []string{"logits"}))
+	in := []*onnxpb.ValueInfoProto{testmodel.VInfo("input_ids", graph.Int64, "batch", "seq"), testmodel.VInfo("attention_mask", graph.Int64, "batch", "total")}
+	out := []*onnxpb.ValueInfoProto{testmodel.VInfo("logits", graph.Float, "batch", "seq", 10), testmodel.VInfo("past_scaled.1", graph.Float, "batch", 2, "past", 4)}
 	for l := 0; l < 2; l++ {
 		for _, kv := range []string{"key", "value"} {
-			in = append(in, vinfo(fmt.Sprintf("past_key_values.%d.%s", l, kv), graph.Float, "batch", 2, "past", 4))
-			out = append(out, vinfo(fmt.Sprintf("present.%d.%s", l, kv), graph.Float, "batch", 2, "total", 4))
+			in = append(in, testmodel.VInfo(fmt.Sprintf("past_key_values.%d.%s", l, kv), graph.Float, "batch", 2, "past", 4))
+			out = append(out, testmodel.VInfo(fmt.Sprintf("present.%d.%s", l, kv), graph.Float, "batch", 2, "total", 4))
 		}
 	}
 	g := &onnxpb.GraphProto{Name: proto.String("kv_decoder"), Input: in, Output: out, Initializer: inits, Node: nodes}
-	return writeModel(t, &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: g}), stage0
+	return testmodel.WriteModel(t, &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: testmodel.Opsets(), Graph: g}), stage0
 }
 
 // TestVerifyDecoderPrefill: a decoder planned with only batch, past and seq bound (ingest

@@ -15,6 +15,7 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
@@ -182,17 +183,17 @@ func TestComputedTolerance(t *testing.T) {
 // the error says how to feed it (--input-shape, --input), and both ways verify.
 func TestVerifyUnnamedDims(t *testing.T) {
 	needORT(t)
-	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: &onnxpb.GraphProto{
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: testmodel.Opsets(), Graph: &onnxpb.GraphProto{
 		Name:   proto.String("unnamed"),
-		Input:  []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, nil, nil)},
-		Output: []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, nil, nil)},
+		Input:  []*onnxpb.ValueInfoProto{testmodel.VInfo("x", graph.Float, nil, nil)},
+		Output: []*onnxpb.ValueInfoProto{testmodel.VInfo("y", graph.Float, nil, nil)},
 		Node: []*onnxpb.NodeProto{
-			node("Relu", "relu", []string{"x"}, []string{"a"}),
-			node("Sigmoid", "sigmoid", []string{"a"}, []string{"y"}),
+			testmodel.Node("Relu", "relu", []string{"x"}, []string{"a"}),
+			testmodel.Node("Sigmoid", "sigmoid", []string{"a"}, []string{"y"}),
 		},
 	}}
-	p := writeModel(t, mp)
-	m := loadPath(t, p)
+	p := testmodel.WriteModel(t, mp)
+	m := testmodel.LoadPath(t, p)
 	stage, err := emit.CutAfter(m.Graph, []string{"a"})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // TestWriteSymlinkAtTarget: a symbolic link at the output path is never followed. Without
@@ -37,7 +38,7 @@ func TestWriteSymlinkAtTarget(t *testing.T) {
 			case "file":
 				os.WriteFile(victim, []byte("mine"), 0o644)
 			}
-			before := listTree(t, root)
+			before := testmodel.ListTree(t, root)
 			out := filepath.Join(root, "out")
 			if err := os.Symlink(victim, out); err != nil {
 				t.Fatal(err)
@@ -50,7 +51,7 @@ func TestWriteSymlinkAtTarget(t *testing.T) {
 			if !errors.As(err, &ee) || !ee.Link || !strings.Contains(err.Error(), "symbolic link") {
 				t.Fatalf("without --force: %v", err)
 			}
-			if got := listTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
+			if got := testmodel.ListTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
 				t.Errorf("without --force, the tree changed: %v, was %v", got, before)
 			}
 			if target, err := os.Readlink(out); err != nil || target != victim {
@@ -75,7 +76,7 @@ func TestWriteSymlinkAtTarget(t *testing.T) {
 			}
 			want = append(want, "out", "out/manifest.json", "out/stage0.onnx", "out/stage1.onnx")
 			sort.Strings(want)
-			if got := listTree(t, root); strings.Join(got, " ") != strings.Join(want, " ") {
+			if got := testmodel.ListTree(t, root); strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("after --force: %v, want %v", got, want)
 			}
 			if kind != "dangling" {
@@ -112,22 +113,22 @@ func TestWriteNamesFromModel(t *testing.T) {
 	// x → Add(w_i) → … (n nodes), each output and weight named after a hostile name.
 	g := &onnxpb.GraphProto{Name: proto.String(hostileNames[0])}
 	prev := name(0)
-	g.Input = []*onnxpb.ValueInfoProto{vinfo(prev, graph.Float, 1, 256)}
+	g.Input = []*onnxpb.ValueInfoProto{testmodel.VInfo(prev, graph.Float, 1, 256)}
 	for i := 1; i <= n; i++ {
 		w := "w:" + name(i)
 		vals := make([]float32, 256)
 		for j := range vals {
 			vals[j] = float32(i*j%7) - 3
 		}
-		g.Initializer = append(g.Initializer, floatTensor(w, []int64{1, 256}, vals...)) // 1 KiB: external with ExternalAlways
+		g.Initializer = append(g.Initializer, testmodel.FloatTensor(w, []int64{1, 256}, vals...)) // 1 KiB: external with ExternalAlways
 		out := name(i + n)
-		g.Node = append(g.Node, node("Add", hostileNames[i-1], []string{prev, w}, []string{out}))
+		g.Node = append(g.Node, testmodel.Node("Add", hostileNames[i-1], []string{prev, w}, []string{out}))
 		prev = out
 	}
-	g.Output = []*onnxpb.ValueInfoProto{vinfo(prev, graph.Float, 1, 256)}
-	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: g,
+	g.Output = []*onnxpb.ValueInfoProto{testmodel.VInfo(prev, graph.Float, 1, 256)}
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: testmodel.Opsets(), Graph: g,
 		ProducerName: proto.String(hostileNames[1]), DocString: proto.String(hostileNames[6])}
-	m := loadPath(t, writeModel(t, mp))
+	m := testmodel.LoadPath(t, testmodel.WriteModel(t, mp))
 
 	for _, mode := range []emit.ExternalDataMode{emit.ExternalAuto, emit.ExternalAlways} {
 		root := t.TempDir()
@@ -148,7 +149,7 @@ func TestWriteNamesFromModel(t *testing.T) {
 			}
 		}
 		sort.Strings(want)
-		if got := listTree(t, root); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		if got := testmodel.ListTree(t, root); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("mode %d: files %q, want %q", mode, got, want)
 		}
 		if esc, _ := filepath.Glob("/tmp/onnxpart-escape*"); len(esc) > 0 {
@@ -218,8 +219,8 @@ func verifyIfORT(t *testing.T, dir string) {
 func TestVerifyRefusesHugeTensors(t *testing.T) {
 	// Each model is x → r1 → … → r2 → y, cut right before its last node.
 	write := func(g *onnxpb.GraphProto) (*ingest.Model, string) {
-		mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: g}
-		m := loadPath(t, writeModel(t, mp))
+		mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: testmodel.Opsets(), Graph: g}
+		m := testmodel.LoadPath(t, testmodel.WriteModel(t, mp))
 		out := filepath.Join(t.TempDir(), "out")
 		stage := make([]int, len(m.Graph.Nodes))
 		stage[len(stage)-1] = 1
@@ -229,19 +230,19 @@ func TestVerifyRefusesHugeTensors(t *testing.T) {
 		return m, out
 	}
 	bigIn, bigInDir := write(&onnxpb.GraphProto{Name: proto.String("big_input"),
-		Input:  []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 1000000, 1000000)},
-		Output: []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, 1000000, 1000000)},
-		Node: []*onnxpb.NodeProto{node("Relu", "r1", []string{"x"}, []string{"a"}),
-			node("Relu", "r2", []string{"a"}, []string{"y"})}})
+		Input:  []*onnxpb.ValueInfoProto{testmodel.VInfo("x", graph.Float, 1000000, 1000000)},
+		Output: []*onnxpb.ValueInfoProto{testmodel.VInfo("y", graph.Float, 1000000, 1000000)},
+		Node: []*onnxpb.NodeProto{testmodel.Node("Relu", "r1", []string{"x"}, []string{"a"}),
+			testmodel.Node("Relu", "r2", []string{"a"}, []string{"y"})}})
 	shape := &onnxpb.TensorProto{Name: proto.String("shape"), Dims: []int64{2}, DataType: proto.Int32(int32(graph.Int64)),
 		Int64Data: []int64{1000000, 1000000}}
 	_, bigOutDir := write(&onnxpb.GraphProto{Name: proto.String("big_output"),
-		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float16, 1, 1)},
-		Output:      []*onnxpb.ValueInfoProto{vinfo("y", graph.Float16, 1000000, 1000000)},
+		Input:       []*onnxpb.ValueInfoProto{testmodel.VInfo("x", graph.Float16, 1, 1)},
+		Output:      []*onnxpb.ValueInfoProto{testmodel.VInfo("y", graph.Float16, 1000000, 1000000)},
 		Initializer: []*onnxpb.TensorProto{shape},
-		Node: []*onnxpb.NodeProto{node("Relu", "r1", []string{"x"}, []string{"a"}),
-			node("Expand", "e", []string{"a", "shape"}, []string{"b"}),
-			node("Relu", "r2", []string{"b"}, []string{"y"})}})
+		Node: []*onnxpb.NodeProto{testmodel.Node("Relu", "r1", []string{"x"}, []string{"a"}),
+			testmodel.Node("Expand", "e", []string{"a", "shape"}, []string{"b"}),
+			testmodel.Node("Relu", "r2", []string{"b"}, []string{"y"})}})
 
 	for _, tc := range []struct {
 		dir, want string
@@ -343,7 +344,7 @@ func TestCheckDataFileStaysInside(t *testing.T) {
 // and 3 stages and verifies each chain bit for bit, with both branches of the If taken.
 func TestControlFlowEverySplit(t *testing.T) {
 	needORT(t)
-	m := loadPath(t, controlFlowModel(t))
+	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
 	g := m.Graph
 	order := g.TopoOrder()
 	n := len(order)
@@ -357,7 +358,7 @@ func TestControlFlowEverySplit(t *testing.T) {
 	ref := NewReferenceCache()
 	defer ref.Close()
 	for _, bounds := range cases {
-		stage := stagesFromBounds(g, order, bounds)
+		stage := testmodel.StagesFromBounds(g, order, bounds)
 		dir := filepath.Join(t.TempDir(), "out")
 		man, err := emit.Write(m, &emit.Assignment{Stage: stage}, dir, emit.Options{})
 		if err != nil {
@@ -390,8 +391,8 @@ func TestControlFlowEverySplit(t *testing.T) {
 			if hasSquare != (len(mp.Functions) == 1) || (hasSquare && mp.Functions[0].GetName() != "Square") {
 				t.Errorf("bounds %v: stage %d has functions %v (Square node: %v)", bounds, st.Index, funcNames(mp), hasSquare)
 			}
-			if got := metadata(mp)["onnxpart.source_model"]; got != "model.onnx" || metadata(mp)["author"] != "tests" {
-				t.Errorf("stage %d metadata %v", st.Index, metadata(mp))
+			if got := testmodel.Metadata(mp)["onnxpart.source_model"]; got != "model.onnx" || testmodel.Metadata(mp)["author"] != "tests" {
+				t.Errorf("stage %d metadata %v", st.Index, testmodel.Metadata(mp))
 			}
 			if mp.GetIrVersion() != 8 || len(mp.OpsetImport) != 2 {
 				t.Errorf("stage %d: ir %d, opsets %v", st.Index, mp.GetIrVersion(), mp.OpsetImport)
@@ -451,20 +452,20 @@ func funcNames(mp *onnxpb.ModelProto) []string {
 // its stages do the same for the weights they hold, and still verify.
 func TestOldIRListsWeightsAsInputs(t *testing.T) {
 	needORT(t)
-	w := floatTensor("w", []int64{3}, 1, -2, 3)
+	w := testmodel.FloatTensor("w", []int64{3}, 1, -2, 3)
 	g := &onnxpb.GraphProto{Name: proto.String("ir3"),
-		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2, 3), vinfo("w", graph.Float, 3)},
-		Output:      []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, 2, 3)},
+		Input:       []*onnxpb.ValueInfoProto{testmodel.VInfo("x", graph.Float, 2, 3), testmodel.VInfo("w", graph.Float, 3)},
+		Output:      []*onnxpb.ValueInfoProto{testmodel.VInfo("y", graph.Float, 2, 3)},
 		Initializer: []*onnxpb.TensorProto{w},
 		Node: []*onnxpb.NodeProto{
-			node("Relu", "relu", []string{"x"}, []string{"a"}),
-			node("Mul", "mul", []string{"a", "w"}, []string{"b"}),
-			node("Add", "add", []string{"b", "w"}, []string{"y"}),
+			testmodel.Node("Relu", "relu", []string{"x"}, []string{"a"}),
+			testmodel.Node("Mul", "mul", []string{"a", "w"}, []string{"b"}),
+			testmodel.Node("Add", "add", []string{"b", "w"}, []string{"y"}),
 		}}
 	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(3), Graph: g,
 		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(9)}}}
-	m := loadPath(t, writeModel(t, mp))
-	stage := labels(t, m.Graph, map[string]int{"relu": 0, "mul": 1, "add": 2})
+	m := testmodel.LoadPath(t, testmodel.WriteModel(t, mp))
+	stage := testmodel.Labels(t, m.Graph, map[string]int{"relu": 0, "mul": 1, "add": 2})
 	dir := filepath.Join(t.TempDir(), "out")
 	man, err := emit.Write(m, &emit.Assignment{Stage: stage}, dir, emit.Options{})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // genaiFields are the fields onnxruntime-genai's parser accepts, per object of
@@ -206,10 +207,10 @@ func decoderLM(t testing.TB, layers int) (string, []int) {
 		for i := range v {
 			v[i] = float32((i*7+len(name))%11)/11 - 0.5
 		}
-		return floatTensor(name, []int64{int64(r), int64(c)}, v...)
+		return testmodel.FloatTensor(name, []int64{int64(r), int64(c)}, v...)
 	}
 	g := &onnxpb.GraphProto{Name: proto.String("lm"),
-		Input: []*onnxpb.ValueInfoProto{vinfo("input_ids", graph.Int64, "batch", "seq"), vinfo("attention_mask", graph.Int64, "batch", "total")},
+		Input: []*onnxpb.ValueInfoProto{testmodel.VInfo("input_ids", graph.Int64, "batch", "seq"), testmodel.VInfo("attention_mask", graph.Int64, "batch", "total")},
 		Initializer: []*onnxpb.TensorProto{w("model.embed_tokens.weight", vocab, hidden), w("lm_head.weight", hidden, vocab),
 			genaiInt64s("q_shape", 0, 0, heads, head), genaiInt64s("kv_shape", 0, 0, kvHeads, head), genaiInt64s("back", 0, 0, hidden),
 			genaiInt64s("axis2", 2)},
@@ -219,35 +220,35 @@ func decoderLM(t testing.TB, layers int) (string, []int) {
 		g.Node = append(g.Node, n)
 		layerOf = append(layerOf, layer)
 	}
-	add(0, node("Gather", "embed", []string{"model.embed_tokens.weight", "input_ids"}, []string{"h0"}))
+	add(0, testmodel.Node("Gather", "embed", []string{"model.embed_tokens.weight", "input_ids"}, []string{"h0"}))
 	h := "h0"
 	for l := 0; l < layers; l++ {
 		p := fmt.Sprintf("l%d_", l)
 		g.Initializer = append(g.Initializer, w(p+"q", hidden, hidden), w(p+"k", hidden, kvHeads*head), w(p+"v", hidden, kvHeads*head))
-		add(l, node("MatMul", p+"q", []string{h, p + "q"}, []string{p + "q_out"}))
-		add(l, node("Reshape", p+"q_split", []string{p + "q_out", "q_shape"}, []string{p + "q_heads"}))
-		add(l, node("Reshape", p+"q_merge", []string{p + "q_heads", "back"}, []string{p + "q_back"}))
+		add(l, testmodel.Node("MatMul", p+"q", []string{h, p + "q"}, []string{p + "q_out"}))
+		add(l, testmodel.Node("Reshape", p+"q_split", []string{p + "q_out", "q_shape"}, []string{p + "q_heads"}))
+		add(l, testmodel.Node("Reshape", p+"q_merge", []string{p + "q_heads", "back"}, []string{p + "q_back"}))
 		for _, kv := range []string{"key", "value"} {
 			x := p + kv[:1]
 			past := fmt.Sprintf("past_key_values.%d.%s", l, kv)
-			g.Input = append(g.Input, vinfo(past, graph.Float, "batch", kvHeads, "past", head))
-			g.Output = append(g.Output, vinfo(fmt.Sprintf("present.%d.%s", l, kv), graph.Float, "batch", kvHeads, "total", head))
-			add(l, node("MatMul", x, []string{h, x}, []string{x + "_out"}))
-			add(l, node("Reshape", x+"_split", []string{x + "_out", "kv_shape"}, []string{x + "_heads"}))
-			add(l, node("Transpose", x+"_t", []string{x + "_heads"}, []string{x + "_bhsd"}, genaiIntsAttr("perm", 0, 2, 1, 3)))
-			add(l, node("Concat", x+"_cat", []string{past, x + "_bhsd"}, []string{fmt.Sprintf("present.%d.%s", l, kv)}, genaiIntAttr("axis", 2)))
+			g.Input = append(g.Input, testmodel.VInfo(past, graph.Float, "batch", kvHeads, "past", head))
+			g.Output = append(g.Output, testmodel.VInfo(fmt.Sprintf("present.%d.%s", l, kv), graph.Float, "batch", kvHeads, "total", head))
+			add(l, testmodel.Node("MatMul", x, []string{h, x}, []string{x + "_out"}))
+			add(l, testmodel.Node("Reshape", x+"_split", []string{x + "_out", "kv_shape"}, []string{x + "_heads"}))
+			add(l, testmodel.Node("Transpose", x+"_t", []string{x + "_heads"}, []string{x + "_bhsd"}, genaiIntsAttr("perm", 0, 2, 1, 3)))
+			add(l, testmodel.Node("Concat", x+"_cat", []string{past, x + "_bhsd"}, []string{fmt.Sprintf("present.%d.%s", l, kv)}, genaiIntAttr("axis", 2)))
 		}
 		next := fmt.Sprintf("h%d", l+1)
-		add(l, node("Add", p+"res", []string{h, p + "q_back"}, []string{next}))
+		add(l, testmodel.Node("Add", p+"res", []string{h, p + "q_back"}, []string{next}))
 		h = next
 	}
-	add(layers, node("MatMul", "lm_head", []string{h, "lm_head.weight"}, []string{"scores"}))
-	add(layers, node("Cast", "mask_f", []string{"attention_mask"}, []string{"mask_f"}, genaiIntAttr("to", int64(graph.Float))))
-	add(layers, node("ReduceMax", "mask_any", []string{"mask_f"}, []string{"mask_m"}, genaiIntsAttr("axes", 1), genaiIntAttr("keepdims", 1)))
-	add(layers, node("Unsqueeze", "mask_b", []string{"mask_m", "axis2"}, []string{"mask_b"}))
-	add(layers, node("Mul", "logits", []string{"scores", "mask_b"}, []string{"logits"}))
-	g.Output = append([]*onnxpb.ValueInfoProto{vinfo("logits", graph.Float, "batch", "seq", vocab)}, g.Output...)
-	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(), Graph: g}
+	add(layers, testmodel.Node("MatMul", "lm_head", []string{h, "lm_head.weight"}, []string{"scores"}))
+	add(layers, testmodel.Node("Cast", "mask_f", []string{"attention_mask"}, []string{"mask_f"}, genaiIntAttr("to", int64(graph.Float))))
+	add(layers, testmodel.Node("ReduceMax", "mask_any", []string{"mask_f"}, []string{"mask_m"}, genaiIntsAttr("axes", 1), genaiIntAttr("keepdims", 1)))
+	add(layers, testmodel.Node("Unsqueeze", "mask_b", []string{"mask_m", "axis2"}, []string{"mask_b"}))
+	add(layers, testmodel.Node("Mul", "logits", []string{"scores", "mask_b"}, []string{"logits"}))
+	g.Output = append([]*onnxpb.ValueInfoProto{testmodel.VInfo("logits", graph.Float, "batch", "seq", vocab)}, g.Output...)
+	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: testmodel.Opsets(), Graph: g}
 	b, err := proto.Marshal(mp)
 	if err != nil {
 		t.Fatal(err)
@@ -532,7 +533,7 @@ func TestParseGenAI(t *testing.T) {
 // A model that is no decoder still gets a file, with every gap noted; Force replaces a
 // directory holding genai_config.json, and a failed write leaves nothing.
 func TestGenAINotADecoderAndForce(t *testing.T) {
-	p := decoderModel(t) // a past input and a Concat, but no token ids, logits or layers
+	p := testmodel.DecoderModel(t) // a past input and a Concat, but no token ids, logits or layers
 	m, err := ingest.Load(p, ingest.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/verify"
 )
 
@@ -585,9 +586,9 @@ func TestWriteTritonFailures(t *testing.T) {
 // stages' bytes, and running the steps as the ensemble wires them reproduces the model's
 // outputs bit for bit.
 func TestTritonCorpus(t *testing.T) {
-	model := filepath.Join(corpusDir, "external", "resnet50_small_ext.onnx")
+	model := filepath.Join(testmodel.CorpusDir, "external", "resnet50_small_ext.onnx")
 	if _, err := os.Stat(model); err != nil {
-		t.Skip("model corpus not found at " + corpusDir)
+		t.Skip("model corpus not found at " + testmodel.CorpusDir)
 	}
 	m, err := ingest.Load(model, ingest.Options{})
 	if err != nil {
