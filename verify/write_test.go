@@ -23,6 +23,9 @@ import (
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
+// The tests of emit.Write whose outputs are then checked with Check and Run: they live here,
+// not in emit, because verify imports emit: emit's in-package tests cannot import it.
+
 // TestWriteSymlinkAtTarget: a symbolic link at the output path is never followed. Without
 // --force it is refused and left as it is; with --force the link itself is replaced by the
 // output directory and what it pointed to (a directory, a file, nothing) is untouched.
