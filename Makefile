@@ -92,10 +92,13 @@ fuzz: deps
 	done
 
 # Every corpus model × k ∈ {2,3,5,8} × 6 assignments, each chain verified in ONNX Runtime
-# (bit-exact with optimizations disabled, 1e-4 with them enabled). About 1 minute on 2 cores.
+# (bit-exact with optimizations disabled, 1e-4 with them enabled; package verify), and each
+# manifest's accounting checked against the graph (package emit). About 1 minute on 2 cores.
 test-matrix: deps
-	set -o pipefail; ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrix$$' -v ./emit \
+	set -o pipefail; ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrix$$' -v ./verify \
 		| grep -E '^(--- |    --- |ok|FAIL)|splits, '
+	set -o pipefail; ONNXPART_FULL_MATRIX=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestMatrixManifest$$' -v ./emit \
+		| grep -E '^(--- |ok|FAIL)|splits, '
 
 # The certificate harness at length: CERT_N random instances of each kind (pipelines on
 # identical and mixed devices, cost-only tensors, dnn-partitioning inference and training),
@@ -126,12 +129,12 @@ bench-fusion-quick: deps
 # copied to /tmp/onnxpart-report.png.
 test-report: deps
 	scripts/deps.sh apt chromium chromium
-	$(CGO_ENV) $(GO) test -count=1 -run '^TestReportChromium(LongPlan)?$$' -v ./emit
+	$(CGO_ENV) $(GO) test -count=1 -run '^TestReportChromium(LongPlan)?$$' -v ./report
 
 # 2.5 GiB of generated external weights: load, split in 4, write, check, verify in ONNX
 # Runtime; time and peak RSS per phase. ~0.5-2 min, ~3 GiB of disk (ONNXPART_HUGE_DIR=...).
 test-huge: deps
-	set -o pipefail; ONNXPART_HUGE=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestHugeModel$$' -v ./emit \
+	set -o pipefail; ONNXPART_HUGE=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestHugeModel$$' -v ./verify \
 		| grep -E '^(--- |ok|FAIL)|huge_test.go'
 
 # Real models that other people exported (PyTorch, Paddle2ONNX, spox: audio VAD with If
@@ -145,7 +148,7 @@ test-real: deps
 
 # Every corpus model truncated at 16 places and with 16 sets of bit flips (~15 s).
 test-corrupt: deps
-	set -o pipefail; ONNXPART_FULL_CORRUPT=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestCorruptedCorpus$$' -v ./emit \
+	set -o pipefail; ONNXPART_FULL_CORRUPT=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run '^TestCorruptedCorpus$$' -v ./verify \
 		| grep -E '^(--- |ok|FAIL)|cases of'
 
 # Cost-model fidelity: every corpus model split into 2, 4 and 8 stages; predicted stage times

@@ -17,6 +17,7 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // TestBatchedPlan plans a batch on identical and mixed devices and checks the plan's
@@ -118,7 +119,7 @@ func TestBatchedPlan(t *testing.T) {
 					t.Errorf("route notes: route 0 %q, route 1 %q", n0, n1)
 				}
 			}
-			rep, err := emit.Verify(context.Background(), out, emit.VerifyOptions{})
+			rep, err := verify.Run(context.Background(), out, verify.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +138,7 @@ func TestBatchedPlan(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(out, "manifest.json"), []byte(bad), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := emit.Verify(context.Background(), out, emit.VerifyOptions{}); err == nil || !strings.Contains(err.Error(), "not a plain subdirectory") {
+			if _, err := verify.Run(context.Background(), out, verify.Options{}); err == nil || !strings.Contains(err.Error(), "not a plain subdirectory") {
 				t.Fatalf("route outside the directory: got %v", err)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // llama4 writes a four-layer Tiny decoder and loads it at a prefill of 16 tokens.
@@ -104,12 +105,12 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 	if _, err := ort.LibraryPath(); err != nil {
 		t.Skip(err)
 	}
-	rep, err := emit.Verify(context.Background(), dir, emit.VerifyOptions{})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Fatalf("verify: %v", (&emit.MismatchError{Report: rep}).Error())
+		t.Fatalf("verify: %v", (&verify.MismatchError{Report: rep}).Error())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // Plan a bundled ResNet-50 on two catalog GPUs, write the stages and check them in ONNX
@@ -47,7 +48,7 @@ func ExamplePlan() {
 		fmt.Println(err)
 		return
 	}
-	rep, err := emit.Verify(ctx, out, emit.VerifyOptions{})
+	rep, err := verify.Run(ctx, out, verify.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -5,7 +5,7 @@
 //	r, _ := onnxpart.Plan(ctx, m, c, onnxpart.Options{TimeLimit: 30 * time.Second})
 //	l, _ := onnxpart.Prepare(m, r, emit.Options{}, 0)
 //	_ = l.WriteDir("out")                       // stage files, manifest.json
-//	rep, _ := emit.Verify(ctx, "out", emit.VerifyOptions{}) // chained stages == the model?
+//	rep, _ := verify.Run(ctx, "out", verify.Options{}) // chained stages == the model?
 //
 // What goes in: an ingested model (package ingest) and a device cluster (package profile).
 // What comes out: a Result — pipeline stages or a heterogeneous placement with predicted

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 func TestCutAfter(t *testing.T) {
-	c := corpusModel(t, "resnet50_small.onnx")
-	g := loadConfig(t, c).Graph
+	c := testmodel.Corpus(t, "resnet50_small.onnx")
+	g := testmodel.Load(t, c).Graph
 	order := g.TopoOrder()
 	// The stage boundary falls right after each named tensor's producer.
 	t1 := g.Nodes[order[10]].Outputs[0]
@@ -52,8 +53,8 @@ func TestCutAfter(t *testing.T) {
 }
 
 func TestEqualFLOPs(t *testing.T) {
-	for _, c := range corpusConfigs(t) {
-		g := loadConfig(t, c).Graph
+	for _, c := range testmodel.Configs(t) {
+		g := testmodel.Load(t, c).Graph
 		total := g.TotalFLOPs()
 		for _, k := range []int{1, 2, 3, 5, 8} {
 			stage, err := EqualFLOPs(g, k)
@@ -61,7 +62,7 @@ func TestEqualFLOPs(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := g.CheckStageOrder(stage); err != nil {
-				t.Fatalf("%s k=%d: %v", c.name, k, err)
+				t.Fatalf("%s k=%d: %v", c.Name, k, err)
 			}
 			flops := make([]int64, k)
 			nonStatic := make([]int, k)
@@ -74,7 +75,7 @@ func TestEqualFLOPs(t *testing.T) {
 			var worst int64
 			for s := 0; s < k; s++ {
 				if nonStatic[s] == 0 {
-					t.Errorf("%s k=%d: stage %d has no node of its own", c.name, k, s)
+					t.Errorf("%s k=%d: stage %d has no node of its own", c.Name, k, s)
 				}
 				worst = max(worst, flops[s])
 			}
@@ -84,11 +85,11 @@ func TestEqualFLOPs(t *testing.T) {
 				big = max(big, g.Nodes[v].FLOPs)
 			}
 			if total > 0 && float64(worst) > float64(total)/float64(k)+float64(big) {
-				t.Errorf("%s k=%d: largest part %d FLOPs, ideal %d, largest node %d", c.name, k, worst, total/int64(k), big)
+				t.Errorf("%s k=%d: largest part %d FLOPs, ideal %d, largest node %d", c.Name, k, worst, total/int64(k), big)
 			}
 		}
 	}
-	g := loadConfig(t, corpusModel(t, "vgg16_small.onnx")).Graph
+	g := testmodel.Load(t, testmodel.Corpus(t, "vgg16_small.onnx")).Graph
 	var se *StageCountError
 	if _, err := EqualFLOPs(g, len(g.Nodes)+1); !errors.As(err, &se) {
 		t.Errorf("k > nodes: got %v", err)
@@ -99,7 +100,7 @@ func TestEqualFLOPs(t *testing.T) {
 }
 
 func TestReadAssignment(t *testing.T) {
-	m := loadPath(t, controlFlowModel(t))
+	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
 	g := m.Graph
 	stage, err := ReadAssignment(strings.NewReader(`{"relu": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 2, "mul_s2": 2}`), g)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // BenchmarkWriteBERT8 writes bert_base_like_small.onnx (1212 nodes, 3.0 MB) as 8 equal-FLOP
@@ -15,8 +17,8 @@ import (
 // it reports the peak live heap during the write (sampled every 200 µs, above the heap
 // in use before it) as a ratio to the model file's size.
 func BenchmarkWriteBERT8(b *testing.B) {
-	c := corpusModel(b, "bert_base_like_small.onnx")
-	m := loadConfig(b, c)
+	c := testmodel.Corpus(b, "bert_base_like_small.onnx")
+	m := testmodel.Load(b, c)
 	stage, err := EqualFLOPs(m.Graph, 8)
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
-// Package emit turns a stage assignment of an ONNX model into runnable stage models, writes
-// them with a manifest, and verifies in ONNX Runtime that the chain of stages computes
-// exactly what the model computed.
+// Package emit turns a stage assignment of an ONNX model into runnable stage models and
+// writes them with a manifest. It only writes: verify checks in ONNX Runtime that the chain
+// of stages computes what the model computed, report renders report.html, deploy/triton and
+// deploy/genai write serving configurations; emit itself never loads ONNX Runtime.
 //
 // What goes in: an *ingest.Model (decoded protobuf plus graph.Graph; never modified) and an
 // Assignment giving a stage label to every node (from a planner, or from the manual split
@@ -44,26 +45,12 @@
 //   - Weights are written as external data (stage<i>.onnx.data, relative location) where
 //     the source stored them externally, or when a stage would not fit protobuf's 2 GiB limit.
 //
-// Verify runs the original model and the chain of stages in ONNX Runtime on the same
-// seeded (or user-supplied .npy) inputs and compares every model output: bit for bit with
-// graph optimizations disabled, within a relative tolerance with them enabled (by the least
-// precise float type an output is computed through: 1e-4 for float32, 1e-2 for float16, 8e-2
-// for bfloat16; integer outputs exact).
-// Symbolic dimensions the stages kept are bound by the input files, VerifyOptions.Dims, the
-// size the plan bound them to, or DefaultDim (1); a dim the model ties to others (a decoder's
-// total = past + seq) is derived from them, so --dim past=0 alone runs a prefill. A dim the
-// plan bound and nothing else sized is run again at a second size (VerifyReport.OtherSizes).
-// Models of 512 MiB of weights or more run in ONNX Runtime's low-memory mode, one session at
-// a time. For float16 models the reference rounds the float16 tensors that cross
-// stage boundaries, because ONNX Runtime's CPU provider computes float16 graphs in float32
-// between operators without float16 kernels and never rounds there (see
-// VerifyReport.Reference); the difference to the unmodified model is reported as well.
-// Check performs the structural checks (every input produced earlier or a graph input, no
-// dangling names, topological order, typed boundaries) without running anything.
+// Besides the stage files, a directory can get more files inside the same atomic write:
+// Options.Extras is called after the manifest (report.html from package report, a Triton
+// model repository from deploy/triton), Options.BeforeManifest before it
+// (genai_config.json from deploy/genai, whose notes the manifest carries). When Force
+// replaces a previous output, those entries count as onnxpart's own.
 //
-// Besides the stage files, a directory can get report.html (Report, WriteReport: one
-// self-contained page with the pipeline, a timeline, memory per device and the bounds) and a
-// Triton model repository (WriteTriton: one onnxruntime_onnx model per stage and an ensemble
-// wiring them by tensor name; a leading symbolic batch becomes max_batch_size with dynamic
-// batching), both written inside the atomic write through Options.Extras.
+// The JSON Schemas of every machine-readable output (the manifest's among them) are in
+// emit/schema, where the manifest's format has been published since its first version.
 package emit

@@ -2,13 +2,15 @@ package emit
 
 import (
 	"testing"
+
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // EqualFLOPsAt cuts only at the positions given: each cut is the free position nearest its
 // share of the FLOPs, cuts are distinct and increasing, as many stages as positions + 1 use
 // every position, and more is an error.
 func TestEqualFLOPsAt(t *testing.T) {
-	g := loadConfig(t, corpusModel(t, "resnet50_small.onnx")).Graph
+	g := testmodel.Load(t, testmodel.Corpus(t, "resnet50_small.onnx")).Graph
 	order := g.TopoOrder()
 	var at []int
 	for b := 7; b < len(order); b += 23 {

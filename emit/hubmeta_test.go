@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // TestStageProvenance: every stage file keeps the source's metadata (producer, doc strings,
@@ -35,7 +36,7 @@ func TestStageProvenance(t *testing.T) {
 	src.Graph.MetadataProps = []*onnxpb.StringStringEntryProto{{Key: proto.String("graph_key"), Value: proto.String("g")}}
 	last := src.Graph.Node[len(src.Graph.Node)-1]
 	last.DocString = proto.String("classifier")
-	m := loadPath(t, writeModel(t, &src))
+	m := testmodel.LoadPath(t, testmodel.WriteModel(t, &src))
 
 	stage, err := EqualFLOPs(m.Graph, 3)
 	if err != nil {
@@ -48,7 +49,7 @@ func TestStageProvenance(t *testing.T) {
 	}
 	for _, st := range man.Stages {
 		mp := stageModelOf(t, dir, st)
-		md := metadata(mp)
+		md := testmodel.Metadata(mp)
 		want := map[string]string{
 			"license":                          "Apache-2.0",
 			"onnxpart.source_model":            "model.onnx",
@@ -112,7 +113,7 @@ func TestStageProvenanceWithoutProducer(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.ProducerName, src.ProducerVersion = nil, nil
-	m := loadPath(t, writeModel(t, &src))
+	m := testmodel.LoadPath(t, testmodel.WriteModel(t, &src))
 	stage, err := EqualFLOPs(m.Graph, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestStageProvenanceWithoutProducer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := metadata(stageModelOf(t, dir, man.Stages[1]))
+	md := testmodel.Metadata(stageModelOf(t, dir, man.Stages[1]))
 	for _, k := range []string{"onnxpart.source_producer_name", "onnxpart.source_producer_version"} {
 		if v, ok := md[k]; ok {
 			t.Errorf("%s = %q for a source without a producer", k, v)

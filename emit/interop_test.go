@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // pythonWith returns a Python interpreter that imports the given modules (Debian's
@@ -28,10 +30,10 @@ func TestONNXCheckerAcceptsStages(t *testing.T) {
 	var dirs []string
 	for _, name := range []string{"bert_base_like_small.onnx", "resnet50_small_fp16.onnx", "resnet50_small_ext.onnx",
 		"mobilenet_v2_small_dynbatch.onnx", "randwire_ws_small_small.onnx"} {
-		dir, _ := writeSplit(t, corpusModel(t, name), 5)
+		dir, _ := writeSplit(t, testmodel.Corpus(t, name), 5)
 		dirs = append(dirs, dir)
 	}
-	dir, _ := writeSplit(t, modelConfig{name: "controlflow", path: controlFlowModel(t)}, 3)
+	dir, _ := writeSplit(t, testmodel.Config{Name: "controlflow", Path: testmodel.ControlFlowModel(t)}, 3)
 	dirs = append(dirs, dir)
 	script := `
 import glob, os, sys, onnx

@@ -2,10 +2,11 @@ package emit
 
 import (
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/access"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/onnxpart/onnxpart/internal/access"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/dag"
@@ -37,10 +38,11 @@ type Options struct {
 	// and the manifest are written (file hashes filled in) and before the atomic rename, to
 	// add more files (report.html, a Triton repository); an error aborts the whole write.
 	Extras func(tmpDir string, m *Manifest) error
-	// GenAI, when set, also writes genai_config.json, onnxruntime-genai's pipeline decoder
-	// over the stages (--emit genai; see genai.go), before the manifest, whose notes name
-	// the values it could not find.
-	GenAI *GenAIOptions
+	// BeforeManifest, when set, is called by WriteDir with the temporary directory after the
+	// stage files are written and before the manifest, to add files the manifest's notes
+	// describe (genai_config.json: package deploy/genai's Write, whose notes name the values
+	// it could not find); an error aborts the whole write.
+	BeforeManifest func(tmpDir string, m *Manifest) error
 	// State names state pairs the pattern of graph.StatePairs misses, input → output
 	// (--state); the manifest lists each stage's state.
 	State map[string]string
@@ -630,7 +632,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 				man.Transfers = append(man.Transfers, Transfer{Tensor: g.Tensors[t].Name, From: i, To: c, Bytes: g.Tensors[t].Bytes})
 			}
 		}
-		st.Pipeline = map[string]GenAIStage{fmt.Sprintf("stage%d", i): genaiStage(st)}
+		st.Pipeline = map[string]GenAIStage{fmt.Sprintf("stage%d", i): GenAIPipelineEntry(st)}
 		for _, t := range append(append([]int{}, sp.inputs...), sp.outputs...) {
 			if l.fixed[t] {
 				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q keeps its bound shape %s in the stage files: its shape is not inferred without the bindings (--freeze-dims writes every tensor so)", i, g.Tensors[t].Name, g.Tensors[t].Shape))
@@ -749,7 +751,10 @@ var genaiProviders = map[string]string{
 	"NvTensorRTRTXExecutionProvider": "NvTensorRtRtx", "TensorrtExecutionProvider": "tensorrt",
 }
 
-func genaiStage(st Stage) GenAIStage {
+// GenAIPipelineEntry returns st's element of onnxruntime-genai's decoder pipeline (see
+// Stage.Pipeline, which the layout fills with it): the stage file, its inputs and outputs,
+// and its execution provider by genai's name.
+func GenAIPipelineEntry(st Stage) GenAIStage {
 	gs := GenAIStage{Filename: st.File, Inputs: []string{}, Outputs: []string{}, RunOnPrompt: true, RunOnTokenGen: true,
 		SessionOptions: GenAISessionOpts{ProviderOptions: []map[string]map[string]string{}}}
 	for _, r := range st.Inputs {

@@ -11,6 +11,8 @@ import (
 	gonum "gonum.org/v1/gonum/graph"
 	"gonum.org/v1/gonum/graph/simple"
 	"gorgonia.org/tensor"
+
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // An onnx-go backend that records what onnx-go decodes: every value node with its name and
@@ -81,7 +83,7 @@ func TestStagesDecodeWithOnnxGo(t *testing.T) {
 	for _, name := range []string{"resnet50_small.onnx", "squeezenet1_1_small.onnx", "vgg16_small.onnx",
 		"googlenet_small.onnx", "mobilenet_v2_small.onnx", "efficientnet_b0_small.onnx"} {
 		t.Run(name, func(t *testing.T) {
-			dir, man := writeSplit(t, corpusModel(t, name), 4)
+			dir, man := writeSplit(t, testmodel.Corpus(t, name), 4)
 			for _, st := range man.Stages {
 				data, err := os.ReadFile(filepath.Join(dir, st.File))
 				if err != nil {

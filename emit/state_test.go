@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // The stage that makes present from past keeps the pair as state; a pair named by hand is
 // listed too, and a name that is not an input is an error naming it, with nothing written.
 func TestManifestState(t *testing.T) {
-	m, err := ingest.Load(decoderModel(t), ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
+	m, err := ingest.Load(testmodel.DecoderModel(t), ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestManifestState(t *testing.T) {
 // A node marked for recomputation must read only graph inputs, weights and other such
 // nodes' outputs: one that reads an activation is refused, naming it.
 func TestRecomputeRefusesActivations(t *testing.T) {
-	m, err := ingest.Load(decoderModel(t), ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
+	m, err := ingest.Load(testmodel.DecoderModel(t), ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
 	if err != nil {
 		t.Fatal(err)
 	}

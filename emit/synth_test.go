@@ -1,10 +1,7 @@
 package emit
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,111 +10,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 // A small builder of ONNX models for tests.
-
-func vinfo(name string, dt graph.DType, dims ...any) *onnxpb.ValueInfoProto {
-	sh := &onnxpb.TensorShapeProto{Dim: []*onnxpb.TensorShapeProto_Dimension{}}
-	for _, d := range dims {
-		dim := &onnxpb.TensorShapeProto_Dimension{}
-		switch v := d.(type) {
-		case int:
-			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: int64(v)}
-		case string:
-			dim.Value = &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: v}
-		}
-		sh.Dim = append(sh.Dim, dim)
-	}
-	return &onnxpb.ValueInfoProto{Name: proto.String(name), Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{
-		TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(dt)), Shape: sh}}}}
-}
-
-func node(op, name string, ins, outs []string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
-	return &onnxpb.NodeProto{OpType: proto.String(op), Name: proto.String(name), Input: ins, Output: outs, Attribute: attrs}
-}
-
-func floatTensor(name string, dims []int64, vals ...float32) *onnxpb.TensorProto {
-	raw := make([]byte, 4*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-	}
-	return &onnxpb.TensorProto{Name: proto.String(name), Dims: dims, DataType: proto.Int32(int32(graph.Float)), RawData: raw}
-}
-
-func graphAttr(name string, g *onnxpb.GraphProto) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_GRAPH.Enum(), G: g}
-}
-
-func writeModel(t testing.TB, mp *onnxpb.ModelProto) string {
-	t.Helper()
-	b, err := proto.Marshal(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "model.onnx")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func opsets(extra ...*onnxpb.OperatorSetIdProto) []*onnxpb.OperatorSetIdProto {
-	return append([]*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(17)}}, extra...)
-}
-
-// controlFlowModel: x → Relu → a; If(cond) { a + w } else { a − w } → y (captures a and
-// the weight w); local.Square(y) → z (a model-local function); Sigmoid(w2) → s, a
-// weight-only node read by two later nodes; outputs z, z2 = z·s + a, the input x itself
-// and the weight w.
-func controlFlowModel(t testing.TB) string {
-	w := floatTensor("w", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
-	w2 := floatTensor("w2", []int64{2, 3}, -1, 0.5, 2, -3, 0.25, 1)
-	thenG := &onnxpb.GraphProto{Name: proto.String("then"),
-		Node:   []*onnxpb.NodeProto{node("Add", "then_add", []string{"a", "w"}, []string{"t_out"})},
-		Output: []*onnxpb.ValueInfoProto{vinfo("t_out", graph.Float, 2, 3)}}
-	elseG := &onnxpb.GraphProto{Name: proto.String("else"),
-		Node:   []*onnxpb.NodeProto{node("Sub", "else_sub", []string{"a", "w"}, []string{"e_out"})},
-		Output: []*onnxpb.ValueInfoProto{vinfo("e_out", graph.Float, 2, 3)}}
-	square := &onnxpb.FunctionProto{Name: proto.String("Square"), Domain: proto.String("local"),
-		Input: []string{"X"}, Output: []string{"Y"},
-		Node:        []*onnxpb.NodeProto{node("Mul", "sq", []string{"X", "X"}, []string{"Y"})},
-		OpsetImport: opsets()}
-	unused := &onnxpb.FunctionProto{Name: proto.String("Unused"), Domain: proto.String("local"),
-		Input: []string{"X"}, Output: []string{"Y"},
-		Node:        []*onnxpb.NodeProto{node("Neg", "n", []string{"X"}, []string{"Y"})},
-		OpsetImport: opsets()}
-	g := &onnxpb.GraphProto{Name: proto.String("cf"),
-		Input: []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2, 3), vinfo("cond", graph.Bool)},
-		Output: []*onnxpb.ValueInfoProto{vinfo("z", graph.Float, 2, 3), vinfo("z2", graph.Float, 2, 3),
-			vinfo("x", graph.Float, 2, 3), vinfo("w", graph.Float, 2, 3)},
-		Initializer: []*onnxpb.TensorProto{w, w2},
-		Node: []*onnxpb.NodeProto{
-			node("Relu", "relu", []string{"x"}, []string{"a"}),
-			node("Sigmoid", "sig_w2", []string{"w2"}, []string{"s"}),
-			node("If", "if", []string{"cond"}, []string{"y"}, graphAttr("then_branch", thenG), graphAttr("else_branch", elseG)),
-			{OpType: proto.String("Square"), Domain: proto.String("local"), Name: proto.String("square"), Input: []string{"y"}, Output: []string{"z"}},
-			node("Mul", "mul_s", []string{"z", "s"}, []string{"zs"}),
-			node("Add", "add_a", []string{"zs", "a"}, []string{"z2_pre"}),
-			node("Mul", "mul_s2", []string{"z2_pre", "s"}, []string{"z2"}),
-		},
-	}
-	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(8), OpsetImport: opsets(&onnxpb.OperatorSetIdProto{Domain: proto.String("local"), Version: proto.Int64(1)}),
-		ProducerName: proto.String("test"), Graph: g, Functions: []*onnxpb.FunctionProto{square, unused},
-		MetadataProps: []*onnxpb.StringStringEntryProto{{Key: proto.String("author"), Value: proto.String("tests")}}}
-	return writeModel(t, mp)
-}
-
-func loadPath(t testing.TB, p string) *ingest.Model {
-	t.Helper()
-	m, err := ingest.Load(p, ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 func stageModelOf(t *testing.T, dir string, st Stage) *onnxpb.ModelProto {
 	t.Helper()
@@ -132,140 +29,11 @@ func stageModelOf(t *testing.T, dir string, st Stage) *onnxpb.ModelProto {
 	return &mp
 }
 
-// TestControlFlowEverySplit writes every contiguous split of the control-flow model into 2
-// and 3 stages and verifies each chain bit for bit, with both branches of the If taken.
-func TestControlFlowEverySplit(t *testing.T) {
-	needORT(t)
-	m := loadPath(t, controlFlowModel(t))
-	g := m.Graph
-	order := g.TopoOrder()
-	n := len(order)
-	var cases [][]int
-	for i := 1; i < n; i++ {
-		cases = append(cases, []int{i})
-		for j := i + 1; j < n; j++ {
-			cases = append(cases, []int{i, j})
-		}
-	}
-	ref := NewReferenceCache()
-	defer ref.Close()
-	for _, bounds := range cases {
-		stage := stagesFromBounds(g, order, bounds)
-		dir := filepath.Join(t.TempDir(), "out")
-		man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
-		if err != nil {
-			t.Fatalf("bounds %v: %v", bounds, err)
-		}
-		// Two seeds give both values of cond (bool input: random 0/1).
-		for seed := int64(0); seed < 4; seed++ {
-			rep, err := Verify(context.Background(), dir, VerifyOptions{Seed: seed, Reference: ref})
-			if err != nil {
-				t.Fatalf("bounds %v: %v", bounds, err)
-			}
-			if !rep.Pass {
-				t.Errorf("bounds %v seed %d: %v", bounds, seed, (&MismatchError{Report: rep}).Error())
-			}
-		}
-		// Structural facts.
-		for _, st := range man.Stages {
-			mp := stageModelOf(t, dir, st)
-			hasIf, hasSquare := false, false
-			for _, nd := range mp.Graph.Node {
-				hasIf = hasIf || nd.GetOpType() == "If"
-				hasSquare = hasSquare || nd.GetOpType() == "Square"
-			}
-			if hasIf && !hasWeight(mp, "w") {
-				t.Errorf("bounds %v: stage %d runs the If but lacks the captured weight w", bounds, st.Index)
-			}
-			if hasIf && !hasInput(st, "a") && !producesLocally(mp, "a") {
-				t.Errorf("bounds %v: stage %d runs the If but neither reads nor computes its capture a", bounds, st.Index)
-			}
-			if hasSquare != (len(mp.Functions) == 1) || (hasSquare && mp.Functions[0].GetName() != "Square") {
-				t.Errorf("bounds %v: stage %d has functions %v (Square node: %v)", bounds, st.Index, funcNames(mp), hasSquare)
-			}
-			if got := metadata(mp)["onnxpart.source_model"]; got != "model.onnx" || metadata(mp)["author"] != "tests" {
-				t.Errorf("stage %d metadata %v", st.Index, metadata(mp))
-			}
-			if mp.GetIrVersion() != 8 || len(mp.OpsetImport) != 2 {
-				t.Errorf("stage %d: ir %d, opsets %v", st.Index, mp.GetIrVersion(), mp.OpsetImport)
-			}
-		}
-		// Sigmoid(w2) is computed in every stage that reads s, never sent.
-		for _, tr := range man.Transfers {
-			if tr.Tensor == "s" {
-				t.Errorf("bounds %v: the weight-only tensor s is transferred", bounds)
-			}
-		}
-		last := man.Stages[len(man.Stages)-1]
-		if !hasOutput(last, "x") || !hasOutput(last, "w") {
-			t.Errorf("bounds %v: the pass-through outputs x and w are not outputs of the last stage", bounds)
-		}
-	}
-}
-
-func hasWeight(mp *onnxpb.ModelProto, name string) bool {
-	for _, w := range mp.Graph.Initializer {
-		if w.GetName() == name {
-			return true
-		}
-	}
-	return false
-}
-
-func producesLocally(mp *onnxpb.ModelProto, name string) bool {
-	for _, n := range mp.Graph.Node {
-		for _, o := range n.Output {
-			if o == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func hasOutput(st Stage, name string) bool {
-	for _, o := range st.Outputs {
-		if o.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func funcNames(mp *onnxpb.ModelProto) []string {
-	var out []string
-	for _, f := range mp.Functions {
-		out = append(out, f.GetName())
-	}
-	return out
-}
-
-func metadata(mp *onnxpb.ModelProto) map[string]string {
-	out := map[string]string{}
-	for _, kv := range mp.MetadataProps {
-		out[kv.GetKey()] = kv.GetValue()
-	}
-	return out
-}
-
-func labels(t *testing.T, g *graph.Graph, byName map[string]int) []int {
-	t.Helper()
-	stage := make([]int, len(g.Nodes))
-	for v := range g.Nodes {
-		s, ok := byName[g.Nodes[v].Name]
-		if !ok {
-			t.Fatalf("no stage for %s", g.Nodes[v].Name)
-		}
-		stage[v] = s
-	}
-	return stage
-}
-
 // TestCycleRefused: relu in stage 1 and the If (reading relu's output) in stage 0, while
 // the If's output flows to stage 1: the error names both tensors of the cycle.
 func TestCycleRefused(t *testing.T) {
-	m := loadPath(t, controlFlowModel(t))
-	stage := labels(t, m.Graph, map[string]int{"relu": 1, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
+	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
+	stage := testmodel.Labels(t, m.Graph, map[string]int{"relu": 1, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
 	_, err := Prepare(m, &Assignment{Stage: stage}, Options{})
 	var ce *graph.StageCycleError
 	if !errors.As(err, &ce) {
@@ -275,7 +43,7 @@ func TestCycleRefused(t *testing.T) {
 		t.Errorf("cycle %+v: want the tensors a (1→0, captured by the If) and y (0→1)", ce)
 	}
 	// A weight-only node on the "wrong" side closes no cycle: it goes with its consumers.
-	stage = labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 1, "if": 0, "square": 0, "mul_s": 0, "add_a": 1, "mul_s2": 1})
+	stage = testmodel.Labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 1, "if": 0, "square": 0, "mul_s": 0, "add_a": 1, "mul_s2": 1})
 	l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -289,9 +57,9 @@ func TestCycleRefused(t *testing.T) {
 // weight-only node is dropped with a note; equal splits under any labelling give
 // identical files.
 func TestRenumberAndDrop(t *testing.T) {
-	m := loadPath(t, controlFlowModel(t))
-	a := labels(t, m.Graph, map[string]int{"relu": 3, "sig_w2": 5, "if": 3, "square": 3, "mul_s": 7, "add_a": 7, "mul_s2": 7})
-	b := labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 0, "if": 0, "square": 0, "mul_s": 1, "add_a": 1, "mul_s2": 1})
+	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
+	a := testmodel.Labels(t, m.Graph, map[string]int{"relu": 3, "sig_w2": 5, "if": 3, "square": 3, "mul_s": 7, "add_a": 7, "mul_s2": 7})
+	b := testmodel.Labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 0, "if": 0, "square": 0, "mul_s": 1, "add_a": 1, "mul_s2": 1})
 	da := filepath.Join(t.TempDir(), "a")
 	db := filepath.Join(t.TempDir(), "b")
 	ma, err := Write(m, &Assignment{Stage: a}, da, Options{})
@@ -322,7 +90,7 @@ func TestRenumberAndDrop(t *testing.T) {
 // activation anyway, so the shape arithmetic is recomputed there and no shape tensor is
 // sent; the attention mask (/Equal_output_0) crosses once per receiving stage.
 func TestShapeOnlyRecomputed(t *testing.T) {
-	m := loadConfig(t, corpusModel(t, "bert_base_like_small.onnx"))
+	m := testmodel.Load(t, testmodel.Corpus(t, "bert_base_like_small.onnx"))
 	g := m.Graph
 	stage, err := CutAfter(g, []string{"/enc/layers.3/self_attn/Div_output_0", "/enc/layers.8/self_attn/Shape_output_0"})
 	if err != nil {
@@ -363,43 +131,5 @@ func TestShapeOnlyRecomputed(t *testing.T) {
 	// the activation; Shape is recomputed there.
 	if !in(2, "/enc/layers.8/self_attn/Shape") {
 		t.Errorf("layer 8's Shape is not recomputed in stage 2")
-	}
-}
-
-// TestOldIRListsWeightsAsInputs: an IR 3 model lists its weights among the graph inputs;
-// its stages do the same for the weights they hold, and still verify.
-func TestOldIRListsWeightsAsInputs(t *testing.T) {
-	needORT(t)
-	w := floatTensor("w", []int64{3}, 1, -2, 3)
-	g := &onnxpb.GraphProto{Name: proto.String("ir3"),
-		Input:       []*onnxpb.ValueInfoProto{vinfo("x", graph.Float, 2, 3), vinfo("w", graph.Float, 3)},
-		Output:      []*onnxpb.ValueInfoProto{vinfo("y", graph.Float, 2, 3)},
-		Initializer: []*onnxpb.TensorProto{w},
-		Node: []*onnxpb.NodeProto{
-			node("Relu", "relu", []string{"x"}, []string{"a"}),
-			node("Mul", "mul", []string{"a", "w"}, []string{"b"}),
-			node("Add", "add", []string{"b", "w"}, []string{"y"}),
-		}}
-	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(3), Graph: g,
-		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(9)}}}
-	m := loadPath(t, writeModel(t, mp))
-	stage := labels(t, m.Graph, map[string]int{"relu": 0, "mul": 1, "add": 2})
-	dir := filepath.Join(t.TempDir(), "out")
-	man, err := Write(m, &Assignment{Stage: stage}, dir, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range man.Stages[1:] {
-		sm := stageModelOf(t, dir, st)
-		if sm.GetIrVersion() != 3 || len(sm.Graph.Input) != 2 || sm.Graph.Input[1].GetName() != "w" || len(st.Inputs) != 1 {
-			t.Errorf("stage %d: ir %d, inputs %v, manifest inputs %v", st.Index, sm.GetIrVersion(), sm.Graph.Input, st.Inputs)
-		}
-	}
-	rep, err := Verify(context.Background(), dir, VerifyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.Pass {
-		t.Error((&MismatchError{Report: rep}).Error())
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
 // ExistsError reports an output directory that already exists (and Force was not set).
@@ -81,7 +82,7 @@ func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, 
 }
 
 // WriteDir writes stage<i>.onnx (+ stage<i>.onnx.data) for every stage and manifest.json
-// (and genai_config.json with Options.GenAI) into dir, atomically: everything goes into a
+// (and what Options.BeforeManifest adds) into dir, atomically: everything goes into a
 // temporary directory beside dir, is synced, and is renamed into place; on any error the
 // temporary directory is removed and dir is untouched. An existing dir is refused unless Options.Force, and Force replaces only an
 // empty directory or a previous onnxpart output, removing only the files its manifest lists
@@ -100,7 +101,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err != nil {
 		return &WriteError{Dir: dir, Err: err}
 	}
-	tmp, err := os.MkdirTemp(parent, "."+tempBase(abs)+".tmp-")
+	tmp, err := os.MkdirTemp(parent, "."+stagefile.TempBase(abs)+".tmp-")
 	if err != nil {
 		if created != "" {
 			os.RemoveAll(created)
@@ -205,7 +206,7 @@ func CheckOutput(m *ingest.Model, dir string, force bool) error {
 		}
 		p = filepath.Dir(p)
 	}
-	probe, err := os.MkdirTemp(p, "."+tempBase(o.abs)+".probe-")
+	probe, err := os.MkdirTemp(p, "."+stagefile.TempBase(o.abs)+".probe-")
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			err = fmt.Errorf("%s is not writable", p)
@@ -295,7 +296,7 @@ func ownedEntries(dir, rel string, top bool) ([]string, error) {
 		return nil, foreign(ManifestFile, "which is not an onnxpart manifest")
 	}
 	// The kind each owned name must have (a symbolic link is never ours).
-	kind := map[string]os.FileMode{ManifestFile: 0, ReportFile: 0, TritonDir: os.ModeDir, GenAIFile: 0}
+	kind := map[string]os.FileMode{ManifestFile: 0, stagefile.ReportFile: 0, stagefile.TritonDir: os.ModeDir, stagefile.GenAIFile: 0}
 	for _, st := range man.Stages {
 		for _, f := range []string{st.File, st.DataFile} {
 			if plainName(f) && (strings.HasSuffix(f, ".onnx") || strings.HasSuffix(f, ".onnx.data")) {
@@ -383,15 +384,15 @@ func (l *Layout) writeFiles(tmp string) error {
 		}
 		sum := sha256.Sum256(buf)
 		st.SHA256 = hex.EncodeToString(sum[:])
-		if err := writeFileSync(filepath.Join(tmp, st.File), buf); err != nil {
+		if err := stagefile.WriteFileSync(filepath.Join(tmp, st.File), buf); err != nil {
 			return err
 		}
 		if err := step(); err != nil {
 			return err
 		}
 	}
-	if l.opt.GenAI != nil {
-		if err := l.writeGenAI(tmp); err != nil {
+	if l.opt.BeforeManifest != nil {
+		if err := l.opt.BeforeManifest(tmp, l.Manifest); err != nil {
 			return err
 		}
 		if err := step(); err != nil {
@@ -402,7 +403,7 @@ func (l *Layout) writeFiles(tmp string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileSync(filepath.Join(tmp, ManifestFile), js); err != nil {
+	if err := stagefile.WriteFileSync(filepath.Join(tmp, ManifestFile), js); err != nil {
 		return err
 	}
 	return step()
@@ -466,22 +467,6 @@ func writeData(path string, exts []*externalTensor) (string, error) {
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -519,23 +504,6 @@ func mkdirParents(dir string) (string, error) {
 		return "", err
 	}
 	return first, nil
-}
-
-// tempBase makes a safe, short file-name stem from the output directory's name.
-func tempBase(abs string) string {
-	base := filepath.Base(abs)
-	var b strings.Builder
-	for _, r := range base {
-		if r < 128 && (r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-		if b.Len() >= 48 {
-			break
-		}
-	}
-	return strings.TrimLeft(b.String(), ".")
 }
 
 // modelFiles are the input model's file and its external data files.

@@ -2,7 +2,6 @@ package emit
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
 func listDir(t *testing.T, dir string) []string {
@@ -29,7 +29,7 @@ func listDir(t *testing.T, dir string) []string {
 
 func prepared(t *testing.T, name string, k int, opt Options) *Layout {
 	t.Helper()
-	m := loadConfig(t, corpusModel(t, name))
+	m := testmodel.Load(t, testmodel.Corpus(t, name))
 	stage, err := EqualFLOPs(m.Graph, k)
 	if err != nil {
 		t.Fatal(err)
@@ -74,9 +74,9 @@ func TestWriteRefusesExistingDir(t *testing.T) {
 func previousOutput(t *testing.T, dir string) {
 	t.Helper()
 	extras := func(tmp string, man *Manifest) error {
-		os.WriteFile(filepath.Join(tmp, ReportFile), []byte("<html>"), 0o644)
-		os.MkdirAll(filepath.Join(tmp, TritonDir, "stage0", "1"), 0o755)
-		return os.WriteFile(filepath.Join(tmp, TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
+		os.WriteFile(filepath.Join(tmp, stagefile.ReportFile), []byte("<html>"), 0o644)
+		os.MkdirAll(filepath.Join(tmp, stagefile.TritonDir, "stage0", "1"), 0o755)
+		return os.WriteFile(filepath.Join(tmp, stagefile.TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
 	}
 	route := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Extras: extras})
 	l := prepared(t, "squeezenet1_1_small.onnx", 3, Options{Force: true, Extras: func(tmp string, man *Manifest) error {
@@ -99,7 +99,7 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
 	previousOutput(t, dir)
-	before := listTree(t, parent)
+	before := testmodel.ListTree(t, parent)
 	if want := "out/route1/stage1.onnx"; !strings.Contains(strings.Join(before, " "), want) {
 		t.Fatalf("the previous output has no %s: %v", want, before)
 	}
@@ -108,7 +108,7 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 	if err := l.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	if got := listTree(t, parent); strings.Join(got, " ") != "out out/manifest.json out/stage0.onnx out/stage1.onnx" {
+	if got := testmodel.ListTree(t, parent); strings.Join(got, " ") != "out out/manifest.json out/stage0.onnx out/stage1.onnx" {
 		t.Errorf("after replacing a previous output: %v", got)
 	}
 
@@ -130,9 +130,9 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 			os.Symlink(filepath.Join(parent, "elsewhere"), filepath.Join(d, "stage1.onnx"))
 		}, "stage1.onnx"},
 		{"a report that is a directory", func(d string) {
-			os.Remove(filepath.Join(d, ReportFile))
-			os.Mkdir(filepath.Join(d, ReportFile), 0o755)
-		}, ReportFile},
+			os.Remove(filepath.Join(d, stagefile.ReportFile))
+			os.Mkdir(filepath.Join(d, stagefile.ReportFile), 0o755)
+		}, stagefile.ReportFile},
 		{"not an onnxpart manifest", func(d string) { os.WriteFile(filepath.Join(d, ManifestFile), []byte(`{"name": "mine"}`), 0o644) }, ManifestFile},
 		{"no manifest", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "report.html"},
 		{"a manifest that lists a user's file", func(d string) {
@@ -151,7 +151,7 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 			dir := filepath.Join(parent, "out")
 			previousOutput(t, dir)
 			c.plant(dir)
-			before := listTree(t, parent)
+			before := testmodel.ListTree(t, parent)
 			for _, force := range []bool{false, true} {
 				l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Force: force})
 				for _, check := range []struct {
@@ -169,7 +169,7 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 					case !strings.Contains(err.Error(), c.foreign) || strings.Contains(err.Error(), "use --force"):
 						t.Errorf("%s: %v", check.name, err)
 					}
-					if got := listTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
+					if got := testmodel.ListTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
 						t.Fatalf("%s (force %v) changed the tree: %v, was %v", check.name, force, got, before)
 					}
 				}
@@ -189,11 +189,11 @@ func TestWriteProtectedDirs(t *testing.T) {
 	os.MkdirAll(work, 0o755)
 	previousOutput(t, filepath.Join(root, "work", "prev"))
 	// The model by its absolute path: the corpus path is relative to the package.
-	model, err := filepath.Abs(corpusModel(t, "squeezenet1_1_small.onnx").path)
+	model, err := filepath.Abs(testmodel.Corpus(t, "squeezenet1_1_small.onnx").Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := loadPath(t, model)
+	m := testmodel.LoadPath(t, model)
 	stage, err := EqualFLOPs(m.Graph, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestWriteProtectedDirs(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Chdir(work)
 	os.Symlink(work, filepath.Join(root, "link_to_work"))
-	before := listTree(t, root)
+	before := testmodel.ListTree(t, root)
 	for _, c := range []struct{ out, want string }{
 		{".", "it is the current directory"},
 		{"./", "it is the current directory"},
@@ -231,7 +231,7 @@ func TestWriteProtectedDirs(t *testing.T) {
 			}
 		}
 	}
-	if got := listTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
+	if got := testmodel.ListTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
 		t.Errorf("the tree changed: %v, was %v", got, before)
 	}
 	// Beside them is fine, and so is a previous output there.
@@ -253,7 +253,7 @@ func TestCheckOutput(t *testing.T) {
 	l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{})
 	os.WriteFile(filepath.Join(parent, "file"), []byte("x"), 0o644)
 	os.Mkdir(filepath.Join(parent, "empty"), 0o755)
-	before := listTree(t, parent)
+	before := testmodel.ListTree(t, parent)
 	for _, c := range []struct {
 		out   string
 		force bool
@@ -276,7 +276,7 @@ func TestCheckOutput(t *testing.T) {
 			t.Errorf("-o %s (force %v): got %v, want %q", c.out, c.force, err, c.want)
 		}
 	}
-	if got := listTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
+	if got := testmodel.ListTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
 		t.Errorf("CheckOutput changed the tree: %v, was %v", got, before)
 	}
 	// A read-only parent (unless running as root, which ignores permissions).
@@ -330,13 +330,13 @@ func TestWriteUnwritableLeavesNothing(t *testing.T) {
 	// A failure while replacing a previous output with --force keeps it as it was.
 	dir := filepath.Join(parent, "old")
 	previousOutput(t, dir)
-	before := listTree(t, dir)
+	before := testmodel.ListTree(t, dir)
 	l.opt.Force = true
 	l.failAfterFiles = 2
 	if err := l.WriteDir(dir); err == nil {
 		t.Fatal("no error")
 	}
-	if got := listTree(t, dir); strings.Join(got, " ") != strings.Join(before, " ") {
+	if got := testmodel.ListTree(t, dir); strings.Join(got, " ") != strings.Join(before, " ") {
 		t.Errorf("old directory changed: %v, was %v", got, before)
 	}
 }
@@ -344,13 +344,13 @@ func TestWriteUnwritableLeavesNothing(t *testing.T) {
 func TestWriteNeverTouchesModel(t *testing.T) {
 	// A copy of a model and its external data in a directory; writing into that
 	// directory, even with --force, is refused and the files stay.
-	src := corpusModel(t, "resnet50_small_ext.onnx").path
+	src := testmodel.Corpus(t, "resnet50_small_ext.onnx").Path
 	dir := t.TempDir()
 	for _, f := range []string{src, src + ".data"} {
 		b, _ := os.ReadFile(f)
 		os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
 	}
-	m := loadPath(t, filepath.Join(dir, filepath.Base(src)))
+	m := testmodel.LoadPath(t, filepath.Join(dir, filepath.Base(src)))
 	stage, _ := EqualFLOPs(m.Graph, 2)
 	for _, out := range []string{dir, filepath.Dir(dir)} {
 		_, err := Write(m, &Assignment{Stage: stage}, out, Options{Force: true})
@@ -408,13 +408,13 @@ func TestDeterministic(t *testing.T) {
 // relative to the current directory; ModelFile finds the model from there, wherever the
 // program runs.
 func TestWriteModelPathRelative(t *testing.T) {
-	rel := corpusModel(t, "squeezenet1_1_small.onnx").path
+	rel := testmodel.Corpus(t, "squeezenet1_1_small.onnx").Path
 	abs, err := filepath.Abs(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{abs, rel} {
-		m := loadPath(t, p)
+		m := testmodel.LoadPath(t, p)
 		stage, err := EqualFLOPs(m.Graph, 2)
 		if err != nil {
 			t.Fatal(err)
@@ -443,75 +443,12 @@ func TestWriteModelPathRelative(t *testing.T) {
 	}
 }
 
-// TestExternalData: a source with external data gives stages with their own data files
-// (relative locations, inside the directory); a size limit moves large weights out of an
-// inline source; "never" inlines them. Every variant verifies bit for bit.
-func TestExternalData(t *testing.T) {
-	needORT(t)
-	check := func(name string, l *Layout, wantFn func(Stage) bool) {
-		t.Helper()
-		dir := filepath.Join(t.TempDir(), "out")
-		if err := l.WriteDir(dir); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Check(dir); err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range l.Manifest.Stages {
-			wantData := wantFn(st)
-			if (st.DataFile != "") != wantData {
-				t.Errorf("%s: stage %d data file %q", name, st.Index, st.DataFile)
-			}
-			mp := stageModelOf(t, dir, st)
-			for _, w := range mp.Graph.Initializer {
-				isExt := w.GetDataLocation() == onnxpb.TensorProto_EXTERNAL
-				if isExt && w.ExternalData[0].GetValue() != st.DataFile {
-					t.Errorf("%s: %s at %q", name, w.GetName(), w.ExternalData[0].GetValue())
-				}
-				if wantData && !isExt && len(w.RawData) >= ExternalMinBytes {
-					t.Errorf("%s: %d-byte weight %s kept inline", name, len(w.RawData), w.GetName())
-				}
-			}
-		}
-		rep, err := Verify(context.Background(), dir, VerifyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.Pass {
-			t.Errorf("%s: %v", name, (&MismatchError{Report: rep}).Error())
-		}
-	}
-	yes := func(Stage) bool { return true }
-	no := func(Stage) bool { return false }
-	check("ext source", prepared(t, "resnet50_small_ext.onnx", 3, Options{}), yes)
-	check("ext source, never", prepared(t, "resnet50_small_ext.onnx", 3, Options{ExternalData: ExternalNever}), no)
-	check("inline source", prepared(t, "vgg16_small.onnx", 3, Options{}), no)
-	// Only the stages over the limit move their weights out.
-	over := func(st Stage) bool { return st.ParamsBytes > 64<<10 }
-	l := prepared(t, "vgg16_small.onnx", 3, Options{MaxInlineBytes: 64 << 10})
-	n := 0
-	for _, st := range l.Manifest.Stages {
-		if over(st) {
-			n++
-		}
-	}
-	if n == 0 || n == len(l.Manifest.Stages) {
-		t.Fatalf("want some stages over the limit and some under: %d of %d", n, len(l.Manifest.Stages))
-	}
-	check("inline source, limit", l, over)
-	check("inline source, always", prepared(t, "vgg16_small.onnx", 3, Options{ExternalData: ExternalAlways}), yes)
-	l = prepared(t, "vgg16_small.onnx", 2, Options{MaxInlineBytes: 64 << 10, ExternalData: ExternalNever})
-	if err := l.WriteDir(filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), "external data is disabled") {
-		t.Errorf("over the limit with external data disabled: %v", err)
-	}
-}
-
 // TestSharedWeightsListed: a weight read by nodes of two stages is copied into both and
 // listed in both stages' duplicated_weights.
 func TestSharedWeightsListed(t *testing.T) {
-	m := loadPath(t, controlFlowModel(t))
+	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
 	// w is captured by the If (stage 0) and is a model output (last stage).
-	stage := labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
+	stage := testmodel.Labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
 	l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
 	if err != nil {
 		t.Fatal(err)

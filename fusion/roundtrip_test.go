@@ -14,6 +14,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // coarsePlans makes stage assignments on the coarse graph, as a planner working on it would:
@@ -72,7 +73,7 @@ func TestCoarsePlansVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref := emit.NewReferenceCache()
+		ref := verify.NewReferenceCache()
 		for si, set := range sets {
 			for ki, k := range ks {
 				if !full && (si != mi%len(sets) || ki != mi%len(ks)) {
@@ -107,13 +108,13 @@ func TestCoarsePlansVerify(t *testing.T) {
 							t.Fatal(err)
 						}
 						for _, optimize := range []bool{false, true} {
-							rep, err := emit.Verify(context.Background(), dir, emit.VerifyOptions{Optimize: optimize, Seed: 3, Reference: ref})
+							rep, err := verify.Run(context.Background(), dir, verify.Options{Optimize: optimize, Seed: 3, Reference: ref})
 							if err != nil {
 								t.Fatal(err)
 							}
 							runs++
 							if !rep.Pass {
-								t.Errorf("optimize=%v: %v", optimize, (&emit.MismatchError{Report: rep}).Error())
+								t.Errorf("optimize=%v: %v", optimize, (&verify.MismatchError{Report: rep}).Error())
 							}
 							for _, o := range rep.Outputs {
 								if !optimize && !o.BitExact {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
+	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
 // Format is the format string of a Report (schema bench.v1).
@@ -57,7 +58,7 @@ type Options struct {
 	Seed   int64
 	Inputs map[string]string
 	// Dims binds symbolic dimensions the stages kept (default: the size the manifest
-	// records, else emit.DefaultDim). A dim the model ties to others (a decoder's total =
+	// records, else verify.DefaultDim). A dim the model ties to others (a decoder's total =
 	// past + seq) and Dims leaves out follows them rather than its recorded size.
 	Dims map[string]int64
 	// ModelPath is the original model, for inputs made as verify makes them (default: the
@@ -633,7 +634,7 @@ func (p *buffers) put(b []byte) {
 // load reads the manifest (and the routes of a batched plan), makes the inputs and lays out
 // the routes, stages and device workers.
 func (b *bench) load(dir string) (*emit.Manifest, error) {
-	man, err := emit.Check(dir)
+	man, err := verify.Check(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -651,7 +652,7 @@ func (b *bench) load(dir string) (*emit.Manifest, error) {
 					return nil, fmt.Errorf("manifest.json: route %d's directory %q is not a plain subdirectory name", rt.Index, rt.Dir)
 				}
 				d = filepath.Join(dir, rt.Dir)
-				if m, err = emit.Check(d); err != nil {
+				if m, err = verify.Check(d); err != nil {
 					return nil, fmt.Errorf("route %d (%s): %w", rt.Index, rt.Dir, err)
 				}
 			}
@@ -786,7 +787,7 @@ func DevicesFrom(c *profile.Cluster) []Device {
 
 // dims binds every symbolic dimension the stages kept. Dims the stage files fixed keep the
 // manifest's sizes; --dim (Options.Dims) and the shapes of .npy inputs size the others.
-// The sizes the manifest records for the rest, else emit.DefaultDim, are defaults only
+// The sizes the manifest records for the rest, else verify.DefaultDim, are defaults only
 // (ingest's DefaultDims): a dim the model ties to others (a decoder's total = past + seq)
 // is derived from them instead, so that --dim past=0 alone runs a prefill. The ties are
 // read from the original model when it is there (returned, for the inputs), else from the
@@ -838,7 +839,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 		if _, ok := explicit[d]; ok {
 			continue
 		}
-		defaults[d] = emit.DefaultDim
+		defaults[d] = verify.DefaultDim
 		if v, ok := man.Model.Dims[d]; ok {
 			defaults[d] = v
 		}
@@ -1002,7 +1003,7 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64,
 	for k := range inputSets {
 		set := map[string]*ort.Tensor{}
 		for _, g := range graphs {
-			f, err := emit.RandomFeeds(g, b.opt.Seed+int64(k))
+			f, err := verify.RandomFeeds(g, b.opt.Seed+int64(k))
 			if err != nil {
 				return diag.Wrap(diag.KindInput, err)
 			}

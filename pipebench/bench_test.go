@@ -14,7 +14,6 @@ import (
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -22,6 +21,7 @@ import (
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/pipebench/benchtest"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
 const resnet = "../testdata/models/resnet50_small.onnx"

@@ -35,7 +35,7 @@
 // Options.Duration) are measured, while as many more requests keep the pipeline full behind
 // them.
 //
-// Inputs are random and seeded as `onnxpart verify` makes them (emit.RandomFeeds on the
+// Inputs are random and seeded as `onnxpart verify` makes them (verify.RandomFeeds on the
 // original model; four input sets, seeds Seed … Seed+3, used in turn), or real data from .npy
 // files (Options.Inputs).
 //

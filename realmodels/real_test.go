@@ -25,13 +25,14 @@ import (
 
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/emit/npy"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
+	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
 // realModel is one pinned model (scripts/realmodels.sh lists the packages and hashes).
@@ -245,10 +246,10 @@ func checkShapes(t *testing.T, m *ingest.Model, in map[string]*ort.Tensor, dir s
 	t.Logf("%d tensors match ONNX Runtime", len(names)-bad)
 }
 
-func verify(t *testing.T, dir string, files map[string]string) {
+func verifySplit(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for _, opt := range []bool{false, true} {
-		rep, err := emit.Verify(context.Background(), dir, emit.VerifyOptions{Inputs: files, Optimize: opt})
+		rep, err := verify.Run(context.Background(), dir, verify.Options{Inputs: files, Optimize: opt})
 		if err != nil {
 			t.Fatalf("verify (optimize %v): %v", opt, err)
 		}
@@ -284,7 +285,7 @@ func planAndVerify(t *testing.T, m *ingest.Model, files map[string]string, dir s
 		t.Errorf("manifest params_bytes %d, the model's weights %d", man.Model.ParamsBytes, m.ParamBytes())
 	}
 	t.Logf("%d stages", l.NumStages())
-	verify(t, dir, files)
+	verifySplit(t, dir, files)
 }
 
 // splitAndVerify splits the model into two stages of about equal FLOPs (onnxpart split
@@ -297,5 +298,5 @@ func splitAndVerify(t *testing.T, m *ingest.Model, files map[string]string, dir 
 	if _, err := emit.Write(m, &emit.Assignment{Stage: stage}, dir, emit.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	verify(t, dir, files)
+	verifySplit(t, dir, files)
 }

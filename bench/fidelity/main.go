@@ -62,6 +62,7 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 type model struct {
@@ -153,7 +154,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
 			continue
 		}
-		feeds, err := emit.RandomFeeds(m.Graph, 1)
+		feeds, err := verify.RandomFeeds(m.Graph, 1)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
 			continue
@@ -306,7 +307,7 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 		byLabel[g.Nodes[v].Label()] = v
 	}
 	// Sessions, and the stage inputs computed by running the chain once.
-	pool, err := emit.RandomFeeds(g, 1)
+	pool, err := verify.RandomFeeds(g, 1)
 	if err != nil {
 		return nil, err
 	}

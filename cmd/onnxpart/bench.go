@@ -12,9 +12,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 func init() {
@@ -143,7 +143,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		// pipebench's errors are *diag.Error; emit's CheckError (a bad stage directory) and a
 		// missing file are bad input too, even when the run was cancelled meanwhile.
-		var ce *emit.CheckError
+		var ce *verify.CheckError
 		if errors.As(err, &ce) || errors.Is(err, os.ErrNotExist) {
 			return diag.Wrap(diag.KindInput, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // exitCode is the one map from every package's errors to the documented exit codes, through
@@ -29,7 +30,7 @@ func TestExitCodeMap(t *testing.T) {
 		{&emit.StageCountError{}, exitUsage},
 		{diag.Infeasible("too big"), exitInfeasible},
 		{diag.NoPlan("none"), exitNoPlan},
-		{&emit.MismatchError{Report: &emit.VerifyReport{}}, exitMismatch},
+		{&verify.MismatchError{Report: &verify.Report{}}, exitMismatch},
 		{diag.Mismatch("differs"), exitMismatch},
 		{&emit.WriteError{}, exitBadInput},
 		{&dag.CycleError{Nodes: []string{"a", "b"}}, exitBadInput},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/report"
 )
 
 // seconds parses "662 µs", "662µs", "1.2 ms", "3 s".
@@ -80,7 +81,7 @@ func TestFiguresAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := emit.PlanFigures(man)
+			f := report.PlanFigures(man)
 			t.Logf("%s: upper %g, lower %g (%s), gap %g, slower %g; slowest stage %g", f.What, f.Upper, f.Lower, f.Method, f.Gap, f.Slower, man.Predicted.BottleneckS)
 			if f.Upper <= 0 || f.Lower <= 0 {
 				t.Fatalf("no figures: %+v", f)
@@ -92,11 +93,11 @@ func TestFiguresAgree(t *testing.T) {
 					t.Errorf("stage %d: total %g, parts sum to %g (%+v)", st.Index, p.TotalS, sum, *p)
 				}
 			}
-			page, err := os.ReadFile(filepath.Join(dir, emit.ReportFile))
+			page, err := os.ReadFile(filepath.Join(dir, report.File))
 			if err != nil {
 				t.Fatal(err)
 			}
-			report := string(page)
+			html := string(page)
 			out := text.String()
 
 			// --json: the same objective, bound, gap and slowdown as the manifest.
@@ -110,37 +111,37 @@ func TestFiguresAgree(t *testing.T) {
 			}
 
 			// The report's headline card, certificate and bound chart use the objective's value.
-			card := regexp.MustCompile(`<div class="k">predicted ` + c.what + `</div><div class="v">([0-9.]+) (ns|µs|ms|s)</div>`).FindStringSubmatch(report)
+			card := regexp.MustCompile(`<div class="k">predicted ` + c.what + `</div><div class="v">([0-9.]+) (ns|µs|ms|s)</div>`).FindStringSubmatch(html)
 			if card == nil {
 				t.Fatalf("report has no %q card", "predicted "+c.what)
 			} else if v := seconds(t, card[1], card[2]); !near(v, f.Upper) {
 				t.Errorf("report card %s = %g, manifest %g", c.what, v, f.Upper)
 			}
-			if c.name != "throughput" && strings.Contains(report, "predicted bottleneck") || strings.Contains(report, "slowest stage") {
+			if c.name != "throughput" && strings.Contains(html, "predicted bottleneck") || strings.Contains(html, "slowest stage") {
 				t.Errorf("a %s plan's report shows a bottleneck or slowest-stage card", c.name)
 			}
-			cert := regexp.MustCompile(`Predicted [^<]*? ([0-9.]+) (ns|µs|ms|s); best lower bound ([0-9.]+) (ns|µs|ms|s)`).FindStringSubmatch(report)
+			cert := regexp.MustCompile(`Predicted [^<]*? ([0-9.]+) (ns|µs|ms|s); best lower bound ([0-9.]+) (ns|µs|ms|s)`).FindStringSubmatch(html)
 			if cert == nil {
 				t.Fatal("report certificate states no figures")
 			}
 			if u, l := seconds(t, cert[1], cert[2]), seconds(t, cert[3], cert[4]); !near(u, f.Upper) || !near(l, f.Lower) {
 				t.Errorf("report certificate: upper %g, lower %g; manifest %g, %g", u, l, f.Upper, f.Lower)
 			}
-			plan := regexp.MustCompile(`plan \(predicted\)</text>.*?class="bar-label">([0-9.]+) (ns|µs|ms|s) ·`).FindStringSubmatch(report)
+			plan := regexp.MustCompile(`plan \(predicted\)</text>.*?class="bar-label">([0-9.]+) (ns|µs|ms|s) ·`).FindStringSubmatch(html)
 			if plan == nil {
 				t.Fatal("bound chart has no plan bar")
 			} else if v := seconds(t, plan[1], plan[2]); !near(v, f.Upper) {
 				t.Errorf("bound chart's plan %g, manifest %g", v, f.Upper)
 			}
-			if !strings.Contains(report, "at most upper/lower − 1 = "+pct(f.Slower)+" slower; gap 1 − lower/upper = "+pct(f.Gap)) && f.Gap > 0 {
+			if !strings.Contains(html, "at most upper/lower − 1 = "+pct(f.Slower)+" slower; gap 1 − lower/upper = "+pct(f.Gap)) && f.Gap > 0 {
 				t.Errorf("report certificate lacks slower %s and gap %s", pct(f.Slower), pct(f.Gap))
 			}
 
 			// A pipeline's one-inference timeline ends at the manifest's latency (the stages'
 			// totals, calls included), as its latency card says.
 			if c.name == "throughput" {
-				end := regexp.MustCompile(`passes the \d+ stages in sequence: ([0-9.]+) (ns|µs|ms|s) from input to output`).FindStringSubmatch(report)
-				lat := regexp.MustCompile(`<div class="k">predicted latency</div><div class="v">([0-9.]+) (ns|µs|ms|s)</div>`).FindStringSubmatch(report)
+				end := regexp.MustCompile(`passes the \d+ stages in sequence: ([0-9.]+) (ns|µs|ms|s) from input to output`).FindStringSubmatch(html)
+				lat := regexp.MustCompile(`<div class="k">predicted latency</div><div class="v">([0-9.]+) (ns|µs|ms|s)</div>`).FindStringSubmatch(html)
 				if end == nil || lat == nil {
 					t.Fatal("report lacks the one-inference timeline or the latency card")
 				}
@@ -165,9 +166,9 @@ func TestFiguresAgree(t *testing.T) {
 			// Bottleneck for pipelines only; the critical path for the others, the same stages
 			// in text, JSON and report.
 			bottText := strings.Count(out, "◀ bottleneck")
-			bottReport := strings.Count(report, `data-bottleneck="true"`)
+			bottReport := strings.Count(html, `data-bottleneck="true"`)
 			critText := regexp.MustCompile(`(?m)^\s*(\d+)\s.*◀ critical path$`).FindAllStringSubmatch(out, -1)
-			critReport := regexp.MustCompile(`data-stage="(\d+)" data-critical="true"`).FindAllStringSubmatch(report, -1)
+			critReport := regexp.MustCompile(`data-stage="(\d+)" data-critical="true"`).FindAllStringSubmatch(html, -1)
 			var critJSON []string
 			for i, sc := range pj.StageCosts {
 				if sc.CriticalPath {
@@ -193,7 +194,7 @@ func TestFiguresAgree(t *testing.T) {
 			if bottText != 0 || bottReport != 0 {
 				t.Errorf("%s plan marks a bottleneck: %d in the text, %d in the report", c.name, bottText, bottReport)
 			}
-			want := emit.CriticalStages(man)
+			want := report.CriticalStages(man)
 			var ws []string
 			for _, i := range want {
 				ws = append(ws, strconv.Itoa(i))

@@ -23,6 +23,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // Exit codes (documented in --help and the README).
@@ -77,7 +78,7 @@ func emitDiag(err error) error {
 		own      interface{ DiagKind() diag.Kind }
 		cut      *emit.CutError
 		count    *emit.StageCountError
-		mismatch *emit.MismatchError
+		mismatch *verify.MismatchError
 	)
 	switch {
 	case err == nil, errors.As(err, &own):

@@ -18,10 +18,13 @@ import (
 
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/deploy/genai"
+	"github.com/onnxpart/onnxpart/deploy/triton"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
+	"github.com/onnxpart/onnxpart/report"
 )
 
 func init() {
@@ -261,7 +264,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
 	}
-	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states, GenAI: want.genai}
+	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states, BeforeManifest: want.beforeManifest(m)}
 	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
 		return splitError(err)
@@ -333,7 +336,7 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 
 func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
 	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: r.Objective,
-		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: emit.PlanFigures(man).Slower,
+		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: report.PlanFigures(man).Slower,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
 		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...), Batch: man.Batch}
@@ -384,7 +387,7 @@ func isPipeline(r *onnxpart.Result) bool { return r.Objective == onnxpart.Throug
 func criticalSet(man *emit.Manifest) map[int]bool {
 	c := map[int]bool{}
 	if man.Objective == onnxpart.Latency || man.Batch != nil {
-		for _, i := range emit.CriticalStages(man) {
+		for _, i := range report.CriticalStages(man) {
 			c[i] = true
 		}
 	}
@@ -460,7 +463,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	} else {
 		fmt.Fprintf(w, "latency    %s per inference (%.1f inferences/s one at a time)\n", dur(r.LatencyS), r.ThroughputPerS)
 	}
-	fmt.Fprintf(w, "bound      %s\n", boundWords(emit.PlanFigures(man)))
+	fmt.Fprintf(w, "bound      %s\n", boundWords(report.PlanFigures(man)))
 	if out != "-" {
 		fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
 	}
@@ -471,21 +474,21 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 
 func extrasText(dir string) string {
 	s := ""
-	if _, err := os.Stat(filepath.Join(dir, emit.ReportFile)); err == nil {
-		s += ", " + emit.ReportFile
+	if _, err := os.Stat(filepath.Join(dir, report.File)); err == nil {
+		s += ", " + report.File
 	}
-	if _, err := os.Stat(filepath.Join(dir, emit.TritonDir)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, triton.Dir)); err == nil {
 		s += ", triton/"
 	}
-	if _, err := os.Stat(filepath.Join(dir, emit.GenAIFile)); err == nil {
-		s += ", " + emit.GenAIFile
+	if _, err := os.Stat(filepath.Join(dir, genai.File)); err == nil {
+		s += ", " + genai.File
 	}
 	return s
 }
 
 // boundWords says how far the plan can be from the best one, in the figures of the report
-// (emit.PlanFigures): "at most X% slower" is upper/lower − 1, the gap 1 − lower/upper.
-func boundWords(f emit.Figures) string {
+// (report.PlanFigures): "at most X% slower" is upper/lower − 1, the gap 1 − lower/upper.
+func boundWords(f report.Figures) string {
 	switch {
 	case f.Lower <= 0:
 		return "no lower bound computed (--bounds none): the plan's distance from the best is unknown"

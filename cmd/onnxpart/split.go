@@ -233,7 +233,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			a.Devices = append(a.Devices, emit.Device{Provider: *provider})
 		}
 	}
-	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims, GenAI: extra.genai})
+	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims, BeforeManifest: extra.beforeManifest(m)})
 	if err != nil {
 		return splitError(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // splitCLI runs `onnxpart split args…` and returns its exit code, stdout and stderr.
@@ -151,12 +152,12 @@ func verifyBitExact(t *testing.T, dir string) {
 		t.Log(err)
 		return
 	}
-	rep, err := emit.Verify(context.Background(), dir, emit.VerifyOptions{})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Fatalf("verify %s: %v", dir, (&emit.MismatchError{Report: rep}).Error())
+		t.Fatalf("verify %s: %v", dir, (&verify.MismatchError{Report: rep}).Error())
 	}
 	for _, o := range rep.Outputs {
 		if !o.BitExact {

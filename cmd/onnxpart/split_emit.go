@@ -7,7 +7,11 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/deploy/genai"
+	"github.com/onnxpart/onnxpart/deploy/triton"
 	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/report"
 )
 
 // emitHelp is the help of --emit, the same values for the main command and split.
@@ -25,8 +29,8 @@ type emitSet struct {
 	solverSeconds float64
 	// maxBatch is Triton's max_batch_size (--max-batch; 0: the bound batch size).
 	maxBatch int
-	// genai, when set, writes genai_config.json (emit.Options.GenAI).
-	genai *emit.GenAIOptions
+	// genai, when set, writes genai_config.json (see beforeManifest).
+	genai *genai.Options
 }
 
 // parseEmit reads an --emit list (comma-separated or repeated): onnx and manifest (always
@@ -42,7 +46,7 @@ func parseEmit(list []string) (emitSet, error) {
 		case "triton":
 			se.triton = true
 		case "genai":
-			se.genai = &emit.GenAIOptions{}
+			se.genai = &genai.Options{}
 		default:
 			hint := ""
 			if s := suggest(x, []string{"onnx", "manifest", "report", "triton", "genai"}); s != "" {
@@ -59,7 +63,7 @@ func (se *emitSet) setGenAI(settings []string) error {
 	if len(settings) == 0 {
 		return nil
 	}
-	opt, err := emit.ParseGenAI(settings)
+	opt, err := genai.Parse(settings)
 	if err != nil {
 		return diag.Wrap(diag.KindUsage, err)
 	}
@@ -83,12 +87,12 @@ func (se emitSet) extras() func(string, *emit.Manifest) error {
 				c.Solver = &s
 				rm = &c
 			}
-			if err := emit.WriteReport(rm, dir, emit.ReportOptions{Producer: "onnxpart " + version}); err != nil {
+			if err := report.Write(rm, dir, report.Options{Producer: "onnxpart " + version}); err != nil {
 				return err
 			}
 		}
 		if se.triton {
-			if err := emit.WriteTriton(man, dir, filepath.Join(dir, emit.TritonDir), emit.TritonOptions{MaxBatch: se.maxBatch}); err != nil {
+			if err := triton.Write(man, dir, filepath.Join(dir, triton.Dir), triton.Options{MaxBatch: se.maxBatch}); err != nil {
 				return err
 			}
 		}
@@ -96,16 +100,27 @@ func (se emitSet) extras() func(string, *emit.Manifest) error {
 	}
 }
 
+// beforeManifest returns the emit.Options.BeforeManifest hook that writes m's
+// genai_config.json beside the stage files, before the manifest that carries its notes
+// (nil without --emit genai).
+func (se emitSet) beforeManifest(m *ingest.Model) func(string, *emit.Manifest) error {
+	if se.genai == nil {
+		return nil
+	}
+	opt := se.genai
+	return func(dir string, man *emit.Manifest) error { return genai.Write(dir, m, man, opt) }
+}
+
 // print names the extra outputs after the summary.
 func (se emitSet) print(w io.Writer, dir string) {
 	if se.report {
-		fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, emit.ReportFile))
+		fmt.Fprintf(w, "report: %s\n", filepath.Join(dir, report.File))
 	}
 	if se.triton {
-		repo := filepath.Join(dir, emit.TritonDir)
+		repo := filepath.Join(dir, triton.Dir)
 		fmt.Fprintf(w, "triton: %s (tritonserver --model-repository %s)\n", repo, repo)
 	}
 	if se.genai != nil {
-		fmt.Fprintf(w, "genai: %s (onnxruntime-genai: og.Model(%q))\n", filepath.Join(dir, emit.GenAIFile), dir)
+		fmt.Fprintf(w, "genai: %s (onnxruntime-genai: og.Model(%q))\n", filepath.Join(dir, genai.File), dir)
 	}
 }

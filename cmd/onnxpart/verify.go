@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 func init() {
@@ -77,7 +77,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	threads := fs.Int("threads", 1, "ONNX Runtime intra-op threads")
 	plain := fs.Bool("plain-reference", false, "compare float16 models with the unmodified original (no boundary rounding)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	maxTensor := fs.Int64("max-tensor-bytes", emit.DefaultMaxTensorBytes, "refuse to run when an input, boundary or output tensor would exceed this size")
+	maxTensor := fs.Int64("max-tensor-bytes", verify.DefaultMaxTensorBytes, "refuse to run when an input, boundary or output tensor would exceed this size")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if *maxTensor <= 0 {
 		return diag.Usage("--max-tensor-bytes must be positive").About(diag.Flag, "--max-tensor-bytes")
 	}
-	opt := emit.VerifyOptions{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
+	opt := verify.Options{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
 		PlainReference: *plain, MaxTensorBytes: *maxTensor}
 	switch *optLevel {
 	case "disabled":
@@ -126,11 +126,11 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	opt.Dims = dims
 	dir := fs.Arg(0)
-	rep, err := emit.Verify(ctx, dir, opt)
+	rep, err := verify.Run(ctx, dir, opt)
 	if err != nil {
 		// emit's InputError (inputs or sizes the model refuses) is usage; like emitDiag in
-		// main.go, this goes when emit returns *diag.Error.
-		var ie *emit.InputError
+		// main.go, this goes when verify returns *diag.Error.
+		var ie *verify.InputError
 		if errors.As(err, &ie) {
 			return diag.Wrap(diag.KindUsage, err)
 		}
@@ -150,12 +150,12 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if !rep.Pass {
-		return &emit.MismatchError{Report: rep}
+		return &verify.MismatchError{Report: rep}
 	}
 	return nil
 }
 
-func printVerify(w io.Writer, dir string, rep *emit.VerifyReport) {
+func printVerify(w io.Writer, dir string, rep *verify.Report) {
 	mode := "optimizations disabled (bit-exact)"
 	if rep.Optimize {
 		mode = "all optimizations (relative error ≤ each output's rtol)"
@@ -204,7 +204,7 @@ func printVerify(w io.Writer, dir string, rep *emit.VerifyReport) {
 }
 
 // printSize prints the inputs and the output table of one size.
-func printSize(w io.Writer, rep *emit.VerifyReport) {
+func printSize(w io.Writer, rep *verify.Report) {
 	for _, in := range rep.Inputs {
 		fmt.Fprintf(w, "input  %s %s %v: %s\n", in.Name, in.DType, in.Shape, in.Source)
 	}
@@ -233,7 +233,7 @@ func printSize(w io.Writer, rep *emit.VerifyReport) {
 
 // oneTolerance returns the tolerance every output is held to, if they share one (outputs
 // that must be bit-exact aside).
-func oneTolerance(rep *emit.VerifyReport) (float64, bool) {
+func oneTolerance(rep *verify.Report) (float64, bool) {
 	tol := 0.0
 	for _, o := range rep.Outputs {
 		switch {
@@ -261,7 +261,7 @@ func dimWords(d map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-func verdict(o emit.OutputReport) string {
+func verdict(o verify.OutputReport) string {
 	switch {
 	case o.Problem != "":
 		return "FAIL: " + o.Problem

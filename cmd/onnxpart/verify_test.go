@@ -5,16 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // TestPrintVerifyDerived: a dim the model derives from the others is named once, with its
 // expression and size, before the sizes.
 func TestPrintVerifyDerived(t *testing.T) {
-	rep := &emit.VerifyReport{Model: "decoder.onnx", Stages: 2, Runs: 1, Seed: 1, Reference: "original model", Pass: true,
+	rep := &verify.Report{Model: "decoder.onnx", Stages: 2, Runs: 1, Seed: 1, Reference: "original model", Pass: true,
 		Dims:        map[string]int64{"batch": 1, "past": 0, "seq": 4, "total": 4},
 		DerivedDims: map[string]string{"total": "past + seq"},
-		Outputs:     []emit.OutputReport{{Name: "past_scaled.1", DType: "float32", Shape: []int64{1, 2, 0, 4}, BitExact: true, Pass: true}}}
+		Outputs:     []verify.OutputReport{{Name: "past_scaled.1", DType: "float32", Shape: []int64{1, 2, 0, 4}, BitExact: true, Pass: true}}}
 	var b bytes.Buffer
 	printVerify(&b, "out", rep)
 	out := b.String()

@@ -11,6 +11,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // splitModel writes an equal-FLOPs split of m into k stages under a new directory and
@@ -144,7 +145,7 @@ func TestInspectOfCorpus(t *testing.T) {
 	}
 }
 
-// TestVerifyReports validates emit.Verify's reports: bit-exact and optimised runs, integer
+// TestVerifyReports validates verify.Verify's reports: bit-exact and optimised runs, integer
 // inputs (BERT), symbolic dimensions, and float16 boundaries (rounded reference and the
 // plain comparison).
 func TestVerifyReports(t *testing.T) {
@@ -152,34 +153,34 @@ func TestVerifyReports(t *testing.T) {
 	cases := []struct {
 		path string
 		k    int
-		opt  emit.VerifyOptions
+		opt  verify.Options
 	}{
-		{repoModel, 3, emit.VerifyOptions{}},
-		{repoModel, 2, emit.VerifyOptions{Optimize: true, Runs: 2, Seed: 7}},
+		{repoModel, 3, verify.Options{}},
+		{repoModel, 2, verify.Options{Optimize: true, Runs: 2, Seed: 7}},
 	}
 	if _, err := os.Stat(corpusDir); err == nil {
 		cases = append(cases,
 			struct {
 				path string
 				k    int
-				opt  emit.VerifyOptions
-			}{filepath.Join(corpusDir, "resnet50_small_fp16.onnx"), 3, emit.VerifyOptions{}},
+				opt  verify.Options
+			}{filepath.Join(corpusDir, "resnet50_small_fp16.onnx"), 3, verify.Options{}},
 			struct {
 				path string
 				k    int
-				opt  emit.VerifyOptions
-			}{filepath.Join(corpusDir, "bert_base_like_small_op17.onnx"), 2, emit.VerifyOptions{}},
+				opt  verify.Options
+			}{filepath.Join(corpusDir, "bert_base_like_small_op17.onnx"), 2, verify.Options{}},
 			struct {
 				path string
 				k    int
-				opt  emit.VerifyOptions
-			}{filepath.Join(corpusDir, "mobilenet_v2_small_dynbatch.onnx"), 2, emit.VerifyOptions{Dims: map[string]int64{"batch": 2}}},
+				opt  verify.Options
+			}{filepath.Join(corpusDir, "mobilenet_v2_small_dynbatch.onnx"), 2, verify.Options{Dims: map[string]int64{"batch": 2}}},
 		)
 	}
 	sawRounded := false
 	for _, c := range cases {
 		dir := splitModel(t, load(t, c.path, nil), c.k, emit.Options{})
-		rep, err := emit.Verify(context.Background(), dir, c.opt)
+		rep, err := verify.Run(context.Background(), dir, c.opt)
 		if err != nil {
 			t.Fatalf("%s: %v", c.path, err)
 		}

@@ -9,10 +9,10 @@
 //	manifest.v1  manifest.json written with the stage files (format onnxpart.manifest/v1; emit.Manifest)
 //	inspect.v1   onnxpart inspect --json (ingest.Summary, fusion.Summary under "fusion")
 //	profile.v1   onnxpart profile --json (devices, figures with sources, links, per-class times)
-//	verify.v1    onnxpart verify --json (emit.VerifyReport)
+//	verify.v1    onnxpart verify --json (verify.Report)
 //	bench.v1     onnxpart bench --json (pipebench.Report)
 //	plan.v1      onnxpart MODEL --json and onnxpart plan --json (a model form and an instance form; provisional)
-//	genai_config.v1  genai_config.json written by --emit genai (onnxruntime-genai's format, the part onnxpart writes; emit.GenAIConfig)
+//	genai_config.v1  genai_config.json written by --emit genai (onnxruntime-genai's format, the part onnxpart writes; genai.Config)
 //
 // Versioning: a name ends in its major version, as the manifest's format string does
 // ("onnxpart.manifest/v1" is manifest.v1). Within a version fields are only added, never
@@ -26,6 +26,10 @@
 // bytes, ...} with dtype the lower-case element type ("float32"), shape an array of sizes
 // and symbolic dimension names (null when the rank is unknown) and bytes -1 when the size
 // is not known; sizes are in bytes, times in seconds.
+//
+// The package stays under emit although it describes the outputs of verify, pipebench and
+// the command as well: its files are published at emit/schema/NAME.json, the path the docs
+// and other programs cite, and the manifest it was made for is emit's.
 package schema
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 func TestNames(t *testing.T) {
@@ -142,7 +143,7 @@ func TestInspectMutations(t *testing.T) {
 
 func TestVerifyMutations(t *testing.T) {
 	needORT(t)
-	rep, err := emit.Verify(t.Context(), splitModel(t, load(t, repoModel, nil), 2, emit.Options{}), emit.VerifyOptions{})
+	rep, err := verify.Run(t.Context(), splitModel(t, load(t, repoModel, nil), 2, emit.Options{}), verify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 func main() {
@@ -72,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// 4. Verify: the original model and the chain of stages on the same seeded inputs,
 	// with graph optimizations off, so every output must be bit for bit the same.
-	rep, err := emit.Verify(context.Background(), dir, emit.VerifyOptions{Runs: *runs, Seed: 1})
+	rep, err := verify.Run(context.Background(), dir, verify.Options{Runs: *runs, Seed: 1})
 	if err != nil {
 		return fail(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/verify"
 )
 
 // FailingStage writes a model with stage i's inputs and outputs that fails at run time (a
@@ -90,7 +91,7 @@ func FailingStage(dir string, i int) error {
 	if err := os.WriteFile(filepath.Join(dir, emit.ManifestFile), []byte(fixed), 0o644); err != nil {
 		return err
 	}
-	if _, err := emit.Check(dir); err != nil {
+	if _, err := verify.Check(dir); err != nil {
 		return fmt.Errorf("the failing stage does not check: %v", err)
 	}
 	return nil
