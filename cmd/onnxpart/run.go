@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/onnxpart/onnxpart"
-	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/deploy/genai"
 	"github.com/onnxpart/onnxpart/deploy/triton"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/deploy/genai"
 	"github.com/onnxpart/onnxpart/deploy/triton"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/report"
