@@ -15,11 +15,30 @@ import (
 	"github.com/onnxpart/onnxpart/profile"
 )
 
-// planThroughput plans a pipeline of the work graph on devs (identical devices, or groups of
-// identical ones) with package partition, prices each stage's call and fills r: stages,
-// objective, bounds, and a workload's per-phase figures.
-func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
-	devs []int, identical bool, opt Options) ([]int, []int, error) {
+// pipeline is a throughput plan's partition problem and what pricing its plan needs.
+type pipeline struct {
+	problem *partition.Problem
+	// groups are the cluster devices of each partition device (one group of identical
+	// devices, or one per kind); tensorWork the work-graph tensor of each problem tensor.
+	groups     [][]int
+	tensorWork []int
+	// workRe and fineRe mark the nodes of the work graph and of the model computed again in
+	// every stage that reads them (recompute.go); nil when none are.
+	workRe, fineRe []bool
+	latBW          float64 // a transfer's latency in bytes of the link (Size/B = bytes/B + latency)
+	folded         *foldedBoundary
+	calls          float64 // calls per request: the workload's total weight, else 1
+}
+
+// pipelineProblem is the one adapter from a planned graph and its costs to partition's
+// problem: node work per device (times, with the host's boundary terms folded in when
+// measured), memory per node (weights and owned state), tensors at their link cost (weighted
+// per workload phase; recomputed cones and weight-only nodes are no tensors; state read
+// away from its owner is a cost-only tensor), identical devices as one kind with K stages or
+// mixed ones as kinds with counts. A -k above the device count plans one stage per device,
+// with a note in r.
+func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+	devs []int, identical bool, opt Options) (*pipeline, error) {
 	p := &partition.Problem{Name: g.Name, Params: make([]float64, len(g.Nodes))}
 	p.NodeNames = make([]string, len(g.Nodes))
 	for v := range g.Nodes {
@@ -142,11 +161,25 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		}
 		switch {
 		case opt.K > 0 && opt.K < len(devs):
-			return nil, nil, diag.Usage("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs)).About(diag.Flag, "-k")
+			return nil, diag.Usage("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs)).About(diag.Flag, "-k")
 		case opt.K > len(devs):
 			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.K, len(devs), len(devs)))
 		}
 	}
+	return &pipeline{problem: p, groups: groups, tensorWork: tensorWork, workRe: workRe, fineRe: fineRe,
+		latBW: latBW, folded: fb, calls: calls}, nil
+}
+
+// planThroughput plans a pipeline of the work graph on devs (identical devices, or groups of
+// identical ones) with package partition, prices each stage's call and fills r: stages,
+// objective, bounds, and a workload's per-phase figures.
+func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
+	devs []int, identical bool, opt Options) ([]int, []int, error) {
+	pp, err := pipelineProblem(r, g, times, table, devs, identical, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, groups, tensorWork, workRe, fineRe, latBW, fb, calls := pp.problem, pp.groups, pp.tensorWork, pp.workRe, pp.fineRe, pp.latBW, pp.folded, pp.calls
 	bounds, err := partition.ParseBounds(opt.Bounds)
 	if err != nil {
 		return nil, nil, diag.Wrap(diag.KindUsage, err)
