@@ -102,8 +102,13 @@ func TestVerifyDetectsChangedWeight(t *testing.T) {
 	if rep.Pass {
 		t.Errorf("a changed bias passed with optimizations: %+v", rep.Outputs[0])
 	}
-	if msg := MismatchOf(rep).Error(); !strings.Contains(msg, "output") {
+	err = MismatchOf(rep)
+	if msg := err.Error(); !strings.Contains(msg, "output") {
 		t.Errorf("mismatch message %q does not name the output", msg)
+	}
+	var mm *Mismatch
+	if diag.ExitCode(err) != 4 || !errors.As(err, &mm) || mm.Report != rep {
+		t.Errorf("MismatchOf: exit %d, want 4 and the report as the cause", diag.ExitCode(err))
 	}
 }
 
