@@ -110,7 +110,7 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Fatalf("verify: %v", (&verify.MismatchError{Report: rep}).Error())
+		t.Fatalf("verify: %v", verify.MismatchOf(rep).Error())
 	}
 }
 

@@ -3,13 +3,13 @@ package emit
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 )
 
@@ -47,37 +47,32 @@ const (
 	DefaultProvider = "CPUExecutionProvider"
 )
 
-// CutError reports a --cut that cannot be applied: an unknown tensor, a tensor no node
-// produces, two cuts at the same place, or a cut after the last node.
-type CutError struct {
-	Tensor string
-	Reason string
+// cutErr is a --cut that cannot be applied (an unknown tensor, a tensor no node produces,
+// two cuts at the same place, a cut after the last node): a *diag.Error of kind usage about
+// the tensor, `cut "TENSOR": REASON`.
+func cutErr(tensor, format string, a ...any) *diag.Error {
+	return diag.Usage("cut %q: %s", tensor, fmt.Sprintf(format, a...)).About(diag.Tensor, tensor)
 }
 
-// Error returns `cut "TENSOR": REASON`.
-func (e *CutError) Error() string { return fmt.Sprintf("cut %q: %s", e.Tensor, e.Reason) }
-
-// StageCountError reports a stage count the graph cannot be cut into.
-type StageCountError struct {
+// StageCount is the cause of the error for a stage count the graph cannot be cut into (a
+// *diag.Error of kind usage with StageCount's message): how many stages were asked for and
+// how many nodes can start a stage.
+type StageCount struct {
 	Stages int
-	Max    int // nodes that can start a stage
+	Max    int // nodes that can start a stage (0: not counted, when Stages < 1)
 }
 
 // Error says how many stages the graph can be cut into at most.
-func (e *StageCountError) Error() string {
+func (e *StageCount) Error() string {
 	if e.Stages < 1 {
 		return fmt.Sprintf("cannot cut into %d stages: need at least 1", e.Stages)
 	}
 	return fmt.Sprintf("cannot cut into %d stages: the model has only %d nodes that are not computed from weights alone", e.Stages, e.Max)
 }
 
-// AssignmentError reports a bad assignment file.
-type AssignmentError struct {
-	Msg string
+func stageCountErr(n, max int) *diag.Error {
+	return diag.Wrap(diag.KindUsage, &StageCount{Stages: n, Max: max})
 }
-
-// Error returns the message.
-func (e *AssignmentError) Error() string { return e.Msg }
 
 // CutAfter splits the graph's topological order (g.TopoOrder: model order where the model
 // is sorted) into stages: a new stage starts right after the node producing each named
@@ -96,7 +91,7 @@ func CutAfter(g *graph.Graph, tensors []string) ([]int, error) {
 	seen := map[string]bool{}
 	for _, name := range tensors {
 		if seen[name] {
-			return nil, &CutError{Tensor: name, Reason: "given twice"}
+			return nil, cutErr(name, "given twice")
 		}
 		seen[name] = true
 		id, ok := g.TensorByName(name)
@@ -105,23 +100,23 @@ func CutAfter(g *graph.Graph, tensors []string) ([]int, error) {
 			if s := closest(name, tensorNames(g)); s != "" {
 				reason += fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			return nil, &CutError{Tensor: name, Reason: reason}
+			return nil, cutErr(name, "%s", reason)
 		}
 		t := &g.Tensors[id]
 		if t.Producer < 0 {
-			return nil, &CutError{Tensor: name, Reason: fmt.Sprintf("is a model %s, not produced by a node; cut after a node's output", t.Kind)}
+			return nil, cutErr(name, "is a model %s, not produced by a node; cut after a node's output", t.Kind)
 		}
 		at := pos[t.Producer] + 1
 		if at == len(order) {
-			return nil, &CutError{Tensor: name, Reason: fmt.Sprintf("its producer %s is the last node: no stage would follow", g.Nodes[t.Producer].Label())}
+			return nil, cutErr(name, "its producer %s is the last node: no stage would follow", g.Nodes[t.Producer].Label())
 		}
 		cuts = append(cuts, cut{at, name})
 	}
 	sort.SliceStable(cuts, func(i, j int) bool { return cuts[i].at < cuts[j].at })
 	for i := 1; i < len(cuts); i++ {
 		if cuts[i].at == cuts[i-1].at {
-			return nil, &CutError{Tensor: cuts[i].tensor, Reason: fmt.Sprintf("falls at the same place as the cut %q (both are outputs of node %s)",
-				cuts[i-1].tensor, g.Nodes[order[cuts[i].at-1]].Label())}
+			return nil, cutErr(cuts[i].tensor, "falls at the same place as the cut %q (both are outputs of node %s)",
+				cuts[i-1].tensor, g.Nodes[order[cuts[i].at-1]].Label())
 		}
 	}
 	bounds := make([]int, len(cuts))
@@ -158,7 +153,7 @@ func EqualFLOPs(g *graph.Graph, n int) ([]int, error) {
 		}
 	}
 	if n < 1 || n > len(movable) {
-		return nil, &StageCountError{Stages: n, Max: len(movable)}
+		return nil, stageCountErr(n, len(movable))
 	}
 	w := make([]float64, len(order))
 	var total float64
@@ -206,7 +201,7 @@ func EqualFLOPs(g *graph.Graph, n int) ([]int, error) {
 			hi = b
 		}
 		if lo < 0 { // cannot happen when n ≤ len(movable)
-			return nil, &StageCountError{Stages: n, Max: len(movable)}
+			return nil, stageCountErr(n, len(movable))
 		}
 		best := lo
 		for b := lo; b <= hi; b++ {
@@ -230,18 +225,18 @@ func EqualFLOPs(g *graph.Graph, n int) ([]int, error) {
 // than n-1 is an error.
 func EqualFLOPsAt(g *graph.Graph, n int, order, at []int) ([]int, error) {
 	if n < 1 {
-		return nil, &StageCountError{Stages: n}
+		return nil, stageCountErr(n, 0)
 	}
 	if len(order) != len(g.Nodes) {
-		return nil, fmt.Errorf("the order holds %d nodes, the model %d", len(order), len(g.Nodes))
+		return nil, diag.Internal("the order holds %d nodes, the model %d", len(order), len(g.Nodes))
 	}
 	for i, b := range at {
 		if b < 1 || b >= len(order) || (i > 0 && b <= at[i-1]) {
-			return nil, fmt.Errorf("cut positions %v: want ascending positions in 1..%d", at, len(order)-1)
+			return nil, diag.Internal("cut positions %v: want ascending positions in 1..%d", at, len(order)-1)
 		}
 	}
 	if len(at) < n-1 {
-		return nil, fmt.Errorf("cannot cut into %d stages at %d places", n, len(at))
+		return nil, diag.Usage("cannot cut into %d stages at %d places", n, len(at))
 	}
 	prefix := make([]float64, len(order)+1) // prefix[i] = FLOPs of order[:i]
 	for i, v := range order {
@@ -284,7 +279,7 @@ func abs(x float64) float64 {
 // {"conv1": 0, "fc": 1}. Unnamed nodes are addressed as op#index (graph.Node.Label). Every
 // node must be listed except nodes computed from weights alone, which go with their
 // consumers anyway. Unknown names, names several nodes share, keys given twice, negative or
-// non-integer stages are errors (*AssignmentError).
+// non-integer stages are errors (*diag.Error of kind input, about the node where one is named).
 func ReadAssignment(r io.Reader, g *graph.Graph) ([]int, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 1<<30))
 	if err != nil {
@@ -294,10 +289,10 @@ func ReadAssignment(r io.Reader, g *graph.Graph) ([]int, error) {
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, &AssignmentError{Msg: "assignment: not JSON: " + err.Error()}
+		return nil, diag.Input("assignment: not JSON: %w", err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, &AssignmentError{Msg: `assignment: want a JSON object {"node name": stage, …}`}
+		return nil, diag.Input(`assignment: want a JSON object {"node name": stage, …}`)
 	}
 	byLabel := map[string]int{}
 	dup := map[string]bool{}
@@ -316,19 +311,19 @@ func ReadAssignment(r io.Reader, g *graph.Graph) ([]int, error) {
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
-			return nil, &AssignmentError{Msg: "assignment: " + err.Error()}
+			return nil, diag.Input("assignment: %w", err)
 		}
 		key := kt.(string)
 		var num json.Number
 		if err := dec.Decode(&num); err != nil {
-			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: node %q: the stage must be a number", key)}
+			return nil, diag.Input("assignment: node %q: the stage must be a number", key).About(diag.Node, key)
 		}
 		s, err := strconv.ParseInt(string(num), 10, 32)
 		if err != nil || s < 0 {
-			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: node %q: stage %s is not a non-negative integer", key, num)}
+			return nil, diag.Input("assignment: node %q: stage %s is not a non-negative integer", key, num).About(diag.Node, key)
 		}
 		if seen[key] {
-			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: node %q is listed twice", key)}
+			return nil, diag.Input("assignment: node %q is listed twice", key).About(diag.Node, key)
 		}
 		seen[key] = true
 		v, ok := byLabel[key]
@@ -337,18 +332,18 @@ func ReadAssignment(r io.Reader, g *graph.Graph) ([]int, error) {
 			if s := closest(key, nodeLabels(g)); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			return nil, &AssignmentError{Msg: msg}
+			return nil, diag.Input("%s", msg).About(diag.Node, key)
 		}
 		if dup[key] {
-			return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: several nodes are named %q; the assignment cannot tell them apart", key)}
+			return nil, diag.Input("assignment: several nodes are named %q; the assignment cannot tell them apart", key).About(diag.Node, key)
 		}
 		stage[v] = int(s)
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, &AssignmentError{Msg: "assignment: " + err.Error()}
+		return nil, diag.Input("assignment: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, &AssignmentError{Msg: "assignment: trailing data after the JSON object"}
+		return nil, diag.Input("assignment: trailing data after the JSON object")
 	}
 	var missing []string
 	nMissing := 0
@@ -365,7 +360,7 @@ func ReadAssignment(r io.Reader, g *graph.Graph) ([]int, error) {
 		if nMissing > len(missing) {
 			more = fmt.Sprintf(" and %d more", nMissing-len(missing))
 		}
-		return nil, &AssignmentError{Msg: fmt.Sprintf("assignment: %d nodes have no stage: %s%s", nMissing, strings.Join(missing, ", "), more)}
+		return nil, diag.Input("assignment: %d nodes have no stage: %s%s", nMissing, strings.Join(missing, ", "), more)
 	}
 	// Unlisted weight-only nodes take the stage of their first consumer (they are emitted
 	// with every consumer anyway; the label only matters for one that feeds nothing).
@@ -444,7 +439,7 @@ func editDistance(a, b string, limit int) int {
 	return min(prev[len(b)], limit)
 }
 
-var errNoStages = errors.New("the assignment has no nodes")
+var errNoStages = diag.Input("the assignment has no nodes")
 
 // markRecompute gives the nodes of recompute the recompute role; a node that reads an
 // activation other than a graph input or another such node's output is an error (every
@@ -454,7 +449,7 @@ func markRecompute(g *graph.Graph, role []int, recompute []bool) error {
 		return nil
 	}
 	if len(recompute) != len(g.Nodes) {
-		return fmt.Errorf("recompute marks %d nodes, the model has %d", len(recompute), len(g.Nodes))
+		return diag.Internal("recompute marks %d nodes, the model has %d", len(recompute), len(g.Nodes))
 	}
 	for _, v := range g.TopoOrder() {
 		if !recompute[v] || role[v] == roleStatic {
@@ -463,7 +458,7 @@ func markRecompute(g *graph.Graph, role []int, recompute []bool) error {
 		for _, t := range g.Nodes[v].Deps() {
 			tt := &g.Tensors[t]
 			if tt.Producer >= 0 && role[tt.Producer] != roleStatic && role[tt.Producer] != roleRecompute && role[tt.Producer] != roleShapeOnly {
-				return fmt.Errorf("node %s cannot be recomputed in every stage: it reads %q, computed by %s", g.Nodes[v].Label(), tt.Name, g.Nodes[tt.Producer].Label())
+				return diag.Input("node %s cannot be recomputed in every stage: it reads %q, computed by %s", g.Nodes[v].Label(), tt.Name, g.Nodes[tt.Producer].Label()).About(diag.Node, g.Nodes[v].Label())
 			}
 		}
 		role[v] = roleRecompute

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
@@ -45,9 +46,9 @@ func TestCutAfter(t *testing.T) {
 		{[]string{g.Tensors[last].Name}, "is the last node"},
 	} {
 		_, err := CutAfter(g, tc.cuts)
-		var ce *CutError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("CutAfter(%q) = %v, want a CutError with %q", tc.cuts, err, tc.want)
+		var de *diag.Error
+		if !errors.As(err, &de) || de.Kind != diag.KindUsage || de.Subject.Kind != diag.Tensor || de.Subject.Name != tc.cuts[len(tc.cuts)-1] || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CutAfter(%q) = %v, want a usage error about the tensor with %q", tc.cuts, err, tc.want)
 		}
 	}
 }
@@ -90,11 +91,11 @@ func TestEqualFLOPs(t *testing.T) {
 		}
 	}
 	g := testmodel.Load(t, testmodel.Corpus(t, "vgg16_small.onnx")).Graph
-	var se *StageCountError
-	if _, err := EqualFLOPs(g, len(g.Nodes)+1); !errors.As(err, &se) {
+	var se *StageCount
+	if _, err := EqualFLOPs(g, len(g.Nodes)+1); !errors.As(err, &se) || se.Stages != len(g.Nodes)+1 || se.Max == 0 || diag.KindOf(err) != diag.KindUsage {
 		t.Errorf("k > nodes: got %v", err)
 	}
-	if _, err := EqualFLOPs(g, 0); !errors.As(err, &se) {
+	if _, err := EqualFLOPs(g, 0); !errors.As(err, &se) || diag.KindOf(err) != diag.KindUsage {
 		t.Errorf("k = 0: got %v", err)
 	}
 }
@@ -123,8 +124,7 @@ func TestReadAssignment(t *testing.T) {
 		{`{"relu": 0} {}`, "trailing data"},
 	} {
 		_, err := ReadAssignment(strings.NewReader(tc.in), g)
-		var ae *AssignmentError
-		if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.want) {
+		if diag.KindOf(err) != diag.KindInput || !errors.As(err, new(*diag.Error)) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadAssignment(%s) = %v, want %q", tc.in, err, tc.want)
 		}
 	}

@@ -26,8 +26,8 @@
 //     transferred otherwise.
 //   - Stage labels need not be dense or in pipeline order: the stage graph is ordered
 //     topologically (ties: smaller label first) and renumbered 0..k-1. An assignment whose
-//     stage graph has a cycle is refused with a *graph.StageCycleError naming the tensors
-//     that close it. A label left with no node of its own (all its nodes were weight-only
+//     stage graph has a cycle is refused with graph.StageCycle's error (kind input) naming
+//     the tensors that close it. A label left with no node of its own (all its nodes were weight-only
 //     and went with their consumers) is dropped, with a note in the manifest.
 //   - Boundary tensors carry their element type and onnxpart's inferred shape (symbolic
 //     dimensions as dim_param; an unknown rank leaves the shape out, with a note). Dims the
@@ -50,6 +50,11 @@
 // model repository from deploy/triton), Options.BeforeManifest before it
 // (genai_config.json from deploy/genai, whose notes the manifest carries). When Force
 // replaces a previous output, those entries count as onnxpart's own.
+//
+// Errors are *diag.Error: a --cut that cannot be applied or a stage count the model does not
+// allow is kind usage (about the tensor; a *StageCount cause keeps the counts); a bad
+// assignment, a cyclic stage graph and an output directory that cannot be written, exists or
+// holds a file onnxpart did not write (a *ForeignFile cause names it) are kind input.
 //
 // The JSON Schemas of every machine-readable output (the manifest's among them) are in
 // emit/schema, where the manifest's format has been published since its first version.

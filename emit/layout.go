@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/internal/access"
 
 	"github.com/onnxpart/onnxpart/graph"
@@ -116,20 +117,20 @@ const (
 )
 
 // Prepare lays the model out in stages following the assignment: it decides where every
-// node is computed, orders the stages (refusing a cyclic stage graph with a
-// *graph.StageCycleError), computes each stage's inputs, outputs and weights, and fills
+// node is computed, orders the stages (refusing a cyclic stage graph with graph.StageCycle's
+// error), computes each stage's inputs, outputs and weights, and fills
 // the manifest. Nothing is written.
 func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	g := m.Graph
 	if len(a.Stage) != len(g.Nodes) {
-		return nil, fmt.Errorf("assignment has %d entries for %d nodes", len(a.Stage), len(g.Nodes))
+		return nil, diag.Input("assignment has %d entries for %d nodes", len(a.Stage), len(g.Nodes))
 	}
 	if len(g.Nodes) == 0 {
 		return nil, errNoStages
 	}
 	for v, s := range a.Stage {
 		if s < 0 {
-			return nil, fmt.Errorf("node %s has no stage", g.Nodes[v].Label())
+			return nil, diag.Input("node %s has no stage", g.Nodes[v].Label()).About(diag.Node, g.Nodes[v].Label())
 		}
 	}
 	if opt.MaxInlineBytes <= 0 {
@@ -286,10 +287,10 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 			}
 			p := g.Tensors[t].Producer
 			if p < 0 {
-				return nil, fmt.Errorf("internal error: stage %d reads %q, which nothing produces", s, g.Tensors[t].Name)
+				return nil, diag.Internal("internal error: stage %d reads %q, which nothing produces", s, g.Tensors[t].Name)
 			}
 			if !contains(emitted[p], provider(t)) {
-				return nil, fmt.Errorf("internal error: stage %d reads %q from stage %d, which does not compute it", s, g.Tensors[t].Name, provider(t))
+				return nil, diag.Internal("internal error: stage %d reads %q from stage %d, which does not compute it", s, g.Tensors[t].Name, provider(t))
 			}
 			sp.from[t] = provider(t) // a label for now
 		}
@@ -458,8 +459,8 @@ func allPresent(xs []int, s int, present func(x, s int) bool) bool {
 	return true
 }
 
-// orderStages orders the stage graph topologically (ties: smaller label first), or returns a
-// *graph.StageCycleError naming the tensors carried by the edges of one cycle.
+// orderStages orders the stage graph topologically (ties: smaller label first), or returns
+// graph.StageCycle's error naming the tensors carried by the edges of one cycle.
 func orderStages(g *graph.Graph, labels []int, byLabel map[int]*stagePlan) ([]int, error) {
 	type edge struct{ a, b int }
 	sorted := append([]int(nil), labels...)
@@ -491,15 +492,15 @@ func orderStages(g *graph.Graph, labels []int, byLabel map[int]*stagePlan) ([]in
 		}
 		return order, nil
 	}
-	err := &graph.StageCycleError{Stages: make([]int, len(cyc))}
+	stages := make([]int, len(cyc))
 	for i, x := range cyc {
-		err.Stages[i] = sorted[x]
+		stages[i] = sorted[x]
 	}
-	for i := range err.Stages {
-		a, b := err.Stages[i], err.Stages[(i+1)%len(err.Stages)]
-		err.Tensors = append(err.Tensors, g.Tensors[carrier[edge{a, b}]].Name)
+	tensors := make([]string, len(stages))
+	for i := range stages {
+		tensors[i] = g.Tensors[carrier[edge{stages[i], stages[(i+1)%len(stages)]}]].Name
 	}
-	return nil, err
+	return nil, graph.StageCycle(stages, tensors)
 }
 
 func appendUnique(s []int, x int) []int {

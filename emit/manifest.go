@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 )
 
@@ -420,15 +421,16 @@ func ReadManifest(dir string) (*Manifest, error) {
 	return DecodeManifest(f)
 }
 
-// DecodeManifest reads a manifest and checks its format.
+// DecodeManifest reads a manifest and checks its format (a *diag.Error of kind input if it
+// is not an onnxpart manifest).
 func DecodeManifest(r io.Reader) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+		return nil, diag.Input("manifest: %w", err)
 	}
 	if m.Format != Format {
-		return nil, fmt.Errorf("manifest: format %q, want %q", m.Format, Format)
+		return nil, diag.Input("manifest: format %q, want %q", m.Format, Format)
 	}
 	return &m, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
@@ -97,7 +98,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 		}
 		tp := access.Initializer(l.m, name)
 		if tp == nil {
-			return nil, nil, fmt.Errorf("internal error: no initializer %q", name)
+			return nil, nil, diag.Internal("internal error: no initializer %q", name)
 		}
 		dense = append(dense, tp)
 		if irOld {
@@ -178,7 +179,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 	build()
 	if size := int64(proto.Size(mp)); size > l.opt.MaxInlineBytes {
 		if l.opt.ExternalData == ExternalNever {
-			return nil, nil, fmt.Errorf("stage %d is %d bytes, over the %d-byte limit for one protobuf, and external data is disabled", i, size, l.opt.MaxInlineBytes)
+			return nil, nil, diag.Input("stage %d is %d bytes, over the %d-byte limit for one protobuf, and external data is disabled", i, size, l.opt.MaxInlineBytes).About(diag.Stage, strconv.Itoa(i))
 		}
 		for _, tp := range dense {
 			if externalizable(tp) {
@@ -187,7 +188,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 		}
 		build()
 		if size := int64(proto.Size(mp)); size > l.opt.MaxInlineBytes {
-			return nil, nil, fmt.Errorf("stage %d is %d bytes even with its weights in external data (over the %d-byte limit; large Constant attributes?)", i, size, l.opt.MaxInlineBytes)
+			return nil, nil, diag.Input("stage %d is %d bytes even with its weights in external data (over the %d-byte limit; large Constant attributes?)", i, size, l.opt.MaxInlineBytes).About(diag.Stage, strconv.Itoa(i))
 		}
 	}
 	// External data layout: tensors in initializer order, each aligned (4 KiB for tensors of
@@ -254,7 +255,7 @@ func (l *Layout) inlineCopy(tp *onnxpb.TensorProto) (*onnxpb.TensorProto, error)
 	defer f.Close()
 	buf := make([]byte, ref.Length)
 	if _, err := f.ReadAt(buf, ref.Offset); err != nil && !(err == io.EOF && ref.Length == 0) {
-		return nil, fmt.Errorf("weight %q: reading %s: %w", tp.GetName(), ref.Rel, err)
+		return nil, diag.Input("weight %q: reading %s: %w", tp.GetName(), ref.Rel, err).About(diag.Tensor, tp.GetName())
 	}
 	c := externalStub(tp)
 	c.DataLocation = nil
@@ -286,10 +287,10 @@ func boundaryInfo(g *graph.Graph, t int, shape graph.Shape, srcVI map[string]*on
 		if vi := srcVI[tt.Name]; vi != nil && vi.Type != nil {
 			return &onnxpb.ValueInfoProto{Name: proto.String(tt.Name), Type: vi.Type}, nil
 		}
-		return nil, fmt.Errorf("tensor %q (%s) crosses a stage boundary but the model declares no type for it", tt.Name, tt.NonTensor)
+		return nil, diag.Input("tensor %q (%s) crosses a stage boundary but the model declares no type for it", tt.Name, tt.NonTensor).About(diag.Tensor, tt.Name)
 	}
 	if !tt.DType.Valid() {
-		return nil, fmt.Errorf("tensor %q crosses a stage boundary but its element type is unknown", tt.Name)
+		return nil, diag.Input("tensor %q crosses a stage boundary but its element type is unknown", tt.Name).About(diag.Tensor, tt.Name)
 	}
 	tensor := &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(tt.DType))}
 	if shape != nil {

@@ -9,7 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
@@ -35,11 +36,11 @@ func TestCycleRefused(t *testing.T) {
 	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
 	stage := testmodel.Labels(t, m.Graph, map[string]int{"relu": 1, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
 	_, err := Prepare(m, &Assignment{Stage: stage}, Options{})
-	var ce *graph.StageCycleError
-	if !errors.As(err, &ce) {
-		t.Fatalf("got %v, want a StageCycleError", err)
+	var ce *dag.CycleError
+	if !errors.As(err, &ce) || diag.KindOf(err) != diag.KindInput {
+		t.Fatalf("got %v, want an input error caused by a dag.CycleError", err)
 	}
-	if len(ce.Tensors) != 2 || !strings.Contains(err.Error(), `a`) || !strings.Contains(err.Error(), `y`) {
+	if len(ce.Nodes) != 2 || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), `"y"`) {
 		t.Errorf("cycle %+v: want the tensors a (1→0, captured by the If) and y (0→1)", ce)
 	}
 	// A weight-only node on the "wrong" side closes no cycle: it goes with its consumers.

@@ -14,36 +14,34 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
-// ExistsError reports an output directory that already exists (and Force was not set).
-// Link is set when it is a symbolic link, which is never followed. Foreign, when set, is
-// the first entry of the directory that onnxpart did not write: Force would not replace it
-// either, so the message does not suggest it.
-type ExistsError struct {
-	Dir     string
-	Link    bool
-	Foreign string
-}
-
-func (e *ExistsError) Error() string {
+// existsErr is an output directory that already exists (and Force was not set): a
+// *diag.Error of kind input. link: it is a symbolic link, which is never followed. foreign,
+// when set, is the first entry of the directory that onnxpart did not write: Force would
+// not replace it either, so the message does not suggest it (the cause is then a
+// *ForeignFile).
+func existsErr(dir string, link bool, foreign *ForeignFile) *diag.Error {
 	switch {
-	case e.Link:
-		return fmt.Sprintf("output directory %s is a symbolic link (use --force to replace the link itself; what it points to is left alone)", e.Dir)
-	case e.Foreign != "":
-		return fmt.Sprintf("output directory %s already exists and holds %s, which onnxpart did not write (choose another directory)", e.Dir, e.Foreign)
+	case link:
+		return diag.Input("output directory %s is a symbolic link (use --force to replace the link itself; what it points to is left alone)", dir)
+	case foreign != nil:
+		foreign.Dir = dir
+		return diag.Input("output directory %s already exists and holds %s, which onnxpart did not write (choose another directory)", dir, foreign.File).Wrap(foreign)
 	}
-	return fmt.Sprintf("output directory %s already exists (use --force to replace it)", e.Dir)
+	return diag.Input("output directory %s already exists (use --force to replace it)", dir)
 }
 
-// ForeignFileError reports an output directory that Force may not replace: it holds File
-// (a path relative to Dir), which is not part of a previous onnxpart output. Force replaces
-// only an empty directory or one holding onnxpart's output, and removes only the files its
-// manifest lists, so that a user's file is never deleted.
-type ForeignFileError struct {
+// ForeignFile is the cause of the error for an output directory that Force may not replace
+// (a *diag.Error of kind input): Dir holds File (a path relative to Dir), which is not part
+// of a previous onnxpart output. Force replaces only an empty directory or one holding
+// onnxpart's output, and removes only the files its manifest lists, so that a user's file is
+// never deleted.
+type ForeignFile struct {
 	Dir  string
 	File string
 	// Why says what is wrong with File when the name alone does not (a manifest that is
@@ -51,7 +49,8 @@ type ForeignFileError struct {
 	Why string
 }
 
-func (e *ForeignFileError) Error() string {
+// Error names the file and says why it is in the way.
+func (e *ForeignFile) Error() string {
 	why := "which onnxpart did not write"
 	if e.Why != "" {
 		why = e.Why
@@ -59,14 +58,18 @@ func (e *ForeignFileError) Error() string {
 	return fmt.Sprintf("output directory %s holds %s, %s; --force replaces only an empty directory or onnxpart's own output (move the file or choose another directory)", e.Dir, e.File, why)
 }
 
-// WriteError reports a failure to write the output directory; nothing is left behind.
-type WriteError struct {
-	Dir string
-	Err error
+// foreignErr is the error for dir holding fe.File: a *diag.Error of kind input whose cause
+// is fe.
+func foreignErr(dir string, fe *ForeignFile) *diag.Error {
+	fe.Dir = dir
+	return diag.Wrap(diag.KindInput, fe)
 }
 
-func (e *WriteError) Error() string { return fmt.Sprintf("cannot write %s: %v", e.Dir, e.Err) }
-func (e *WriteError) Unwrap() error { return e.Err }
+// writeErr is a failure to write the output directory dir (nothing is left behind): a
+// *diag.Error of kind input, "cannot write DIR: ERR", whose cause is err.
+func writeErr(dir string, err error) *diag.Error {
+	return diag.Input("cannot write %s: %w", dir, err)
+}
 
 // Write lays the model out by the assignment and writes the stage models and manifest into
 // dir (see Prepare and Layout.WriteDir).
@@ -99,14 +102,14 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	parent := filepath.Dir(abs)
 	created, err := mkdirParents(parent)
 	if err != nil {
-		return &WriteError{Dir: dir, Err: err}
+		return writeErr(dir, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+stagefile.TempBase(abs)+".tmp-")
 	if err != nil {
 		if created != "" {
 			os.RemoveAll(created)
 		}
-		return &WriteError{Dir: dir, Err: err}
+		return writeErr(dir, err)
 	}
 	defer func() {
 		if err != nil {
@@ -116,7 +119,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 			}
 		}
 	}()
-	fail := func(e error) error { return &WriteError{Dir: dir, Err: e} }
+	fail := func(e error) error { return writeErr(dir, e) }
 	l.Manifest.Model.Path = relativeTo(abs, l.opt.ModelPath)
 	if err := l.writeFiles(tmp); err != nil {
 		return fail(err)
@@ -134,7 +137,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	}
 	if !o.exists {
 		if _, err := os.Lstat(abs); err == nil {
-			return &ExistsError{Dir: dir}
+			return existsErr(dir, false, nil)
 		}
 		if err := os.Rename(tmp, abs); err != nil {
 			return fail(err)
@@ -152,10 +155,9 @@ func (l *Layout) WriteDir(dir string) (err error) {
 		// puts the directory back and keeps it.
 		if owned, err = ownedEntries(old, "", true); err != nil {
 			os.Rename(old, abs)
-			var fe *ForeignFileError
+			var fe *ForeignFile
 			if errors.As(err, &fe) {
-				fe.Dir = dir
-				return fe
+				return foreignErr(dir, fe)
 			}
 			return fail(err)
 		}
@@ -184,9 +186,11 @@ func (l *Layout) WriteDir(dir string) (err error) {
 // writing anything, and one more that WriteDir finds out only by writing: that the nearest
 // existing directory on the way to dir is writable. Callers run it before planning so that
 // a bad output directory is reported at once; WriteDir checks again. The errors are those of
-// WriteDir: a WriteError (the model's directory, the root, the current or home directory or
-// a parent of them, a file in the way, no permission), an ExistsError (dir exists and force
-// is false) or a ForeignFileError (force, but dir holds a file onnxpart did not write).
+// WriteDir, all *diag.Error of kind input: "cannot write DIR: …" (the model's directory, the
+// root, the current or home directory or a parent of them, a file in the way, no
+// permission), "output directory DIR already exists" (force is false) or "output directory
+// DIR holds FILE" (force, but dir holds a file onnxpart did not write; the cause is a
+// *ForeignFile).
 func CheckOutput(m *ingest.Model, dir string, force bool) error {
 	o, err := checkOutput(dir, force, modelFiles(m))
 	if err != nil {
@@ -197,12 +201,12 @@ func CheckOutput(m *ingest.Model, dir string, force bool) error {
 		fi, err := os.Stat(p)
 		if err == nil {
 			if !fi.IsDir() {
-				return &WriteError{Dir: dir, Err: fmt.Errorf("%s is not a directory", p)}
+				return writeErr(dir, fmt.Errorf("%s is not a directory", p))
 			}
 			break
 		}
 		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || filepath.Dir(p) == p {
-			return &WriteError{Dir: dir, Err: err}
+			return writeErr(dir, err)
 		}
 		p = filepath.Dir(p)
 	}
@@ -211,7 +215,7 @@ func CheckOutput(m *ingest.Model, dir string, force bool) error {
 		if errors.Is(err, os.ErrPermission) {
 			err = fmt.Errorf("%s is not writable", p)
 		}
-		return &WriteError{Dir: dir, Err: err}
+		return writeErr(dir, err)
 	}
 	return os.Remove(probe)
 }
@@ -230,17 +234,17 @@ type outputDir struct {
 // force is set and it is a symbolic link, an empty directory or a previous output.
 func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
 	if dir == "" {
-		return nil, &WriteError{Dir: dir, Err: errors.New("no output directory given")}
+		return nil, writeErr(dir, errors.New("no output directory given"))
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, &WriteError{Dir: dir, Err: err}
+		return nil, writeErr(dir, err)
 	}
 	if err := refuseInputsInside(abs, inputs); err != nil {
-		return nil, &WriteError{Dir: dir, Err: err}
+		return nil, writeErr(dir, err)
 	}
 	if err := refuseProtected(abs); err != nil {
-		return nil, &WriteError{Dir: dir, Err: err}
+		return nil, writeErr(dir, err)
 	}
 	o := &outputDir{abs: abs}
 	fi, err := os.Lstat(abs)
@@ -248,28 +252,27 @@ func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return o, nil // a file on the way is reported when the parents are made
 	case err != nil:
-		return nil, &WriteError{Dir: dir, Err: err}
+		return nil, writeErr(dir, err)
 	case fi.Mode()&os.ModeSymlink != 0:
 		if !force {
-			return nil, &ExistsError{Dir: dir, Link: true}
+			return nil, existsErr(dir, true, nil)
 		}
 		o.exists, o.link = true, true
 		return o, nil
 	case !fi.IsDir():
-		return nil, &WriteError{Dir: dir, Err: errors.New("exists and is not a directory")}
+		return nil, writeErr(dir, errors.New("exists and is not a directory"))
 	}
 	owned, err := ownedEntries(abs, "", true)
-	var fe *ForeignFileError
+	var fe *ForeignFile
 	switch {
 	case errors.As(err, &fe) && !force:
-		return nil, &ExistsError{Dir: dir, Foreign: fe.File}
+		return nil, existsErr(dir, false, fe)
 	case errors.As(err, &fe):
-		fe.Dir = dir
-		return nil, fe
+		return nil, foreignErr(dir, fe)
 	case err != nil:
-		return nil, &WriteError{Dir: dir, Err: err}
+		return nil, writeErr(dir, err)
 	case !force:
-		return nil, &ExistsError{Dir: dir}
+		return nil, existsErr(dir, false, nil)
 	}
 	o.exists, o.owned = true, owned
 	return o, nil
@@ -279,7 +282,7 @@ func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
 // previous onnxpart output: manifest.json, the stage and data files it lists, report.html,
 // genai_config.json, the Triton repository and, at the top (top), the batch's route
 // directories, each checked the same way by its own manifest. The first other entry in name
-// order is a ForeignFileError whose File is relative to the top directory (rel is dir's path
+// order is a *ForeignFile whose File is relative to the top directory (rel is dir's path
 // from it). An empty directory has no entries.
 func ownedEntries(dir, rel string, top bool) ([]string, error) {
 	es, err := os.ReadDir(dir)
@@ -287,7 +290,7 @@ func ownedEntries(dir, rel string, top bool) ([]string, error) {
 		return nil, err
 	}
 	foreign := func(name, why string) error {
-		return &ForeignFileError{File: filepath.Join(rel, name), Why: why}
+		return &ForeignFile{File: filepath.Join(rel, name), Why: why}
 	}
 	man, err := ReadManifest(dir)
 	if errors.Is(err, os.ErrNotExist) {

@@ -114,7 +114,7 @@ func TestCoarsePlansVerify(t *testing.T) {
 							}
 							runs++
 							if !rep.Pass {
-								t.Errorf("optimize=%v: %v", optimize, (&verify.MismatchError{Report: rep}).Error())
+								t.Errorf("optimize=%v: %v", optimize, verify.MismatchOf(rep).Error())
 							}
 							for _, o := range rep.Outputs {
 								if !optimize && !o.BitExact {

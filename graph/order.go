@@ -1,11 +1,13 @@
 package graph
 
 import (
-	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/graph/dag"
-
 	"fmt"
 	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/graph/dag"
 )
 
 // KahnOrder returns a topological order in which, among the nodes whose predecessors are all
@@ -96,28 +98,33 @@ func (g *Graph) CheckStageOrder(stage []int) error {
 	return nil
 }
 
-// StageCycleError reports an assignment whose stage graph has a cycle; Tensors are the
-// tensors carried by the edges of one cycle of stages. OrderStages returns it as the cause of
-// a *diag.Error of kind input (the message is the same); emit still returns it bare, and its
-// DiagKind maps it to kind input.
-type StageCycleError struct {
-	Stages  []int
-	Tensors []string
+// StageCycle is the error for an assignment whose stage graph has a cycle: a *diag.Error of
+// kind input about the first stage of the cycle, whose message names each edge of the cycle
+// and the tensor it carries (stages[i] sends tensors[i] to stages[i+1], the last to the
+// first), and whose cause is a *dag.CycleError listing the stages ("stage 0", …). emit's
+// Prepare and OrderStages both return it.
+func StageCycle(stages []int, tensors []string) *diag.Error {
+	var b strings.Builder
+	nodes := make([]string, len(stages))
+	for i, s := range stages {
+		nodes[i] = "stage " + strconv.Itoa(s)
+		next := stages[(i+1)%len(stages)]
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "stage %d sends %q to stage %d", s, tensors[i], next)
+	}
+	e := diag.Input("the assignment is not a pipeline: %s; move nodes so that tensors only flow to later stages", b.String())
+	if len(stages) > 0 {
+		e.About(diag.Stage, strconv.Itoa(stages[0]))
+	}
+	return e.Wrap(&dag.CycleError{What: "the stage graph", Nodes: nodes})
 }
-
-// Error lists the stages of the cycle and the tensors that close it.
-func (e *StageCycleError) Error() string {
-	return fmt.Sprintf("the stage graph has a cycle through stages %v, closed by tensors %v", e.Stages, e.Tensors)
-}
-
-// DiagKind is diag.KindInput: an assignment that is not a pipeline is bad input.
-func (e *StageCycleError) DiagKind() diag.Kind { return diag.KindInput }
 
 // OrderStages checks that the stage graph of an assignment (stages as nodes, an edge where a
 // tensor crosses stages) is acyclic and returns the stages in a topological order (ties:
 // smaller stage number first), so that any acyclic assignment can be renumbered into a
-// pipeline. It returns a *diag.Error of kind input wrapping a *StageCycleError naming the
-// tensors that close a cycle.
+// pipeline. A cycle is the error StageCycle returns, naming the tensors that close it.
 func (g *Graph) OrderStages(stage []int) ([]int, error) {
 	if len(stage) != len(g.Nodes) {
 		return nil, diag.Input("assignment has %d entries for %d nodes", len(stage), len(g.Nodes))
@@ -159,10 +166,9 @@ func (g *Graph) OrderStages(stage []int) ([]int, error) {
 	if cyc == nil {
 		return order, nil
 	}
-	err := &StageCycleError{Stages: cyc}
+	tensors := make([]string, len(cyc))
 	for i := range cyc {
-		a, b := cyc[i], cyc[(i+1)%len(cyc)]
-		err.Tensors = append(err.Tensors, carrier[edge{a, b}])
+		tensors[i] = carrier[edge{cyc[i], cyc[(i+1)%len(cyc)]}]
 	}
-	return nil, diag.Wrap(diag.KindInput, err)
+	return nil, StageCycle(cyc, tensors)
 }

@@ -184,7 +184,7 @@ func TestRequireKnownShapes(t *testing.T) {
 	}
 	err := build(true).RequireKnownShapes()
 	if !isUsage(err) {
-		t.Fatalf("unknown shapes: got %v, want a *UsageError", err)
+		t.Fatalf("unknown shapes: got %v, want a usage *diag.Error", err)
 	}
 	for _, want := range []string{"5 of 5 nodes", "(Mystery)", "com.example.Mystery", "--allow-unknown-shapes"} {
 		if !strings.Contains(err.Error(), want) {

@@ -106,7 +106,7 @@ func TestBadInput(t *testing.T) {
 		name  string
 		path  string
 		opt   Options
-		usage bool     // a UsageError rather than an input Error
+		usage bool     // a usage *diag.Error rather than an input one
 		want  []string // substrings of the message
 	}{
 		{name: "missing file", path: filepath.Join(dir, "nope.onnx"), want: []string{"nope.onnx", "no such file"}},
@@ -163,10 +163,10 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("loaded without error (%d nodes)", len(m.Graph.Nodes))
 			}
 			if tc.usage && !isUsage(err) {
-				t.Errorf("want a UsageError, got %T: %v", err, err)
+				t.Errorf("want a usage *diag.Error, got %T: %v", err, err)
 			}
 			if !tc.usage && !isInput(err) {
-				t.Errorf("want an ingest.Error, got %T: %v", err, err)
+				t.Errorf("want an input *diag.Error, got %T: %v", err, err)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") {
@@ -264,21 +264,4 @@ func isUsage(err error) bool { return diag.KindOf(err) == diag.KindUsage }
 func isInput(err error) bool {
 	var de *diag.Error
 	return errors.As(err, &de) && de.Kind == diag.KindInput
-}
-
-// The deprecated *Error and *UsageError stay reachable as causes while emit matches them
-// (delete this test when emit returns *diag.Error).
-func TestDeprecatedCauses(t *testing.T) {
-	_, err := ParseDims([]string{"batch=-1"})
-	var ue *UsageError
-	if !isUsage(err) || !errors.As(err, &ue) || ue.Msg != err.Error() {
-		t.Errorf("ParseDims: %v, want a usage *diag.Error with a *UsageError cause", err)
-	}
-	_, err = Load("testdata/no-such-model.onnx", Options{})
-	var ie *Error
-	var de *diag.Error
-	if !isInput(err) || !errors.As(err, &ie) || ie.Path != "testdata/no-such-model.onnx" || ie.Error() != err.Error() ||
-		!errors.As(err, &de) || de.Subject != (diag.Subject{Kind: diag.File, Name: "testdata/no-such-model.onnx"}) {
-		t.Errorf("Load: %v, want an input *diag.Error about the file with an *Error cause", err)
-	}
 }

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// FuzzIngest feeds arbitrary bytes to the loader: it must return a model or an *Error /
-// *UsageError, never panic or hang. The corpus models and a few tiny models seed it.
+// FuzzIngest feeds arbitrary bytes to the loader: it must return a model or an input or
+// usage *diag.Error, never panic or hang. The corpus models and a few tiny models seed it.
 func FuzzIngest(f *testing.F) {
 	for _, p := range corpus(f) {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 128<<10 { // large seeds make every mutation (and minimisation) slow

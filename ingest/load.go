@@ -128,52 +128,14 @@ func (m *Model) Dims() map[string]int64 {
 	return out
 }
 
-// Error is the old type of a problem with the input model.
-//
-// Deprecated: ingest returns a *diag.Error (kind input, subject the model file) for these;
-// an *Error with the same message is its cause only because emit still matches this type
-// with errors.As. It goes when emit returns *diag.Error. Use diag.KindOf, or errors.As with
-// a *diag.Error.
-type Error struct {
-	Path string
-	Msg  string
-	Err  error
-}
-
-// Error returns "PATH: MSG" (MSG alone when no file is involved).
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return e.Msg
-	}
-	return e.Path + ": " + e.Msg
-}
-
-// Unwrap returns the underlying error (a file-system or protobuf error), if any.
-func (e *Error) Unwrap() error { return e.Err }
-
-// UsageError is the old type of a problem with how ingest was asked to load the model.
-//
-// Deprecated: ingest returns a *diag.Error of kind usage for these (e.g. a --dim naming no
-// symbolic dimension of the model); a *UsageError with the same message is its cause only
-// because emit still matches this type with errors.As. It goes when emit returns *diag.Error.
-type UsageError struct{ Msg string }
-
-// Error returns the message.
-func (e *UsageError) Error() string { return e.Msg }
-
 // usagef is a problem with how ingest was asked to load the model: a *diag.Error of kind
-// usage (exit code 2), formatted as by fmt.Errorf. Its cause is a *UsageError (see there).
-func usagef(format string, a ...any) *diag.Error {
-	e := diag.Usage(format, a...)
-	return e.Wrap(&UsageError{Msg: e.Msg})
-}
+// usage (exit code 2), formatted as by fmt.Errorf.
+func usagef(format string, a ...any) *diag.Error { return diag.Usage(format, a...) }
 
 // fileErr is a problem with the model file at path: a *diag.Error of kind input about the
-// file ("PATH: MSG"), formatted as by fmt.Sprintf. Its cause is an *Error (see there) with the
-// same path and message, wrapping cause (nil: none).
+// file ("PATH: MSG"), formatted as by fmt.Sprintf, whose cause is cause (nil: none).
 func fileErr(path string, cause error, format string, a ...any) *diag.Error {
-	e := diag.Input(format, a...).About(diag.File, path)
-	return e.Wrap(&Error{Path: path, Msg: e.Msg, Err: cause})
+	return diag.Input(format, a...).About(diag.File, path).Wrap(cause)
 }
 
 // Load reads, validates and analyses the model at path.

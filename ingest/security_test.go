@@ -149,12 +149,12 @@ func TestExternalDataEscapes(t *testing.T) {
 	}
 }
 
-// checkOneLine checks the error contract: an *Error, one line, naming the model file and
+// checkOneLine checks the error contract: an input *diag.Error, one line, naming the model file and
 // the tensor, and saying what is wrong.
 func checkOneLine(t *testing.T, err error, path, want string) {
 	t.Helper()
 	if !isInput(err) {
-		t.Errorf("want an *ingest.Error, got %T: %v", err, err)
+		t.Errorf("want an input *diag.Error, got %T: %v", err, err)
 	}
 	msg := err.Error()
 	if strings.ContainsAny(msg, "\n\r\x00") {

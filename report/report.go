@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"html/template"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
@@ -41,15 +41,15 @@ type Options struct {
 // <g class="stage" data-stage="i">, with data-bottleneck or data-critical when marked.
 func HTML(m *emit.Manifest, opt Options) ([]byte, error) {
 	if m == nil {
-		return nil, errors.New("report: no manifest")
+		return nil, diag.Internal("report: no manifest")
 	}
 	if len(m.Stages) == 0 {
-		return nil, errors.New("report: the manifest has no stages")
+		return nil, diag.Input("report: the manifest has no stages")
 	}
 	v := buildReport(m, opt)
 	var buf bytes.Buffer
 	if err := reportTemplate.Execute(&buf, v); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+		return nil, diag.Internal("report: %w", err)
 	}
 	return buf.Bytes(), nil
 }

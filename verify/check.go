@@ -12,25 +12,24 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 )
 
-// CheckError lists the structural problems found in an output directory.
-type CheckError struct {
-	Dir      string
-	Problems []string
-}
-
-// Error names the directory and the first problem, with the count of the others.
-func (e *CheckError) Error() string {
-	s := fmt.Sprintf("%s: %s", e.Dir, e.Problems[0])
-	if len(e.Problems) > 1 {
-		s += fmt.Sprintf(" (and %d more problems)", len(e.Problems)-1)
+// checkErr is the error for the structural problems found in an output directory: a
+// *diag.Error of kind input about dir, whose message is the first problem with the count of
+// the others ("DIR: PROBLEM (and N more problems)") and whose notes list every problem.
+func checkErr(dir string, probs []string) *diag.Error {
+	msg := probs[0]
+	if len(probs) > 1 {
+		msg += fmt.Sprintf(" (and %d more problems)", len(probs)-1)
 	}
-	return s
+	e := diag.Input("%s", msg).About(diag.File, dir)
+	e.Notes = probs
+	return e
 }
 
 // Check reads an output directory and checks, without running anything, that the stages
@@ -44,7 +43,7 @@ func (e *CheckError) Error() string {
 func Check(dir string) (*emit.Manifest, error) {
 	man, err := emit.ReadManifest(dir)
 	if err != nil {
-		return nil, err
+		return nil, diag.Wrap(diag.KindInput, err)
 	}
 	var probs []string
 	add := func(format string, a ...any) { probs = append(probs, fmt.Sprintf(format, a...)) }
@@ -113,7 +112,7 @@ func Check(dir string) (*emit.Manifest, error) {
 		add("the stages send %d tensors but the manifest lists %d transfers", nTransfers, len(man.Transfers))
 	}
 	if len(probs) > 0 {
-		return man, &CheckError{Dir: dir, Problems: probs}
+		return man, checkErr(dir, probs)
 	}
 	return man, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
@@ -54,8 +55,8 @@ func TestCheckCatches(t *testing.T) {
 			}
 			rewriteStage(t, dir, 1, tc.edit)
 			_, err := Check(dir)
-			var ce *CheckError
-			if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Problems, "\n"), tc.want) {
+			var ce *diag.Error
+			if !errors.As(err, &ce) || ce.Kind != diag.KindInput || ce.Subject.Kind != diag.File || !strings.Contains(strings.Join(ce.Notes, "\n"), tc.want) {
 				t.Errorf("got %v, want a problem with %q", err, tc.want)
 			}
 		})

@@ -17,8 +17,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
@@ -166,26 +166,18 @@ type corruptOutcome struct {
 	err  error
 }
 
-// errorKind names the kind of a case's error for the counts.
+// errorKind names the kind of a case's error for the counts: the *diag.Error's kind and
+// subject kind ("input file", "usage", "input stage"), or "other TYPE" for an error of no
+// documented kind.
 func errorKind(err error) string {
-	var ie *ingest.Error
-	var ue *ingest.UsageError
-	var sc *emit.StageCountError
-	var cyc *graph.StageCycleError
-	var we *emit.WriteError
-	switch {
-	case errors.As(err, &ie):
-		return "ingest.Error"
-	case errors.As(err, &ue):
-		return "ingest.UsageError"
-	case errors.As(err, &sc):
-		return "StageCountError"
-	case errors.As(err, &cyc):
-		return "StageCycleError"
-	case errors.As(err, &we):
-		return "WriteError"
+	var de *diag.Error
+	if !errors.As(err, &de) {
+		return fmt.Sprintf("other %T", err)
 	}
-	return fmt.Sprintf("other %T", err)
+	if de.Subject.Kind == diag.None {
+		return de.Kind.String()
+	}
+	return de.Kind.String() + " " + de.Subject.Kind.String()
 }
 
 // runCorruptCase loads, splits and writes one case; it runs in its own goroutine and turns
@@ -338,7 +330,7 @@ func checkCorruptOutcome(t *testing.T, name, modelPath, parent, out string, res 
 		t.Errorf("%s: message spans lines: %q", name, msg)
 	case strings.HasPrefix(res.kind, "other"):
 		t.Errorf("%s: error of no documented kind (%T): %v", name, res.err, msg)
-	case strings.HasPrefix(res.kind, "ingest") && res.kind != "ingest.UsageError" && !strings.Contains(msg, modelPath):
+	case res.kind == "input file" && !strings.Contains(msg, modelPath):
 		t.Errorf("%s: the message does not name the model file: %v", name, msg)
 	}
 	if testing.Verbose() && fullCorrupt() {

@@ -5,8 +5,10 @@
 // (RandomFeeds, InputRanges) or the user's .npy files (package verify/npy), dim sizes,
 // graph optimizations on or off. What comes out: a Report with every model output's
 // comparison (bit for bit, or the largest relative and absolute differences), or an error
-// when something cannot be run; Check alone returns the manifest or a *CheckError listing
-// the structural problems.
+// when something cannot be run; Check alone returns the manifest or an error listing the
+// structural problems (a *diag.Error of kind input about the directory, one note per
+// problem). Errors are *diag.Error (see Run for their kinds); MismatchOf turns a failed
+// comparison into one of kind mismatch, whose *Mismatch cause holds the report.
 //
 // Check performs the structural checks (every input produced earlier or a graph input, no
 // dangling names, topological order, typed boundaries, data files inside the directory and

@@ -208,7 +208,7 @@ func TestHugeModel(t *testing.T) {
 			return err
 		}
 		if !rep.Pass {
-			return &MismatchError{Report: rep}
+			return MismatchOf(rep)
 		}
 		return nil
 	})

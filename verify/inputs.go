@@ -97,7 +97,8 @@ func indexRange(g *graph.Graph, id int) (int64, string) {
 // RandomFeeds makes one deterministic value for every model input from seed, in the
 // ranges InputRanges chooses. Every input's shape must be fully known (bind symbolic
 // dimensions when loading the model), and no input may take more than
-// DefaultMaxTensorBytes (a *SizeLimitError, before anything is allocated).
+// DefaultMaxTensorBytes (a *diag.Error of kind input about the input, before anything is
+// allocated).
 func RandomFeeds(g *graph.Graph, seed int64) (map[string]*ort.Tensor, error) {
 	return randomFeeds(g, seed, DefaultMaxTensorBytes, nil)
 }
@@ -118,13 +119,13 @@ func randomFeeds(g *graph.Graph, seed, limit int64, skip map[string]bool) (map[s
 		rng := rand.New(rand.NewSource(seed*1000003 + int64(k)))
 		n, err := t.Shape.NumElements()
 		if err != nil {
-			return nil, &SizeLimitError{Tensor: t.Name, What: "model input", DType: t.DType, Shape: t.Shape, Bytes: -1, Limit: limit}
+			return nil, sizeLimitErr(t.Name, "model input", t.DType, t.Shape, -1, limit)
 		}
 		if b, err := graph.ByteSize(t.DType, t.Shape); err != nil || b > limit {
 			if err != nil {
 				b = -1
 			}
-			return nil, &SizeLimitError{Tensor: t.Name, What: "model input", DType: t.DType, Shape: t.Shape, Bytes: b, Limit: limit}
+			return nil, sizeLimitErr(t.Name, "model input", t.DType, t.Shape, b, limit)
 		}
 		r, ok := ranges[t.Name]
 		if !ok {

@@ -70,7 +70,7 @@ func TestMatrix(t *testing.T) {
 							}
 							chains++
 							if !rep.Pass {
-								t.Errorf("optimize=%v: %v", optimize, (&MismatchError{Report: rep}).Error())
+								t.Errorf("optimize=%v: %v", optimize, MismatchOf(rep).Error())
 							}
 							if !optimize {
 								for _, o := range rep.Outputs {

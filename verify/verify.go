@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -70,24 +71,16 @@ type Options struct {
 // allocated.
 const DefaultMaxTensorBytes = 4 << 30
 
-// SizeLimitError reports a tensor too large to verify.
-type SizeLimitError struct {
-	Tensor string
-	What   string // "model input", "stage boundary tensor", "model output"
-	DType  graph.DType
-	Shape  graph.Shape
-	Bytes  int64 // -1 when the size overflows int64
-	Limit  int64
-}
-
-// Error names the tensor, its size and the limit.
-func (e *SizeLimitError) Error() string {
-	size := fmt.Sprintf("%d bytes", e.Bytes)
-	if e.Bytes < 0 {
+// sizeLimitErr is a tensor too large to verify: a *diag.Error of kind input about the
+// tensor. what is "model input", "stage boundary tensor" or "model output"; bytes is -1 when
+// the size overflows int64.
+func sizeLimitErr(name, what string, dt graph.DType, shape graph.Shape, bytes, limit int64) *diag.Error {
+	size := fmt.Sprintf("%d bytes", bytes)
+	if bytes < 0 {
 		size = "more bytes than int64 can count"
 	}
-	return fmt.Sprintf("%s %q (%s %s) would take %s in memory, over the %d-byte limit for one tensor when verifying (bind smaller dimensions, or raise the limit)",
-		e.What, e.Tensor, e.DType, e.Shape, size, e.Limit)
+	return diag.Input("%s %q (%s %s) would take %s in memory, over the %d-byte limit for one tensor when verifying (bind smaller dimensions, or raise the limit)",
+		what, name, dt, shape, size, limit).About(diag.Tensor, name)
 }
 
 // checkTensorSizes refuses, before anything is allocated, tensors verification would hold
@@ -111,7 +104,7 @@ func checkTensorSizes(g *graph.Graph, man *emit.Manifest, given map[string]*npy.
 			return nil // no fixed size (strings)
 		}
 		if err != nil || b > limit {
-			return &SizeLimitError{Tensor: name, What: what, DType: t.DType, Shape: t.Shape, Bytes: b, Limit: limit}
+			return sizeLimitErr(name, what, t.DType, t.Shape, b, limit)
 		}
 		return nil
 	}
@@ -310,12 +303,18 @@ func (c *ReferenceCache) Close() {
 	c.outputs = map[string]map[string]*ort.Tensor{}
 }
 
-// MismatchError is returned (with the report) by callers that treat a failed comparison as
-// an error; Run itself reports it through Report.Pass.
-type MismatchError struct{ Report *Report }
+// MismatchOf is the error for a failed comparison, for callers that treat one as an error
+// (Run itself reports it through Report.Pass): a *diag.Error of kind mismatch whose message
+// names the outputs that differ and whose cause is a *Mismatch holding the report.
+func MismatchOf(rep *Report) *diag.Error {
+	return diag.Wrap(diag.KindMismatch, &Mismatch{Report: rep})
+}
+
+// Mismatch is the cause of MismatchOf's error: the report of the failed comparison.
+type Mismatch struct{ Report *Report }
 
 // Error names the outputs that differ.
-func (e *MismatchError) Error() string {
+func (e *Mismatch) Error() string {
 	bad := outputProblems(e.Report)
 	for _, o := range e.Report.OtherSizes {
 		switch {
@@ -347,11 +346,25 @@ func outputProblems(rep *Report) []string {
 // stages in ONNX Runtime on the same inputs, feeding each stage by tensor name from a pool
 // holding the model inputs and every earlier stage's outputs, and compares every model
 // output. It returns an error when something cannot be run; a disagreement is reported in
-// the report (Pass false).
+// the report (Pass false; MismatchOf makes it an error).
 //
 // A batched plan's manifest lists routes (Manifest.Batch.Routes): each route in its own
 // subdirectory is verified the same way, and reported in Routes.
+//
+// Its errors are *diag.Error: kind usage for inputs or sizes the model refuses (a bad
+// --input file, --input-shape or --dim, an input nothing sizes), kind input for everything
+// else that stops it (a bad output directory, a missing or different original model, a
+// failure of ONNX Runtime), kind interrupted when ctx is cancelled.
 func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
+	rep, err := run(ctx, dir, opt)
+	var de *diag.Error
+	if err != nil && !errors.As(err, &de) && !errors.Is(err, context.Canceled) {
+		err = diag.Wrap(diag.KindInput, err)
+	}
+	return rep, err
+}
+
+func run(ctx context.Context, dir string, opt Options) (*Report, error) {
 	rep, err := verifyDir(ctx, dir, opt)
 	if err != nil {
 		return nil, err
@@ -368,7 +381,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
 			continue
 		}
 		if !routeDirOK(rt.Dir) {
-			return nil, &CheckError{Dir: dir, Problems: []string{fmt.Sprintf("manifest.json: route %d's directory %q is not a plain subdirectory name", rt.Index, rt.Dir)}}
+			return nil, checkErr(dir, []string{fmt.Sprintf("manifest.json: route %d's directory %q is not a plain subdirectory name", rt.Index, rt.Dir)})
 		}
 		sub, err := verifyDir(ctx, filepath.Join(dir, rt.Dir), opt)
 		if err != nil {
@@ -437,25 +450,25 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 	for _, name := range names {
 		ref, ok := modelIn[name]
 		if !ok {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the model has no input %q", name, name)}
+			return nil, diag.Usage("--input %s: the model has no input %q", name, name).About(diag.Flag, "--input")
 		}
 		a, err := npy.ReadFile(opt.Inputs[name])
 		if err != nil {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: %v", name, err)}
+			return nil, diag.Usage("--input %s: %v", name, err).About(diag.Flag, "--input")
 		}
 		if a.DType.String() != ref.DType {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file holds %s, the model wants %s", name, a.DType, ref.DType)}
+			return nil, diag.Usage("--input %s: the file holds %s, the model wants %s", name, a.DType, ref.DType).About(diag.Flag, "--input")
 		}
 		if len(a.Shape) != len(ref.Shape) {
-			return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape))}
+			return nil, diag.Usage("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape)).About(diag.Flag, "--input")
 		}
 		for i, d := range ref.Shape {
 			switch {
 			case d.Known() && d.Value != a.Shape[i]:
-				return nil, &InputError{Msg: fmt.Sprintf("--input %s: the file's shape %v does not fit the model's %s", name, a.Shape, graph.Shape(ref.Shape))}
+				return nil, diag.Usage("--input %s: the file's shape %v does not fit the model's %s", name, a.Shape, graph.Shape(ref.Shape)).About(diag.Flag, "--input")
 			case !d.Known() && d.Param != "" && free[d.Param]:
 				if v, ok := dims[d.Param]; ok && v != a.Shape[i] {
-					return nil, &InputError{Msg: fmt.Sprintf("--input %s: dimension %s is %d here but %d elsewhere", name, d.Param, a.Shape[i], v)}
+					return nil, diag.Usage("--input %s: dimension %s is %d here but %d elsewhere", name, d.Param, a.Shape[i], v).About(diag.Flag, "--input")
 				}
 				dims[d.Param] = a.Shape[i]
 				set[d.Param] = true
@@ -480,14 +493,14 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 		shape := opt.InputShapes[name]
 		switch {
 		case !ok:
-			return nil, &InputError{Msg: fmt.Sprintf("--input-shape %s: the model has no input %q", name, name)}
+			return nil, diag.Usage("--input-shape %s: the model has no input %q", name, name).About(diag.Flag, "--input-shape")
 		case len(shape) != len(ref.Shape):
-			return nil, &InputError{Msg: fmt.Sprintf("--input-shape %s: rank %d, the model's input is %s", name, len(shape), graph.Shape(ref.Shape))}
+			return nil, diag.Usage("--input-shape %s: rank %d, the model's input is %s", name, len(shape), graph.Shape(ref.Shape)).About(diag.Flag, "--input-shape")
 		}
 		for i, d := range ref.Shape {
 			if !d.Known() && d.Param != "" && free[d.Param] {
 				if v, ok := dims[d.Param]; ok && v != shape[i] {
-					return nil, &InputError{Msg: fmt.Sprintf("--input-shape %s: dimension %s is %d here but %d elsewhere", name, d.Param, shape[i], v)}
+					return nil, diag.Usage("--input-shape %s: dimension %s is %d here but %d elsewhere", name, d.Param, shape[i], v).About(diag.Flag, "--input-shape")
 				}
 				dims[d.Param] = shape[i]
 				set[d.Param] = true
@@ -497,7 +510,7 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 	for _, d := range man.Model.SymbolicDims {
 		if v, ok := opt.Dims[d]; ok {
 			if w, bound := dims[d]; bound && w != v {
-				return nil, &InputError{Msg: fmt.Sprintf("--dim %s=%d contradicts the input files (%d)", d, v, w)}
+				return nil, diag.Usage("--dim %s=%d contradicts the input files (%d)", d, v, w).About(diag.Dim, d)
 			}
 			dims[d] = v
 			set[d] = true
@@ -510,7 +523,7 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 	}
 	for d := range opt.Dims {
 		if !free[d] {
-			return nil, &InputError{Msg: fmt.Sprintf("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims)}
+			return nil, diag.Usage("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims).About(diag.Dim, d)
 		}
 	}
 	loose := map[string]bool{}
@@ -679,9 +692,8 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	man, opt, given, modelPath := v.man, v.opt, v.given, v.modelPath
 	// The model with every dimension bound gives every boundary tensor's concrete shape.
 	m, err := loadAt(modelPath, dims, loose, opt.InputShapes)
-	var ue *ingest.UsageError
-	if err != nil && !second && errors.As(err, &ue) {
-		return nil, &InputError{Msg: err.Error()} // sizes that contradict each other
+	if err != nil && !second && diag.KindOf(err) == diag.KindUsage {
+		return nil, err // sizes that contradict each other
 	}
 	if err != nil {
 		return nil, v.fail(dims, -1, err)
@@ -919,7 +931,7 @@ func (v *verifier) openStage(i int) (*ort.Session, error) {
 }
 
 // unboundInputError says how to size an input whose shape still has unknown dimensions.
-func unboundInputError(t *graph.Tensor) error {
+func unboundInputError(t *graph.Tensor) *diag.Error {
 	var named []string
 	example := make([]string, len(t.Shape))
 	for i, d := range t.Shape {
@@ -939,7 +951,7 @@ func unboundInputError(t *graph.Tensor) error {
 	} else {
 		how += " (--dim NAME=SIZE sizes only named dimensions; these have no name)"
 	}
-	return &InputError{Msg: fmt.Sprintf("input %q has shape %s with dimensions nothing sizes: %s", t.Name, t.Shape, how)}
+	return diag.Usage("input %q has shape %s with dimensions nothing sizes: %s", t.Name, t.Shape, how).About(diag.Tensor, t.Name)
 }
 
 // fail wraps an error of a second size (stage −1: not the stages' fault).
@@ -957,25 +969,6 @@ func (v *verifier) fail(dims map[string]int64, stage int, err error) error {
 // low-memory mode (ort.Options.LowMemory): no arena, no pre-packed weight copies.
 const lowMemoryBytes = 512 << 20
 
-// InputError reports unusable verification inputs (a bad --input file or --dim).
-type InputError struct{ Msg string }
-
-// Error returns the message.
-func (e *InputError) Error() string { return e.Msg }
-
-// ModelMismatchError reports that the model given to Run is not the one the stages
-// were made from.
-type ModelMismatchError struct {
-	Path         string
-	Got, Want    string
-	ManifestPath string
-}
-
-// Error gives both hashes, shortened.
-func (e *ModelMismatchError) Error() string {
-	return fmt.Sprintf("%s has sha256 %s, but the stages were made from a model with sha256 %s (%s)", e.Path, short(e.Got), short(e.Want), e.ManifestPath)
-}
-
 func short(s string) string {
 	if len(s) > 12 {
 		return s[:12] + "…"
@@ -987,7 +980,7 @@ func checkModelFile(path string, man *emit.Manifest) error {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("original model %s not found (give it with --model)", path)
+			return diag.Input("original model %s not found (give it with --model)", path).About(diag.Flag, "--model")
 		}
 		return err
 	}
@@ -997,7 +990,7 @@ func checkModelFile(path string, man *emit.Manifest) error {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != man.Model.SHA256 {
-		return &ModelMismatchError{Path: path, Got: got, Want: man.Model.SHA256, ManifestPath: man.Model.Path}
+		return diag.Input("%s has sha256 %s, but the stages were made from a model with sha256 %s (%s)", path, short(got), short(man.Model.SHA256), man.Model.Path).About(diag.Flag, "--model")
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -101,8 +102,13 @@ func TestVerifyDetectsChangedWeight(t *testing.T) {
 	if rep.Pass {
 		t.Errorf("a changed bias passed with optimizations: %+v", rep.Outputs[0])
 	}
-	if msg := (&MismatchError{Report: rep}).Error(); !strings.Contains(msg, "output") {
+	err = MismatchOf(rep)
+	if msg := err.Error(); !strings.Contains(msg, "output") {
 		t.Errorf("mismatch message %q does not name the output", msg)
+	}
+	var mm *Mismatch
+	if diag.ExitCode(err) != 4 || !errors.As(err, &mm) || mm.Report != rep {
+		t.Errorf("MismatchOf: exit %d, want 4 and the report as the cause", diag.ExitCode(err))
 	}
 }
 
@@ -118,8 +124,7 @@ func TestVerifyRejects(t *testing.T) {
 	orig, _ := os.ReadFile(p)
 	os.WriteFile(p, append(append([]byte{}, orig...), 0), 0o644)
 	_, err := Run(ctx, dir, Options{})
-	var ce *CheckError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "sha256") {
+	if !isKind(err, diag.KindInput) || !strings.Contains(err.Error(), "sha256") {
 		t.Errorf("tampered stage: got %v", err)
 	}
 	os.WriteFile(p, orig, 0o644)
@@ -127,8 +132,7 @@ func TestVerifyRejects(t *testing.T) {
 	// Another model.
 	other := testmodel.Corpus(t, "resnet50_small.onnx").Path
 	_, err = Run(ctx, dir, Options{ModelPath: other})
-	var me *ModelMismatchError
-	if !errors.As(err, &me) {
+	if !isKind(err, diag.KindInput) || !strings.Contains(err.Error(), "but the stages were made from a model with sha256") {
 		t.Errorf("other model: got %v", err)
 	}
 	// An input file of the wrong type, an unknown input, a --dim the stages do not have.
@@ -145,9 +149,8 @@ func TestVerifyRejects(t *testing.T) {
 		{Options{Dims: map[string]int64{"batch": 2}}, "not a symbolic dimension"},
 	} {
 		_, err := Run(ctx, dir, tc.opt)
-		var ie *InputError
-		if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("got %v, want an InputError with %q", err, tc.want)
+		if !isKind(err, diag.KindUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want a usage error with %q", err, tc.want)
 		}
 	}
 }
@@ -281,7 +284,7 @@ func TestVerifySymbolicDims(t *testing.T) {
 	if !rep.Outputs[0].Pass {
 		t.Errorf("frozen files fail at their own size: %+v", rep.Outputs[0])
 	}
-	if msg := (&MismatchError{Report: rep}).Error(); !strings.Contains(msg, "at batch=1, stage 0") {
+	if msg := MismatchOf(rep).Error(); !strings.Contains(msg, "at batch=1, stage 0") {
 		t.Errorf("mismatch message %q does not name the size and the stage", msg)
 	}
 }
@@ -321,7 +324,7 @@ func TestVerifyDecoderSecondSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Fatalf("verify failed: %v", (&MismatchError{Report: rep}).Error())
+		t.Fatalf("verify failed: %v", MismatchOf(rep).Error())
 	}
 	var sizes []string
 	for _, o := range rep.OtherSizes {
@@ -477,7 +480,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.Pass || rep.Dims["total"] != 20 || rep.DerivedDims["total"] != "past + seq" {
-		t.Fatalf("at the planned sizes: pass %v, dims %v, derived %v: %v", rep.Pass, rep.Dims, rep.DerivedDims, (&MismatchError{Report: rep}).Error())
+		t.Fatalf("at the planned sizes: pass %v, dims %v, derived %v: %v", rep.Pass, rep.Dims, rep.DerivedDims, MismatchOf(rep).Error())
 	}
 	var sizes []string
 	for _, o := range rep.OtherSizes {
@@ -496,7 +499,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.Pass || rep.Dims["past"] != 0 || rep.Dims["total"] != 4 || len(rep.OtherSizes) != 2 { // batch and seq; --dim sizes past
-		t.Fatalf("prefill: pass %v, dims %v, %d other sizes: %v", rep.Pass, rep.Dims, len(rep.OtherSizes), (&MismatchError{Report: rep}).Error())
+		t.Fatalf("prefill: pass %v, dims %v, %d other sizes: %v", rep.Pass, rep.Dims, len(rep.OtherSizes), MismatchOf(rep).Error())
 	}
 	for _, in := range rep.Inputs {
 		if strings.HasPrefix(in.Name, "past_key_values.") && fmt.Sprint(in.Shape) != "[1 2 0 4]" {
@@ -521,8 +524,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 
 	// Sizes that contradict the model's tie.
 	_, err = Run(ctx, dir, Options{Dims: map[string]int64{"past": 16, "seq": 8, "total": 5}})
-	var ie *InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "dimension total is bound to 5") || !strings.Contains(err.Error(), "past + seq = 24") {
+	if !isKind(err, diag.KindUsage) || !strings.Contains(err.Error(), "dimension total is bound to 5") || !strings.Contains(err.Error(), "past + seq = 24") {
 		t.Errorf("total=5 at past=16, seq=8: %v", err)
 	}
 }
@@ -540,7 +542,7 @@ func TestVerifyLlamaPrefill(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !rep.Pass || rep.Dims["total"] != rep.Dims["past"]+3 || rep.DerivedDims["total"] != "past + seq" {
-			t.Fatalf("%v: pass %v, dims %v, derived %v: %v", opt.Dims, rep.Pass, rep.Dims, rep.DerivedDims, (&MismatchError{Report: rep}).Error())
+			t.Fatalf("%v: pass %v, dims %v, derived %v: %v", opt.Dims, rep.Pass, rep.Dims, rep.DerivedDims, MismatchOf(rep).Error())
 		}
 		for _, o := range rep.OtherSizes {
 			if !o.Pass || o.Skipped != "" || o.Dims["total"] != o.Dims["past"]+o.Dims["seq"] {
@@ -557,4 +559,10 @@ func TestVerifyLlamaPrefill(t *testing.T) {
 			t.Errorf("%v: %d empty past inputs, want %d", opt.Dims, empty, want)
 		}
 	}
+}
+
+// isKind: err is a *diag.Error (somewhere in its chain) and its kind is k.
+func isKind(err error, k diag.Kind) bool {
+	var de *diag.Error
+	return errors.As(err, &de) && diag.KindOf(err) == k
 }

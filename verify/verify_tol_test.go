@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -90,7 +90,7 @@ func TestVerifyFloat16Tolerance(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Fatalf("float16 with --opt all: %v", (&MismatchError{Report: rep}).Error())
+		t.Fatalf("float16 with --opt all: %v", MismatchOf(rep).Error())
 	}
 	if rep.Tolerance != Float16Tolerance {
 		t.Errorf("report tolerance %g, want %g", rep.Tolerance, Float16Tolerance)
@@ -204,9 +204,8 @@ func TestVerifyUnnamedDims(t *testing.T) {
 	}
 	ctx := context.Background()
 	_, err = Run(ctx, dir, Options{})
-	var ie *InputError
-	if !errors.As(err, &ie) {
-		t.Fatalf("got %v, want an InputError", err)
+	if !isKind(err, diag.KindUsage) {
+		t.Fatalf("got %v, want a usage error", err)
 	}
 	for _, want := range []string{`input "x" has shape [?,?]`, "--input-shape x=1x1", "--input x=FILE.npy", "--dim NAME=SIZE"} {
 		if !strings.Contains(err.Error(), want) {

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -50,8 +51,7 @@ func TestWriteSymlinkAtTarget(t *testing.T) {
 			sort.Strings(before)
 
 			err := prepared(t, "squeezenet1_1_small.onnx", 2, emit.Options{}).WriteDir(out)
-			var ee *emit.ExistsError
-			if !errors.As(err, &ee) || !ee.Link || !strings.Contains(err.Error(), "symbolic link") {
+			if !isKind(err, diag.KindInput) || !strings.Contains(err.Error(), "is a symbolic link") {
 				t.Fatalf("without --force: %v", err)
 			}
 			if got := testmodel.ListTree(t, root); strings.Join(got, " ") != strings.Join(before, " ") {
@@ -211,7 +211,7 @@ func verifyIfORT(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Error((&MismatchError{Report: rep}).Error())
+		t.Error(MismatchOf(rep).Error())
 	}
 }
 
@@ -257,15 +257,15 @@ func TestVerifyRefusesHugeTensors(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		_, err := Run(context.Background(), tc.dir, Options{})
 		runtime.ReadMemStats(&after)
-		var se *SizeLimitError
-		if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: got %v, want a one-line SizeLimitError mentioning %q", tc.dir, err, tc.want)
+		var se *diag.Error
+		if !errors.As(err, &se) || se.Kind != diag.KindInput || se.Subject.Kind != diag.Tensor || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: got %v, want a one-line input error about a tensor mentioning %q", tc.dir, err, tc.want)
 		}
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 			t.Errorf("%s: refusing allocated %d bytes", tc.dir, grew)
 		}
 	}
-	if _, err := RandomFeeds(bigIn.Graph, 1); !errors.As(err, new(*SizeLimitError)) {
+	if _, err := RandomFeeds(bigIn.Graph, 1); !isKind(err, diag.KindInput) || !strings.Contains(err.Error(), "over the") {
 		t.Errorf("RandomFeeds: %v", err)
 	}
 
@@ -284,7 +284,7 @@ func TestVerifyRefusesHugeTensors(t *testing.T) {
 		largest = max(largest, tr.Bytes)
 	}
 	_, err := Run(context.Background(), out, Options{MaxTensorBytes: largest - 1})
-	if !errors.As(err, new(*SizeLimitError)) || !strings.Contains(err.Error(), fmt.Sprintf("%d bytes in memory, over the %d-byte limit", largest, largest-1)) {
+	if !isKind(err, diag.KindInput) || !strings.Contains(err.Error(), fmt.Sprintf("%d bytes in memory, over the %d-byte limit", largest, largest-1)) {
 		t.Errorf("limit %d: %v", largest-1, err)
 	}
 	if ortAvailable() {
@@ -336,8 +336,8 @@ func TestCheckDataFileStaysInside(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("data file %q: Check did not return within 30s", tc.file)
 		}
-		var ce *CheckError
-		if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Problems, "\n"), tc.want) {
+		var ce *diag.Error
+		if !errors.As(err, &ce) || ce.Kind != diag.KindInput || !strings.Contains(strings.Join(ce.Notes, "\n"), tc.want) {
 			t.Errorf("data file %q: %v, want a problem mentioning %q", tc.file, err, tc.want)
 		}
 	}
@@ -374,7 +374,7 @@ func TestControlFlowEverySplit(t *testing.T) {
 				t.Fatalf("bounds %v: %v", bounds, err)
 			}
 			if !rep.Pass {
-				t.Errorf("bounds %v seed %d: %v", bounds, seed, (&MismatchError{Report: rep}).Error())
+				t.Errorf("bounds %v seed %d: %v", bounds, seed, MismatchOf(rep).Error())
 			}
 		}
 		// Structural facts.
@@ -485,7 +485,7 @@ func TestOldIRListsWeightsAsInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Error((&MismatchError{Report: rep}).Error())
+		t.Error(MismatchOf(rep).Error())
 	}
 }
 
@@ -524,7 +524,7 @@ func TestExternalData(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !rep.Pass {
-			t.Errorf("%s: %v", name, (&MismatchError{Report: rep}).Error())
+			t.Errorf("%s: %v", name, MismatchOf(rep).Error())
 		}
 	}
 	yes := func(emit.Stage) bool { return true }

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +12,6 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
-	"github.com/onnxpart/onnxpart/verify"
 )
 
 func init() {
@@ -141,12 +138,6 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	dir := fs.Arg(0)
 	rep, err := pipebench.Run(ctx, dir, opt)
 	if err != nil {
-		// pipebench's errors are *diag.Error; emit's CheckError (a bad stage directory) and a
-		// missing file are bad input too, even when the run was cancelled meanwhile.
-		var ce *verify.CheckError
-		if errors.As(err, &ce) || errors.Is(err, os.ErrNotExist) {
-			return diag.Wrap(diag.KindInput, err)
-		}
 		return err
 	}
 	if *asJSON {

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/dag"
 	"github.com/onnxpart/onnxpart/verify"
 )
 
 // exitCode is the one map from every package's errors to the documented exit codes, through
-// any wrapping: diag's kinds, graph/dag's CycleError, and (until emit returns *diag.Error)
-// emit's own error types.
+// any wrapping: diag's kinds (the output side's errors among them: emit's, verify's,
+// deploy/triton's) and graph/dag's CycleError.
 func TestExitCodeMap(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("planning: %w", err) }
 	cases := []struct {
@@ -26,19 +28,20 @@ func TestExitCodeMap(t *testing.T) {
 		{diag.Input("m.onnx: not an ONNX model"), exitBadInput},
 		{diag.Internal("a bug"), exitBadInput},
 		{diag.Usage("--dim x=-1"), exitUsage},
-		{&emit.CutError{}, exitUsage},
-		{&emit.StageCountError{}, exitUsage},
+		{cutErr(t), exitUsage},
+		{stageCountErr(t), exitUsage},
 		{diag.Infeasible("too big"), exitInfeasible},
 		{diag.NoPlan("none"), exitNoPlan},
-		{&verify.MismatchError{Report: &verify.Report{}}, exitMismatch},
+		{verify.MismatchOf(&verify.Report{}), exitMismatch},
 		{diag.Mismatch("differs"), exitMismatch},
-		{&emit.WriteError{}, exitBadInput},
+		{assignmentErr(t), exitBadInput},
+		{graph.StageCycle([]int{0, 1}, []string{"a", "b"}), exitBadInput},
 		{&dag.CycleError{Nodes: []string{"a", "b"}}, exitBadInput},
 		{context.Canceled, exitInterrupted},
 		{diag.Interrupted("stopped"), exitInterrupted},
-		// The outermost kind wins over emit's types inside.
-		{diag.Input("%w", &emit.CutError{}), exitBadInput},
-		{diag.Usage("%w", &emit.WriteError{}), exitUsage},
+		// The outermost kind wins over the kinds inside.
+		{diag.Input("%w", cutErr(t)), exitBadInput},
+		{diag.Usage("%w", assignmentErr(t)), exitUsage},
 	}
 	for _, c := range cases {
 		for _, err := range []error{c.err, wrap(c.err)} {
@@ -50,4 +53,43 @@ func TestExitCodeMap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cutErr is emit's error for a --cut the model does not allow.
+func cutErr(t *testing.T) error {
+	_, err := emit.CutAfter(tinyGraph(t), []string{"nope"})
+	if err == nil {
+		t.Fatal("CutAfter accepted an unknown tensor")
+	}
+	return err
+}
+
+// stageCountErr is emit's error for a stage count the model does not allow.
+func stageCountErr(t *testing.T) error {
+	_, err := emit.EqualFLOPs(tinyGraph(t), 5)
+	if err == nil {
+		t.Fatal("EqualFLOPs cut one node into 5 stages")
+	}
+	return err
+}
+
+// assignmentErr is emit's error for a bad assignment file.
+func assignmentErr(t *testing.T) error {
+	_, err := emit.ReadAssignment(strings.NewReader("[]"), tinyGraph(t))
+	if err == nil {
+		t.Fatal("ReadAssignment accepted a JSON array")
+	}
+	return err
+}
+
+func tinyGraph(t *testing.T) *graph.Graph {
+	b := graph.NewBuilder("g")
+	b.AddInput("x")
+	b.AddNode("relu", "Relu", "", []string{"x"}, []string{"y"}, nil, nil)
+	b.AddOutput("y")
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

@@ -21,9 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/verify"
 )
 
 // Exit codes (documented in --help and the README).
@@ -62,34 +60,8 @@ type env struct {
 }
 
 // exitCode maps an error to the documented exit codes: diag.ExitCode, the one map (usage 2,
-// infeasible 3, mismatch 4, no plan 5, interrupted 130, anything else 1), after emitDiag.
-func exitCode(err error) int { return diag.ExitCode(emitDiag(err)) }
-
-// emitDiag gives emit's own error types their diag kinds: a cut or a stage count the model
-// does not allow is usage (2), a verification mismatch is mismatch (4); the others are input
-// (1), as any error diag does not know. It changes nothing when the chain already holds a
-// *diag.Error (or another error that says its kind).
-//
-// TEMPORARY: emit keeps its own error types (CutError, StageCountError, MismatchError, …)
-// while it is being split into emit, report, verify and deploy/triton; delete this adapter
-// when those packages return *diag.Error.
-func emitDiag(err error) error {
-	var (
-		own      interface{ DiagKind() diag.Kind }
-		cut      *emit.CutError
-		count    *emit.StageCountError
-		mismatch *verify.MismatchError
-	)
-	switch {
-	case err == nil, errors.As(err, &own):
-		return err
-	case errors.As(err, &cut), errors.As(err, &count):
-		return diag.Wrap(diag.KindUsage, err)
-	case errors.As(err, &mismatch):
-		return diag.Wrap(diag.KindMismatch, err)
-	}
-	return err
-}
+// infeasible 3, mismatch 4, no plan 5, interrupted 130, anything else 1).
+func exitCode(err error) int { return diag.ExitCode(err) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

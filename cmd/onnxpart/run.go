@@ -226,7 +226,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if f.out != "-" {
 		// Every output check before planning, which can take minutes.
 		if err := emit.CheckOutput(m, f.out, f.force); err != nil {
-			return splitError(err)
+			return err
 		}
 	}
 	prog.phase("devices " + f.devices)
@@ -267,11 +267,11 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states, BeforeManifest: want.beforeManifest(m)}
 	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
-		return splitError(err)
+		return err
 	}
 	if f.out != "-" {
 		if err := layout.WriteDir(f.out); err != nil {
-			return splitError(err)
+			return err
 		}
 	}
 	res.Seconds = time.Since(begin).Seconds()

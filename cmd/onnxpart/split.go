@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,7 +138,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if err := emit.CheckOutput(m, *out, *force); err != nil {
-		return splitError(err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -208,7 +207,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if err != nil {
-		return splitError(err)
+		return err
 	}
 	if len(*devices) > 0 {
 		k := 0
@@ -235,7 +234,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	}
 	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims, BeforeManifest: extra.beforeManifest(m)})
 	if err != nil {
-		return splitError(err)
+		return err
 	}
 	if *asJSON {
 		js, err := man.MarshalIndent()
@@ -252,27 +251,6 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "note: %s\n", n)
 	}
 	return nil
-}
-
-// splitError words a stage cycle for the user; exitCode maps every error.
-func splitError(err error) error {
-	var cyc *graph.StageCycleError
-	if errors.As(err, &cyc) {
-		return diag.Input("the assignment is not a pipeline: stage %s; move nodes so that tensors only flow to later stages", cycleText(cyc))
-	}
-	return err
-}
-
-func cycleText(e *graph.StageCycleError) string {
-	var b strings.Builder
-	for i, s := range e.Stages {
-		next := e.Stages[(i+1)%len(e.Stages)]
-		if i > 0 {
-			b.WriteString(", stage ")
-		}
-		fmt.Fprintf(&b, "%d sends %q to stage %d", s, e.Tensors[i], next)
-	}
-	return b.String()
 }
 
 func printSplit(w io.Writer, dir string, man *emit.Manifest) {

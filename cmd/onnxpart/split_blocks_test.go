@@ -157,7 +157,7 @@ func verifyBitExact(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	if !rep.Pass {
-		t.Fatalf("verify %s: %v", dir, (&verify.MismatchError{Report: rep}).Error())
+		t.Fatalf("verify %s: %v", dir, verify.MismatchOf(rep).Error())
 	}
 	for _, o := range rep.Outputs {
 		if !o.BitExact {

@@ -65,7 +65,7 @@ func (se *emitSet) setGenAI(settings []string) error {
 	}
 	opt, err := genai.Parse(settings)
 	if err != nil {
-		return diag.Wrap(diag.KindUsage, err)
+		return err // a usage *diag.Error
 	}
 	se.genai = opt
 	return nil

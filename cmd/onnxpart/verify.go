@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -128,13 +127,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	dir := fs.Arg(0)
 	rep, err := verify.Run(ctx, dir, opt)
 	if err != nil {
-		// emit's InputError (inputs or sizes the model refuses) is usage; like emitDiag in
-		// main.go, this goes when verify returns *diag.Error.
-		var ie *verify.InputError
-		if errors.As(err, &ie) {
-			return diag.Wrap(diag.KindUsage, err)
-		}
-		return diag.Wrap(diag.KindInput, err)
+		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -150,7 +143,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if !rep.Pass {
-		return &verify.MismatchError{Report: rep}
+		return verify.MismatchOf(rep)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -61,21 +62,22 @@ var genaiSettable = []string{"context_length", "bos_token_id", "eos_token_id", "
 func Keys() []string { return append([]string{"hf_config"}, genaiSettable...) }
 
 // Parse reads --genai KEY=VALUE settings: hf_config=FILE, or one of Keys with
-// an integer (eos_token_id takes a comma-separated list).
+// an integer (eos_token_id takes a comma-separated list). A bad setting is a *diag.Error of
+// kind usage about the --genai flag.
 func Parse(list []string) (*Options, error) {
 	opt := &Options{Set: map[string][]int64{}}
 	for _, kv := range list {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || v == "" {
-			return nil, fmt.Errorf("--genai %q: want KEY=VALUE with KEY one of %s", kv, strings.Join(Keys(), ", "))
+			return nil, diag.Usage("--genai %q: want KEY=VALUE with KEY one of %s", kv, strings.Join(Keys(), ", ")).About(diag.Flag, "--genai")
 		}
 		if k == "hf_config" {
 			opt.HFConfig = v
 			continue
 		}
 		if !slices.Contains(genaiSettable, k) {
-			return nil, fmt.Errorf("--genai %q: unknown key %q (want one of %s)", kv, k, strings.Join(Keys(), ", "))
+			return nil, diag.Usage("--genai %q: unknown key %q (want one of %s)", kv, k, strings.Join(Keys(), ", ")).About(diag.Flag, "--genai")
 		}
 		// Token ids are at least 0, sizes at least 1.
 		least := int64(1)
@@ -86,12 +88,12 @@ func Parse(list []string) (*Options, error) {
 		for _, s := range strings.Split(v, ",") {
 			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 			if err != nil || n < least {
-				return nil, fmt.Errorf("--genai %q: %q is not a valid %s (an integer of at least %d)", kv, s, k, least)
+				return nil, diag.Usage("--genai %q: %q is not a valid %s (an integer of at least %d)", kv, s, k, least).About(diag.Flag, "--genai")
 			}
 			vals = append(vals, n)
 		}
 		if len(vals) > 1 && k != "eos_token_id" {
-			return nil, fmt.Errorf("--genai %q: %s takes one value", kv, k)
+			return nil, diag.Usage("--genai %q: %s takes one value", kv, k).About(diag.Flag, "--genai")
 		}
 		opt.Set[k] = vals
 	}
@@ -760,14 +762,14 @@ func readHFConfig(modelPath, given string) (hfConfig, string, error) {
 		if given == "" && errors.Is(err, os.ErrNotExist) {
 			return h, "", nil
 		}
-		return h, "", fmt.Errorf("--genai hf_config: %v", err)
+		return h, "", diag.Input("--genai hf_config: %v", err).About(diag.Flag, "--genai").Wrap(err)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
 		if given == "" {
 			return h, "", nil
 		}
-		return h, "", fmt.Errorf("--genai hf_config: %s is not a JSON object: %v", path, err)
+		return h, "", diag.Input("--genai hf_config: %s is not a JSON object: %v", path, err).About(diag.Flag, "--genai")
 	}
 	keys := make([]string, 0, len(hfKeys))
 	for k := range hfKeys {

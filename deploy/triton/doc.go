@@ -6,6 +6,7 @@
 // emit.Options.Extras inside emit's atomic write) with one onnxruntime_onnx model per stage,
 // pinned to its device's instance group, and an ensemble model wiring the stages by tensor
 // name; or the config.pbtxt files alone (Models). A leading symbolic batch dim becomes
-// max_batch_size with dynamic batching. A manifest Triton cannot serve as it stands is an
-// *Error.
+// max_batch_size with dynamic batching. Errors are *diag.Error of kind input: a manifest
+// Triton cannot serve as it stands ("triton: …", about the stage or tensor), an existing
+// repository without Force.
 package triton

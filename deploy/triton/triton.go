@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
@@ -51,15 +52,12 @@ type Model struct {
 	Config []byte
 }
 
-// Error reports a manifest that cannot be served by Triton as it stands (a
-// provider without a Triton setting, a tensor of unknown rank or of an element type
-// Triton lacks, a model output that is a model input).
-type Error struct{ Msg string }
-
-// Error returns "triton: MSG".
-func (e *Error) Error() string { return "triton: " + e.Msg }
-
-func tritonErrorf(format string, a ...any) error { return &Error{Msg: fmt.Sprintf(format, a...)} }
+// tritonErrorf is a manifest that cannot be served by Triton as it stands (a provider
+// without a Triton setting, a tensor of unknown rank or of an element type Triton lacks, a
+// model output that is a model input): a *diag.Error of kind input, "triton: MSG".
+func tritonErrorf(format string, a ...any) *diag.Error {
+	return diag.Input("triton: "+format, a...)
+}
 
 // Write writes a Triton model repository for the stages in stageDir (the directory
 // holding the manifest's stage files) into repoDir:
@@ -83,12 +81,12 @@ func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) 
 				continue
 			}
 			if filepath.Base(f) != f || f == "." || f == ".." {
-				return tritonErrorf("stage %d: file %q is not a plain file name", st.Index, f)
+				return tritonErrorf("stage %d: file %q is not a plain file name", st.Index, f).About(diag.Stage, strconv.Itoa(st.Index))
 			}
 			if fi, err := os.Stat(filepath.Join(stageDir, f)); err != nil {
-				return fmt.Errorf("triton: stage %d: %w", st.Index, err)
+				return diag.Input("triton: stage %d: %w", st.Index, err).About(diag.Stage, strconv.Itoa(st.Index))
 			} else if !fi.Mode().IsRegular() {
-				return tritonErrorf("stage %d: %s is not a regular file", st.Index, filepath.Join(stageDir, f))
+				return tritonErrorf("stage %d: %s is not a regular file", st.Index, filepath.Join(stageDir, f)).About(diag.Stage, strconv.Itoa(st.Index))
 			}
 		}
 	}
@@ -99,9 +97,9 @@ func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) 
 	exists := false
 	switch fi, err := os.Lstat(abs); {
 	case err == nil && !fi.IsDir():
-		return fmt.Errorf("triton: %s exists and is not a directory", repoDir)
+		return diag.Input("triton: %s exists and is not a directory", repoDir)
 	case err == nil && !opt.Force:
-		return &emit.ExistsError{Dir: repoDir}
+		return diag.Input("output directory %s already exists (use --force to replace it)", repoDir)
 	case err == nil:
 		exists = true
 	case !errors.Is(err, os.ErrNotExist):
@@ -257,7 +255,7 @@ func providerOf(st emit.Stage) (tritonProvider, error) {
 	}
 	tp, ok := tritonProviders[p]
 	if !ok {
-		return tp, tritonErrorf("stage %d: execution provider %s has no Triton ONNX Runtime backend setting (supported: CPUExecutionProvider, CUDAExecutionProvider, TensorrtExecutionProvider, OpenVINOExecutionProvider)", st.Index, p)
+		return tp, tritonErrorf("stage %d: execution provider %s has no Triton ONNX Runtime backend setting (supported: CPUExecutionProvider, CUDAExecutionProvider, TensorrtExecutionProvider, OpenVINOExecutionProvider)", st.Index, p).About(diag.Stage, strconv.Itoa(st.Index))
 	}
 	return tp, nil
 }
@@ -376,7 +374,7 @@ func tritonBatch(m *emit.Manifest, maxBatch int) (int, error) {
 		if !explicit {
 			return 0, nil
 		}
-		return 0, tritonErrorf("max_batch_size %d: %s %q has shape %s, which does not lead with the batch dimension %s", maxBatch, x.what, x.t.Name, graph.Shape(x.t.Shape), p)
+		return 0, tritonErrorf("max_batch_size %d: %s %q has shape %s, which does not lead with the batch dimension %s", maxBatch, x.what, x.t.Name, graph.Shape(x.t.Shape), p).About(diag.Tensor, x.t.Name)
 	}
 	return maxBatch, nil
 }
@@ -454,10 +452,10 @@ func (p *pbtxt) tensors(field string, ts []emit.TensorRef, what string, reshape,
 	for i, t := range ts {
 		dt, ok := tritonTypes[t.DType]
 		if !ok {
-			return tritonErrorf("%s: tensor %q has element type %s, which Triton does not serve", what, t.Name, t.DType)
+			return tritonErrorf("%s: tensor %q has element type %s, which Triton does not serve", what, t.Name, t.DType).About(diag.Tensor, t.Name)
 		}
 		if t.Shape == nil {
-			return tritonErrorf("%s: tensor %q has no inferred shape, and Triton needs its dims (bind symbolic dimensions with --dim)", what, t.Name)
+			return tritonErrorf("%s: tensor %q has no inferred shape, and Triton needs its dims (bind symbolic dimensions with --dim)", what, t.Name).About(diag.Tensor, t.Name)
 		}
 		p.open("{")
 		p.line("name: %s", pbQuote(t.Name))
@@ -561,25 +559,25 @@ func ensembleConfig(m *emit.Manifest, name string, stageNames []string, maxBatch
 		for _, t := range st.Inputs {
 			read[t.Name] = true
 			if _, ok := produced[t.Name]; !ok && !inputs[t.Name] {
-				return nil, tritonErrorf("stage %d reads %q, which is neither a model input nor an output of an earlier stage", st.Index, t.Name)
+				return nil, tritonErrorf("stage %d reads %q, which is neither a model input nor an output of an earlier stage", st.Index, t.Name).About(diag.Tensor, t.Name)
 			}
 		}
 		for _, t := range st.Outputs {
 			if inputs[t.Name] {
-				return nil, tritonErrorf("model output %q is also a model input; a Triton ensemble cannot pass an input through as an output", t.Name)
+				return nil, tritonErrorf("model output %q is also a model input; a Triton ensemble cannot pass an input through as an output", t.Name).About(diag.Tensor, t.Name)
 			}
 			if j, ok := produced[t.Name]; ok {
-				return nil, tritonErrorf("tensor %q is an output of stages %d and %d", t.Name, m.Stages[j].Index, st.Index)
+				return nil, tritonErrorf("tensor %q is an output of stages %d and %d", t.Name, m.Stages[j].Index, st.Index).About(diag.Tensor, t.Name)
 			}
 			produced[t.Name] = i
 		}
 	}
 	for _, t := range m.Model.Outputs {
 		if inputs[t.Name] {
-			return nil, tritonErrorf("model output %q is also a model input; a Triton ensemble cannot pass an input through as an output", t.Name)
+			return nil, tritonErrorf("model output %q is also a model input; a Triton ensemble cannot pass an input through as an output", t.Name).About(diag.Tensor, t.Name)
 		}
 		if _, ok := produced[t.Name]; !ok {
-			return nil, tritonErrorf("model output %q is produced by no stage", t.Name)
+			return nil, tritonErrorf("model output %q is produced by no stage", t.Name).About(diag.Tensor, t.Name)
 		}
 	}
 	var used []emit.TensorRef

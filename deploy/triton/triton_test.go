@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -229,8 +230,8 @@ func TestTritonBatch(t *testing.T) {
 		{tritonBatched(), -1, "want a size from 1"},
 	} {
 		_, err := Models(c.m, Options{MaxBatch: c.max})
-		var te *Error
-		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
+		var te *diag.Error
+		if !errors.As(err, &te) || te.Kind != diag.KindInput || !strings.HasPrefix(err.Error(), "triton: ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("MaxBatch %d: %v, want a Error saying %q", c.max, err, c.want)
 		}
 	}
@@ -462,8 +463,8 @@ func TestTritonRefuses(t *testing.T) {
 		m := tritonEncoder()
 		c.edit(m)
 		_, err := Models(m, Options{})
-		var te *Error
-		if !errors.As(err, &te) || !strings.Contains(err.Error(), c.want) {
+		var te *diag.Error
+		if !errors.As(err, &te) || te.Kind != diag.KindInput || !strings.HasPrefix(err.Error(), "triton: ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want a Error with %q", c.name, err, c.want)
 		}
 	}
@@ -544,8 +545,7 @@ func TestWriteTritonLayout(t *testing.T) {
 		}
 		// An existing repository is refused, and replaced with Force.
 		err := Write(m, stages, repo, Options{})
-		var ee *emit.ExistsError
-		if !errors.As(err, &ee) {
+		if diag.KindOf(err) != diag.KindInput || !strings.Contains(err.Error(), "already exists (use --force") {
 			t.Errorf("existing repository: %v", err)
 		}
 		os.WriteFile(filepath.Join(repo, "stray"), nil, 0o644)
