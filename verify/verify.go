@@ -772,7 +772,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	outHints := hints(outNames)
 	// The original model (possibly cached), then, for float16 boundaries, the rounding
 	// reference.
-	plainKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, sortedDims(dims))
+	plainKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, stagefile.DimList(dims))
 	orig, err := v.reference(ctx, plainKey, feeds, inNames, outHints, func() (*ort.Session, error) {
 		return ort.NewSession(modelPath, inNames, outNames, sopt)
 	})
@@ -1002,18 +1002,6 @@ func absPath(p string) string {
 	return p
 }
 
-func sortedDims(d map[string]int64) string {
-	keys := make([]string, 0, len(d))
-	for k := range d {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%d,", k, d[k])
-	}
-	return b.String()
-}
 
 // run runs the original model, reusing an earlier result for identical inputs.
 func (c *ReferenceCache) run(key string, s *ort.Session, feeds map[string]*ort.Tensor, inNames []string, hints map[string]ort.OutputHint) (map[string]*ort.Tensor, error) {
