@@ -1002,7 +1002,6 @@ func absPath(p string) string {
 	return p
 }
 
-
 // run runs the original model, reusing an earlier result for identical inputs.
 func (c *ReferenceCache) run(key string, s *ort.Session, feeds map[string]*ort.Tensor, inNames []string, hints map[string]ort.OutputHint) (map[string]*ort.Tensor, error) {
 	h := sha256.New()
