@@ -82,7 +82,7 @@ type batchModel struct {
 	s     [][]int   // s[i][u]
 	c     int
 	pairs []batchPair
-	first int // the node whose granules are ordered
+	first int     // the node whose granules are ordered
 	o     [][]int // o[j][v]: j's batch on v reads a non-free granule from another device (a call), −1 if none
 	n     []int   // n[u]: the calls device u pays at least (load rows), −1 if none
 	// exact: the model prices every call the simulator charges its decoded plans (see the
