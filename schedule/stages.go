@@ -44,6 +44,13 @@ type stageMove struct {
 // it exchanges a tensor with. A stage's members are its tasks: nodes in latency mode, a
 // node's batch on a device in batched mode (moving it moves those granules).
 func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
+	return in.stageMovesTo(pl, sc, false)
+}
+
+// stageMovesTo is stageMoves, with anyUsed also onto every other device that runs a stage:
+// a batched route of granules that exchanges nothing with the rest (a device's own inputs)
+// has no neighbour, but merging it into another device's stage saves its call.
+func (in *inst) stageMovesTo(pl *Placement, sc *Schedule, anyUsed bool) []stageMove {
 	k := in.numDevices
 	batched := !in.latency()
 	// Tasks are keyed node·K + device; devOf gives a granule's (latency: the node's) device.
@@ -80,6 +87,23 @@ func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
 			}
 			if !slices.Contains(targets[sb], u) {
 				targets[sb] = append(targets[sb], u)
+			}
+		}
+	}
+	if anyUsed {
+		stDev := make([]int, nst)
+		var used []int
+		for _, t := range sc.Tasks {
+			stDev[t.Stage] = t.Device
+			if !slices.Contains(used, t.Device) {
+				used = append(used, t.Device)
+			}
+		}
+		for st := range nst {
+			for _, w := range used {
+				if w != stDev[st] && !slices.Contains(targets[st], w) {
+					targets[st] = append(targets[st], w)
+				}
 			}
 		}
 	}
@@ -164,14 +188,14 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 	return best.pl, best.sc, bestMoves, true
 }
 
-// repairStages takes stage moves that lower the stage count while it is above maxStages: the
-// one of least makespan (fewest false) or the one with the fewest stages (fewest true), ties
+// repairStages takes stage moves (onto a neighbouring stage's device or any other device in
+// use) that lower the stage count while it is above maxStages: the one of least makespan (fewest false) or the one with the fewest stages (fewest true), ties
 // by the other criterion. It stops when no move lowers the count.
 func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, maxStages int, fewest bool) (*Placement, *Schedule, int) {
 	moves := 0
 	for sc.StageCount() > maxStages && !stop() {
 		var best *stageMove
-		for _, m := range in.stageMoves(pl, sc) {
+		for _, m := range in.stageMovesTo(pl, sc, true) {
 			n := m.sc.StageCount()
 			if n >= sc.StageCount() {
 				continue

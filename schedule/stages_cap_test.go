@@ -48,3 +48,35 @@ func TestStageCapPrefersFastest(t *testing.T) {
 		}
 	}
 }
+
+// TestStageCapBatchedRoutes: a batched route of granules that exchanges nothing with the
+// others has no neighbouring stage; under a cap the repair moves it into another device's
+// stage (here d2's granule onto d0 or d1: 9) rather than putting everything on one device (13).
+func TestStageCapBatchedRoutes(t *testing.T) {
+	p := build(devs("d0", "d1", "d2"), map[string][]float64{
+		"a": {2, 2, 20}, "b": {2, 2, 20},
+	}, []string{"a", "b"}, [][2]string{{"a", "b"}}, 0.1)
+	p.Batch = 3
+	for u := range p.Devices {
+		p.Devices[u].CallCost = 1
+	}
+	in, err := prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &Placement{Granules: [][]int{{0, 1, 2}, {0, 1, 2}}}
+	sc, err := in.simulate(pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.StageCount() != 3 || !near(sc.Makespan, 41) {
+		t.Fatalf("start: %d stages, makespan %v; want 3, 41", sc.StageCount(), sc.Makespan)
+	}
+	if len(in.stageMoves(pl, sc)) != 0 {
+		t.Fatalf("the routes have neighbours: %d moves", len(in.stageMoves(pl, sc)))
+	}
+	npl, nsc, _, ok := in.mergeStages(func() bool { return false }, pl, sc, 2)
+	if !ok || nsc.StageCount() != 2 || !near(nsc.Makespan, 9) {
+		t.Fatalf("capped merge: ok %v, %d stages, makespan %v (%v); want 2 stages, 9", ok, nsc.StageCount(), nsc.Makespan, npl.Granules)
+	}
+}
