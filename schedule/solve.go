@@ -53,9 +53,10 @@ type Options struct {
 	// Progress, when set, receives progress reports (calls are serialised).
 	Progress func(Progress)
 	// MaxStages caps the stages (runtime calls, Device.CallCost) of a plan, latency or
-	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto
-	// neighbouring devices (or onto one device); when no plan within the cap fits, Solve
-	// returns a no-plan *diag.Error wrapping a *StageCapError.
+	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto other
+	// devices in use (or everything onto one device), keeping the fastest plan within the
+	// cap, not the fewest stages; when no plan within the cap fits, Solve returns a no-plan
+	// *diag.Error wrapping a *StageCapError.
 	MaxStages int
 }
 
