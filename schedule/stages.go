@@ -156,7 +156,8 @@ func (in *inst) stageMovesTo(pl *Placement, sc *Schedule, anyUsed bool) []stageM
 // within the cap fits memory. Every step is judged by the simulator.
 func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxStages int) (*Placement, *Schedule, int, bool) {
 	if maxStages <= 0 || sc.StageCount() <= maxStages {
-		return in.improveStages(stop, pl, sc, maxStages, 0)
+		pl, sc, moves := in.improveStages(stop, pl, sc, maxStages, 0)
+		return pl, sc, moves, true
 	}
 	var best *stageMove
 	bestMoves := 0
@@ -168,7 +169,7 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		if s.StageCount() > maxStages || (sc.Feasible && !s.Feasible) {
 			return
 		}
-		p, s, moves, _ = in.improveStages(stop, p, s, maxStages, moves)
+		p, s, moves = in.improveStages(stop, p, s, maxStages, moves)
 		if best == nil || s.Makespan < best.sc.Makespan*(1-1e-9) {
 			best, bestMoves = &stageMove{p, s}, moves
 		}
@@ -223,7 +224,7 @@ func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, maxS
 // many small stages may lose to one device while no single move pays) of least makespan while
 // it lowers the makespan and keeps the cap (maxStages > 0) and feasibility; moves counts the
 // moves taken before.
-func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, maxStages, moves int) (*Placement, *Schedule, int, bool) {
+func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, maxStages, moves int) (*Placement, *Schedule, int) {
 	for round := 0; round < 4*in.numNodes && !stop(); round++ {
 		var best *stageMove
 		for _, m := range append(in.stageMoves(pl, sc), in.oneDevice(pl)...) {
@@ -240,7 +241,7 @@ func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, max
 		pl, sc = best.pl, best.sc
 		moves++
 	}
-	return pl, sc, moves, true
+	return pl, sc, moves
 }
 
 // oneDevice lists the plans that put every node (every granule) on one device (one stage),

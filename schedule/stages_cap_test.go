@@ -29,7 +29,7 @@ func TestStageCapPrefersFastest(t *testing.T) {
 	stop := func() bool { return false }
 	// The fewest-stages repair alone ends on one stage.
 	fpl, fsc, _ := in.repairStages(stop, pl, sc, 2, true)
-	fpl, fsc, _, _ = in.improveStages(stop, fpl, fsc, 2, 0)
+	fpl, fsc, _ = in.improveStages(stop, fpl, fsc, 2, 0)
 	if fsc.StageCount() != 1 || !near(fsc.Makespan, 13.5) {
 		t.Fatalf("fewest-first repair: %d stages, makespan %v (%v); want 1, 13.5", fsc.StageCount(), fsc.Makespan, fpl.Device)
 	}
