@@ -91,6 +91,7 @@ func certOptions(s source, seed uint64) schedule.Options {
 type certStats struct {
 	mu                                          sync.Mutex
 	instances, latency, batched                 int
+	batchedMILPCalls                            int // batched instances with a stage call solved by MILP or Auto (its full MILP)
 	invalid, infeasible, noPlan, optimal, plans int
 	violations                                  []string
 	bounds                                      map[string]int // instances where each bound method was reported
@@ -107,12 +108,27 @@ func (st *certStats) String() string {
 	for _, m := range names {
 		by = append(by, fmt.Sprintf("%s %d (tight %d)", m, st.bounds[m], st.tight[m]))
 	}
-	return fmt.Sprintf("%d instances (%d latency, %d batched): %d plans (%d proved optimal), %d proved infeasible, %d no plan within the limits, %d rejected as invalid; %d violations; bounds checked: %s",
-		st.instances, st.latency, st.batched, st.plans, st.optimal, st.infeasible, st.noPlan, st.invalid, len(st.violations), strings.Join(by, ", "))
+	return fmt.Sprintf("%d instances (%d latency, %d batched, %d batched with calls through the MILP): %d plans (%d proved optimal), %d proved infeasible, %d no plan within the limits, %d rejected as invalid; %d violations; bounds checked: %s",
+		st.instances, st.latency, st.batched, st.batchedMILPCalls, st.plans, st.optimal, st.infeasible, st.noPlan, st.invalid, len(st.violations), strings.Join(by, ", "))
 }
 
 // checkInstance solves one instance and returns the violations of the properties.
 func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
+	return checkInstanceWith(x, o, st, nil)
+}
+
+// hasCalls reports whether some device of p has a stage-call cost.
+func hasCalls(p *schedule.Problem) bool {
+	for _, d := range p.Devices {
+		if d.CallCost > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// checkInstanceWith is checkInstance with extra checks of the result (when Solve returns one).
+func checkInstanceWith(x *instance, o schedule.Options, st *certStats, extra func(*schedule.Result) []string) []string {
 	p := x.p
 	var bad []string
 	fail := func(f string, args ...any) {
@@ -123,6 +139,9 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 		st.instances++
 		if p.Batch > 1 {
 			st.batched++
+			if hasCalls(p) && (o.Method == schedule.MILP || o.Method == schedule.Auto) {
+				st.batchedMILPCalls++
+			}
 		} else {
 			st.latency++
 		}
@@ -177,6 +196,11 @@ func checkInstance(x *instance, o schedule.Options, st *certStats) []string {
 			fail("unexpected error: %v", err)
 		}
 		return bad
+	}
+	if extra != nil {
+		for _, v := range extra(res) {
+			fail("%s", v)
+		}
 	}
 	st.mu.Lock()
 	st.plans++
@@ -311,6 +335,52 @@ func TestCertificatesMILPCalls(t *testing.T) {
 		return o
 	})
 	t.Log(st)
+}
+
+// TestCertificatesBatchedMILPCalls runs the full batched MILP on batched instances that all
+// price stage calls (milp_batched.go's calls comment): its bound against the exhaustive
+// reference, its "optimal" claims, and no fault of the model — a decoded plan the simulator
+// prices above the MILP's objective where the model claims to be exact, or a bound above the
+// start plan's makespan. Its bound must reach the optimum on some instances.
+func TestCertificatesBatchedMILPCalls(t *testing.T) {
+	count := 300
+	if testing.Short() {
+		count = 80
+	}
+	st := &certStats{}
+	for x := range count {
+		s := randSource{rand.New(rand.NewPCG(13, uint64(x)))}
+		inst := genInstance(s, true)
+		if !hasCalls(inst.p) {
+			inst.flavour = append(inst.flavour, "calls-forced")
+			for u := range inst.p.Devices {
+				inst.p.Devices[u].CallCost = float64(1 + s.intn(3))
+			}
+		}
+		o := schedule.Options{Method: schedule.MILP, TimeLimit: 3 * time.Second, Seed: uint64(x), Workers: 1, RelGap: relGap}
+		if s.intn(3) == 0 {
+			o.Symmetry = []string{schedule.SymmetryNone, schedule.SymmetryTime}[s.intn(2)]
+		}
+		noFault := func(res *schedule.Result) []string {
+			var bad []string
+			for _, n := range res.Notes {
+				if strings.Contains(n, "solver fault") && !strings.Contains(n, "no plan fits in memory") {
+					bad = append(bad, "model fault: "+n)
+				}
+			}
+			return bad
+		}
+		for _, v := range checkInstanceWith(inst, o, st, noFault) {
+			t.Errorf("instance %d: %s", x, v)
+		}
+		if t.Failed() && len(st.violations) > 20 {
+			break
+		}
+	}
+	t.Log(st)
+	if st.bounds["milp"] < count/4 || st.tight["milp"] == 0 || st.optimal == 0 {
+		t.Errorf("the batched MILP's bound checked on %d instances, tight on %d, %d proved optimal: too few", st.bounds["milp"], st.tight["milp"], st.optimal)
+	}
 }
 
 // TestCertificatesLong is the long run: ONNXPART_FUZZ_CERT=N instances (seed

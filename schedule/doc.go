@@ -55,7 +55,10 @@
 //     the chosen plan's merge: whole stages moved onto a neighbouring stage's device (batched:
 //     their granules), or everything onto one device, while the makespan falls, so no stage
 //     remains whose merge into a neighbour pays; Options.MaxStages caps the stages of latency
-//     and batched plans alike (a *StageCapError when no plan within the cap fits);
+//     and batched plans alike: a plan over the cap is repaired by merges of least makespan,
+//     by merges of fewest stages and onto one device (a stage may then also move onto any
+//     device in use: a batched route of granules has no neighbour), each repair improved
+//     within the cap, and the fastest kept (a *StageCapError when no plan within the cap fits);
 //   - the latency MILP (milp_latency.go): cross-device openers exactly (o_jv ≥ x_jv − x_iv),
 //     a source's call through a shifted start, each used device's call in its load row; its
 //     optimum is a lower bound always and equals the priced makespan of its plan unless a
@@ -64,8 +67,12 @@
 //   - MILP-SPLIT's sub-problems: the cross-device calls of their nodes, never a source's
 //     first-task call (their devices may have run earlier modules), so their bounds stay
 //     bounds of every real plan's part;
-//   - the batched MILP leaves the calls out: a relaxation, its bound valid, its plan priced by
-//     the simulator;
+//   - the batched MILP (milp_batched.go) the same way per granule: a batch opens on its
+//     per-granule rows o[j,v] ≥ x[j,v,l] − x[i,v,l] and takes c_v in F3, F4a and F5, a source
+//     batch's call through a shifted start, each device's calls (≥ one when used) in its load
+//     row; its optimum is a lower bound always and the priced makespan of its plan without
+//     congestion unless a call may fall on a source with an in-edge or on a batch of no time
+//     (then, as with congestion, it serves as a relaxation, and the simulator judges its plan);
 //   - the lower bounds (bounds.go): the communication critical path adds a call to every
 //     cross-device input and ends every task of positive time no earlier than its device's
 //     call; the load LP charges each device it uses one call; the serial horizon one call per

@@ -27,11 +27,50 @@ import (
 // linearisation (3.5)–(3.6). Granules are interchangeable, so the first node's granules are
 // ordered by device; identical devices are ordered by the symmetry criterion.
 //
-// Stage calls (Device.CallCost) are left out of this model: a batch's priced duration is its
-// batch time plus at most one call, so every plan's priced makespan is at least its makespan
-// here and the optimum (and dual bound) stays a lower bound; with calls the model is used as
-// a relaxation (mipRun.relaxed) and the simulator prices its plan. The calls enter the bounds
-// (bounds.go) and every heuristic through the simulator.
+// Stage calls (Device.CallCost c_v; the simulator's batched rule, placeBatch): node j's batch
+// on device v opens a stage, and its duration grows by c_v, when one of its granules reads a
+// non-free edge from a granule of the predecessor on another device, or when j is a source (no
+// non-free in-edge) and the batch is v's first. The model prices them as the latency MILP does
+// (milp_latency.go), per granule:
+//
+//   - cross-device openers exactly: o[j,v] ∈ [0,1] for a non-source j with
+//     o[j,v] ≥ x[j,v,l] − x[i,v,l] for every non-free in-edge (i,j) and granule l (o ≥ x[j,v,l]
+//     when i cannot run on v), and the batch's duration is D[j,v] + c_v·o[j,v] in every row
+//     that uses it: F3, F4a (as the producer's duration) and F5;
+//   - a source's call through a shifted start: s[j,v] marks the end of its call, so its
+//     duration stays D[j,v], and s[j,v] ≥ c_v·Σ_{c: t[j,v,c] > 0} b[j,v,c];
+//   - device loads: C ≥ Σ_i D[i,u] + c_u·n_u with n_u ≥ Σ_j o[j,u] and n_u ≥ Σ_c b[j,u,c]
+//     for every j (a device used pays at least one call: its first batch always opens a stage,
+//     being a source, or reading a granule whose producer's batch on u would be earlier).
+//
+// Lower bound (always). Map any plan's simulated schedule into the model: x and b from its
+// granule maps, o[j,v] = 1 exactly for its cross-device openers (the rows force no more: a
+// batch that opens none has x[i,v,l] = 1 wherever x[j,v,l] = 1 on its non-free in-edges), n_u
+// = its stages on u, C = its makespan, s[j,v] = the batch's start, plus c_v for a source batch
+// that pays its call (v's first). Each model interval [s, s + D + c·o] is then the simulated
+// interval of the batch, or for a paying source that interval less its leading call. F3 and
+// F4a hold (inputs are ready by the start, hence by the shifted start; the model's ends are
+// the simulated ends). F5 holds for the simulated order: two batches of positive simulated
+// duration on one device never overlap, and a row is enforced only when both batches have a
+// size of positive time (a batch of zero time whose call makes it occupy the device is simply
+// not constrained: weaker, not wrong). The source row: first on v, the shifted start is ≥ c_v;
+// not first with t > 0, the batch waits for the device, whose first batch ran a call first
+// (with t = 0 a source need not wait, hence only the sizes of positive time). The loads:
+// busy_u = Σ t + c_u·stages_u ≤ makespan, stages_u ≥ Σ_j o[j,u] and ≥ 1 when u is used. So
+// the point is feasible with objective = the makespan, and the optimum (and HiGHS's dual
+// bound) is at most the priced optimum. Where sources pay no call (inst.sourceCalls off:
+// MILP-SPLIT's sub-problems) the source rows and n_u ≥ Σ_c b go; the rest is the same argument.
+//
+// Exact (bm.exact; with Problem.Congestion the model is a relaxation anyway): no source j may
+// sit, with c_v > 0, on a device v where it has an in-edge (a free one: it then waits for it)
+// or a size of zero time, and no non-source batch with a possible call may take a size of zero
+// time (its call makes it occupy the device, which F5 does not see). Then, as in the latency
+// model, the simulator run in the order of s (BatchOrder) ends each batch no later than the
+// model: a non-source's priced duration is t + c·opens ≤ D + c·o, a paying source starts at 0
+// and ends at c_v + t ≤ s + D by its source row, and every other wait is ordered by F4a and
+// F5. Otherwise the model is a relaxation: its bound stands and the simulator judges its plan
+// (mipRun.relaxed). The calls also enter the bounds (bounds.go) and every heuristic through
+// the simulator.
 
 type batchModel struct {
 	in    *inst
@@ -43,7 +82,12 @@ type batchModel struct {
 	s     [][]int   // s[i][u]
 	c     int
 	pairs []batchPair
-	first int // the node whose granules are ordered
+	first int     // the node whose granules are ordered
+	o     [][]int // o[j][v]: j's batch on v reads a non-free granule from another device (a call), −1 if none
+	n     []int   // n[u]: the calls device u pays at least (load rows), −1 if none
+	// exact: the model prices every call the simulator charges its decoded plans (see the
+	// calls comment above); without congestion its optimum is then a plan's makespan.
+	exact bool
 }
 
 type batchPair struct{ i, j, u, col int }
@@ -110,6 +154,7 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		}
 	}
 	bm.c = m.AddVar(math.Min(lb*sc, H), H, 1, false, "C")
+	bm.addCalls()
 	// dur returns the columns and coefficients of D[i,u] (plus extra·y[i,u]).
 	dur := func(i, u int, extra float64) ([]int, []float64) {
 		var cols []int
@@ -118,6 +163,13 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 			if col := bm.b[i][u][c]; col >= 0 {
 				cols, vals = append(cols, col), append(vals, in.batchTime[i][u][c]*sc+extra)
 			}
+		}
+		return cols, vals
+	}
+	// call appends the batch's call c_u·o[i,u] to a row (nothing without an opener column).
+	call := func(i, u int, cols []int, vals []float64, sign float64) ([]int, []float64) {
+		if o := bm.o[i][u]; o >= 0 {
+			cols, vals = append(cols, o), append(vals, sign*in.callCost[u]*sc)
 		}
 		return cols, vals
 	}
@@ -153,17 +205,21 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 			}
 			m.AddRow(0, 0, cols, vals)
 			m.AddRow(-milp.Inf, 1, ycols, ones(len(ycols)))
-			// F3 with the tail: s + D + tail·y ≤ C
+			// F3 with the tail: s + D + c·o + tail·y ≤ C
 			dc, dv := dur(i, u, tail[i]*sc)
+			dc, dv = call(i, u, dc, dv, 1)
 			m.AddRow(-milp.Inf, 0, append([]int{bm.s[i][u], bm.c}, dc...), append([]float64{1, -1}, dv...))
 		}
 	}
-	// Device loads.
+	// Device loads, with the calls: C ≥ Σ_i D[i,u] + c_u·n_u.
 	for u := range in.numDevices {
 		cols, vals := []int{bm.c}, []float64{-1}
 		for i := range in.numNodes {
 			dc, dv := dur(i, u, 0)
 			cols, vals = append(cols, dc...), append(vals, dv...)
+		}
+		if bm.n[u] >= 0 {
+			cols, vals = append(cols, bm.n[u]), append(vals, in.callCost[u]*sc)
 		}
 		if len(cols) > 1 {
 			m.AddRow(-milp.Inf, 0, cols, vals)
@@ -177,6 +233,7 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 				continue
 			}
 			dc, dv := dur(i, u, 0)
+			dc, dv = call(i, u, dc, dv, 1)
 			for v := range in.numDevices {
 				if bm.s[j][v] < 0 {
 					continue
@@ -233,6 +290,7 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 				for x, c := range yb {
 					cols, vals = append(cols, c), append(vals, -occ(ybv[x]))
 				}
+				cols, vals = call(a, u, cols, vals, -1)
 				m.AddRow(-3*H, milp.Inf, cols, vals)
 				// δ = 0: a after b.  s_a ≥ s_b + D_b − Hδ − H(2 − y_a − y_b)
 				cols = []int{bm.s[a][u], bm.s[bb][u], d}
@@ -243,6 +301,7 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 				for x, c := range ya {
 					cols, vals = append(cols, c), append(vals, -occ(yav[x]))
 				}
+				cols, vals = call(bb, u, cols, vals, -1)
 				m.AddRow(-2*H, milp.Inf, cols, vals)
 			}
 		}
@@ -329,6 +388,105 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 		return 0
 	})
 	return bm, nil
+}
+
+// addCalls adds the call columns o and n and the source rows (see the calls comment above).
+func (bm *batchModel) addCalls() {
+	in, m, sc, L := bm.in, bm.m, bm.scale, bm.in.numGranules
+	bm.o = make([][]int, in.numNodes)
+	bm.n = make([]int, in.numDevices)
+	bm.exact = true
+	for j := range in.numNodes {
+		bm.o[j] = make([]int, in.numDevices)
+		for v := range in.numDevices {
+			bm.o[j][v] = -1
+			if bm.s[j][v] < 0 || in.callCost[v] <= 0 {
+				continue
+			}
+			var pos []int // b columns of the sizes of positive time
+			zero := false
+			for c := 1; c <= L; c++ {
+				if col := bm.b[j][v][c]; col >= 0 {
+					if in.batchTime[j][v][c] > 0 {
+						pos = append(pos, col)
+					} else {
+						zero = true
+					}
+				}
+			}
+			if in.source[j] {
+				if !in.sourceCalls {
+					continue // sources pay no call here (split's sub-problems)
+				}
+				if len(in.inE[j]) > 0 || zero {
+					bm.exact = false // the source may wait for a free input, or take no time
+				}
+				if len(pos) > 0 {
+					// s[j,v] ≥ c_v·Σ_{c: t > 0} b[j,v,c]
+					vals := []float64{1}
+					for range pos {
+						vals = append(vals, -in.callCost[v]*sc)
+					}
+					m.AddRow(0, milp.Inf, append([]int{bm.s[j][v]}, pos...), vals)
+				}
+				continue
+			}
+			if zero {
+				bm.exact = false // a zero-time batch that opens a stage occupies v: F5 misses it
+			}
+			o := m.AddVar(0, 1, 0, false, fmt.Sprintf("o_%d_%d", j, v))
+			bm.o[j][v] = o
+			for _, e := range in.inE[j] {
+				if in.free[e] {
+					continue
+				}
+				i := in.problem.Edges[e].From
+				for l := range L {
+					if xi := bm.x[i][v][l]; xi >= 0 {
+						m.AddRow(0, milp.Inf, []int{o, bm.x[j][v][l], xi}, []float64{1, -1, 1}) // o ≥ x[j,v,l] − x[i,v,l]
+					} else {
+						m.AddRow(0, milp.Inf, []int{o, bm.x[j][v][l]}, []float64{1, -1}) // o ≥ x[j,v,l]
+					}
+				}
+			}
+		}
+	}
+	for u := range in.numDevices {
+		bm.n[u] = -1
+		if in.callCost[u] <= 0 {
+			continue
+		}
+		var ocols []int
+		for i := range in.numNodes {
+			if bm.s[i][u] < 0 {
+				continue
+			}
+			if bm.n[u] < 0 {
+				bm.n[u] = m.AddVar(0, float64(in.numNodes), 0, false, fmt.Sprintf("n_%d", u))
+			}
+			if in.sourceCalls {
+				// n_u ≥ Σ_c b[i,u,c]: u used by i's batch
+				cols, vals := []int{bm.n[u]}, []float64{1}
+				for c := 1; c <= L; c++ {
+					if col := bm.b[i][u][c]; col >= 0 {
+						cols, vals = append(cols, col), append(vals, -1)
+					}
+				}
+				m.AddRow(0, milp.Inf, cols, vals)
+			}
+			if bm.o[i][u] >= 0 {
+				ocols = append(ocols, bm.o[i][u])
+			}
+		}
+		if len(ocols) > 0 {
+			vals := make([]float64, len(ocols)+1)
+			for x := range ocols {
+				vals[x] = -1
+			}
+			vals[len(ocols)] = 1
+			m.AddRow(0, milp.Inf, append(ocols, bm.n[u]), vals) // n_u ≥ Σ_j o[j,u]
+		}
+	}
 }
 
 func ones(n int) []float64 {

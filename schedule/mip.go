@@ -33,9 +33,8 @@ type mipRun struct {
 	rows    int
 	nodes   int64
 	elapsed time.Duration
-	// relaxed: the model is a relaxation (batched with congestion or with stage calls, which
-	// it leaves out; latency with a call it cannot place exactly, latModel.exact): obj is not
-	// a plan's value.
+	// relaxed: the model is a relaxation (batched with congestion; either model with a call it
+	// cannot place exactly, latModel.exact and batchModel.exact): obj is not a plan's value.
 	relaxed bool
 	// infeasible: HiGHS proved the model infeasible with the serial horizon, so no plan fits.
 	infeasible bool
@@ -173,7 +172,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 			return stopped(err)
 		}
 		model, scale = bm.m, bm.scale
-		run.relaxed = in.problem.Congestion || in.hasCalls()
+		run.relaxed = in.problem.Congestion || !bm.exact
 		if feasibleStart {
 			canon := sym.canonical(in, start)
 			if bm.first >= 0 {
@@ -404,8 +403,15 @@ func (bm *batchModel) startVector(pl *Placement, sc *Schedule) []float64 {
 			cnt[i][u]++
 		}
 	}
+	calls := make([]float64, in.numDevices)
 	for _, t := range sc.Tasks {
 		st[t.Node][t.Device], en[t.Node][t.Device] = t.Start, t.End
+		if in.source[t.Node] {
+			st[t.Node][t.Device] += t.Call // the model's start of a source follows its call
+		} else if o := bm.o[t.Node][t.Device]; o >= 0 && t.Call > 0 {
+			x[o] = 1
+			calls[t.Device]++
+		}
 	}
 	for i := range in.numNodes {
 		for u := range in.numDevices {
@@ -415,9 +421,17 @@ func (bm *batchModel) startVector(pl *Placement, sc *Schedule) []float64 {
 			if c := cnt[i][u]; c > 0 {
 				x[bm.b[i][u][c]] = 1
 				clamp(bm.s[i][u], st[i][u]*sc0)
+				if in.sourceCalls {
+					calls[u] = max(calls[u], 1)
+				}
 			} else {
 				clamp(bm.s[i][u], 0)
 			}
+		}
+	}
+	for u, c := range bm.n {
+		if c >= 0 {
+			clamp(c, calls[u])
 		}
 	}
 	clamp(bm.c, sc.Makespan*sc0)

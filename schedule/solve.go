@@ -53,9 +53,10 @@ type Options struct {
 	// Progress, when set, receives progress reports (calls are serialised).
 	Progress func(Progress)
 	// MaxStages caps the stages (runtime calls, Device.CallCost) of a plan, latency or
-	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto
-	// neighbouring devices (or onto one device); when no plan within the cap fits, Solve
-	// returns a no-plan *diag.Error wrapping a *StageCapError.
+	// batched; 0: no cap. The chosen plan is repaired by moving whole stages onto other
+	// devices in use (or everything onto one device), keeping the fastest plan within the
+	// cap, not the fewest stages; when no plan within the cap fits, Solve returns a no-plan
+	// *diag.Error wrapping a *StageCapError.
 	MaxStages int
 }
 
@@ -538,8 +539,12 @@ func (s *solver) result() (*Result, error) {
 				}
 				return fmt.Sprintf("%d %ss", n, w)
 			}
-			s.notes = append(s.notes, fmt.Sprintf("%s's plan was merged: %s onto neighbouring devices left %s, with a makespan %.1f%% lower once stage calls are priced",
-				chosen.Method, plural(moves, "stage move"), plural(sc.StageCount(), "stage"), 100*(1-sc.Makespan/chosen.sc.Makespan)))
+			change := fmt.Sprintf("a makespan %.1f%% lower once stage calls are priced", 100*(1-sc.Makespan/chosen.sc.Makespan))
+			if sc.Makespan > chosen.sc.Makespan {
+				change = fmt.Sprintf("a makespan %.1f%% higher, to fit the cap of %s", 100*(sc.Makespan/chosen.sc.Makespan-1), plural(s.o.MaxStages, "stage"))
+			}
+			s.notes = append(s.notes, fmt.Sprintf("%s's plan was merged: %s onto other devices left %s, with %s",
+				chosen.Method, plural(moves, "stage move"), plural(sc.StageCount(), "stage"), change))
 			c := *chosen
 			c.pl, c.sc, c.Makespan, c.Feasible = pl, sc, sc.Makespan, sc.Feasible
 			chosen = &c

@@ -44,6 +44,13 @@ type stageMove struct {
 // it exchanges a tensor with. A stage's members are its tasks: nodes in latency mode, a
 // node's batch on a device in batched mode (moving it moves those granules).
 func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
+	return in.stageMovesTo(pl, sc, false)
+}
+
+// stageMovesTo is stageMoves, with anyUsed also onto every other device that runs a stage:
+// a batched route of granules that exchanges nothing with the rest (a device's own inputs)
+// has no neighbour, but merging it into another device's stage saves its call.
+func (in *inst) stageMovesTo(pl *Placement, sc *Schedule, anyUsed bool) []stageMove {
 	k := in.numDevices
 	batched := !in.latency()
 	// Tasks are keyed node·K + device; devOf gives a granule's (latency: the node's) device.
@@ -80,6 +87,23 @@ func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
 			}
 			if !slices.Contains(targets[sb], u) {
 				targets[sb] = append(targets[sb], u)
+			}
+		}
+	}
+	if anyUsed {
+		stDev := make([]int, nst)
+		var used []int
+		for _, t := range sc.Tasks {
+			stDev[t.Stage] = t.Device
+			if !slices.Contains(used, t.Device) {
+				used = append(used, t.Device)
+			}
+		}
+		for st := range nst {
+			for _, w := range used {
+				if w != stDev[st] && !slices.Contains(targets[st], w) {
+					targets[st] = append(targets[st], w)
+				}
 			}
 		}
 	}
@@ -123,20 +147,67 @@ func (in *inst) stageMoves(pl *Placement, sc *Schedule) []stageMove {
 }
 
 // mergeStages returns pl improved by stage moves (each kept when the makespan falls by more
-// than a relative 1e-9) and, with maxStages > 0, within maxStages stages: while the plan has
-// more, the move with the fewest stages (then the smallest makespan) is taken, and when no
-// move lowers the count, the best single-device plan (one stage) is. ok is false when no
-// plan within the cap fits memory. Every step is judged by the simulator.
+// than a relative 1e-9) and, with maxStages > 0, within maxStages stages. A plan over the cap
+// is repaired in up to three ways — the stage move of least makespan among those that lower
+// the count, repeated until the cap holds (a cheap merge first: the fewest stages are not the
+// aim, the fastest plan within the cap is); the move with the fewest stages (then the smallest
+// makespan), repeated; the best single-device plan (one stage) — each repair is then improved
+// by the moves that keep the cap, and the fastest result is kept. ok is false when no plan
+// within the cap fits memory. Every step is judged by the simulator.
 func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxStages int) (*Placement, *Schedule, int, bool) {
+	if maxStages <= 0 || sc.StageCount() <= maxStages {
+		pl, sc, moves := in.improveStages(stop, pl, sc, maxStages, 0)
+		return pl, sc, moves, true
+	}
+	var best *stageMove
+	bestMoves := 0
+	least := stageMove{pl, sc} // the fewest stages a repair reached above the cap (for the cap error)
+	try := func(p *Placement, s *Schedule, moves int) {
+		if s.StageCount() > maxStages && s.StageCount() < least.sc.StageCount() {
+			least = stageMove{p, s}
+		}
+		if s.StageCount() > maxStages || (sc.Feasible && !s.Feasible) {
+			return
+		}
+		p, s, moves = in.improveStages(stop, p, s, maxStages, moves)
+		if best == nil || s.Makespan < best.sc.Makespan*(1-1e-9) {
+			best, bestMoves = &stageMove{p, s}, moves
+		}
+	}
+	for _, fewest := range []bool{false, true} {
+		p, s, moves := in.repairStages(stop, pl, sc, maxStages, fewest)
+		try(p, s, moves)
+	}
+	for _, m := range in.oneDevice(pl) {
+		if m.sc.Feasible {
+			try(m.pl, m.sc, 1)
+		}
+	}
+	if best == nil {
+		return least.pl, least.sc, 0, false
+	}
+	return best.pl, best.sc, bestMoves, true
+}
+
+// repairStages takes stage moves (onto a neighbouring stage's device or any other device in
+// use) that lower the stage count while it is above maxStages: the one of least makespan (fewest false) or the one with the fewest stages (fewest true), ties
+// by the other criterion. It stops when no move lowers the count.
+func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, maxStages int, fewest bool) (*Placement, *Schedule, int) {
 	moves := 0
-	for maxStages > 0 && sc.StageCount() > maxStages && !stop() {
+	for sc.StageCount() > maxStages && !stop() {
 		var best *stageMove
-		for _, m := range in.stageMoves(pl, sc) {
-			if m.sc.StageCount() >= sc.StageCount() {
+		for _, m := range in.stageMovesTo(pl, sc, true) {
+			n := m.sc.StageCount()
+			if n >= sc.StageCount() {
 				continue
 			}
-			if best == nil || m.sc.StageCount() < best.sc.StageCount() ||
-				(m.sc.StageCount() == best.sc.StageCount() && m.sc.Makespan < best.sc.Makespan) {
+			if best == nil {
+				best = &m
+				continue
+			}
+			bn, faster := best.sc.StageCount(), m.sc.Makespan < best.sc.Makespan
+			if (fewest && (n < bn || (n == bn && faster))) ||
+				(!fewest && (faster || (m.sc.Makespan == best.sc.Makespan && n < bn))) {
 				best = &m
 			}
 		}
@@ -146,23 +217,16 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		pl, sc = best.pl, best.sc
 		moves++
 	}
-	if maxStages > 0 && sc.StageCount() > maxStages {
-		var best *stageMove
-		for _, m := range in.oneDevice(pl) {
-			if m.sc.Feasible && (best == nil || m.sc.Makespan < best.sc.Makespan) {
-				best = &m
-			}
-		}
-		if best == nil {
-			return pl, sc, moves, false
-		}
-		pl, sc = best.pl, best.sc
-		moves++
-	}
+	return pl, sc, moves
+}
+
+// improveStages takes the move (a single stage move, or every node onto one device: a plan of
+// many small stages may lose to one device while no single move pays) of least makespan while
+// it lowers the makespan and keeps the cap (maxStages > 0) and feasibility; moves counts the
+// moves taken before.
+func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, maxStages, moves int) (*Placement, *Schedule, int) {
 	for round := 0; round < 4*in.numNodes && !stop(); round++ {
 		var best *stageMove
-		// Single stage moves, and every node onto one device (a plan of many small stages
-		// may lose to one device while no single move pays).
 		for _, m := range append(in.stageMoves(pl, sc), in.oneDevice(pl)...) {
 			if (maxStages > 0 && m.sc.StageCount() > maxStages) || (sc.Feasible && !m.sc.Feasible) {
 				continue
@@ -177,7 +241,7 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 		pl, sc = best.pl, best.sc
 		moves++
 	}
-	return pl, sc, moves, true
+	return pl, sc, moves
 }
 
 // oneDevice lists the plans that put every node (every granule) on one device (one stage),
