@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +118,7 @@ func (e *engine) polishIncumbent(ctx context.Context, st *solveState) bool {
 		order := c.stageOrder(next, c.kahn(make([]float64, c.n), &ks, nil), &ks)
 		st.offerPlan(next, device, order, "lns")
 		s2, d2, o2, v2 := e.refine(ctx, e.workers, next, device, order)
-		if !(v2 < newRefiner(c, next, device).objective()*(1-1e-12)) || !equalInts(d2, device) {
+		if !(v2 < newRefiner(c, next, device).objective()*(1-1e-12)) || !slices.Equal(d2, device) {
 			break
 		}
 		st.offerPlan(s2, d2, o2, "lns+refine")

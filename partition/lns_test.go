@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -182,7 +183,7 @@ func TestLNSCacheSkipsOnlyFailures(t *testing.T) {
 		plain, okP, usedP := e.lnsPolishCached(context.Background(), start, device, o, anc, desc, nil)
 		cache := lnsCache{}
 		cached, okC, usedC := e.lnsPolishCached(context.Background(), start, device, o, anc, desc, cache)
-		if okP != okC || !equalInts(plain, cached) || usedC > usedP {
+		if okP != okC || !slices.Equal(plain, cached) || usedC > usedP {
 			t.Fatalf("it %d: without cache %v (%v, %d sub-MIPs), with cache %v (%v, %d)", it, plain, okP, usedP, cached, okC, usedC)
 		}
 		if usedC < usedP {
@@ -190,7 +191,7 @@ func TestLNSCacheSkipsOnlyFailures(t *testing.T) {
 		}
 		// Speculative sub-MIPs on two workers change nothing but the clock.
 		two, okT, usedT := newEngine(c, 2).lnsPolishCached(context.Background(), start, device, o, anc, desc, lnsCache{})
-		if okT != okC || !equalInts(two, cached) || usedT != usedC {
+		if okT != okC || !slices.Equal(two, cached) || usedT != usedC {
 			t.Fatalf("it %d: one worker %v (%v, %d sub-MIPs), two workers %v (%v, %d)", it, cached, okC, usedC, two, okT, usedT)
 		}
 		// A second call with the same cache on the final plan solves nothing.

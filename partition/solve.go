@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -797,7 +798,7 @@ func (e *engine) improveDeviceOrder(ctx context.Context, st *solveState) {
 			}
 		}
 	}
-	if !equalInts(cur, e.a.order) {
+	if !slices.Equal(cur, e.a.order) {
 		e.a = chainAutomaton(cur)
 		for i := range e.slicers {
 			e.slicers[i] = newSlicer(c, e.a)
@@ -1140,7 +1141,7 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 			return BoundInfo{Method: BoundExact, Value: lb, Status: "skipped"}
 		}
 		// The incumbent's device order first.
-		sort.SliceStable(orders, func(i, j int) bool { return equalInts(orders[i], device) && !equalInts(orders[j], device) })
+		sort.SliceStable(orders, func(i, j int) bool { return slices.Equal(orders[i], device) && !slices.Equal(orders[j], device) })
 	} else {
 		orders = [][]int{device}
 	}
@@ -1166,7 +1167,7 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 		// with the incumbent and prove it optimal.
 		var start []int
 		target := U * (1 - gap)
-		if gap == 0 && equalInts(devOrder, device) {
+		if gap == 0 && slices.Equal(devOrder, device) {
 			start = make([]int, c.n)
 			for v := range start {
 				start[v] = stage[v] + 1
@@ -1183,18 +1184,6 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 		}
 	}
 	return BoundInfo{Method: BoundExact, Value: bound, Status: status, Seconds: time.Since(t0).Seconds()}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // boundBottleneck is the three-superblock MIP (seed 000 §3.2): minimise the cost of the

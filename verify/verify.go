@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -1040,7 +1041,7 @@ func compareOutput(name string, want, got *ort.Tensor, tol float64) OutputReport
 	}
 	o.DType, o.Shape = want.DType.String(), want.Shape
 	o.Elements = want.Elements()
-	if got.DType != want.DType || !equalShape(got.Shape, want.Shape) {
+	if got.DType != want.DType || !slices.Equal(got.Shape, want.Shape) {
 		o.Problem = fmt.Sprintf("the chain gives %s %v, the model %s %v", got.DType, got.Shape, want.DType, want.Shape)
 		o.Pass, o.BitExact = false, false
 		return o
@@ -1089,18 +1090,6 @@ func compareOutput(name string, want, got *ort.Tensor, tol float64) OutputReport
 	}
 	o.Pass = tol > 0 && want.DType.IsFloat() && o.MaxRel <= tol
 	return o
-}
-
-func equalShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // worse keeps the worse of two comparisons of the same output.

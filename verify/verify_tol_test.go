@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,7 +217,7 @@ func TestVerifyUnnamedDims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Pass || len(rep.Inputs) != 1 || !equalShape(rep.Inputs[0].Shape, []int64{2, 3}) || !equalShape(rep.Outputs[0].Shape, []int64{2, 3}) {
+	if !rep.Pass || len(rep.Inputs) != 1 || !slices.Equal(rep.Inputs[0].Shape, []int64{2, 3}) || !slices.Equal(rep.Outputs[0].Shape, []int64{2, 3}) {
 		t.Errorf("--input-shape x=2x3: pass %v, inputs %+v, outputs %+v", rep.Pass, rep.Inputs, rep.Outputs)
 	}
 	f := filepath.Join(t.TempDir(), "x.npy")
@@ -232,7 +233,7 @@ func TestVerifyUnnamedDims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Pass || !equalShape(rep.Outputs[0].Shape, []int64{3, 1}) {
+	if !rep.Pass || !slices.Equal(rep.Outputs[0].Shape, []int64{3, 1}) {
 		t.Errorf("--input x=x.npy: pass %v, outputs %+v", rep.Pass, rep.Outputs)
 	}
 }
