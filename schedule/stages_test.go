@@ -14,10 +14,19 @@ import (
 // stage it exchanges a tensor with (a merge into that neighbour) would lower the makespan; the
 // moves are made here apart from the package's own.
 func TestNoStageMovePays(t *testing.T) {
+	checkNoStageMovePays(t, false, 7, 400, 100, 20, improvingMoves)
+}
+
+// checkNoStageMovePays solves n random instances (latency or batched) with random call costs
+// by the list heuristics and SA, and fails on every plan that moves finds improvable; at
+// least minChecked feasible plans, minMulti of them with several stages, must be checked.
+func checkNoStageMovePays(t *testing.T, batched bool, seed uint64, n, minChecked, minMulti int,
+	moves func(*schedule.Problem, *schedule.Result) []string) {
+	t.Helper()
 	checked, multi := 0, 0
-	for x := range 400 {
-		s := randSource{rand.New(rand.NewPCG(7, uint64(x)))}
-		inst := genInstance(s, false)
+	for x := range n {
+		s := randSource{rand.New(rand.NewPCG(seed, uint64(x)))}
+		inst := genInstance(s, batched)
 		p := inst.p
 		if p.Validate() != nil || len(p.Devices) < 2 {
 			continue
@@ -34,11 +43,11 @@ func TestNoStageMovePays(t *testing.T) {
 		if res.Schedule.StageCount() > 1 {
 			multi++
 		}
-		for _, msg := range improvingMoves(p, res) {
+		for _, msg := range moves(p, res) {
 			t.Errorf("instance %d (%s), %s: %s", x, inst, method, msg)
 		}
 	}
-	if checked < 100 || multi < 20 {
+	if checked < minChecked || multi < minMulti {
 		t.Fatalf("only %d plans checked, %d with several stages", checked, multi)
 	}
 	t.Logf("%d plans checked, %d with several stages", checked, multi)
@@ -171,34 +180,7 @@ func TestThroughputAtMostBusiestDevice(t *testing.T) {
 // batches on one device) moved as a whole onto a neighbouring stage's device, its granules
 // with it, lowers the priced makespan of the plan Solve returns.
 func TestNoStageMovePaysBatched(t *testing.T) {
-	checked, multi := 0, 0
-	for x := range 300 {
-		s := randSource{rand.New(rand.NewPCG(8, uint64(x)))}
-		inst := genInstance(s, true)
-		p := inst.p
-		if p.Validate() != nil || len(p.Devices) < 2 {
-			continue
-		}
-		for u := range p.Devices {
-			p.Devices[u].CallCost = float64(1 + s.intn(4))
-		}
-		method := []string{schedule.Greedy, schedule.HEFT, schedule.MET, schedule.SA}[x%4]
-		res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: method, Seed: 1, Iterations: 200, Workers: 1})
-		if err != nil || !res.Schedule.Feasible {
-			continue
-		}
-		checked++
-		if res.Schedule.StageCount() > 1 {
-			multi++
-		}
-		for _, msg := range improvingBatchMoves(p, res) {
-			t.Errorf("instance %d (%s), %s: %s", x, inst, method, msg)
-		}
-	}
-	if checked < 50 || multi < 10 {
-		t.Fatalf("only %d plans checked, %d with several stages", checked, multi)
-	}
-	t.Logf("%d plans checked, %d with several stages", checked, multi)
+	checkNoStageMovePays(t, true, 8, 300, 50, 10, improvingBatchMoves)
 }
 
 // improvingBatchMoves lists the stage moves of res's batched plan that lower its makespan.
