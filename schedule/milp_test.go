@@ -31,18 +31,7 @@ func TestLatencyMILPOptimal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Start from everything on the device that is feasible and best (a weak start).
-			start := in.bestDevice()
-			if start == nil {
-				start = in.greedy()
-			}
-			run, err := in.solveMILP(context.Background(), start, 0, mipOptions{timeLimit: 20 * time.Second, symmetry: SymmetryTasks})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if run.fault != "" {
-				t.Fatalf("fault: %s", run.fault)
-			}
+			run := solveFromWeakStart(t, in)
 			if run.pl == nil || !run.optimal {
 				t.Fatalf("no optimal plan: status %v", run.status)
 			}
@@ -141,17 +130,7 @@ func TestLatencyMILPCalls(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				start := in.bestDevice()
-				if start == nil {
-					start = in.greedy()
-				}
-				run, err := in.solveMILP(context.Background(), start, 0, mipOptions{timeLimit: 20 * time.Second, symmetry: SymmetryTasks})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if run.fault != "" {
-					t.Fatalf("fault: %s", run.fault)
-				}
+				run := solveFromWeakStart(t, in)
 				want := bruteForce(t, c.p)
 				t.Logf("priced optimum %v", want)
 				if run.pl == nil || !run.optimal || run.relaxed {
@@ -163,4 +142,22 @@ func TestLatencyMILPCalls(t *testing.T) {
 			})
 		}
 	}
+}
+
+// solveFromWeakStart solves in's latency MILP from everything on the best feasible device (a
+// weak start), failing the test on an error or a solver fault.
+func solveFromWeakStart(t *testing.T, in *inst) *mipRun {
+	t.Helper()
+	start := in.bestDevice()
+	if start == nil {
+		start = in.greedy()
+	}
+	run, err := in.solveMILP(context.Background(), start, 0, mipOptions{timeLimit: 20 * time.Second, symmetry: SymmetryTasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.fault != "" {
+		t.Fatalf("fault: %s", run.fault)
+	}
+	return run
 }
