@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -298,12 +299,9 @@ func effOf(a float64) float64 {
 // overhead, IOBandwidth, LayoutBandwidth, VectorWidth and ChannelAlign. Op-type entries of d
 // (from a spec file) still take precedence over the fitted classes.
 func (c *Calibration) Apply(d *Device) {
-	if d.Efficiency == nil {
-		d.Efficiency = map[string]Figure{}
-	}
-	if d.Overhead == nil {
-		d.Overhead = map[string]Figure{}
-	}
+	// The figure maps are copied before they are written: a Device copied by value (a
+	// cluster copied to calibrate it for one model, the devices of cpu:2x1) shares them.
+	d.Efficiency, d.MemEfficiency, d.Overhead = cloneFigures(d.Efficiency), cloneFigures(d.MemEfficiency), cloneFigures(d.Overhead)
 	models := make([]string, 0, len(c.Models))
 	for _, m := range c.Models {
 		models = append(models, baseName(m))
@@ -312,9 +310,6 @@ func (c *Calibration) Apply(d *Device) {
 	from := strings.Join(models, ", ")
 	if len(models) > 4 {
 		from = fmt.Sprintf("%d models", len(models))
-	}
-	if d.MemEfficiency == nil {
-		d.MemEfficiency = map[string]Figure{}
 	}
 	for cl, f := range c.Classes {
 		note := fmt.Sprintf("fitted on %d nodes of %s (ONNX Runtime profile)", f.Nodes, from)
@@ -384,4 +379,11 @@ func fitWeighted(p []fitPoint, viewOnly bool, priorC, priorM float64) ClassFit {
 // time is the fitted time of a node with roofline terms x.c and x.m.
 func (f ClassFit) time(x fitPoint) float64 {
 	return math.Max(x.c/f.Eff, x.m/f.MemEff) + f.Overhead
+}
+
+// cloneFigures copies m (an empty map for nil), so that writing the copy leaves m alone.
+func cloneFigures(m map[string]Figure) map[string]Figure {
+	out := make(map[string]Figure, len(m))
+	maps.Copy(out, m)
+	return out
 }

@@ -61,7 +61,13 @@ func TestCalibrateRecoversEfficiencies(t *testing.T) {
 	if cal.RunOverhead != 50e-6 {
 		t.Errorf("run overhead %g", cal.RunOverhead)
 	}
+	orig := d
+	orig.Efficiency = map[string]Figure{"conv": {Value: 0.5}}
+	d.Efficiency = orig.Efficiency // d is a copy of orig sharing its maps, as devices copied by value do
 	cal.Apply(&d)
+	if orig.Efficiency["conv"].Value != 0.5 || len(orig.Efficiency) != 1 {
+		t.Errorf("Apply wrote into the map the calibrated device shared with its original: %+v", orig.Efficiency)
+	}
 	if d.Efficiency["conv"].Source != SourceMeasured || d.RunOverhead.Value != 50e-6 || d.Overhead["elementwise"].Source != SourceMeasured {
 		t.Errorf("Apply: %+v %+v", d.Efficiency["conv"], d.RunOverhead)
 	}

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -169,10 +168,7 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int, spi
 	// calibrated on this model's profile (on a copy of the cluster, which serves every model).
 	cc := *c
 	cc.Devices = make([]profile.Device, len(c.Devices))
-	for i, d := range c.Devices {
-		d.Efficiency, d.MemEfficiency, d.Overhead = maps.Clone(d.Efficiency), maps.Clone(d.MemEfficiency), maps.Clone(d.Overhead)
-		cc.Devices[i] = d
-	}
+	copy(cc.Devices, c.Devices) // Calibration.Apply copies the figure maps it writes
 	h, err := profile.CalibrateHost(ctx, &cc, path, m.Graph, c.Devices[0].Threads)
 	if err != nil {
 		return fail(err)
