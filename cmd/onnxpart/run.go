@@ -445,11 +445,15 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	if b := r.Batch; b != nil {
 		fmt.Fprintf(w, "batch      %s in %s of %d: %s for the batch, %.1f inferences/s\n", plural(b.Inputs, "input"), plural(b.Granules, "granule"), b.GranuleInputs, dur(r.Upper), r.ThroughputPerS)
 		for _, d := range b.Devices {
-			fmt.Fprintf(w, "share      %s: %d of %s, %s, busy %s\n", d.Device, d.Inputs, plural(b.Inputs, "input"), plural(d.Ops, "op"), dur(d.BusyS))
+			fmt.Fprintf(w, "share      %s: %d of %s, %s, busy %s\n", onnxpart.DeviceLabel(r.Cluster, d.Device), d.Inputs, plural(b.Inputs, "input"), plural(d.Ops, "op"), dur(d.BusyS))
 		}
 		if man.Batch != nil {
 			for _, rt := range man.Batch.Routes {
-				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), emit.GranuleList(rt.Granules), strings.Join(rt.Devices, " → "), rt.Dir)
+				labels := make([]string, len(rt.Devices))
+				for i, d := range rt.Devices {
+					labels[i] = onnxpart.DeviceLabel(r.Cluster, d)
+				}
+				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), emit.GranuleList(rt.Granules), strings.Join(labels, " → "), rt.Dir)
 			}
 		}
 	} else if man.Predicted != nil && len(man.Predicted.Workload) > 0 {
