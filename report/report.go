@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 	"github.com/onnxpart/onnxpart/internal/units"
 )
@@ -62,34 +62,7 @@ func Write(m *emit.Manifest, dir string, opt Options) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, File), b)
-}
-
-// writeFileAtomic writes data to path through a synced temporary file in the same
-// directory.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfs.WriteFile(filepath.Join(dir, File), b, 0o644)
 }
 
 // ---- view model ----
