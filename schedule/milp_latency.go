@@ -344,7 +344,7 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 			for q2 := q1 + 1; q2 < nq; q2++ {
 				e2 := in.problem.Edges[lm.qe[q2]]
 				// q1 = a→b precedes q2 = c→d in the augmented graph iff b = c or b reaches c.
-				if e1.To == e2.From || in.reach[e1.To].has(e2.From) || e2.To == e1.From || in.reach[e2.To].has(e1.From) {
+				if e1.To == e2.From || in.reaches(e1.To, e2.From) || e2.To == e1.From || in.reaches(e2.To, e1.From) {
 					continue
 				}
 				s1, f1 := qwin(q1)

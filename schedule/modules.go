@@ -49,7 +49,7 @@ func (in *inst) cutNodes() []int {
 	for _, a := range in.topo {
 		ok := true
 		for x := range n {
-			if x != a && !anc[a].has(x) && !in.reach[a].has(x) {
+			if x != a && !anc[a].has(x) && !in.reaches(a, x) {
 				ok = false
 				break
 			}
@@ -60,7 +60,7 @@ func (in *inst) cutNodes() []int {
 		// No edge from an ancestor of a to a descendant of a.
 		for e := range in.problem.Edges {
 			ed := &in.problem.Edges[e]
-			if anc[a].has(ed.From) && in.reach[a].has(ed.To) {
+			if anc[a].has(ed.From) && in.reaches(a, ed.To) {
 				ok = false
 				break
 			}

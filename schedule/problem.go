@@ -101,7 +101,7 @@ type inst struct {
 	succCSR, predCSR  dag.CSR // preds and succs in graph/dag's form (for its Kahn)
 	bfs               []int   // breadth-first topological order (the thesis's gene order)
 	topoPos           []int   // topoPos[i]: index of i in topo
-	reach             []bitset
+	reach             *dag.Reachability // from graph/dag (a node reaches itself); see reaches
 	capacity          []float64 // capacity[u]: memory of device u; +Inf when unlimited
 	callCost          []float64 // callCost[u]: Devices[u].CallCost
 	source            []bool    // source[i]: node i has no non-free in-edge (it reads no transfer)
@@ -349,7 +349,7 @@ func prepare(p *Problem) (*inst, error) {
 	if err := in.orders(); err != nil {
 		return nil, err
 	}
-	in.reach = reachability(n, in.topo, in.succs)
+	in.reach = dag.Reach(in.succCSR, in.topo)
 	if l > 1 {
 		if err := in.checkSplits(); err != nil {
 			return nil, err
@@ -539,19 +539,9 @@ func (b bitset) or(c bitset) {
 	}
 }
 
-// reachability returns reach[i] = the set of nodes reachable from i by a non-empty path.
-func reachability(n int, topo []int, succs [][]int) []bitset {
-	r := make([]bitset, n)
-	for x := n - 1; x >= 0; x-- {
-		i := topo[x]
-		r[i] = newBitset(n)
-		for _, j := range succs[i] {
-			r[i].set(j)
-			r[i].or(r[j])
-		}
-	}
-	return r
-}
+// reaches reports whether j is reachable from i by a non-empty path (i never reaches itself:
+// the graph is acyclic).
+func (in *inst) reaches(i, j int) bool { return i != j && in.reach.Reaches(i, j) }
 
 // comparable reports whether i and j are ordered by a path.
-func (in *inst) comparable(i, j int) bool { return in.reach[i].has(j) || in.reach[j].has(i) }
+func (in *inst) comparable(i, j int) bool { return in.reaches(i, j) || in.reaches(j, i) }

@@ -588,7 +588,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 		for _, i := range ms.modules[s] {
 			ok := tails[i]
 			for t := range tails {
-				if in.reach[i].has(t) {
+				if in.reaches(i, t) {
 					ok = true
 					break
 				}
@@ -606,7 +606,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 			}
 			ok := false
 			for _, i := range ms.modules[s] {
-				if in.reach[i].has(j) {
+				if in.reaches(i, j) {
 					ok = true
 					break
 				}
@@ -619,7 +619,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 		for _, h := range slices.Sorted(maps.Keys(heads)) {
 			var set []int
 			for _, j := range ms.modules[s+1] {
-				if j == h || in.reach[h].has(j) {
+				if j == h || in.reaches(h, j) {
 					set = append(set, j)
 				}
 			}
@@ -629,7 +629,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 		for _, t := range slices.Sorted(maps.Keys(tails)) {
 			var set []int
 			for _, i := range ms.modules[s] {
-				if i == t || in.reach[i].has(t) {
+				if i == t || in.reaches(i, t) {
 					set = append(set, i)
 				}
 			}
