@@ -2,7 +2,9 @@ package emit
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -278,8 +280,8 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 				}
 			}
 		}
-		sp.inputs = sortedKeys(ins)
-		sp.inits = sortedKeys(inits)
+		sp.inputs = slices.Sorted(maps.Keys(ins))
+		sp.inits = slices.Sorted(maps.Keys(inits))
 		for _, t := range sp.inputs {
 			if g.Tensors[t].Kind == graph.Input {
 				sp.from[t] = -1
@@ -517,15 +519,6 @@ func contains(s []int, x int) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // NumStages is the number of stages after dropping empty ones.

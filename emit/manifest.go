@@ -491,14 +491,16 @@ var batchName = regexp.MustCompile(`(?i)^(?:n|.*batch.*)$`)
 // BatchDim returns the model's batch dim: the named symbolic dim that leads the first
 // model input, when its name says it is a batch (batch, batch_size, N, …); "" otherwise.
 func BatchDim(m *Manifest) string {
-	p := leadingDim(m)
+	p := LeadingDim(m)
 	if p == "" || !batchName.MatchString(p) {
 		return ""
 	}
 	return p
 }
 
-func leadingDim(m *Manifest) string {
+// LeadingDim is the named symbolic dim that leads the first model input with a shape; ""
+// when that dim is known or there is none. Unlike BatchDim it does not look at the name.
+func LeadingDim(m *Manifest) string {
 	for _, t := range m.Model.Inputs {
 		if len(t.Shape) > 0 {
 			if d := t.Shape[0]; !d.Known() {

@@ -2,7 +2,8 @@ package ingest
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,8 +119,8 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 		}
 	}
 	m.inputParams = onInputs
-	have := sortedKeys(onInputs)
-	for _, n := range sortedKeys(dims) {
+	have := slices.Sorted(maps.Keys(onInputs))
+	for _, n := range slices.Sorted(maps.Keys(dims)) {
 		switch {
 		case dims[n] < 0:
 			return usagef("--dim %s=%d: a dimension cannot be negative", n, dims[n]).About(diag.Flag, "--dim")
@@ -144,7 +145,7 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 			merged[k], from[k] = v, "--dim "+k
 		}
 	}
-	for _, name := range sortedKeys(shapes) {
+	for _, name := range slices.Sorted(maps.Keys(shapes)) {
 		s := shapes[name]
 		vi, ok := inputs[name]
 		if !ok {
@@ -206,15 +207,6 @@ func (m *Model) boundInputShape(name string, declared graph.Shape) graph.Shape {
 		return declared
 	}
 	return graph.ShapeOf(s...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func joinDims(s []int64) string {
@@ -410,7 +402,7 @@ func (m *Model) checkDerivedDims() error {
 		}
 	}
 	inputs := m.SymbolicDims
-	for _, n := range sortedKeys(m.derivedDims) {
+	for _, n := range slices.Sorted(maps.Keys(m.derivedDims)) {
 		v := m.derivedDims[n]
 		got, ok := derived[n]
 		switch {

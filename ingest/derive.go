@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -254,7 +256,7 @@ func deriveDims(rels []dimRelation, known, defaults map[string]int64) map[string
 	// Defaults for the dims no tie sets first: a dependent dim is derived from them rather
 	// than given its default; then the defaults of what is left.
 	for _, pass := range []bool{false, true} {
-		for _, d := range sortedKeys(defaults) {
+		for _, d := range slices.Sorted(maps.Keys(defaults)) {
 			if _, ok := known[d]; !ok && (pass || !dependent[d]) {
 				known[d] = defaults[d]
 				fix()
@@ -321,7 +323,7 @@ func (m *Model) relations() ([]dimRelation, error) {
 // (derived)", sorted.
 func (m *Model) DerivedNotes() []string {
 	var out []string
-	for _, d := range sortedKeys(m.DerivedDims) {
+	for _, d := range slices.Sorted(maps.Keys(m.DerivedDims)) {
 		out = append(out, fmt.Sprintf("%s = %s = %d (derived)", d, m.DerivedDims[d], m.dims[d]))
 	}
 	return out

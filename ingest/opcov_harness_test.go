@@ -25,6 +25,8 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+
+	"github.com/x448/float16"
 )
 
 // ocModel builds one test model.
@@ -119,7 +121,7 @@ func ocEncode(dt graph.DType, values []float64) []byte {
 		case graph.Double:
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 		case graph.Float16:
-			b = binary.LittleEndian.AppendUint16(b, floatToHalf(float32(v)))
+			b = binary.LittleEndian.AppendUint16(b, float16.Fromfloat32(float32(v)).Bits())
 		case graph.Int64, graph.Uint64:
 			b = binary.LittleEndian.AppendUint64(b, uint64(int64(v)))
 		case graph.Int32, graph.Uint32:

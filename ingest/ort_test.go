@@ -11,6 +11,8 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+
+	"github.com/x448/float16"
 )
 
 // randomFeed makes a deterministic input tensor: integers in {0, 1} (valid token ids and
@@ -32,7 +34,7 @@ func randomFeed(rng *rand.Rand, t *graph.Tensor) *ort.Tensor {
 	case graph.Float16:
 		out.Data = make([]byte, 2*n)
 		for i := int64(0); i < n; i++ {
-			h := floatToHalf(rng.Float32()*2 - 1)
+			h := float16.Fromfloat32(rng.Float32()*2 - 1).Bits()
 			out.Data[2*i], out.Data[2*i+1] = byte(h), byte(h>>8)
 		}
 	case graph.Int64:

@@ -14,6 +14,8 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+
+	"github.com/x448/float16"
 )
 
 // ExternalRef is a resolved external-data reference of an initializer.
@@ -409,7 +411,7 @@ func decodeNumbers(dt graph.DType, raw []byte) (ints []int64, floats []float64, 
 		return nil, floats, true
 	case graph.Float16:
 		for i := 0; i+2 <= len(raw); i += 2 {
-			floats = append(floats, float64(halfToFloat(binary.LittleEndian.Uint16(raw[i:]))))
+			floats = append(floats, float64(float16.Frombits(binary.LittleEndian.Uint16(raw[i:])).Float32()))
 		}
 		return nil, floats, true
 	case graph.BFloat16:
@@ -425,27 +427,4 @@ func decodeNumbers(dt graph.DType, raw []byte) (ints []int64, floats []float64, 
 		floats[i] = float64(v)
 	}
 	return ints, floats, true
-}
-
-// halfToFloat converts IEEE 754 binary16 bits to float32.
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal
-		e := uint32(127 - 15 + 1)
-		for frac&0x400 == 0 {
-			frac <<= 1
-			e--
-		}
-		frac &= 0x3ff
-		return math.Float32frombits(sign | e<<23 | frac<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	default:
-		return math.Float32frombits(sign | (exp-15+127)<<23 | frac<<13)
-	}
 }

@@ -3,7 +3,6 @@ package profile
 import (
 	"fmt"
 	"math"
-	"sort"
 )
 
 // Source says where a figure comes from, so that every number onnxpart prints or uses can be
@@ -349,14 +348,4 @@ func (c *Cluster) Validate() error {
 		}
 	}
 	return nil
-}
-
-// sortedKeys returns a map's keys in order, for deterministic output.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

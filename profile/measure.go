@@ -15,6 +15,8 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+
+	"github.com/x448/float16"
 )
 
 // MeasureOptions control an ONNX Runtime profiling run.
@@ -472,7 +474,7 @@ func RandomTensor(rng *rand.Rand, t *graph.Tensor) (*ort.Tensor, error) {
 	case graph.Float16:
 		out.Data = make([]byte, 2*n)
 		for i := int64(0); i < n; i++ {
-			binary.LittleEndian.PutUint16(out.Data[2*i:], halfFromFloat(rng.Float32()*2-1))
+			binary.LittleEndian.PutUint16(out.Data[2*i:], float16.Fromfloat32(rng.Float32()*2-1).Bits())
 		}
 	default:
 		b, err := graph.ByteSize(t.DType, t.Shape)
@@ -487,25 +489,4 @@ func RandomTensor(rng *rand.Rand, t *graph.Tensor) (*ort.Tensor, error) {
 		}
 	}
 	return out, nil
-}
-
-// halfFromFloat converts to IEEE binary16 (round to nearest even; values here are in
-// [-1, 1), so no overflow handling is needed beyond flushing tiny values to zero).
-func halfFromFloat(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int((b>>23)&0xff) - 127 + 15
-	mant := b & 0x7fffff
-	if exp <= 0 {
-		return sign
-	}
-	if exp >= 31 {
-		return sign | 0x7c00
-	}
-	h := uint32(exp)<<10 | mant>>13
-	rest := mant & 0x1fff
-	if rest > 0x1000 || rest == 0x1000 && h&1 == 1 {
-		h++
-	}
-	return sign | uint16(h)
 }

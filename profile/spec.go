@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -328,7 +330,7 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	}
 	if v, ok := f["peak"]; ok {
 		pf := d.fields(v[1], join(path, "peak"), "fp32", "tf32", "fp16", "bf16", "int8")
-		for _, key := range sortedKeys(pf) {
+		for _, key := range slices.Sorted(maps.Keys(pf)) {
 			p, _ := parsePrecision(key)
 			x := d.positive(pf[key][1], join(path, "peak."+key), FLOPRate)
 			dv.Peak[p] = fig(x, SourceSpec, "line "+fmt.Sprint(pf[key][1].Line))
@@ -343,7 +345,7 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	if v, ok := f["efficiency"]; ok {
 		ef := d.fields(v[1], join(path, "efficiency"))
 		dv.Efficiency = map[string]Figure{}
-		for _, key := range sortedKeys(ef) {
+		for _, key := range slices.Sorted(maps.Keys(ef)) {
 			kp := join(path, "efficiency."+key)
 			if !isClass(key) && (key == "" || key[0] < 'A' || key[0] > 'Z') {
 				d.failf(ef[key][0], kp, "not an op class (%s) nor an ONNX op type", classList())

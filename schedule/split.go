@@ -3,7 +3,9 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -614,7 +616,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 				break
 			}
 		}
-		for _, h := range sortedKeys(heads) {
+		for _, h := range slices.Sorted(maps.Keys(heads)) {
 			var set []int
 			for _, j := range ms.modules[s+1] {
 				if j == h || in.reach[h].has(j) {
@@ -624,7 +626,7 @@ func (in *inst) recursiveBound(ctx context.Context, ms *moduleSet, o splitOption
 			depJobs[s] = append(depJobs[s], len(jobs))
 			jobs = append(jobs, lbJob{nodes: set, latency: !in.latency()})
 		}
-		for _, t := range sortedKeys(tails) {
+		for _, t := range slices.Sorted(maps.Keys(tails)) {
 			var set []int
 			for _, i := range ms.modules[s] {
 				if i == t || in.reach[i].has(t) {
@@ -717,15 +719,6 @@ func (in *inst) boundSub(nodes []int, oneGranule bool) (*subProblem, error) {
 	sp.in = sub
 	sp.real = sub.numNodes
 	return sp, nil
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // saShare is the part of a sub-solve's time given to annealing before the MILP.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ort"
+
+	"github.com/x448/float16"
 )
 
 // InputRange says how RandomFeeds fills an input.
@@ -163,7 +165,7 @@ func randomData(rng *rand.Rand, dt graph.DType, n int64, r InputRange) ([]byte, 
 		case graph.Double:
 			le.PutUint64(b, math.Float64bits(uni()))
 		case graph.Float16:
-			le.PutUint16(b, floatToHalf(float32(uni())))
+			le.PutUint16(b, float16.Fromfloat32(float32(uni())).Bits())
 		case graph.BFloat16:
 			le.PutUint16(b, floatToBFloat16(float32(uni())))
 		case graph.Int64, graph.Uint64:

@@ -55,6 +55,8 @@ import (
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
+
+	"github.com/x448/float16"
 )
 
 // phase is one call of a decoder: seq new tokens after past cached ones (batch 1).
@@ -377,23 +379,12 @@ func randomKV(rng *rand.Rand, dt graph.DType, shape []int64) *ort.Tensor {
 	for i := range n {
 		x := float32(rng.Float64()*2 - 1)
 		if dt == graph.Float16 {
-			binary.LittleEndian.PutUint16(b[2*i:], half(x))
+			binary.LittleEndian.PutUint16(b[2*i:], float16.Fromfloat32(x).Bits())
 		} else {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 		}
 	}
 	return &ort.Tensor{DType: dt, Shape: shape, Data: b}
-}
-
-// half rounds a float32 in [-1, 1] to float16 (truncating the mantissa; subnormals flush to 0).
-func half(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int32(bits>>23&0xff) - 127 + 15
-	if exp <= 0 {
-		return sign
-	}
-	return sign | uint16(exp)<<10 | uint16(bits>>13&0x3ff)
 }
 
 func phaseName(p phase) string {

@@ -46,16 +46,19 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/stats"
+	"maps"
 	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/onnxpart/onnxpart/internal/stats"
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
@@ -524,7 +527,7 @@ func summary(rows []stageResult, splits [][]stageResult, measure func(stageResul
 			}
 		}
 		var ks []string
-		for _, k := range sortedInts(byK) {
+		for _, k := range slices.Sorted(maps.Keys(byK)) {
 			ks = append(ks, fmt.Sprintf("%.1f%%", stats.Median(byK[k])*100))
 		}
 		fmt.Fprintf(tw, "%s\t%.1f%%\t%d/%d\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%d/%d (%.0f%%)\t%s\n", mode, stats.Median(errs)*100, within, len(rows),
@@ -608,13 +611,4 @@ func countModels(rows []stageResult) int {
 		s[r.Model] = true
 	}
 	return len(s)
-}
-
-func sortedInts(m map[int][]float64) []int {
-	var out []int
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -379,11 +380,11 @@ func printProfile(w io.Writer, rep *profileReport) {
 			fmt.Fprintf(tw, "  host link\t%s %s, %s\t%s/%s\t%s\n", hl.Name, profile.FormatQuantity(hl.Bandwidth.Value, profile.Rate),
 				profile.FormatQuantity(hl.Latency.Value, profile.Seconds), hl.Bandwidth.Source, hl.Latency.Source, hl.Bandwidth.Note)
 		}
-		for _, k := range sortedKeys(d.Efficiency) {
+		for _, k := range slices.Sorted(maps.Keys(d.Efficiency)) {
 			f := d.Efficiency[k]
 			fmt.Fprintf(tw, "  efficiency %s\t%.3g\t%s\t%s\n", k, f.Value, f.Source, f.Note)
 		}
-		for _, k := range sortedKeys(d.Overhead) {
+		for _, k := range slices.Sorted(maps.Keys(d.Overhead)) {
 			f := d.Overhead[k]
 			fmt.Fprintf(tw, "  overhead %s\t%s\t%s\t%s\n", k, profile.FormatQuantity(f.Value, profile.Seconds), f.Source, f.Note)
 		}
@@ -426,7 +427,7 @@ func printProfile(w io.Writer, rep *profileReport) {
 				}
 			}
 		}
-		fmt.Fprintf(w, "  sources: %s\n", strings.Join(sortedKeys(srcs), ", "))
+		fmt.Fprintf(w, "  sources: %s\n", strings.Join(slices.Sorted(maps.Keys(srcs)), ", "))
 	}
 	if m := rep.Model; m != nil {
 		fmt.Fprintf(w, "\nmodel %s: %d nodes, %s, costs %s", m.Path, m.Nodes, flopsStr(m.FLOPs), m.Costs)
@@ -488,15 +489,6 @@ func timeStr(t float64) string {
 		return "-"
 	}
 	return profile.FormatQuantity(t, profile.Seconds)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func printCatalog(w io.Writer, asJSON bool) error {

@@ -331,7 +331,7 @@ func tritonBatch(m *emit.Manifest, maxBatch int) (int, error) {
 	if maxBatch < 0 || maxBatch > math.MaxInt32 {
 		return 0, tritonErrorf("max_batch_size %d: want a size from 1 to %d", maxBatch, math.MaxInt32)
 	}
-	p := leadingDim(m)
+	p := emit.LeadingDim(m)
 	if p == "" {
 		if explicit {
 			return 0, tritonErrorf("max_batch_size %d: the model's first input has no leading symbolic dimension to batch along (stage files written with --freeze-dims keep none)", maxBatch)
@@ -628,20 +628,6 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// leadingDim is the named symbolic dim that leads the first model input with a shape; ""
-// when that dim is known or there is none.
-func leadingDim(m *emit.Manifest) string {
-	for _, t := range m.Model.Inputs {
-		if len(t.Shape) > 0 {
-			if d := t.Shape[0]; !d.Known() {
-				return d.Param
-			}
-			return ""
-		}
-	}
-	return ""
 }
 
 func plural(n int) string {

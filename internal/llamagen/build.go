@@ -10,6 +10,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
+
+	"github.com/x448/float16"
 )
 
 // builder appends nodes to a graph, naming them as torch.onnx.export does: scope/OpType,
@@ -74,7 +76,7 @@ func (b *builder) scalarInt(scope string, v int64) string {
 func (b *builder) scalarFloat(scope string, v float32, dt graph.DType) string {
 	var raw []byte
 	if dt == graph.Float16 {
-		raw = binary.LittleEndian.AppendUint16(nil, floatToHalf(v))
+		raw = binary.LittleEndian.AppendUint16(nil, float16.Fromfloat32(v).Bits())
 	} else {
 		raw = binary.LittleEndian.AppendUint32(nil, math.Float32bits(v))
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+
+	"github.com/x448/float16"
 )
 
 // fp16 returns c with float16 weights and KV cache.
@@ -189,16 +191,16 @@ func TestHalf(t *testing.T) {
 		h uint16
 	}{{0, 0}, {1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {65520, 0x7c00}, {5.960464477539063e-08, 1},
 		{2.9e-08, 0}, {3.0e-08, 1}, {1.0009765625, 0x3c01}, {1.00048828125, 0x3c00}, {1.00146484375, 0x3c02}} {
-		if got := floatToHalf(c.f); got != c.h {
-			t.Errorf("floatToHalf(%g) = %#04x, want %#04x", c.f, got, c.h)
+		if got := float16.Fromfloat32(c.f).Bits(); got != c.h {
+			t.Errorf("float16.Fromfloat32(%g).Bits() = %#04x, want %#04x", c.f, got, c.h)
 		}
 	}
 	for h := range uint32(1 << 16) {
-		f := halfToFloat(uint16(h))
+		f := float16.Frombits(uint16(h)).Float32()
 		if f != f {
 			continue
 		}
-		if got := floatToHalf(f); got != uint16(h) {
+		if got := float16.Fromfloat32(f).Bits(); got != uint16(h) {
 			t.Fatalf("half %#04x → %g → %#04x", h, f, got)
 		}
 	}
@@ -256,7 +258,7 @@ func floats(x *ort.Tensor) []float32 {
 	case graph.Float16:
 		out := make([]float32, len(x.Data)/2)
 		for i := range out {
-			out[i] = halfToFloat(binary.LittleEndian.Uint16(x.Data[2*i:]))
+			out[i] = float16.Frombits(binary.LittleEndian.Uint16(x.Data[2*i:])).Float32()
 		}
 		return out
 	}

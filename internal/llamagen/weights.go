@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/onnxpart/onnxpart/graph"
+
+	"github.com/x448/float16"
 )
 
 // weightKind says how a tensor's values are made.
@@ -94,7 +96,7 @@ func (t *tensor) float32s() []float32 {
 	for i := range out {
 		v := t.value(int64(i))
 		if t.dtype == graph.Float16 {
-			v = halfToFloat(floatToHalf(v))
+			v = float16.Frombits(float16.Fromfloat32(v).Bits()).Float32()
 		}
 		out[i] = v
 	}
@@ -110,7 +112,7 @@ func (t *tensor) encode(dst []byte, start int64) {
 	switch t.dtype {
 	case graph.Float16:
 		for k := 0; k+2 <= len(dst); k += 2 {
-			binary.LittleEndian.PutUint16(dst[k:], floatToHalf(t.value(start+int64(k/2))))
+			binary.LittleEndian.PutUint16(dst[k:], float16.Fromfloat32(t.value(start+int64(k/2))).Bits())
 		}
 	default:
 		for k := 0; k+4 <= len(dst); k += 4 {
@@ -132,7 +134,7 @@ func (t *tensor) encodeRandom(dst []byte, start int64) {
 		for k := 0; k+2 <= len(dst); k += 2 {
 			h += golden
 			v := bias + scale*(float32(mix(h)>>40)/(1<<23)-1)
-			binary.LittleEndian.PutUint16(dst[k:], floatToHalf(v))
+			binary.LittleEndian.PutUint16(dst[k:], float16.Fromfloat32(v).Bits())
 		}
 		return
 	}
@@ -203,59 +205,4 @@ func writeData(f *os.File, ts []*tensor, offsets []int64) error {
 	close(jobs)
 	wg.Wait()
 	return fail
-}
-
-// floatToHalf rounds f to IEEE 754 binary16, to nearest even.
-func floatToHalf(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	e := int32(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if e == 0xff { // Inf, NaN
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	}
-	exp := e - 127 + 15
-	if exp >= 31 {
-		return sign | 0x7c00
-	}
-	if exp <= 0 { // subnormal or zero in half precision
-		if exp < -10 {
-			return sign
-		}
-		mant |= 0x800000
-		shift := uint32(14 - exp)
-		r := mant >> shift
-		rem, halfway := mant&(1<<shift-1), uint32(1)<<(shift-1)
-		if rem > halfway || rem == halfway && r&1 == 1 {
-			r++
-		}
-		return sign | uint16(r)
-	}
-	// Rebias the exponent and round the 13 dropped bits to nearest even without a branch
-	// (a random branch here costs more than the rest); a carry into the exponent is right, up
-	// to Inf.
-	v := uint32(exp)<<23 | mant
-	v += 0xfff + (v>>13)&1
-	return sign | uint16(v>>13)
-}
-
-// halfToFloat widens an IEEE 754 binary16 value.
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp == 0:
-		v := float32(mant) / (1 << 24)
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
