@@ -17,6 +17,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/access"
+	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
@@ -132,7 +133,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfs.SyncDir(tmp); err != nil {
 		return fail(err)
 	}
 	if !o.exists {
@@ -142,29 +143,24 @@ func (l *Layout) WriteDir(dir string) (err error) {
 		if err := os.Rename(tmp, abs); err != nil {
 			return fail(err)
 		}
-		syncDir(parent)
+		atomicfs.SyncDir(parent)
 		return nil
 	}
-	old := tmp + ".old"
-	if err := os.Rename(abs, old); err != nil {
-		return fail(err)
-	}
 	owned := o.owned
-	if !o.link {
+	old, err := atomicfs.ReplaceDir(tmp, abs, func(old string) error {
+		if o.link {
+			return nil
+		}
 		// Checked again under the private name: a file that appeared since the first check
 		// puts the directory back and keeps it.
-		if owned, err = ownedEntries(old, "", true); err != nil {
-			os.Rename(old, abs)
-			var fe *ForeignFile
-			if errors.As(err, &fe) {
-				return foreignErr(dir, fe)
-			}
-			return fail(err)
-		}
-	}
-	if err := os.Rename(tmp, abs); err != nil {
-		if rerr := os.Rename(old, abs); rerr != nil {
-			return fail(fmt.Errorf("%v; the previous directory is left at %s", err, old))
+		var err error
+		owned, err = ownedEntries(old, "", true)
+		return err
+	})
+	if err != nil {
+		var fe *ForeignFile
+		if errors.As(err, &fe) {
+			return foreignErr(dir, fe)
 		}
 		return fail(err)
 	}
@@ -178,7 +174,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 			return fail(fmt.Errorf("wrote it, but the previous directory's other files are left at %s: %v", old, err))
 		}
 	}
-	syncDir(parent)
+	atomicfs.SyncDir(parent)
 	return nil
 }
 
@@ -469,15 +465,6 @@ func writeData(path string, exts []*externalTensor) (string, error) {
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
 
 // mkdirParents creates dir and its missing parents; it returns the topmost directory it
 // created ("" when dir existed), so that a failed write can remove it again.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -84,9 +85,5 @@ func UpdateReport(path string, r *Report) error {
 		return fmt.Errorf("%s has no </body>: not a report.html", path)
 	}
 	s = s[:at] + sec.String() + s[at:]
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfs.WriteFile(path, []byte(s), 0o644)
 }

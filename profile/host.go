@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"golang.org/x/sys/cpu"
 	"gorgonia.org/tensor"
 )
@@ -157,24 +158,7 @@ func writeFileAtomic(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".host-*.tmp")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return atomicfs.WriteFile(path, append(data, '\n'), 0o644)
 }
 
 // Benchmark budget: each of the four measurements runs a few batches of about batchTime.

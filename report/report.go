@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,7 +13,9 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/units"
 )
 
 // File is the report's file name inside an output directory.
@@ -61,34 +62,7 @@ func Write(m *emit.Manifest, dir string, opt Options) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, File), b)
-}
-
-// writeFileAtomic writes data to path through a synced temporary file in the same
-// directory.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfs.WriteFile(filepath.Join(dir, File), b, 0o644)
 }
 
 // ---- view model ----
@@ -404,7 +378,7 @@ func buildReport(m *emit.Manifest, opt Options) *reportView {
 	v.HasStagePred = stagePred
 	v.Stages = stageRows(m, devColor, bott, crit)
 	for _, t := range m.Transfers {
-		v.Transfers = append(v.Transfers, transferRow{Tensor: t.Tensor, From: t.From, To: t.To, Bytes: fmtBytes(t.Bytes)})
+		v.Transfers = append(v.Transfers, transferRow{Tensor: t.Tensor, From: t.From, To: t.To, Bytes: units.Bytes(t.Bytes)})
 	}
 	v.Notes = m.Notes
 	v.Devices = deviceRows(m, devColor)
@@ -432,8 +406,8 @@ func plural(n int) string {
 
 func buildModelView(m *emit.Manifest) modelView {
 	mi := m.Model
-	mv := modelView{File: mi.File, Path: mi.Path, SHA256: mi.SHA256, FileBytes: fmtBytes(mi.FileBytes),
-		Params: fmtBytes(mi.ParamsBytes), FLOPs: fmtFLOPs(mi.FLOPs), Nodes: mi.Nodes, IRVersion: mi.IRVersion,
+	mv := modelView{File: mi.File, Path: mi.Path, SHA256: mi.SHA256, FileBytes: units.Bytes(mi.FileBytes),
+		Params: units.Bytes(mi.ParamsBytes), FLOPs: fmtFLOPs(mi.FLOPs), Nodes: mi.Nodes, IRVersion: mi.IRVersion,
 		Symbolic: strings.Join(mi.SymbolicDims, ", "), ExternalData: mi.ExternalData}
 	for _, k := range sortedStringKeys(mi.Opsets) {
 		mv.Opsets = append(mv.Opsets, kv{k, strconv.FormatInt(mi.Opsets[k], 10)})
@@ -464,7 +438,7 @@ func tensorRowOf(t emit.TensorRef, _ string) tensorRow {
 	if t.Stage >= 0 {
 		st = strconv.Itoa(t.Stage)
 	}
-	return tensorRow{Name: t.Name, DType: t.DType, Shape: shapeText(t.Shape), Bytes: fmtBytes(t.Bytes), Stage: st}
+	return tensorRow{Name: t.Name, DType: t.DType, Shape: shapeText(t.Shape), Bytes: units.Bytes(t.Bytes), Stage: st}
 }
 
 func shapeText(s emit.Shape) string {
@@ -551,7 +525,7 @@ func deviceRows(m *emit.Manifest, color map[string]string) []deviceRow {
 		}
 		mem := "—"
 		if d.MemoryBytes > 0 {
-			mem = fmtBytes(d.MemoryBytes)
+			mem = units.Bytes(d.MemoryBytes)
 		}
 		rows = append(rows, deviceRow{Name: deviceLabel(m, n), Provider: orDash(d.Provider), Kind: orDash(d.Kind), Memory: mem,
 			Fill: color[n], Stages: strings.Join(st, ", ")})
@@ -873,9 +847,9 @@ func buildPipeline(m *emit.Manifest, color map[string]string, stagePred bool, bo
 		b := stageBox{Index: s.Index, X: x, Y: y, W: w, H: boxH, Fill: color[s.Device], Bottleneck: i == bott, Critical: crit[i]}
 		cx := x + w/2
 		chars := int((w - 10) / 6.4)
-		line2 := fmt.Sprintf("%d op%s · %s", len(s.Nodes), plural(len(s.Nodes)), fmtBytes(s.ParamsBytes))
+		line2 := fmt.Sprintf("%d op%s · %s", len(s.Nodes), plural(len(s.Nodes)), units.Bytes(s.ParamsBytes))
 		if utf8.RuneCountInString(line2) > chars {
-			line2 = fmt.Sprintf("%d op%s·%s", len(s.Nodes), plural(len(s.Nodes)), fmtBytes(s.ParamsBytes))
+			line2 = fmt.Sprintf("%d op%s·%s", len(s.Nodes), plural(len(s.Nodes)), units.Bytes(s.ParamsBytes))
 		}
 		var line3 string
 		if stagePred {
@@ -896,7 +870,7 @@ func buildPipeline(m *emit.Manifest, color map[string]string, stagePred bool, bo
 			svgText{X: cx, Y: y + line, Text: truncate(line2, chars), Anchor: "middle", Class: "box-text"},
 			svgText{X: cx, Y: y + line + 19, Text: truncate(line3, chars), Anchor: "middle", Class: "box-value"})
 		b.Title = fmt.Sprintf("stage %d on %s (%s): %d ops, %s, params %s, %s", s.Index, deviceLabel(m, s.Device), s.Provider, len(s.Nodes),
-			fmtFLOPs(s.FLOPs), fmtBytes(s.ParamsBytes), s.File)
+			fmtFLOPs(s.FLOPs), units.Bytes(s.ParamsBytes), s.File)
 		if stagePred {
 			p := s.Predicted
 			b.Title += fmt.Sprintf("; predicted compute %s, communication %s, weight streaming %s", fmtSeconds(p.ComputeS), fmtSeconds(p.CommS), fmtSeconds(p.OverflowS))
@@ -925,9 +899,9 @@ func buildPipeline(m *emit.Manifest, color map[string]string, stagePred bool, bo
 			Labels: []svgText{{X: last.X + last.W + pipeMarginX - 8, Y: outY - 8, Text: "output", Anchor: "end", Class: "edge-label"}}, Title: "model outputs"})
 	for _, p := range pairs {
 		a := agg[p]
-		label := fmtBytes(a.bytes)
+		label := units.Bytes(a.bytes)
 		if a.unknown {
-			label = fmtBytes(a.bytes) + "+?"
+			label = units.Bytes(a.bytes) + "+?"
 			if a.bytes == 0 {
 				label = "? B"
 			}
@@ -1449,8 +1423,8 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 		what := "weights"
 		if r.parts != nil {
 			what = fmt.Sprintf("(weights %s + activations %s + buffers %s + state %s + reserve %s)",
-				fmtBytes(r.parts.WeightsBytes), fmtBytes(r.parts.ActivationsBytes), fmtBytes(r.parts.BuffersBytes),
-				fmtBytes(r.parts.StateBytes), fmtBytes(r.parts.ReserveBytes))
+				units.Bytes(r.parts.WeightsBytes), units.Bytes(r.parts.ActivationsBytes), units.Bytes(r.parts.BuffersBytes),
+				units.Bytes(r.parts.StateBytes), units.Bytes(r.parts.ReserveBytes))
 			x := float64(ganttLabelW)
 			for _, p := range []struct {
 				name  string
@@ -1462,7 +1436,7 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 				}
 				w := plotW * float64(p.bytes) / float64(scale)
 				br.Parts = append(br.Parts, svgRect{X: x, Y: y + 4, W: w, H: 18, Fill: color[r.name], Class: "used mem-" + p.name,
-					Title: fmt.Sprintf("%s: %s %s", r.name, p.name, fmtBytes(p.bytes))})
+					Title: fmt.Sprintf("%s: %s %s", r.name, p.name, units.Bytes(p.bytes))})
 				x += w
 			}
 			br.Bar.Fill = "#fff" // under the parts, which draw the device's colour by part
@@ -1471,9 +1445,9 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 		} else {
 			anyWeightsOnly = true
 		}
-		text := fmt.Sprintf("%s %s", fmtBytes(r.used), what)
+		text := fmt.Sprintf("%s %s", units.Bytes(r.used), what)
 		if r.cap > 0 {
-			text += fmt.Sprintf(" of %s (%s)", fmtBytes(r.cap), fmtPercent(float64(r.used)/float64(r.cap)))
+			text += fmt.Sprintf(" of %s (%s)", units.Bytes(r.cap), fmtPercent(float64(r.used)/float64(r.cap)))
 			if r.used > r.cap {
 				br.Over = true
 				br.Bar.Class = "used over"
@@ -1584,7 +1558,7 @@ func stageRows(m *emit.Manifest, color map[string]string, bott int, crit map[int
 		}
 		r := stageRow{Index: s.Index, Device: deviceLabel(m, s.Device), Provider: s.Provider, ProviderShort: orDash(strings.TrimSuffix(s.Provider, "ExecutionProvider")),
 			Fill: color[s.Device], Nodes: len(s.Nodes),
-			FLOPs: fmtFLOPs(s.FLOPs), Params: fmtBytes(s.ParamsBytes), Weights: s.Weights,
+			FLOPs: fmtFLOPs(s.FLOPs), Params: units.Bytes(s.ParamsBytes), Weights: s.Weights,
 			Inputs: ioText(s.Inputs), Outputs: ioText(s.Outputs), File: file, Bottleneck: i == bott, Critical: crit[i],
 			NodeList: strings.Join(s.Nodes, ", "), Duplicated: len(s.DuplicatedNodes),
 			Call: "—", Compute: "—", Comm: "—", Overflow: "—", Total: "—", Share: "—"}
@@ -1609,7 +1583,7 @@ func ioText(ts []emit.TensorRef) string {
 			b += t.Bytes
 		}
 	}
-	s := fmt.Sprintf("%d · %s", len(ts), fmtBytes(b))
+	s := fmt.Sprintf("%d · %s", len(ts), units.Bytes(b))
 	if unknown {
 		s += "+?"
 	}
@@ -1617,24 +1591,6 @@ func ioText(ts []emit.TensorRef) string {
 }
 
 // ---- number formatting ----
-
-// fmtBytes prints a byte count with binary units; negative counts are unknown.
-func fmtBytes(b int64) string {
-	if b < 0 {
-		return "unknown"
-	}
-	if b < 1024 {
-		return strconv.FormatInt(b, 10) + " B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
-	v := float64(b)
-	u := -1
-	for v >= 1024 && u < len(units)-1 {
-		v /= 1024
-		u++
-	}
-	return trimFloat(v, 3) + " " + units[u]
-}
 
 // fmtFLOPs prints a FLOP count with decimal units.
 func fmtFLOPs(f int64) string {

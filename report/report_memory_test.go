@@ -23,18 +23,18 @@ func TestReportStageMemoryParts(t *testing.T) {
 	}
 	var label string
 	for _, e := range find(els, "text", "bar-label") {
-		if strings.Contains(e.text, "weights 1 MiB + activations 2 MiB + buffers 0 B + state 3 MiB + reserve 1 MiB") {
+		if strings.Contains(e.text, "weights 1.00 MiB + activations 2.00 MiB + buffers 0 B + state 3.00 MiB + reserve 1.00 MiB") {
 			label = e.text
 		}
 	}
-	if !strings.Contains(label, "7 MiB") || !strings.Contains(label, "of 8 MiB") {
+	if !strings.Contains(label, "7.00 MiB") || !strings.Contains(label, "of 8.00 MiB") {
 		t.Errorf("no bar label with the parts, the total and the capacity; got %q", label)
 	}
 	// Over capacity, the device's bar says so (the fixture's gpu2 estimate is over already).
 	m.Stages[0].Memory.StateBytes, m.Stages[0].Memory.TotalBytes = 6<<20, 10<<20
 	over := 0
 	for _, e := range find(parseReport(t, mustReport(t, m)), "rect", "used over") {
-		if strings.Contains(e.text, m.Stages[0].Device+": 10 MiB (weights") && strings.Contains(e.text, "over capacity") {
+		if strings.Contains(e.text, m.Stages[0].Device+": 10.00 MiB (weights") && strings.Contains(e.text, "over capacity") {
 			over++
 		}
 	}

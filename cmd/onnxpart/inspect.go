@@ -14,6 +14,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/units"
 )
 
 func init() {
@@ -138,7 +139,7 @@ func blocksLine(g *graph.Graph) string {
 	b := r.Blocks[0]
 	bytes := "size unknown"
 	if b.Bytes >= 0 {
-		bytes = bytesStr(b.Bytes)
+		bytes = units.Bytes(b.Bytes)
 	}
 	line += fmt.Sprintf(" (boundary tensor %s, %s)", g.Tensors[b.Out].Name, bytes)
 	if n := len(r.Shared); n > 0 {
@@ -151,9 +152,9 @@ func printSummary(w io.Writer, s *ingest.Summary, blocksDesc string, tensors boo
 	fmt.Fprintf(w, "model      %s\n", s.Path)
 	fmt.Fprintf(w, "producer   %s, IR %d, opsets %s\n", orDash(s.Producer), s.IRVersion, opsetList(s.Opsets))
 	fmt.Fprintf(w, "nodes      %d (%d edges)\n", s.Nodes, s.Edges)
-	fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), bytesStr(s.ParamsBytes))
+	fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), units.Bytes(s.ParamsBytes))
 	fmt.Fprintf(w, "flops      %s\n", flopsStr(s.FLOPs))
-	fmt.Fprintf(w, "activations %s\n", bytesStr(s.ActivationBytes))
+	fmt.Fprintf(w, "activations %s\n", units.Bytes(s.ActivationBytes))
 	fmt.Fprintf(w, "blocks     %s\n", blocksDesc)
 	for _, t := range s.Inputs {
 		fmt.Fprintf(w, "input      %s %s %s\n", t.Name, t.DType, shapeStr(t.Shape))
@@ -241,19 +242,6 @@ func count(n int64) string {
 		return fmt.Sprintf("%.1f k", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
-}
-
-func bytesStr(n int64) string {
-	f := float64(n)
-	switch {
-	case f >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", f/(1<<30))
-	case f >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", f/(1<<20))
-	case f >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", f/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func flopsStr(n int64) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/units"
 )
 
 // inspectNode is one node of `inspect --nodes` (JSON: the inspect schema's node_list): what
@@ -153,7 +154,7 @@ func printNodes(w io.Writer, rows []inspectNode, stages []inspectStage, man *emi
 				dev += " (" + strings.TrimPrefix(d.Model, "NVIDIA ") + ")"
 			}
 		}
-		fmt.Fprintf(w, "\nstage %d on %s, %s: %s, %s, params %s\n", st.Index, dev, st.File, plural(len(st.Nodes), "node"), flopsStr(st.FLOPs), bytesStr(st.ParamBytes))
+		fmt.Fprintf(w, "\nstage %d on %s, %s: %s, %s, params %s\n", st.Index, dev, st.File, plural(len(st.Nodes), "node"), flopsStr(st.FLOPs), units.Bytes(st.ParamBytes))
 		nodeTable(w, rows, st.Nodes)
 	}
 	var none []int
@@ -176,9 +177,9 @@ func nodeTable(w io.Writer, rows []inspectNode, which []int) {
 	emitRow := func(r inspectNode) {
 		act := "?"
 		if r.ActivationBytes >= 0 {
-			act = bytesStr(r.ActivationBytes)
+			act = units.Bytes(r.ActivationBytes)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s → %s\n", r.Index, r.Op, r.Name, flopsStr(r.FLOPs), bytesStr(r.ParamBytes), act,
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s → %s\n", r.Index, r.Op, r.Name, flopsStr(r.FLOPs), units.Bytes(r.ParamBytes), act,
 			tensorList(r.Inputs), tensorList(r.Outputs))
 	}
 	if which == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/units"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/report"
@@ -410,7 +411,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		}
 		i = j
 	}
-	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), bytesStr(m.ParamBytes()))
+	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), units.Bytes(m.ParamBytes()))
 	fmt.Fprintf(w, "devices    %s\n", strings.Join(dl, ", "))
 	obj := r.Objective
 	if r.ObjectiveChosen != "" {
@@ -437,7 +438,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 		case critical[st.Index]:
 			mark = "◀ critical path"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, onnxpart.DeviceLabel(r.Cluster, st.Device), len(st.Nodes), bytesStr(st.ParamsBytes),
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, onnxpart.DeviceLabel(r.Cluster, st.Device), len(st.Nodes), units.Bytes(st.ParamsBytes),
 			dur(s.ComputeS), dur(s.CommS), dur(s.CallS), dur(s.TotalS), mark)
 	}
 	tw.Flush()

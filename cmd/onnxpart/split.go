@@ -12,6 +12,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/units"
 )
 
 func init() {
@@ -255,7 +256,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 
 func printSplit(w io.Writer, dir string, man *emit.Manifest) {
 	fmt.Fprintf(w, "wrote %s: %s of %s (%s, %s, params %s)\n", dir, plural(len(man.Stages), "stage"), man.Model.File,
-		plural(man.Model.Nodes, "node"), flopsStr(man.Model.FLOPs), bytesStr(man.Model.ParamsBytes))
+		plural(man.Model.Nodes, "node"), flopsStr(man.Model.FLOPs), units.Bytes(man.Model.ParamsBytes))
 	tw := newTable(w, 0)
 	fmt.Fprintln(tw, "stage\tnodes\tflops\tparams\tinputs\toutputs\tdevice\tfile")
 	for _, st := range man.Stages {
@@ -263,7 +264,7 @@ func printSplit(w io.Writer, dir string, man *emit.Manifest) {
 		if st.DataFile != "" {
 			file += " + " + st.DataFile
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Index, len(st.Nodes), flopsStr(st.FLOPs), bytesStr(st.ParamsBytes),
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", st.Index, len(st.Nodes), flopsStr(st.FLOPs), units.Bytes(st.ParamsBytes),
 			ioStr(st.Inputs), ioStr(st.Outputs), st.Device, file)
 	}
 	tw.Flush()
@@ -279,7 +280,7 @@ func printSplit(w io.Writer, dir string, man *emit.Manifest) {
 	if unknown {
 		suffix = " (some sizes unknown: symbolic dimensions)"
 	}
-	fmt.Fprintf(w, "transfers: %d, %s per sample%s\n", len(man.Transfers), bytesStr(total), suffix)
+	fmt.Fprintf(w, "transfers: %d, %s per sample%s\n", len(man.Transfers), units.Bytes(total), suffix)
 }
 
 // ioStr summarises boundary tensors: count and bytes.
@@ -292,7 +293,7 @@ func ioStr(ts []emit.TensorRef) string {
 		}
 		b += max(t.Bytes, 0)
 	}
-	s := fmt.Sprintf("%d (%s", len(ts), bytesStr(b))
+	s := fmt.Sprintf("%d (%s", len(ts), units.Bytes(b))
 	if unknown {
 		s += "+?"
 	}

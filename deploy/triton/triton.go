@@ -15,6 +15,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
 
@@ -144,12 +145,8 @@ func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) 
 		return err
 	}
 	if exists {
-		old := tmp + ".old"
-		if err := os.Rename(abs, old); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, abs); err != nil {
-			os.Rename(old, abs)
+		old, err := atomicfs.ReplaceDir(tmp, abs, nil)
+		if err != nil {
 			return err
 		}
 		return os.RemoveAll(old)

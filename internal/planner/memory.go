@@ -9,6 +9,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/units"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/schedule"
 )
@@ -379,3 +380,6 @@ func stageMemoryOf(r *Result, a *emit.Assignment, l int) *emit.StageMemory {
 	}
 	return manifestMemory(mem[l])
 }
+
+// human prints a byte figure of the memory model (float64 in the solver's units).
+func human(b float64) string { return units.Bytes(int64(math.Round(b))) }

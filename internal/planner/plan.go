@@ -673,18 +673,6 @@ func identicalDevices(c *profile.Cluster, devs []int) bool {
 	return true
 }
 
-func human(b float64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", b/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", b/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", b/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B", b)
-}
-
 // ruleSet resolves the fusion rule set: explicit, or by the devices' backend.
 func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, error) {
 	name := opt.Fusion
