@@ -207,7 +207,7 @@ bench-llm: deps
 # external data, generated, loaded, planned for a prefill + decode workload and written out.
 .PHONY: test-llm-large
 test-llm-large: deps
-	ONNXPART_LLAMA_1B=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run 'TestLlama1B|TestTinyLlama1B|1B' . ./internal/llamagen/
+	ONNXPART_LLAMA_1B=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run 'TestLlama1B|TestTinyLlama1B|1B' ./internal/planner/ ./internal/llamagen/
 
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:

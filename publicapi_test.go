@@ -12,18 +12,38 @@ import (
 
 // TestPublicAPINoInternalTypes fails when an exported identifier of a public package mentions
 // a type of an internal package in its signature, fields or methods: code outside the module
-// could see such a value but never name its type, build one, or read it.
+// could see such a value but never name its type, build one, or read it. A public package
+// may re-export an internal type by an exported alias (the root package's Options =
+// internal/planner.Options): code outside can name it then, and its fields and methods are
+// checked as if the alias declared them.
 func TestPublicAPINoInternalTypes(t *testing.T) {
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedImports | packages.NeedDeps}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		t.Skipf("loading the packages: %v", err)
 	}
-	var problems []string
 	for _, p := range pkgs {
 		if len(p.Errors) > 0 {
 			t.Fatalf("%s: %v", p.PkgPath, p.Errors[0])
 		}
+	}
+	// The internal types public packages name by an alias.
+	aliased := map[string]bool{} // path.Name
+	for _, p := range pkgs {
+		if !public(p.PkgPath) {
+			continue
+		}
+		scope := p.Types.Scope()
+		for _, name := range scope.Names() {
+			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && tn.Exported() && tn.IsAlias() {
+				if n, ok := types.Unalias(tn.Type()).(*types.Named); ok {
+					aliased[n.Obj().Pkg().Path()+"."+n.Obj().Name()] = true
+				}
+			}
+		}
+	}
+	var problems []string
+	for _, p := range pkgs {
 		if !public(p.PkgPath) {
 			continue
 		}
@@ -35,17 +55,17 @@ func TestPublicAPINoInternalTypes(t *testing.T) {
 			}
 			where := p.PkgPath + "." + name
 			if tn, ok := obj.(*types.TypeName); ok {
-				if named, ok := tn.Type().(*types.Named); ok {
+				if named, ok := types.Unalias(tn.Type()).(*types.Named); ok {
 					for i := 0; i < named.NumMethods(); i++ {
 						if m := named.Method(i); m.Exported() {
-							problems = append(problems, leaks(where+"."+m.Name(), m.Type(), map[types.Type]bool{})...)
+							problems = append(problems, leaks(where+"."+m.Name(), m.Type(), aliased, map[types.Type]bool{})...)
 						}
 					}
 				}
-				problems = append(problems, leaks(where, tn.Type().Underlying(), map[types.Type]bool{})...)
+				problems = append(problems, leaks(where, tn.Type().Underlying(), aliased, map[types.Type]bool{})...)
 				continue
 			}
-			problems = append(problems, leaks(where, obj.Type(), map[types.Type]bool{})...)
+			problems = append(problems, leaks(where, obj.Type(), aliased, map[types.Type]bool{})...)
 		}
 	}
 	sort.Strings(problems)
@@ -66,42 +86,43 @@ func public(path string) bool {
 	return true
 }
 
-// leaks lists the internal types t mentions (not looking into named types' own fields: those
-// are checked where the named type is declared, or are internal themselves).
-func leaks(where string, t types.Type, seen map[types.Type]bool) []string {
+// leaks lists the internal types t mentions that no public alias names (not looking into
+// named types' own fields: those are checked where the named type is declared or aliased, or
+// are internal themselves).
+func leaks(where string, t types.Type, aliased map[string]bool, seen map[types.Type]bool) []string {
 	if seen[t] {
 		return nil
 	}
 	seen[t] = true
 	switch t := t.(type) {
 	case *types.Named:
-		if pkg := t.Obj().Pkg(); pkg != nil && strings.Contains("/"+pkg.Path()+"/", "/internal/") {
+		if pkg := t.Obj().Pkg(); pkg != nil && strings.Contains("/"+pkg.Path()+"/", "/internal/") && !aliased[pkg.Path()+"."+t.Obj().Name()] {
 			return []string{fmt.Sprintf("%s mentions %s.%s", where, pkg.Path(), t.Obj().Name())}
 		}
 		var out []string
 		if args := t.TypeArgs(); args != nil {
 			for i := 0; i < args.Len(); i++ {
-				out = append(out, leaks(where, args.At(i), seen)...)
+				out = append(out, leaks(where, args.At(i), aliased, seen)...)
 			}
 		}
 		return out
 	case *types.Alias:
-		return leaks(where, types.Unalias(t), seen)
+		return leaks(where, types.Unalias(t), aliased, seen)
 	case *types.Pointer:
-		return leaks(where, t.Elem(), seen)
+		return leaks(where, t.Elem(), aliased, seen)
 	case *types.Slice:
-		return leaks(where, t.Elem(), seen)
+		return leaks(where, t.Elem(), aliased, seen)
 	case *types.Array:
-		return leaks(where, t.Elem(), seen)
+		return leaks(where, t.Elem(), aliased, seen)
 	case *types.Chan:
-		return leaks(where, t.Elem(), seen)
+		return leaks(where, t.Elem(), aliased, seen)
 	case *types.Map:
-		return append(leaks(where, t.Key(), seen), leaks(where, t.Elem(), seen)...)
+		return append(leaks(where, t.Key(), aliased, seen), leaks(where, t.Elem(), aliased, seen)...)
 	case *types.Signature:
 		var out []string
 		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
 			for i := 0; i < tup.Len(); i++ {
-				out = append(out, leaks(where, tup.At(i).Type(), seen)...)
+				out = append(out, leaks(where, tup.At(i).Type(), aliased, seen)...)
 			}
 		}
 		return out
@@ -109,7 +130,7 @@ func leaks(where string, t types.Type, seen map[types.Type]bool) []string {
 		var out []string
 		for i := 0; i < t.NumFields(); i++ {
 			if f := t.Field(i); f.Exported() {
-				out = append(out, leaks(where+"."+f.Name(), f.Type(), seen)...)
+				out = append(out, leaks(where+"."+f.Name(), f.Type(), aliased, seen)...)
 			}
 		}
 		return out
@@ -117,7 +138,7 @@ func leaks(where string, t types.Type, seen map[types.Type]bool) []string {
 		var out []string
 		for i := 0; i < t.NumExplicitMethods(); i++ {
 			if m := t.ExplicitMethod(i); m.Exported() {
-				out = append(out, leaks(where+"."+m.Name(), m.Type(), seen)...)
+				out = append(out, leaks(where+"."+m.Name(), m.Type(), aliased, seen)...)
 			}
 		}
 		return out

@@ -1,4 +1,4 @@
-package onnxpart
+package planner
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 // emitted stages are the priced ones: one call per stage label, on the label's device.
 func TestNoStageMergePays(t *testing.T) {
 	models := []string{
-		filepath.Join("testdata", "models", "resnet50_small.onnx"),
-		filepath.Join("..", "shared", "models", "googlenet_small.onnx"),
-		filepath.Join("..", "shared", "models", "randwire_ws_small_small.onnx"),
-		filepath.Join("..", "shared", "models", "mobilenet_v2_small.onnx"),
+		filepath.Join("..", "..", "testdata", "models", "resnet50_small.onnx"),
+		filepath.Join("..", "..", "..", "shared", "models", "googlenet_small.onnx"),
+		filepath.Join("..", "..", "..", "shared", "models", "randwire_ws_small_small.onnx"),
+		filepath.Join("..", "..", "..", "shared", "models", "mobilenet_v2_small.onnx"),
 	}
 	for _, path := range models {
 		for _, devices := range []string{"a100-80g,t4,cpu", "a100-80g,t4"} {
@@ -126,8 +126,8 @@ func TestStageCallTable(t *testing.T) {
 	if os.Getenv("ONNXPART_STAGE_TABLE") == "" {
 		t.Skip("set ONNXPART_STAGE_TABLE=1")
 	}
-	paths, _ := filepath.Glob(filepath.Join("..", "shared", "models", "*.onnx"))
-	paths = append(paths, filepath.Join("testdata", "models", "resnet50_small.onnx"))
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "models", "*.onnx"))
+	paths = append(paths, filepath.Join("..", "..", "testdata", "models", "resnet50_small.onnx"))
 	for _, devices := range []string{"a100-80g,t4,cpu", "a100-80g,t4"} {
 		fmt.Printf("\n%s\n\n| model | call-free plan: stages | its latency, calls priced | priced plan: stages | latency |\n|---|---:|---:|---:|---:|\n", devices)
 		for _, path := range paths {

@@ -1,4 +1,4 @@
-package onnxpart
+package planner
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // pipelineSetup prices the bundled ResNet-50 on devices, as Plan does without fusion.
 func pipelineSetup(t *testing.T, devices string) (*graph.Graph, *profile.Cluster, [][]float64, *profile.CostTable) {
 	t.Helper()
-	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	m, err := ingest.Load(filepath.Join("..", "..", "testdata", "models", "resnet50_small.onnx"), ingest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package onnxpart
+package planner
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // on an A100 (overhead 6 µs, profile's GPU defaults, not the 5 µs launch figure) costs
 // 6 µs + inputs × (t − 6 µs), and an elementwise one 1.6 µs + inputs × (t − 1.6 µs).
 func TestBatchedScalingUsesClassOverhead(t *testing.T) {
-	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	m, err := ingest.Load(filepath.Join("..", "..", "testdata", "models", "resnet50_small.onnx"), ingest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package onnxpart
+package planner
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
 // Latency and batched placements (package schedule): the problem, the solve, the stages of
 // a placement.
 
-package onnxpart
+package planner
 
 import (
 	"context"

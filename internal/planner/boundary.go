@@ -2,7 +2,7 @@
 // stage pays as one ONNX Runtime call beyond its nodes, priced as profile.CostModel.StageTime
 // prices it.
 
-package onnxpart
+package planner
 
 import (
 	"fmt"

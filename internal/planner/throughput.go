@@ -1,6 +1,6 @@
 // Throughput pipelines (package partition): the problem, the solve, the pricing of the plan.
 
-package onnxpart
+package planner
 
 import (
 	"context"

@@ -15,7 +15,7 @@
 // turned into acyclic stages for emit. Planning runs on the graph coarsened by a fusion rule
 // set (package fusion), and plans are expanded back to the original nodes before emit.
 // This is what the onnxpart command runs.
-package onnxpart
+package planner
 
 import (
 	"context"
