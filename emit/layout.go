@@ -49,6 +49,13 @@ type Options struct {
 	// State names state pairs the pattern of graph.StatePairs misses, input → output
 	// (--state); the manifest lists each stage's state.
 	State map[string]string
+	// Batch, when > 1, is the batch a plan runs each stage call on (a batched plan's
+	// batched kernels): the stage files declare the leading axis of every tensor that
+	// carries the batch as a symbolic dim (the model's own leading dim_param, else
+	// "batch"), also where the model fixes it at 1, so that they take that batch. Prepare
+	// refuses, with the reason, a model whose graph does not let the batch flow along the
+	// leading axis (ingest.Model.BatchFlow), and Batch with FreezeDims.
+	Batch int
 }
 
 // ExternalDataMode says which weights are written to stage<i>.onnx.data.
@@ -91,6 +98,8 @@ type Layout struct {
 	fixed map[int]bool
 	// symbolic are the dim_params the stage files keep.
 	symbolic []string
+	// batched marks the tensors whose leading axis carries Options.Batch (nil: none).
+	batched []bool
 	// failAfterFiles, when positive, makes WriteDir fail after writing that many files
 	// (tests of the clean-up path).
 	failAfterFiles int
@@ -326,6 +335,11 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 		l.shapes, l.fixed, l.symbolic, note = symbolicShapes(m)
 		if note != "" {
 			notes = append(notes, note)
+		}
+	}
+	if opt.Batch > 1 {
+		if err := l.batchShapes(); err != nil {
+			return nil, err
 		}
 	}
 	for _, s := range stageOrder {
@@ -799,4 +813,82 @@ func boundDims(m *ingest.Model) map[string]int64 {
 		}
 	}
 	return dims
+}
+
+// batchShapes makes the stage files take a batch of Options.Batch (see Options.Batch): the
+// leading axis of every tensor that carries the batch becomes the symbolic batch dim.
+func (l *Layout) batchShapes() error {
+	m, g := l.m, l.m.Graph
+	if l.opt.FreezeDims {
+		return diag.Usage("--batch %d runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim (leave out one of them)", l.opt.Batch).About(diag.Flag, "--freeze-dims")
+	}
+	name, flow, err := batchFlow(m, l.opt.Batch)
+	if err != nil {
+		return err
+	}
+	if l.shapes == nil {
+		l.shapes = make([]graph.Shape, len(g.Tensors))
+		for t := range g.Tensors {
+			l.shapes[t] = g.Tensors[t].Shape
+		}
+	}
+	l.batched = make([]bool, len(flow))
+	for t, axes := range flow {
+		if axes == nil || len(l.shapes[t]) != len(axes) {
+			continue
+		}
+		s := append(graph.Shape{}, l.shapes[t]...)
+		for i, a := range axes {
+			switch a {
+			case ingest.BatchExact:
+				s[i] = graph.Symbolic(name)
+			case ingest.BatchFolded:
+				s[i] = graph.Symbolic("") // a size that follows from the batch
+			}
+		}
+		l.shapes[t] = s
+		l.batched[t] = true
+		delete(l.fixed, t)
+	}
+	if !slices.Contains(l.symbolic, name) {
+		l.symbolic = append(l.symbolic, name)
+		sort.Strings(l.symbolic)
+	}
+	return nil
+}
+
+// CheckBatch returns nil when the stage files of m can take a batch of n along the leading
+// axis (see Options.Batch), else the usage error Prepare would give, with the reason: the
+// planner asks before it prices batched kernels.
+func CheckBatch(m *ingest.Model, n int) error {
+	_, _, err := batchFlow(m, n)
+	return err
+}
+
+func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, error) {
+	name := batchDimName(m)
+	flow, err := m.BatchFlow(name)
+	if err != nil {
+		return "", nil, diag.Usage("--batch %d prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out --batch for a pipeline of single inputs", n, err).About(diag.Flag, "--batch")
+	}
+	return name, flow, nil
+}
+
+// batchDimName is the leading dim_param of the model's first input that has one, else
+// "batch".
+func batchDimName(m *ingest.Model) string {
+	pg := access.ModelProto(m).Graph
+	for _, vi := range pg.Input {
+		if access.Initializer(m, vi.GetName()) != nil {
+			continue
+		}
+		tt := vi.GetType().GetTensorType()
+		if tt == nil || len(tt.GetShape().GetDim()) == 0 {
+			continue
+		}
+		if p := tt.GetShape().GetDim()[0].GetDimParam(); p != "" && !strings.ContainsAny(p, "+-*/() ") {
+			return p
+		}
+	}
+	return "batch"
 }

@@ -79,8 +79,14 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			}
 		}
 	}
+	batched := map[string]bool{} // internal tensors whose declared leading dim is the load's, not the batch's
+	for t, ok := range l.batched {
+		if ok {
+			batched[g.Tensors[t].Name] = true
+		}
+	}
 	for _, vi := range pg.ValueInfo {
-		if local[vi.GetName()] && !boundary[vi.GetName()] {
+		if local[vi.GetName()] && !boundary[vi.GetName()] && !batched[vi.GetName()] {
 			gr.ValueInfo = append(gr.ValueInfo, vi)
 		}
 	}

@@ -252,7 +252,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
 		defer cancel()
 	}
-	p := &planRun{ctx: ctx, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
+	p := &planRun{ctx: ctx, m: m, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
 	for _, ph := range planPhases {
 		t := time.Now()
 		if opt.Progress != nil {
@@ -293,6 +293,7 @@ var planPhases = []planPhase{
 // planRun is what the phases of Plan share.
 type planRun struct {
 	ctx       context.Context
+	m         *ingest.Model
 	g         *graph.Graph // the model's graph
 	c         *profile.Cluster
 	opt       Options
@@ -337,6 +338,12 @@ func (p *planRun) options() error {
 		return diag.Usage("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch).About(diag.Flag, "--batch")
 	case batched && len(devs) > MaxPlacementDevices:
 		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))
+	}
+	if batched && p.m != nil {
+		// Batched kernels are priced only where the stage files can run them.
+		if err := emit.CheckBatch(p.m, opt.Batch); err != nil {
+			return err
+		}
 	}
 	switch opt.Objective {
 	case Throughput, Latency:
@@ -509,6 +516,10 @@ func (p *planRun) memory() error { return p.r.checkMemory(p.g, p.opt) }
 // route in its own subdirectory (RouteDir), written with the stage files by WriteDir; the
 // manifest's batch section lists them.
 func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.Layout, error) {
+	if r.Batch != nil {
+		// The plan priced batched kernels: the stage files take the batch.
+		opt.Batch = r.Batch.Inputs
+	}
 	if r.Batch != nil && len(r.Batch.Routes) > 1 {
 		return prepareRoutes(m, r, opt, seed)
 	}
@@ -521,7 +532,7 @@ func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*e
 	for i := 1; i < len(routes); i++ {
 		// Every route directory is complete: stage files, manifest and the same extras
 		// (report, Triton repository) as route 0's.
-		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras, FreezeDims: opt.FreezeDims}
+		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras, FreezeDims: opt.FreezeDims, Batch: opt.Batch}
 		rp := &r.Batch.Routes[i]
 		l, err := prepareOne(m, r, rp.Assignment, rp.Stages, ro, seed)
 		if err != nil {
