@@ -9,12 +9,11 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/internal/access"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/dag"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // Options control how stages are written.
@@ -555,7 +554,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 	dims := boundDims(m)
 	man.Model = ModelInfo{
 		Path: l.opt.ModelPath, File: filepath.Base(m.Path), SHA256: m.SHA256, FileBytes: m.FileSize,
-		IRVersion: access.ModelProto(m).GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
+		IRVersion: m.Proto().GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
 		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: append([]string{}, l.symbolic...),
 		ExternalData: m.ExternalData,
 	}
@@ -686,11 +685,11 @@ func (l *Layout) shape(t int) graph.Shape {
 }
 
 // symbolicShapes gives the shapes the stage files declare when they keep the symbolic dims
-// of a model loaded with some bound (--dim, --input-shape): the model is loaded again
-// without bindings, and each tensor takes the shape inferred there. The two loads list the
-// same nodes and tensors in the same order (both follow the file); that is checked by name,
-// and where it fails, or the file changed in between, every tensor keeps its bound shape
-// and the note says why. A tensor whose unbound shape is unknown or disagrees with its
+// of a model loaded with some bound (--dim, --input-shape): the shapes are inferred again
+// from the loaded model without bindings (ingest.Model.Unbound, no second read of the file),
+// and each tensor takes the shape inferred there. The two list the same nodes and tensors in
+// the same order (both follow the file); that is checked by name, and where it fails every
+// tensor keeps its bound shape and the note says why. A tensor whose unbound shape is unknown or disagrees with its
 // bound one in rank or in a fixed size keeps its bound shape (marked in fixed). symbolic
 // lists the dims the stage files keep. All nil when nothing was bound.
 func symbolicShapes(m *ingest.Model) (shapes []graph.Shape, fixed map[int]bool, symbolic []string, note string) {
@@ -700,13 +699,10 @@ func symbolicShapes(m *ingest.Model) (shapes []graph.Shape, fixed map[int]bool, 
 	}
 	g := m.Graph
 	frozen := "the stage files are written at the bound sizes, as with --freeze-dims: "
-	u, err := ingest.Load(m.Path, ingest.Options{MaxFileBytes: max(m.FileSize, ingest.DefaultMaxFileBytes),
-		MaxNodes: max(len(g.Nodes), ingest.DefaultMaxNodes)})
+	u, err := m.Unbound()
 	switch {
 	case err != nil:
-		return nil, nil, symbolic, frozen + "loading the model without the bindings failed: " + err.Error()
-	case u.SHA256 != m.SHA256:
-		return nil, nil, symbolic, frozen + m.Path + " changed while it was being read"
+		return nil, nil, symbolic, frozen + "inferring the model's shapes without the bindings failed: " + err.Error()
 	case len(u.Graph.Nodes) != len(g.Nodes) || len(u.Graph.Tensors) != len(g.Tensors):
 		return nil, nil, symbolic, frozen + fmt.Sprintf("without the bindings the model has %d nodes and %d tensors, with them %d and %d",
 			len(u.Graph.Nodes), len(u.Graph.Tensors), len(g.Nodes), len(g.Tensors))
@@ -789,7 +785,7 @@ func boundDims(m *ingest.Model) map[string]int64 {
 		unbound[d] = true
 	}
 	dims := map[string]int64{}
-	pg := access.ModelProto(m).Graph
+	pg := m.Proto().Graph
 	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input, pg.Output, pg.ValueInfo} {
 		for _, vi := range l {
 			id, ok := m.Graph.TensorByName(vi.GetName())

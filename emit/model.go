@@ -12,8 +12,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/access"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // externalTensor is a weight written to a stage's data file: from the source's external
@@ -31,7 +31,7 @@ type externalTensor struct {
 // stageModel builds stage i's model. Unchanged messages of the source (nodes, inline
 // weights, opsets, functions) are shared, not copied: the source is never modified.
 func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error) {
-	src := access.ModelProto(l.m)
+	src := l.m.Proto()
 	g := l.m.Graph
 	sp := l.stages[i]
 	pg := src.Graph
@@ -102,7 +102,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			gr.SparseInitializer = append(gr.SparseInitializer, st)
 			continue
 		}
-		tp := access.Initializer(l.m, name)
+		tp := l.m.Initializer(name)
 		if tp == nil {
 			return nil, nil, diag.Internal("internal error: no initializer %q", name)
 		}
@@ -213,7 +213,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			}
 			et.path, et.offset, et.length = ref.Path, ref.Offset, ref.Length
 		} else {
-			b, err := access.TensorData(tp)
+			b, err := ingest.TensorData(tp)
 			if err != nil {
 				return nil, nil, err
 			}

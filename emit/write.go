@@ -16,7 +16,6 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
 )
@@ -500,7 +499,7 @@ func mkdirParents(dir string) (string, error) {
 func modelFiles(m *ingest.Model) []string {
 	paths := []string{m.Path}
 	seen := map[string]bool{m.Path: true}
-	for _, tp := range access.ModelProto(m).Graph.Initializer {
+	for _, tp := range m.Proto().Graph.Initializer {
 		if ref, err := m.ExternalRef(tp.GetName()); err == nil && ref != nil && !seen[ref.Path] {
 			seen[ref.Path] = true
 			paths = append(paths, ref.Path)

@@ -21,10 +21,9 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/access"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
@@ -1130,7 +1129,7 @@ func halfBoundaries(g *graph.Graph, man *emit.Manifest) []string {
 // in float16), and the nodes of later stages read the copy. ONNX semantics are unchanged.
 func roundedReference(m *ingest.Model, man *emit.Manifest, rounded []string, inNames, outNames []string, sopt ort.Options) (*ort.Session, error) {
 	g := m.Graph
-	mp := proto.Clone(access.ModelProto(m)).(*onnxpb.ModelProto)
+	mp := proto.Clone(m.Proto()).(*onnxpb.ModelProto)
 	pg := mp.Graph
 	stageOf := map[string]int{} // node label → its only stage (absent when duplicated)
 	for i, st := range man.Stages {
