@@ -873,9 +873,9 @@ func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, error) {
 // batchDimName is the leading dim_param of the model's first input that has one, else
 // "batch".
 func batchDimName(m *ingest.Model) string {
-	pg := access.ModelProto(m).Graph
+	pg := m.Proto().Graph
 	for _, vi := range pg.Input {
-		if access.Initializer(m, vi.GetName()) != nil {
+		if m.Initializer(vi.GetName()) != nil {
 			continue
 		}
 		tt := vi.GetType().GetTensorType()
