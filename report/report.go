@@ -14,12 +14,12 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/internal/atomicfs"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 	"github.com/onnxpart/onnxpart/internal/units"
 )
 
 // File is the report's file name inside an output directory.
-const File = stagefile.ReportFile
+const File = outdir.ReportFile
 
 // Options control report.html.
 type Options struct {
