@@ -245,6 +245,8 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 		// every route then has at most K stages too).
 		so.MaxStages = opt.K
 	}
+	perDev, capWhy := stageCapOf(opt)
+	so.MaxStagesPerDevice = perDev
 	if opt.Bounds == "none" && method == "auto" {
 		so.Method = "heft"
 	}
@@ -256,7 +258,10 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 	res, err := solveLatency(ctx, p, so, opt.Reproducible)
 	var capErr *schedule.StageCapError
 	if errors.As(err, &capErr) {
-		return nil, diag.Usage("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages).About(diag.Flag, "-k")
+		if opt.K > 0 && capErr.MaxStagesPerDevice == 0 {
+			return nil, diag.Usage("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages).About(diag.Flag, "-k")
+		}
+		return nil, diag.Usage("%s: --solver %s found no placement within the cap that fits memory (the closest has %d stages, %d on one device); --stages-per-device 0 lifts the cap", capWhy, method, capErr.Stages, capErr.PerDevice).About(diag.Flag, "--stages-per-device")
 	}
 	if err != nil {
 		return nil, err
@@ -275,7 +280,28 @@ func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Optio
 		}
 	}
 	r.Notes = append(r.Notes, res.Notes...)
+	if perDev > 0 {
+		r.StagesPerDevice = perDev
+		note := fmt.Sprintf("%s; the lower bound is of the problem without the cap, and bounds the capped plan too (its plans are among the uncapped problem's)", capWhy)
+		if u := res.Uncapped; u != nil && u.Makespan > 0 && res.Makespan > u.Makespan*(1+MinCapNote) {
+			note += fmt.Sprintf("; without the cap the plan would take %s instead of %s (%.0f%% less time) in %d stages, up to %d on one device (--stages-per-device 0)",
+				durText(u.Makespan), durText(res.Makespan), 100*(1-u.Makespan/res.Makespan), u.Stages, u.PerDevice)
+		}
+		r.Notes = append(r.Notes, note)
+	}
 	return res, nil
+}
+
+// stageCapOf is the cap on stages per device of a placement with opt, and how the notes
+// state it (0, "": none).
+func stageCapOf(opt Options) (int, string) {
+	switch {
+	case opt.StagesPerDevice > 0:
+		return opt.StagesPerDevice, fmt.Sprintf("at most %d stages per device (--stages-per-device)", opt.StagesPerDevice)
+	case opt.StagesPerDevice == NoStageCap || opt.K > 0 || !opt.mixed:
+		return 0, ""
+	}
+	return DefaultStagesPerDevice, fmt.Sprintf("at most %d stages per device, the default for mixed devices (--stages-per-device N changes it, 0 lifts it)", DefaultStagesPerDevice)
 }
 
 // expandRoutes expands every route's coarse stages to the original graph and builds its
