@@ -288,16 +288,16 @@ func usableCap(dev *profile.Device) float64 {
 }
 
 // applyNodeMemory gives a placement problem the nodes' additive memory (weights and owned
-// state, opt.nodeMem) and the devices' capacities less their reserves.
-func applyNodeMemory(p *schedule.Problem, c *profile.Cluster, devs []int, opt Options) {
+// state, nodeMem) and the devices' capacities less their reserves.
+func applyNodeMemory(p *schedule.Problem, c *profile.Cluster, devs []int, nodeMem []float64) {
 	for i, d := range devs {
 		if i < len(p.Devices) {
 			p.Devices[i].Memory = usableCap(&c.Devices[d])
 		}
 	}
-	if len(opt.nodeMem) == len(p.Nodes) {
+	if len(nodeMem) == len(p.Nodes) {
 		for v := range p.Nodes {
-			p.Nodes[v].Weight = opt.nodeMem[v]
+			p.Nodes[v].Weight = nodeMem[v]
 		}
 	}
 }
@@ -331,11 +331,8 @@ func checkMemoryFits(g, mg *graph.Graph, c *profile.Cluster, devs []int) error {
 
 // checkMemory computes the whole memory of the plan's stages (r.Stages[i].Memory, and
 // r.Memory by label) and fails when a stage does not fit its device.
-func (r *Result) checkMemory(g *graph.Graph, opt Options) error {
-	mg, err := memoryGraph(g, opt)
-	if err != nil {
-		return err
-	}
+func (r *Result) checkMemory(g, mg *graph.Graph) error {
+	var err error
 	r.memGraph = mg
 	check := func(a *emit.Assignment) ([]StageMemory, error) {
 		mem := StageMemories(mg, a, r.Cluster)

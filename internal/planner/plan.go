@@ -23,7 +23,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/onnxpart/onnxpart/diag"
@@ -113,16 +115,6 @@ type Options struct {
 
 	// CutAt restricts a pipeline's cuts: CutAny, CutBlocks or CutAuto ("" is CutAuto).
 	CutAt string
-
-	colocate   [][]int // work nodes that share a stage (block-boundary cuts)
-	fine       *graph.Graph
-	coarse     *fusion.Coarse
-	blocks     *blocks.Result // the model's repeated blocks (throughput pipelines)
-	statePairs []graph.StatePair
-	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
-	phaseCosts []phaseCosts
-	stateReads []stateRead
-	boundary   *stageBoundary // StageTime's boundary terms, for host CPUs with measured call costs
 }
 
 // Progress is one progress report.
@@ -252,7 +244,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
 		defer cancel()
 	}
-	p := &planRun{ctx: ctx, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
+	p := &run{ctx: ctx, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
 	for _, ph := range planPhases {
 		t := time.Now()
 		if opt.Progress != nil {
@@ -275,45 +267,140 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 // it does to the run.
 type planPhase struct {
 	name string
-	run  func(*planRun) error
+	run  func(*run) error
 }
 
 // planPhases is Plan, in order. Every phase but "solve" takes milliseconds to seconds (the
 // model's size); "solve" has the rest of the time limit, which the solvers share out among
 // their own phases (partition.Solve's table, schedule's methods).
 var planPhases = []planPhase{
-	{"options", (*planRun).options}, // devices, objective, flags that exclude each other, memory that cannot fit
-	{"coarsen", (*planRun).coarsen}, // fusion groups of the backend's rules
-	{"price", (*planRun).price},     // each planned node's time on each device (weighted by the workload)
-	{"solve", (*planRun).solve},     // the objective's solver: pipeline, latency or batched placement
-	{"expand", (*planRun).expand},   // the plan back on the model's nodes, as an emit.Assignment
-	{"memory", (*planRun).memory},   // every stage's whole memory against its device
+	{"options", (*run).options}, // devices, objective, solver and cuts, options that exclude each other, memory that cannot fit
+	{"coarsen", (*run).coarsen}, // fusion groups of the backend's rules
+	{"price", (*run).price},     // each planned node's time on each device (weighted by the workload)
+	{"solve", (*run).solve},     // the objective's solver: pipeline, latency or batched placement
+	{"expand", (*run).expand},   // the plan back on the model's nodes, as an emit.Assignment
+	{"memory", (*run).memory},   // every stage's whole memory against its device
 }
 
-// planRun is what the phases of Plan share.
-type planRun struct {
+// run is what the phases of Plan share: the inputs, what each phase works out for the next
+// ones, and the Result the last ones fill. Nothing of a plan travels in Options.
+type run struct {
 	ctx       context.Context
 	g         *graph.Graph // the model's graph
 	c         *profile.Cluster
 	opt       Options
 	r         *Result
-	devs      []int // cluster devices the plan may use
-	identical bool  // devs are identical devices
+	obj       *objective // the objective's solver (options)
+	devs      []int      // cluster devices the plan may use
+	identical bool       // devs are identical devices
 	batched   bool
 	pairs     []graph.StatePair
 	mg        *graph.Graph // the graph the stages' memory is sized at (Options.MemoryGraph or g)
 	cm        *profile.CostModel
 	coarse    *fusion.Coarse // nil without fusion
 	work      *graph.Graph   // the graph planned: coarse.Graph or g
+	nodeMem   []float64      // per node of work: weights and owned state (memory.go)
 	times     [][]float64    // times[d][v]: node v of work on cluster device d
 	overs     [][]float64    // the fixed part of each time, which batched plans do not scale
-	workStage []int          // stage label per node of work
+	// phaseCosts are a workload's node times and tensor bytes per phase; stateReads the
+	// state read away from the stage that keeps it (workload.go).
+	phaseCosts []phaseCosts
+	stateReads []stateRead
+	table      *profile.CostTable // routes and capacities (solve)
+	blocks     *blocks.Result     // the model's repeated blocks (pipelines)
+	boundary   *stageBoundary     // StageTime's boundary terms, for host CPUs with measured call costs
+	workStage  []int              // stage label per node of work
 	// labelDevice is the cluster device of each stage label.
 	labelDevice []int
 }
 
+// solution is what an objective's solver found: the plan on the planned graph, its figures
+// and its notes. (*run).result turns it into the Result.
+type solution struct {
+	workStage   []int // stage label per node of the planned graph
+	labelDevice []int // cluster device per stage label
+	algorithm   string
+	// upper is the plan's objective, lower the best proved bound (bounds has each one).
+	upper, lower             float64
+	boundMethod              string
+	bounds                   []emit.BoundValue
+	latencyS, throughputPerS float64
+	stages                   []StageSummary
+	timeline                 []emit.TimelineEvent
+	notes                    []string
+	partition                *partition.Plan
+	schedule                 *schedule.Result
+	placement                *schedule.Problem
+	batch                    *BatchPlan
+	workload                 []PhaseFigures
+	recompute                []bool
+}
+
+// result puts a solution into the run's Result; the notes follow those of the earlier phases.
+func (p *run) result(s *solution) {
+	r := p.r
+	r.Algorithm = s.algorithm
+	r.Upper, r.Lower, r.BoundMethod, r.Bounds = s.upper, s.lower, s.boundMethod, s.bounds
+	r.LatencyS, r.ThroughputPerS = s.latencyS, s.throughputPerS
+	r.Stages, r.Timeline = s.stages, s.timeline
+	r.Notes = append(r.Notes, s.notes...)
+	r.Partition, r.Schedule, r.placement = s.partition, s.schedule, s.placement
+	r.Batch, r.Workload, r.recompute = s.batch, s.workload, s.recompute
+	p.workStage, p.labelDevice = s.workStage, s.labelDevice
+}
+
+// objective is one kind of plan: when it applies, the Options.Solver values it takes, and
+// its solver.
+type objective struct {
+	name    string
+	applies func(*run) bool
+	solvers []string // "" and "auto" pick the objective's default
+	solve   func(*run) (*solution, error)
+}
+
+// Solvers of each kind of plan (Options.Solver).
+var (
+	pipelineSolvers  = []string{"auto", "brkga", "random", "mla"}
+	placementSolvers = []string{"auto", "met", "greedy", "heft", "ea", "sa", "milp", "split"}
+)
+
+// objectives are the kinds of plan, in order: the first that applies to a run is its.
+var objectives = []objective{
+	{"batched placement", func(p *run) bool { return p.batched }, placementSolvers, (*run).placeBatch},
+	{"pipeline", func(p *run) bool { return p.r.Objective == Throughput }, pipelineSolvers, (*run).solvePipeline},
+	{"latency placement", func(*run) bool { return true }, placementSolvers, (*run).placeLatency},
+}
+
+// chooseObjective settles the run's objective (after r.Objective) and checks the options
+// that only its solver reads: the solver's name, the bound effort, the cuts.
+func (p *run) chooseObjective() error {
+	for i := range objectives {
+		if objectives[i].applies(p) {
+			p.obj = &objectives[i]
+			break
+		}
+	}
+	opt := p.opt
+	if opt.Solver != "" && !slices.Contains(p.obj.solvers, opt.Solver) {
+		kind := "placement"
+		if p.obj.name == "pipeline" {
+			kind = "throughput"
+		}
+		return diag.Usage("--solver %q is not a %s solver (%s)", opt.Solver, kind, strings.Join(p.obj.solvers, ", ")).About(diag.Flag, "--solver")
+	}
+	if _, err := partition.ParseBounds(opt.Bounds); err != nil {
+		return diag.Wrap(diag.KindUsage, err)
+	}
+	switch opt.CutAt {
+	case "", CutAny, CutBlocks, CutAuto:
+	default:
+		return diag.Usage("--cut-at %q: want any, blocks or auto", opt.CutAt).About(diag.Flag, "--cut-at")
+	}
+	return nil
+}
+
 // options checks the options against the model and the devices and settles the objective.
-func (p *planRun) options() error {
+func (p *run) options() error {
 	g, c, opt, r := p.g, p.c, p.opt, p.r
 	devs, err := chooseDevices(c, opt.K)
 	if err != nil {
@@ -376,6 +463,9 @@ func (p *planRun) options() error {
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
 		return diag.Usage("--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload").About(diag.Flag, "--workload")
 	}
+	if err := p.chooseObjective(); err != nil {
+		return err
+	}
 	if p.pairs, err = g.StatePairs(opt.State); err != nil {
 		return diag.Wrap(diag.KindUsage, err)
 	}
@@ -386,7 +476,7 @@ func (p *planRun) options() error {
 }
 
 // coarsen groups the model's nodes into the fused kernels of the devices' backend rules.
-func (p *planRun) coarsen() error {
+func (p *run) coarsen() error {
 	rs, err := ruleSet(p.c, p.devs, p.opt)
 	if err != nil {
 		return err
@@ -401,14 +491,14 @@ func (p *planRun) coarsen() error {
 		p.r.RuleSet = rs.Name
 	}
 	p.r.CoarseNodes = len(p.work.Nodes)
-	p.opt.nodeMem = workMemory(p.g, p.mg, p.work, p.coarse)
+	p.nodeMem = workMemory(p.g, p.mg, p.work, p.coarse)
 	return nil
 }
 
 // price fills the time of every planned node on every device the plan may use (a fused
 // group's from its kernel), the fixed parts batched plans keep unscaled, and, for a
 // workload, the times weighted by each phase's calls.
-func (p *planRun) price() error {
+func (p *run) price() error {
 	g, c, work, coarse := p.g, p.c, p.work, p.coarse
 	p.cm = profile.NewCostModel(c, profile.CostOptions{Measured: p.opt.Measured})
 	cm := p.cm
@@ -446,37 +536,37 @@ func (p *planRun) price() error {
 			return err
 		}
 		p.times = weightedTimes(wl, pcs, p.devs, len(c.Devices), len(work.Nodes))
-		p.opt.phaseCosts = pcs
+		p.phaseCosts = pcs
 		p.r.Notes = append(p.r.Notes, workloadNote(wl))
 	}
-	p.opt.stateReads = stateReads(g, work, coarse, p.pairs)
+	p.stateReads = stateReads(g, work, coarse, p.pairs)
 	return nil
 }
 
 // solve runs the objective's solver on the planned graph.
-func (p *planRun) solve() error {
-	table := p.cm.Costs(&graph.Graph{}) // routes and capacities only
-	var err error
-	r := p.r
-	switch {
-	case p.batched:
-		p.workStage, p.labelDevice, err = planBatched(p.ctx, r, p.work, p.times, p.overs, table, p.devs, p.opt)
-	case r.Objective == Throughput:
-		p.opt.fine, p.opt.coarse, p.opt.blocks, p.opt.statePairs = p.g, p.coarse, blocks.Find(p.g), p.pairs
-		if len(p.opt.Workload) == 0 {
-			if p.opt.boundary = newStageBoundary(p.c, p.cm, p.g, p.devs); p.opt.boundary != nil {
-				r.Notes = append(r.Notes, p.opt.boundary.note(&p.c.Devices[p.devs[0]]))
-			}
-		}
-		p.workStage, p.labelDevice, err = planThroughputCuts(p.ctx, r, p.g, p.work, p.coarse, p.times, table, p.devs, p.identical, len(p.pairs) > 0, p.opt)
-	default:
-		p.workStage, p.labelDevice, err = planLatency(p.ctx, r, p.work, p.times, table, p.devs, p.opt)
+func (p *run) solve() error {
+	p.table = p.cm.Costs(&graph.Graph{}) // routes and capacities only
+	sol, err := p.obj.solve(p)
+	if err != nil {
+		return err
 	}
-	return err
+	p.result(sol)
+	return nil
+}
+
+// solvePipeline plans a throughput pipeline (partition), cut as Options.CutAt says.
+func (p *run) solvePipeline() (*solution, error) {
+	p.blocks = blocks.Find(p.g)
+	if len(p.opt.Workload) == 0 {
+		if p.boundary = newStageBoundary(p.c, p.cm, p.g, p.devs); p.boundary != nil {
+			p.r.Notes = append(p.r.Notes, p.boundary.note(&p.c.Devices[p.devs[0]]))
+		}
+	}
+	return p.planThroughputCuts()
 }
 
 // expand turns the plan on the planned graph into an assignment of the model's nodes.
-func (p *planRun) expand() error {
+func (p *run) expand() error {
 	r, c := p.r, p.c
 	expand := func(s []int) ([]int, error) { return s, nil }
 	if p.coarse != nil {
@@ -501,7 +591,7 @@ func (p *planRun) expand() error {
 }
 
 // memory sizes every stage's whole memory and checks it against its device.
-func (p *planRun) memory() error { return p.r.checkMemory(p.g, p.opt) }
+func (p *run) memory() error { return p.r.checkMemory(p.g, p.mg) }
 
 // Prepare lays out the stage files of a plan and fills the manifest's planner sections.
 //
