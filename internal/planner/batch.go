@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
@@ -70,7 +71,7 @@ func (run *run) placeBatch() (*solution, error) {
 	per := opt.Batch / granules
 	var notes []string
 	if granules < 4 && opt.Batch > MaxGranules {
-		notes = append(notes, fmt.Sprintf("--batch %d has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.Batch, MaxGranules, granules, per))
+		notes = append(notes, fmt.Sprintf("%s has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.say("Batch", strconv.Itoa(opt.Batch)), MaxGranules, granules, per))
 	}
 	p := placementProblem(c, g, run.times, run.overs, run.table, devs, granules, per)
 	applyNodeMemory(p, c, devs, run.nodeMem)
@@ -233,28 +234,28 @@ func routeDirList(n int) string {
 // solution's plan, bounds and notes, and the solver's result.
 func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) {
 	opt := run.opt
-	method := opt.Solver // one of placementSolvers (options)
+	method := string(opt.Solver) // one of placementSolvers (options)
 	if method == "" {
-		method = "auto"
+		method = schedule.Auto
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
 	if opt.K > 0 {
-		// -k caps the stages (runtime calls) of the placement, latency or batched (where
+		// K caps the stages (runtime calls) of the placement, latency or batched (where
 		// every route then has at most K stages too).
 		so.MaxStages = opt.K
 	}
-	if opt.Bounds == "none" && method == "auto" {
-		so.Method = "heft"
+	if opt.Bounds == BoundsNone && method == schedule.Auto {
+		so.Method = schedule.HEFT
 	}
 	if opt.Progress != nil {
 		so.Progress = func(pr schedule.Progress) {
 			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: partition.Gap(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
 		}
 	}
-	res, err := solveLatency(run.ctx, p, so, opt.Reproducible)
+	res, err := solveLatency(run.ctx, p, so, &opt)
 	var capErr *schedule.StageCapError
 	if errors.As(err, &capErr) {
-		return nil, nil, diag.Usage("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages).About(diag.Flag, "-k")
+		return nil, nil, diag.Usage("%s: %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.say("K", strconv.Itoa(opt.K)), opt.say("Solver", method), opt.K, capErr.Stages).About(diag.Option, opt.name("K"))
 	}
 	if err != nil {
 		return nil, nil, err

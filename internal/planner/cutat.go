@@ -9,19 +9,6 @@ import (
 	"github.com/onnxpart/onnxpart/graph/blocks"
 )
 
-// Where a pipeline may cut (Options.CutAt).
-const (
-	// CutAny lets a cut fall between any two nodes.
-	CutAny = "any"
-	// CutBlocks cuts only between the model's repeated blocks (transformer layers, residual
-	// blocks: graph/blocks), so stages hold whole layers and boundaries carry the hidden state.
-	CutBlocks = "blocks"
-	// CutAuto, the default, cuts at block boundaries for models that carry state (decoders)
-	// when that costs at most AutoBlockSlack of throughput against the best plan cutting
-	// anywhere, and anywhere otherwise; a note says which and what it cost.
-	CutAuto = "auto"
-)
-
 // AutoBlockSlack is the throughput CutAuto gives up for block-boundary cuts: the block plan
 // is kept when its objective is within this fraction above the best plan cutting anywhere.
 const AutoBlockSlack = 0.05
@@ -106,7 +93,7 @@ func (p *run) planThroughputCuts() (*solution, error) {
 	if nBlocks < 2 {
 		sol, err := p.planThroughput(p.ctx, whole)
 		if err == nil && mode == CutBlocks { // the note comes before the solver's
-			sol.notes = append([]string{"--cut-at blocks: the model has no repeated blocks; cuts fall anywhere"}, sol.notes...)
+			sol.notes = append([]string{opt.say("CutAt", string(CutBlocks)) + ": the model has no repeated blocks; cuts fall anywhere"}, sol.notes...)
 		}
 		return sol, err
 	}
@@ -139,18 +126,18 @@ func (p *run) planThroughputCuts() (*solution, error) {
 	}
 	cost := sBlk.upper/sAny.upper - 1
 	if mode == CutAuto && cost > AutoBlockSlack {
-		sAny.notes = append(sAny.notes, fmt.Sprintf("cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); --cut-at blocks asks for it anyway",
-			desc, 100*cost, durText(sBlk.upper), durText(sAny.upper), unit(sAny)))
+		sAny.notes = append(sAny.notes, fmt.Sprintf("cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); %s asks for it anyway",
+			desc, 100*cost, durText(sBlk.upper), durText(sAny.upper), unit(sAny), opt.say("CutAt", string(CutBlocks))))
 		return sAny, nil
 	}
 	blkLower := sBlk.lower
 	sBlk.bounds, sBlk.boundMethod, sBlk.lower = sAny.bounds, sAny.boundMethod, min(sAny.lower, sBlk.upper)
-	why := "--cut-at blocks"
+	why := opt.say("CutAt", string(CutBlocks))
 	if mode == CutAuto {
 		why = fmt.Sprintf("a model with state: the default for decoders when it costs at most %.0f%%", 100*AutoBlockSlack)
 	}
-	sBlk.notes = append(sBlk.notes, fmt.Sprintf("cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; --cut-at any lifts the restriction",
-		desc, why, durText(sBlk.upper), slower(cost), durText(sAny.upper), 100*max(0, 1-blkLower/sBlk.upper), durText(blkLower)))
+	sBlk.notes = append(sBlk.notes, fmt.Sprintf("cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; %s lifts the restriction",
+		desc, why, durText(sBlk.upper), slower(cost), durText(sAny.upper), 100*max(0, 1-blkLower/sBlk.upper), durText(blkLower), opt.say("CutAt", string(CutAny))))
 	return sBlk, nil
 }
 

@@ -158,13 +158,13 @@ const reproducibleIterations = schedule.DefaultIterations
 // best of SA and EA (iteration budgets, both started from MET), the constructive heuristics
 // and, on small graphs, the full MILP when it proves its plan optimal: MILP-SPLIT's sub-solves
 // and polishing share the time limit by the clock, so Auto's own choice is not reproducible.
-func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options, reproducible bool) (*schedule.Result, error) {
-	if !reproducible {
+func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options, opt *Options) (*schedule.Result, error) {
+	if !opt.Reproducible {
 		return schedule.Solve(ctx, p, so)
 	}
 	cut := func(res *schedule.Result) { // the time limit stopped a search meant to run on its budget
 		if ctx.Err() != nil && res != nil {
-			res.Notes = append(res.Notes, clockCutNote)
+			res.Notes = append(res.Notes, clockCutNote(opt))
 		}
 	}
 	// schedule's annealing temperature follows the larger of the iteration fraction and the
@@ -183,7 +183,7 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	case schedule.MILP, schedule.Split:
 		res, err := schedule.Solve(ctx, p, so)
 		if err == nil && !res.Optimal {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s stopped before it proved its plan optimal: the plan depends on the machine's speed (--solver auto, ea or sa are reproducible)", so.Method))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s stopped before it proved its plan optimal: the plan depends on the machine's speed (%s, ea or sa are reproducible)", so.Method, opt.say("Solver", string(SolverAuto))))
 		}
 		return res, err
 	case schedule.Auto:

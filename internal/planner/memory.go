@@ -46,7 +46,7 @@ func (m StageMemory) Parts() string {
 }
 
 // StageMemories computes the whole memory of every stage label of a: g is the model's graph
-// sized at the dims the memory is checked at (the bound dims, or --max-dim), a.Stage[v] the
+// sized at the dims the memory is checked at (the bound dims, or Options.MemoryGraph's), a.Stage[v] the
 // label of node v and a.Devices[label] its device, looked up by name in c for the reserve
 // (no reserve when the device is not in c). The result is indexed by label.
 func StageMemories(g *graph.Graph, a *emit.Assignment, c *profile.Cluster) []StageMemory {
@@ -243,14 +243,14 @@ func checkStageMemory(g *graph.Graph, a *emit.Assignment, c *profile.Cluster, de
 
 // memoryGraph is the graph the memory is sized at: Options.MemoryGraph when it matches g
 // node for node, else g.
-func memoryGraph(g *graph.Graph, opt Options) (*graph.Graph, error) {
+func memoryGraph(g *graph.Graph, opt *Options) (*graph.Graph, error) {
 	mg := opt.MemoryGraph
 	if mg == nil {
 		return g, nil
 	}
 	if len(mg.Nodes) != len(g.Nodes) || len(mg.Tensors) != len(g.Tensors) {
-		return nil, fmt.Errorf("the graph sized at --max-dim has %d nodes and %d tensors, the model %d and %d: the dims change the graph",
-			len(mg.Nodes), len(mg.Tensors), len(g.Nodes), len(g.Tensors))
+		return nil, diag.Usage("the graph sized at %s has %d nodes and %d tensors, the model %d and %d: the dims change the graph",
+			opt.name("MemoryGraph"), len(mg.Nodes), len(mg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Option, opt.name("MemoryGraph"))
 	}
 	return mg, nil
 }

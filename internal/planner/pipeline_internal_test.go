@@ -56,8 +56,8 @@ func TestPipelineProblem(t *testing.T) {
 	if p.K != 4 || len(pp.groups) != 1 || len(pp.groups[0]) != 4 {
 		t.Fatalf("K %d, groups %v: want 4 stages on one group of 4 devices", p.K, pp.groups)
 	}
-	if len(pp.notes) != 1 || !strings.Contains(pp.notes[0], "-k 8 on 4 devices") {
-		t.Errorf("notes %q: want one saying -k 8 is planned as one stage per device", pp.notes)
+	if len(pp.notes) != 1 || !strings.Contains(pp.notes[0], "Options.K = 8 on 4 devices") {
+		t.Errorf("notes %q: want one saying K = 8 is planned as one stage per device", pp.notes)
 	}
 	for v := range g.Nodes {
 		if p.Work[v] != times[0][v] || p.Params[v] != mem[v] {
@@ -99,7 +99,7 @@ func TestPipelineProblem(t *testing.T) {
 		t.Errorf("the T4 kind's work is not the T4's times")
 	}
 	_, err = (&run{c: c, work: g, times: times, table: table, devs: []int{0, 1, 2}, opt: Options{K: 2}}).pipelineProblem(nil)
-	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), "-k 2") {
-		t.Errorf("-k 2 on 3 mixed devices: %v, want a usage error naming -k 2", err)
+	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), "Options.K = 2") {
+		t.Errorf("-k 2 on 3 mixed devices: %v, want a usage error naming Options.K = 2", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,12 +45,6 @@ import (
 // 47 s with 96, hours with 256). Pipelines (package partition) take up to profile's 256.
 const MaxPlacementDevices = 32
 
-// Objectives.
-const (
-	Throughput = "throughput"
-	Latency    = "latency"
-)
-
 // Options control Plan.
 type Options struct {
 	// K caps the stages: a pipeline's (throughput), or a latency or batched placement's
@@ -59,16 +54,16 @@ type Options struct {
 	K int
 	// Objective is Throughput, Latency or "" (throughput for identical devices, latency for
 	// mixed ones).
-	Objective string
+	Objective Objective
 	// Fusion names the rule set to coarsen with ("" picks one for the devices: ort-cuda for
 	// GPUs, ort-cpu otherwise; "none" disables); FusionRules a rule file instead.
 	Fusion      string
 	FusionRules string
 	// Solver: "auto", or a throughput search (brkga, random, mla), or a placement method
 	// (met, greedy, heft, ea, sa, milp, split).
-	Solver string
+	Solver Solver
 	// Bounds: none, simple, fast, full.
-	Bounds    string
+	Bounds    Bounds
 	TimeLimit time.Duration
 	Gap       float64
 	Seed      int64
@@ -96,25 +91,29 @@ type Options struct {
 	Measured [][]float64
 	// Progress receives progress lines (phase, objective, bound, gap) while solving.
 	Progress func(Progress)
-	// GPUIDs are the CUDA ordinals of the cluster's GPUs, in the cluster's order (--gpu-ids);
-	// nil: the NVML index of GPUs found by --devices auto, else each GPU's position among
-	// the GPUs.
+	// GPUIDs are the CUDA ordinals of the cluster's GPUs, in the cluster's order; nil: the
+	// NVML index of discovered GPUs (profile.Device.NVML), else each GPU's position among the
+	// GPUs.
 	GPUIDs []int
 	// MemoryGraph is the model's graph sized at the dims the stages' memory is checked at
-	// (--max-dim, e.g. the longest KV cache), loaded from the same model so that its nodes
-	// and tensors are the model's; nil: the graph planned.
+	// (e.g. the longest KV cache), loaded from the same model so that its nodes and tensors
+	// are the model's; nil: the graph planned.
 	MemoryGraph *graph.Graph
 	// Workload, when set, plans one pipeline for a mix of phases (an LLM's prefill and decode
 	// steps), each the model at its own dims: every stage's busy time per request is the sum
 	// of its phases' times weighted by their calls, and the plan minimises the busiest
 	// stage's (a throughput pipeline; latency and batched plans refuse it).
 	Workload []Phase
-	// State names state pairs (input → output) that graph.StatePairs's pattern misses
-	// (--state); the state stays on the device of the stage that writes it.
+	// State names state pairs (input → output) that graph.StatePairs's pattern misses; the
+	// state stays on the device of the stage that writes it.
 	State map[string]string
 
 	// CutAt restricts a pipeline's cuts: CutAny, CutBlocks or CutAuto ("" is CutAuto).
-	CutAt string
+	CutAt Cut
+	// Names are the caller's names of the options, by field ("K": "-k", "GPUIDs":
+	// "--gpu-ids"): errors and notes say "-k 8" where they would say "Options.K = 8". The
+	// command passes its flags.
+	Names map[string]string
 }
 
 // Progress is one progress report.
@@ -142,7 +141,7 @@ type StageSummary struct {
 
 // Result is a plan ready to emit.
 type Result struct {
-	Objective string // Throughput or Latency
+	Objective Objective // Throughput or Latency
 	// ObjectiveChosen explains a defaulted objective ("mixed devices: latency").
 	ObjectiveChosen string
 	Cluster         *profile.Cluster
@@ -192,7 +191,8 @@ type Result struct {
 }
 
 // cudaOrdinals maps each GPU of the cluster to the CUDA ordinal a serving process uses for it.
-func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
+func cudaOrdinals(c *profile.Cluster, opt *Options) (map[int]int, error) {
+	ids := opt.GPUIDs
 	var gpus []int
 	for d := range c.Devices {
 		if c.Devices[d].Kind == profile.GPU {
@@ -202,12 +202,12 @@ func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
 	out := map[int]int{}
 	if ids != nil {
 		if len(ids) != len(gpus) {
-			return nil, diag.Usage("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus)).About(diag.Flag, "--gpu-ids")
+			return nil, diag.Usage("%s gives %d ids for %d GPUs", opt.name("GPUIDs"), len(ids), len(gpus)).About(diag.Option, opt.name("GPUIDs"))
 		}
 		seen := map[int]bool{}
 		for i, id := range ids {
 			if id < 0 || seen[id] {
-				return nil, diag.Usage("--gpu-ids: %d is negative or given twice", id).About(diag.Flag, "--gpu-ids")
+				return nil, diag.Usage("%s: %d is negative or given twice", opt.name("GPUIDs"), id).About(diag.Option, opt.name("GPUIDs"))
 			}
 			seen[id] = true
 			out[gpus[i]] = id
@@ -263,7 +263,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	return r, nil
 }
 
-// planPhase is one step of Plan: a name (progress lines, Result.Phases, --verbose) and what
+// planPhase is one step of Plan: a name (progress lines, Result.Phases) and what
 // it does to the run.
 type planPhase struct {
 	name string
@@ -354,15 +354,9 @@ func (p *run) result(s *solution) {
 type objective struct {
 	name    string
 	applies func(*run) bool
-	solvers []string // "" and "auto" pick the objective's default
+	solvers []Solver // "" and SolverAuto pick the objective's default
 	solve   func(*run) (*solution, error)
 }
-
-// Solvers of each kind of plan (Options.Solver).
-var (
-	pipelineSolvers  = []string{"auto", "brkga", "random", "mla"}
-	placementSolvers = []string{"auto", "met", "greedy", "heft", "ea", "sa", "milp", "split"}
-)
 
 // objectives are the kinds of plan, in order: the first that applies to a run is its.
 var objectives = []objective{
@@ -386,15 +380,19 @@ func (p *run) chooseObjective() error {
 		if p.obj.name == "pipeline" {
 			kind = "throughput"
 		}
-		return diag.Usage("--solver %q is not a %s solver (%s)", opt.Solver, kind, strings.Join(p.obj.solvers, ", ")).About(diag.Flag, "--solver")
+		var names []string
+		for _, s := range p.obj.solvers {
+			names = append(names, string(s))
+		}
+		return diag.Usage("%s is not a %s solver (%s)", opt.say("Solver", strconv.Quote(string(opt.Solver))), kind, strings.Join(names, ", ")).About(diag.Option, opt.name("Solver"))
 	}
-	if _, err := partition.ParseBounds(opt.Bounds); err != nil {
-		return diag.Wrap(diag.KindUsage, err)
+	if _, err := partition.ParseBounds(string(opt.Bounds)); err != nil {
+		return diag.Usage("%s: want none, simple, fast or full", opt.say("Bounds", strconv.Quote(string(opt.Bounds)))).About(diag.Option, opt.name("Bounds"))
 	}
 	switch opt.CutAt {
 	case "", CutAny, CutBlocks, CutAuto:
 	default:
-		return diag.Usage("--cut-at %q: want any, blocks or auto", opt.CutAt).About(diag.Flag, "--cut-at")
+		return diag.Usage("%s: want any, blocks or auto", opt.say("CutAt", strconv.Quote(string(opt.CutAt)))).About(diag.Option, opt.name("CutAt"))
 	}
 	return nil
 }
@@ -402,12 +400,12 @@ func (p *run) chooseObjective() error {
 // options checks the options against the model and the devices and settles the objective.
 func (p *run) options() error {
 	g, c, opt, r := p.g, p.c, p.opt, p.r
-	devs, err := chooseDevices(c, opt.K)
+	devs, err := chooseDevices(c, &opt)
 	if err != nil {
 		return err
 	}
 	r.Devices = devs
-	if r.CUDAOrdinal, err = cudaOrdinals(c, opt.GPUIDs); err != nil {
+	if r.CUDAOrdinal, err = cudaOrdinals(c, &opt); err != nil {
 		return err
 	}
 	p.devs = devs
@@ -415,15 +413,15 @@ func (p *run) options() error {
 	p.batched = opt.Batch > 1
 	batched := p.batched
 	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
-		return diag.Usage("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow).About(diag.Flag, "--polish-window")
+		return diag.Usage("%s: a window spans at least 2 stages", opt.say("PolishWindow", strconv.Itoa(opt.PolishWindow))).About(diag.Option, opt.name("PolishWindow"))
 	}
 	switch {
 	case opt.Batch < 0:
-		return diag.Usage("--batch %d: must be positive", opt.Batch).About(diag.Flag, "--batch")
+		return diag.Usage("%s: must be positive", opt.say("Batch", strconv.Itoa(opt.Batch))).About(diag.Option, opt.name("Batch"))
 	case batched && opt.Objective == Latency:
-		return diag.Usage("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch).About(diag.Flag, "--batch")
+		return diag.Usage("%s plans the throughput of a batch; %s plans one input (leave out one of them)", opt.say("Batch", strconv.Itoa(opt.Batch)), opt.say("Objective", string(Latency))).About(diag.Option, opt.name("Batch"))
 	case batched && len(devs) > MaxPlacementDevices:
-		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))
+		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out %s", MaxPlacementDevices, len(devs), opt.name("Batch"))
 	}
 	switch opt.Objective {
 	case Throughput, Latency:
@@ -431,12 +429,12 @@ func (p *run) options() error {
 	case "":
 		if len(opt.Workload) > 0 && !batched {
 			r.Objective = Throughput
-			r.ObjectiveChosen = "--workload: a pipeline serving every phase"
+			r.ObjectiveChosen = opt.name("Workload") + ": a pipeline serving every phase"
 			break
 		}
 		if batched {
 			r.Objective = Throughput
-			r.ObjectiveChosen = fmt.Sprintf("--batch %d: the batch shared among the devices", opt.Batch)
+			r.ObjectiveChosen = opt.say("Batch", strconv.Itoa(opt.Batch)) + ": the batch shared among the devices"
 			break
 		}
 		if p.identical {
@@ -444,24 +442,24 @@ func (p *run) options() error {
 			r.ObjectiveChosen = "identical devices: a pipeline"
 		} else {
 			r.Objective = Latency
-			r.ObjectiveChosen = "mixed devices; --objective throughput gives a pipeline"
+			r.ObjectiveChosen = "mixed devices; " + opt.say("Objective", string(Throughput)) + " gives a pipeline"
 		}
 	default:
-		return diag.Usage("--objective %q: want throughput or latency", opt.Objective).About(diag.Flag, "--objective")
+		return diag.Usage("%s: want throughput or latency", opt.say("Objective", strconv.Quote(string(opt.Objective)))).About(diag.Option, opt.name("Objective"))
 	}
 	if opt.K > len(g.Nodes) {
-		// A stage holds at least one node; larger k only allocates (-k 100000000 ran out of
+		// A stage holds at least one node; larger k only allocates (K = 100000000 ran out of
 		// memory in the slicing DP).
-		return diag.Usage("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes)).About(diag.Flag, "-k")
+		return diag.Usage("%s: the model has only %d nodes, so at most %d stages", opt.say("K", strconv.Itoa(opt.K)), len(g.Nodes), len(g.Nodes)).About(diag.Option, opt.name("K"))
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
-		return diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))
+		return diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or %s", MaxPlacementDevices, len(devs), opt.say("Objective", string(Throughput)))
 	}
 	if opt.CutAt == CutBlocks && (batched || r.Objective != Throughput) {
-		return diag.Usage("--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one").About(diag.Flag, "--cut-at")
+		return diag.Usage("%s restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one", opt.say("CutAt", string(CutBlocks))).About(diag.Option, opt.name("CutAt"))
 	}
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
-		return diag.Usage("--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload").About(diag.Flag, "--workload")
+		return diag.Usage("%s plans a pipeline for the mix of phases (throughput); leave out %s and %s, or %s", opt.name("Workload"), opt.name("Batch"), opt.say("Objective", string(Latency)), opt.name("Workload")).About(diag.Option, opt.name("Workload"))
 	}
 	if err := p.chooseObjective(); err != nil {
 		return err
@@ -469,8 +467,8 @@ func (p *run) options() error {
 	if p.pairs, err = g.StatePairs(opt.State); err != nil {
 		return diag.Wrap(diag.KindUsage, err)
 	}
-	if p.mg, err = memoryGraph(g, opt); err != nil {
-		return diag.Wrap(diag.KindUsage, err)
+	if p.mg, err = memoryGraph(g, &opt); err != nil {
+		return err
 	}
 	return checkMemoryFits(g, p.mg, c, devs)
 }
@@ -531,7 +529,7 @@ func (p *run) price() error {
 		}
 	}
 	if wl := p.opt.Workload; len(wl) > 0 {
-		pcs, err := workloadCosts(g, work, coarse, cm, p.devs, len(c.Devices), wl)
+		pcs, err := p.workloadCosts()
 		if err != nil {
 			return err
 		}
@@ -737,11 +735,11 @@ func (r *Result) bottleneck() float64 {
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
-// chooseDevices picks the devices a plan may use: all of them, or the first k.
-func chooseDevices(c *profile.Cluster, k int) ([]int, error) {
+// chooseDevices picks the devices a plan may use: all of them.
+func chooseDevices(c *profile.Cluster, opt *Options) ([]int, error) {
 	n := len(c.Devices)
-	if k < 0 {
-		return nil, diag.Usage("-k %d: must be positive", k).About(diag.Flag, "-k")
+	if opt.K < 0 {
+		return nil, diag.Usage("%s: must be positive", opt.say("K", strconv.Itoa(opt.K))).About(diag.Option, opt.name("K"))
 	}
 	devs := make([]int, n)
 	for i := range devs {
@@ -775,7 +773,7 @@ func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, erro
 		}
 	}
 	if opt.FusionRules != "" && opt.Fusion != "" {
-		return nil, diag.Usage("give --fusion or --fusion-rules, not both")
+		return nil, diag.Usage("give %s or %s, not both", opt.name("Fusion"), opt.name("FusionRules")).About(diag.Option, opt.name("FusionRules"))
 	}
 	if opt.FusionRules != "" {
 		return fusion.LoadRuleSet(opt.FusionRules)
@@ -801,4 +799,6 @@ func provider(d *profile.Device) string {
 // --- throughput: MTPP pipelines --------------------------------------------------------
 
 // clockCutNote says that the safety net of a reproducible plan fired.
-const clockCutNote = "the time limit cut the search short: this plan depends on the machine's speed and load; a larger --time-limit gives a reproducible plan"
+func clockCutNote(opt *Options) string {
+	return "the time limit cut the search short: this plan depends on the machine's speed and load; a larger " + opt.name("TimeLimit") + " gives a reproducible plan"
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/onnxpart/onnxpart/diag"
@@ -26,7 +27,7 @@ type pipeline struct {
 	latBW          float64 // a transfer's latency in bytes of the link (Size/B = bytes/B + latency)
 	folded         *foldedBoundary
 	calls          float64  // calls per request: the workload's total weight, else 1
-	notes          []string // what the problem changed of the options (-k above the devices)
+	notes          []string // what the problem changed of the options (K above the devices)
 }
 
 // cuts is how one solve of a pipeline differs from the run's options: CutAuto and CutBlocks
@@ -42,7 +43,7 @@ type cuts struct {
 // measured), memory per node (weights and owned state), tensors at their link cost (weighted
 // per workload phase; recomputed cones and weight-only nodes are no tensors; state read
 // away from its owner is a cost-only tensor), identical devices as one kind with K stages or
-// mixed ones as kinds with counts. A -k above the device count plans one stage per device,
+// mixed ones as kinds with counts. A K above the device count plans one stage per device,
 // with a note.
 func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 	g, times, table, devs, identical, opt := run.work, run.times, run.table, run.devs, run.identical, run.opt
@@ -139,7 +140,7 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 			// Stages that share a device run in turn: the device is busy for the sum of their
 			// times per inference, so the pipeline's period is the largest device load, not
 			// the largest stage. One stage per device is what the model certifies.
-			notes = append(notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", k, len(devs), len(devs)))
+			notes = append(notes, fmt.Sprintf("%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("K", strconv.Itoa(k)), len(devs), len(devs)))
 			k = len(devs)
 		}
 		p.K = k
@@ -169,9 +170,10 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 		}
 		switch {
 		case opt.K > 0 && opt.K < len(devs):
-			return nil, diag.Usage("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs)).About(diag.Flag, "-k")
+			return nil, diag.Usage("%s: a heterogeneous pipeline runs one stage on each of its %d devices; give %s (or leave %s out), name fewer devices, or use %s, which caps its stages at %s",
+				opt.say("K", strconv.Itoa(opt.K)), len(devs), opt.say("K", strconv.Itoa(len(devs))), opt.name("K"), opt.say("Objective", string(Latency)), opt.name("K")).About(diag.Option, opt.name("K"))
 		case opt.K > len(devs):
-			notes = append(notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.K, len(devs), len(devs)))
+			notes = append(notes, fmt.Sprintf("%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("K", strconv.Itoa(opt.K)), len(devs), len(devs)))
 		}
 	}
 	return &pipeline{problem: p, groups: groups, tensorWork: tensorWork, workRe: workRe, fineRe: fineRe,
@@ -187,9 +189,9 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, groups, tensorWork, workRe, fineRe, latBW, fb, calls := pp.problem, pp.groups, pp.tensorWork, pp.workRe, pp.fineRe, pp.latBW, pp.folded, pp.calls
+	p, groups, workRe, fineRe, fb, calls := pp.problem, pp.groups, pp.workRe, pp.fineRe, pp.folded, pp.calls
 	sol := &solution{notes: pp.notes}
-	bounds, _ := partition.ParseBounds(opt.Bounds) // checked with the options
+	bounds, _ := partition.ParseBounds(string(opt.Bounds)) // checked with the options
 	po := partition.Options{Seed: opt.Seed, TimeLimit: c.timeLimit, Gap: opt.Gap, Bounds: bounds,
 		Polish: partition.PolishOptions{MaxWindow: opt.PolishWindow}}
 	// Solve's window polish stops at its share of the clock; reproducible plans run it apart
@@ -201,11 +203,11 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 		po.Bounds = partition.BoundsSimple
 	}
 	switch opt.Solver { // one of pipelineSolvers (options)
-	case "", "auto", "brkga":
+	case "", SolverAuto, SolverBRKGA:
 		po.Search = partition.SearchBRKGA
-	case "random":
+	case SolverRandom:
 		po.Search = partition.SearchRandom
-	case "mla":
+	case SolverMLA:
 		po.Search = partition.SearchMLAWeighted
 	}
 	// Every stage is one runtime call per inference (session run, synchronisation, the
@@ -235,7 +237,7 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 		return nil, err
 	}
 	if opt.Reproducible && ctx.Err() != nil {
-		sol.notes = append(sol.notes, clockCutNote)
+		sol.notes = append(sol.notes, clockCutNote(&opt))
 	}
 	if opt.Reproducible && ctx.Err() == nil {
 		plan = reproduciblePolish(ctx, p, plan, po, &sol.notes)
@@ -301,7 +303,7 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 		for gi, grp := range groups {
 			one[gi] = table.RunOverhead[grp[0]]
 		}
-		figs, err := phaseFigures(p, plan, opt.Workload, run.phaseCosts, tensorWork, groups, one, latBW, g, workRe, labelDevice)
+		figs, err := run.phaseFigures(pp, plan, one, labelDevice)
 		if err != nil {
 			return nil, err
 		}
