@@ -216,7 +216,7 @@ env:
 proto:
 	scripts/deps.sh protoc
 	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
-	PATH=$(CURDIR)/bin:$$PATH protoc -I internal/onnxpb/proto --go_out=. --go_opt=module=github.com/onnxpart/onnxpart internal/onnxpb/proto/onnx.proto
+	PATH=$(CURDIR)/bin:$$PATH protoc -I onnxpb/proto --go_out=. --go_opt=module=github.com/onnxpart/onnxpart onnxpb/proto/onnx.proto
 
 install: build
 	install -m 0755 $(BIN) $${GOBIN:-$$($(GO) env GOPATH)/bin}/onnxpart

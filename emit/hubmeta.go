@@ -1,6 +1,6 @@
 package emit
 
-import "github.com/onnxpart/onnxpart/internal/onnxpb"
+import "github.com/onnxpart/onnxpart/onnxpb"
 
 // Model-hub conventions: a stage file says where it came from, so that a tool that finds it
 // on its own (a model hub, a serving repository) can trace it back to its model. The

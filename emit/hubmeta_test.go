@@ -8,8 +8,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // TestStageProvenance: every stage file keeps the source's metadata (producer, doc strings,

@@ -9,12 +9,11 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/internal/access"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/dag"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // Options control how stages are written.
@@ -49,6 +48,13 @@ type Options struct {
 	// State names state pairs the pattern of graph.StatePairs misses, input → output
 	// (--state); the manifest lists each stage's state.
 	State map[string]string
+	// Batch, when > 1, is the batch a plan runs each stage call on (a batched plan's
+	// batched kernels): the stage files declare the leading axis of every tensor that
+	// carries the batch as a symbolic dim (the model's own leading dim_param, else
+	// "batch"), also where the model fixes it at 1, so that they take that batch. Prepare
+	// refuses, with the reason, a model whose graph does not let the batch flow along the
+	// leading axis (ingest.Model.BatchFlow), and Batch with FreezeDims.
+	Batch int
 }
 
 // ExternalDataMode says which weights are written to stage<i>.onnx.data.
@@ -91,6 +97,8 @@ type Layout struct {
 	fixed map[int]bool
 	// symbolic are the dim_params the stage files keep.
 	symbolic []string
+	// batched marks the tensors whose leading axis carries Options.Batch (nil: none).
+	batched []bool
 	// failAfterFiles, when positive, makes WriteDir fail after writing that many files
 	// (tests of the clean-up path).
 	failAfterFiles int
@@ -328,6 +336,11 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 			notes = append(notes, note)
 		}
 	}
+	if opt.Batch > 1 {
+		if err := l.batchShapes(); err != nil {
+			return nil, err
+		}
+	}
 	for _, s := range stageOrder {
 		l.stages = append(l.stages, byLabel[s])
 	}
@@ -541,7 +554,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 	dims := boundDims(m)
 	man.Model = ModelInfo{
 		Path: l.opt.ModelPath, File: filepath.Base(m.Path), SHA256: m.SHA256, FileBytes: m.FileSize,
-		IRVersion: access.ModelProto(m).GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
+		IRVersion: m.Proto().GetIrVersion(), Opsets: map[string]int64{}, Nodes: len(g.Nodes),
 		ParamsBytes: g.ParamBytes(), FLOPs: g.TotalFLOPs(), Dims: dims, SymbolicDims: append([]string{}, l.symbolic...),
 		ExternalData: m.ExternalData,
 	}
@@ -672,11 +685,11 @@ func (l *Layout) shape(t int) graph.Shape {
 }
 
 // symbolicShapes gives the shapes the stage files declare when they keep the symbolic dims
-// of a model loaded with some bound (--dim, --input-shape): the model is loaded again
-// without bindings, and each tensor takes the shape inferred there. The two loads list the
-// same nodes and tensors in the same order (both follow the file); that is checked by name,
-// and where it fails, or the file changed in between, every tensor keeps its bound shape
-// and the note says why. A tensor whose unbound shape is unknown or disagrees with its
+// of a model loaded with some bound (--dim, --input-shape): the shapes are inferred again
+// from the loaded model without bindings (ingest.Model.Unbound, no second read of the file),
+// and each tensor takes the shape inferred there. The two list the same nodes and tensors in
+// the same order (both follow the file); that is checked by name, and where it fails every
+// tensor keeps its bound shape and the note says why. A tensor whose unbound shape is unknown or disagrees with its
 // bound one in rank or in a fixed size keeps its bound shape (marked in fixed). symbolic
 // lists the dims the stage files keep. All nil when nothing was bound.
 func symbolicShapes(m *ingest.Model) (shapes []graph.Shape, fixed map[int]bool, symbolic []string, note string) {
@@ -686,13 +699,10 @@ func symbolicShapes(m *ingest.Model) (shapes []graph.Shape, fixed map[int]bool, 
 	}
 	g := m.Graph
 	frozen := "the stage files are written at the bound sizes, as with --freeze-dims: "
-	u, err := ingest.Load(m.Path, ingest.Options{MaxFileBytes: max(m.FileSize, ingest.DefaultMaxFileBytes),
-		MaxNodes: max(len(g.Nodes), ingest.DefaultMaxNodes)})
+	u, err := m.Unbound()
 	switch {
 	case err != nil:
-		return nil, nil, symbolic, frozen + "loading the model without the bindings failed: " + err.Error()
-	case u.SHA256 != m.SHA256:
-		return nil, nil, symbolic, frozen + m.Path + " changed while it was being read"
+		return nil, nil, symbolic, frozen + "inferring the model's shapes without the bindings failed: " + err.Error()
 	case len(u.Graph.Nodes) != len(g.Nodes) || len(u.Graph.Tensors) != len(g.Tensors):
 		return nil, nil, symbolic, frozen + fmt.Sprintf("without the bindings the model has %d nodes and %d tensors, with them %d and %d",
 			len(u.Graph.Nodes), len(u.Graph.Tensors), len(g.Nodes), len(g.Tensors))
@@ -775,7 +785,7 @@ func boundDims(m *ingest.Model) map[string]int64 {
 		unbound[d] = true
 	}
 	dims := map[string]int64{}
-	pg := access.ModelProto(m).Graph
+	pg := m.Proto().Graph
 	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input, pg.Output, pg.ValueInfo} {
 		for _, vi := range l {
 			id, ok := m.Graph.TensorByName(vi.GetName())
@@ -799,4 +809,82 @@ func boundDims(m *ingest.Model) map[string]int64 {
 		}
 	}
 	return dims
+}
+
+// batchShapes makes the stage files take a batch of Options.Batch (see Options.Batch): the
+// leading axis of every tensor that carries the batch becomes the symbolic batch dim.
+func (l *Layout) batchShapes() error {
+	m, g := l.m, l.m.Graph
+	if l.opt.FreezeDims {
+		return diag.Usage("--batch %d runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim (leave out one of them)", l.opt.Batch).About(diag.Flag, "--freeze-dims")
+	}
+	name, flow, err := batchFlow(m, l.opt.Batch)
+	if err != nil {
+		return err
+	}
+	if l.shapes == nil {
+		l.shapes = make([]graph.Shape, len(g.Tensors))
+		for t := range g.Tensors {
+			l.shapes[t] = g.Tensors[t].Shape
+		}
+	}
+	l.batched = make([]bool, len(flow))
+	for t, axes := range flow {
+		if axes == nil || len(l.shapes[t]) != len(axes) {
+			continue
+		}
+		s := append(graph.Shape{}, l.shapes[t]...)
+		for i, a := range axes {
+			switch a {
+			case ingest.BatchExact:
+				s[i] = graph.Symbolic(name)
+			case ingest.BatchFolded:
+				s[i] = graph.Symbolic("") // a size that follows from the batch
+			}
+		}
+		l.shapes[t] = s
+		l.batched[t] = true
+		delete(l.fixed, t)
+	}
+	if !slices.Contains(l.symbolic, name) {
+		l.symbolic = append(l.symbolic, name)
+		sort.Strings(l.symbolic)
+	}
+	return nil
+}
+
+// CheckBatch returns nil when the stage files of m can take a batch of n along the leading
+// axis (see Options.Batch), else the usage error Prepare would give, with the reason: the
+// planner asks before it prices batched kernels.
+func CheckBatch(m *ingest.Model, n int) error {
+	_, _, err := batchFlow(m, n)
+	return err
+}
+
+func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, error) {
+	name := batchDimName(m)
+	flow, err := m.BatchFlow(name)
+	if err != nil {
+		return "", nil, diag.Usage("--batch %d prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out --batch for a pipeline of single inputs", n, err).About(diag.Flag, "--batch")
+	}
+	return name, flow, nil
+}
+
+// batchDimName is the leading dim_param of the model's first input that has one, else
+// "batch".
+func batchDimName(m *ingest.Model) string {
+	pg := m.Proto().Graph
+	for _, vi := range pg.Input {
+		if m.Initializer(vi.GetName()) != nil {
+			continue
+		}
+		tt := vi.GetType().GetTensorType()
+		if tt == nil || len(tt.GetShape().GetDim()) == 0 {
+			continue
+		}
+		if p := tt.GetShape().GetDim()[0].GetDimParam(); p != "" && !strings.ContainsAny(p, "+-*/() ") {
+			return p
+		}
+	}
+	return "batch"
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/access"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // externalTensor is a weight written to a stage's data file: from the source's external
@@ -31,7 +31,7 @@ type externalTensor struct {
 // stageModel builds stage i's model. Unchanged messages of the source (nodes, inline
 // weights, opsets, functions) are shared, not copied: the source is never modified.
 func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error) {
-	src := access.ModelProto(l.m)
+	src := l.m.Proto()
 	g := l.m.Graph
 	sp := l.stages[i]
 	pg := src.Graph
@@ -79,8 +79,14 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			}
 		}
 	}
+	batched := map[string]bool{} // internal tensors whose declared leading dim is the load's, not the batch's
+	for t, ok := range l.batched {
+		if ok {
+			batched[g.Tensors[t].Name] = true
+		}
+	}
 	for _, vi := range pg.ValueInfo {
-		if local[vi.GetName()] && !boundary[vi.GetName()] {
+		if local[vi.GetName()] && !boundary[vi.GetName()] && !batched[vi.GetName()] {
 			gr.ValueInfo = append(gr.ValueInfo, vi)
 		}
 	}
@@ -96,7 +102,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			gr.SparseInitializer = append(gr.SparseInitializer, st)
 			continue
 		}
-		tp := access.Initializer(l.m, name)
+		tp := l.m.Initializer(name)
 		if tp == nil {
 			return nil, nil, diag.Internal("internal error: no initializer %q", name)
 		}
@@ -207,7 +213,7 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			}
 			et.path, et.offset, et.length = ref.Path, ref.Offset, ref.Length
 		} else {
-			b, err := access.TensorData(tp)
+			b, err := ingest.TensorData(tp)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -1,6 +1,7 @@
 package emit
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,47 @@ func TestRecomputeRefusesActivations(t *testing.T) {
 	}
 	if d := l.Manifest.Stages[1].DuplicatedNodes; len(d) != 1 || d[0] != "concat" {
 		t.Errorf("stage 1 computes again %q, want the concat", d)
+	}
+}
+
+// Emit works from the model ingest loaded: the stage files of a model loaded with bound dims
+// keep its symbolic dims even when the file is gone by the time they are written (emit used
+// to load it again from disk for that).
+func TestWriteKeepsSymbolicDimsWithoutRereading(t *testing.T) {
+	src, err := os.ReadFile(testmodel.DecoderModel(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "decoder.onnx")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ingest.Load(path, ingest.Options{Dims: map[string]int64{"batch": 1, "past": 16, "seq": 1, "total": 17}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	man, err := Write(m, &Assignment{Stage: []int{0, 1, 1, 1}}, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	symbolic := false
+	for _, st := range man.Stages {
+		for _, in := range st.Inputs {
+			for _, d := range in.Shape {
+				symbolic = symbolic || !d.Known()
+			}
+		}
+	}
+	if !symbolic {
+		t.Errorf("the stage files lost the model's symbolic dims: stage 0 inputs %+v", man.Stages[0].Inputs)
+	}
+	for _, n := range man.Notes {
+		if strings.Contains(n, "written at the bound sizes") {
+			t.Errorf("note: %s", n)
+		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // A small builder of ONNX models for tests.

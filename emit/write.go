@@ -16,9 +16,8 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/access"
 	"github.com/onnxpart/onnxpart/internal/atomicfs"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 )
 
 // existsErr is an output directory that already exists (and Force was not set): a
@@ -105,7 +104,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err != nil {
 		return writeErr(dir, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+stagefile.TempBase(abs)+".tmp-")
+	tmp, err := os.MkdirTemp(parent, "."+outdir.TempBase(abs)+".tmp-")
 	if err != nil {
 		if created != "" {
 			os.RemoveAll(created)
@@ -206,7 +205,7 @@ func CheckOutput(m *ingest.Model, dir string, force bool) error {
 		}
 		p = filepath.Dir(p)
 	}
-	probe, err := os.MkdirTemp(p, "."+stagefile.TempBase(o.abs)+".probe-")
+	probe, err := os.MkdirTemp(p, "."+outdir.TempBase(o.abs)+".probe-")
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			err = fmt.Errorf("%s is not writable", p)
@@ -295,7 +294,7 @@ func ownedEntries(dir, rel string, top bool) ([]string, error) {
 		return nil, foreign(ManifestFile, "which is not an onnxpart manifest")
 	}
 	// The kind each owned name must have (a symbolic link is never ours).
-	kind := map[string]os.FileMode{ManifestFile: 0, stagefile.ReportFile: 0, stagefile.TritonDir: os.ModeDir, stagefile.GenAIFile: 0}
+	kind := map[string]os.FileMode{ManifestFile: 0, outdir.ReportFile: 0, outdir.TritonDir: os.ModeDir, outdir.GenAIFile: 0}
 	for _, st := range man.Stages {
 		for _, f := range []string{st.File, st.DataFile} {
 			if plainName(f) && (strings.HasSuffix(f, ".onnx") || strings.HasSuffix(f, ".onnx.data")) {
@@ -383,7 +382,7 @@ func (l *Layout) writeFiles(tmp string) error {
 		}
 		sum := sha256.Sum256(buf)
 		st.SHA256 = hex.EncodeToString(sum[:])
-		if err := stagefile.WriteFileSync(filepath.Join(tmp, st.File), buf); err != nil {
+		if err := outdir.WriteFileSync(filepath.Join(tmp, st.File), buf); err != nil {
 			return err
 		}
 		if err := step(); err != nil {
@@ -402,7 +401,7 @@ func (l *Layout) writeFiles(tmp string) error {
 	if err != nil {
 		return err
 	}
-	if err := stagefile.WriteFileSync(filepath.Join(tmp, ManifestFile), js); err != nil {
+	if err := outdir.WriteFileSync(filepath.Join(tmp, ManifestFile), js); err != nil {
 		return err
 	}
 	return step()
@@ -500,7 +499,7 @@ func mkdirParents(dir string) (string, error) {
 func modelFiles(m *ingest.Model) []string {
 	paths := []string{m.Path}
 	seen := map[string]bool{m.Path: true}
-	for _, tp := range access.ModelProto(m).Graph.Initializer {
+	for _, tp := range m.Proto().Graph.Initializer {
 		if ref, err := m.ExternalRef(tp.GetName()); err == nil && ref != nil && !seen[ref.Path] {
 			seen[ref.Path] = true
 			paths = append(paths, ref.Path)

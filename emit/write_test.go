@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 )
 
@@ -74,9 +74,9 @@ func TestWriteRefusesExistingDir(t *testing.T) {
 func previousOutput(t *testing.T, dir string) {
 	t.Helper()
 	extras := func(tmp string, man *Manifest) error {
-		os.WriteFile(filepath.Join(tmp, stagefile.ReportFile), []byte("<html>"), 0o644)
-		os.MkdirAll(filepath.Join(tmp, stagefile.TritonDir, "stage0", "1"), 0o755)
-		return os.WriteFile(filepath.Join(tmp, stagefile.TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
+		os.WriteFile(filepath.Join(tmp, outdir.ReportFile), []byte("<html>"), 0o644)
+		os.MkdirAll(filepath.Join(tmp, outdir.TritonDir, "stage0", "1"), 0o755)
+		return os.WriteFile(filepath.Join(tmp, outdir.TritonDir, "stage0", "config.pbtxt"), []byte("name: \"stage0\""), 0o644)
 	}
 	route := prepared(t, "squeezenet1_1_small.onnx", 2, Options{Extras: extras})
 	l := prepared(t, "squeezenet1_1_small.onnx", 3, Options{Force: true, Extras: func(tmp string, man *Manifest) error {
@@ -130,9 +130,9 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 			os.Symlink(filepath.Join(parent, "elsewhere"), filepath.Join(d, "stage1.onnx"))
 		}, "stage1.onnx"},
 		{"a report that is a directory", func(d string) {
-			os.Remove(filepath.Join(d, stagefile.ReportFile))
-			os.Mkdir(filepath.Join(d, stagefile.ReportFile), 0o755)
-		}, stagefile.ReportFile},
+			os.Remove(filepath.Join(d, outdir.ReportFile))
+			os.Mkdir(filepath.Join(d, outdir.ReportFile), 0o755)
+		}, outdir.ReportFile},
 		{"not an onnxpart manifest", func(d string) { os.WriteFile(filepath.Join(d, ManifestFile), []byte(`{"name": "mine"}`), 0o644) }, ManifestFile},
 		{"no manifest", func(d string) { os.Remove(filepath.Join(d, ManifestFile)) }, "report.html"},
 		{"a manifest that lists a user's file", func(d string) {

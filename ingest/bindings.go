@@ -9,7 +9,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // Binding input sizes: --dim NAME=SIZE binds a named (dim_param) dimension wherever the

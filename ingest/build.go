@@ -4,10 +4,9 @@ import (
 	"sort"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/internal/access"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // build turns the protobuf graph into a graph.Graph, then infers shapes and costs.
@@ -108,16 +107,19 @@ func (m *Model) build() error {
 	return nil
 }
 
-// The hooks of internal/access: what onnxpart's own packages need of the protobuf.
-func init() {
-	access.ModelProto = func(m any) *onnxpb.ModelProto { return m.(*Model).proto }
-	access.Initializer = func(m any, name string) *onnxpb.TensorProto { return m.(*Model).inits[name] }
-	access.TensorData = tensorData
-	// FreeNames: the names a subgraph (an If branch, a Loop or Scan body) reads from
-	// enclosing scopes, its nested subgraphs included, in order of use with repetitions: the
-	// outer-scope captures that make the node holding the subgraph depend on their producers.
-	access.FreeNames = func(g *onnxpb.GraphProto) []string { return freeNames(g, nil) }
-}
+// Proto returns the decoded protobuf of the model: node i of Graph is Proto().Graph.Node[i].
+// It is the model as loaded, shared, not a copy: read it, never modify it (clone it with
+// proto.Clone to make a changed model, as emit and verify do).
+func (m *Model) Proto() *onnxpb.ModelProto { return m.proto }
+
+// Initializer returns the initializer of the main graph called name, or nil. Like Proto it is
+// shared: read only.
+func (m *Model) Initializer(name string) *onnxpb.TensorProto { return m.inits[name] }
+
+// FreeNames returns the names a subgraph (an If branch, a Loop or Scan body) reads from
+// enclosing scopes, its nested subgraphs included, in order of use with repetitions: the
+// outer-scope captures that make the node holding the subgraph depend on their producers.
+func FreeNames(g *onnxpb.GraphProto) []string { return freeNames(g, nil) }
 
 // freeNames returns the names a subgraph reads from enclosing scopes: names used by its nodes
 // (including nested subgraphs) or listed as its outputs that the subgraph does not define

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // subgraphCosts is what inference learns about control-flow subgraphs (If branches, Loop and

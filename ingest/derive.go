@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // Derived dimensions. An input dim can be tied to others: a decoder exported by transformers

@@ -10,7 +10,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // decoderProto is one attention layer of a decoder as transformers exports it, in

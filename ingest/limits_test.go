@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // A model with more nodes than Options.MaxNodes is refused with an *Error naming the count

@@ -35,7 +35,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // Options control loading.
@@ -77,8 +77,7 @@ type Model struct {
 	// SHA256 of the model file (hex) and its size in bytes.
 	SHA256   string
 	FileSize int64
-	// proto is the decoded model (node i of Graph is proto.Graph.Node[i]); onnxpart's own
-	// packages reach it through internal/access.
+	// proto is the decoded model (node i of Graph is proto.Graph.Node[i]): Proto.
 	proto *onnxpb.ModelProto
 	Graph *graph.Graph
 	// Unsupported lists op types (domain-qualified when not ONNX) that shape inference does not
@@ -205,22 +204,40 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 		FileSize: int64(len(data)),
 		proto:    &mp,
 	}
-	if err := m.bindDims(opt.Dims, opt.InputShapes); err != nil {
+	if err := m.analyse(opt); err != nil {
 		return nil, err
+	}
+	return m, nil
+}
+
+// analyse binds the dims opt gives, derives the dims tied to them, and builds the graph
+// with shapes, values and costs.
+func (m *Model) analyse(opt Options) error {
+	if err := m.bindDims(opt.Dims, opt.InputShapes); err != nil {
+		return err
 	}
 	m.deriveDims(opt.DefaultDims)
 	if err := m.build(); err != nil {
 		// A defect of the graph (a *diag.Error about a tensor or a node, or a cycle) is a
 		// problem with the file: the file becomes the subject, the defect the cause.
-		return nil, fileErr(path, err, "%v", err)
+		return fileErr(m.Path, err, "%v", err)
 	}
 	if err := m.checkTies(); err != nil {
+		return err
+	}
+	return m.checkDerivedDims()
+}
+
+// Unbound returns the model as Load gives it with no dims bound and no input shapes: the
+// same decoded file (shared, not read again), its shapes inferred once more with every input
+// dim symbolic. Emit uses it to write stage files that keep the dims a plan was bound at.
+// The nodes and tensors are those of m, in the same order.
+func (m *Model) Unbound() (*Model, error) {
+	u := &Model{Path: m.Path, Dir: m.Dir, SHA256: m.SHA256, FileSize: m.FileSize, proto: m.proto}
+	if err := u.analyse(Options{}); err != nil {
 		return nil, err
 	}
-	if err := m.checkDerivedDims(); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return u, nil
 }
 
 // maxNesting bounds protobuf message nesting (subgraphs inside subgraphs).

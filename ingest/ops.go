@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // shapeFunc infers a node's output types, shapes and (for small integer tensors) values.

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // axesArg reads an axes list given as an attribute before opset `since` and as input idx

@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // TestConstantWeightsAreParams loads the same small network twice, once with its weights as

@@ -13,7 +13,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 
 	"github.com/x448/float16"
 )
@@ -292,17 +292,17 @@ func (m *Model) rawBytes(t *onnxpb.TensorProto) ([]byte, bool) {
 		}
 		return buf, true
 	}
-	buf, err := tensorData(t)
+	buf, err := TensorData(t)
 	if err != nil {
 		return nil, false
 	}
 	return buf, true
 }
 
-// tensorData returns the little-endian bytes of a tensor stored inline in the model: its
+// TensorData returns the little-endian bytes of a tensor stored inline in the model: its
 // raw_data, or its typed field (float_data, int32_data, …) converted. The size must match
 // the tensor's shape and type.
-func tensorData(tp *onnxpb.TensorProto) ([]byte, error) {
+func TensorData(tp *onnxpb.TensorProto) ([]byte, error) {
 	dt := graph.DType(tp.GetDataType())
 	want, err := graph.ByteSize(dt, graph.ShapeOf(tp.Dims...))
 	if err != nil || want < 0 {

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // windowCase is one randomly drawn convolution or pool over a small input.

@@ -4,18 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
-	"os"
-	"strings"
 
-	"github.com/onnxpart/onnxpart/internal/atomicfs"
 	"github.com/onnxpart/onnxpart/profile"
-)
-
-// The section UpdateReport adds to report.html sits between these markers, so that a later
-// bench replaces it.
-const (
-	sectionBegin = "<!-- onnxpart bench: begin -->"
-	sectionEnd   = "<!-- onnxpart bench: end -->"
+	"github.com/onnxpart/onnxpart/report"
 )
 
 var sectionTmpl = template.Must(template.New("bench").Funcs(template.FuncMap{
@@ -39,9 +30,7 @@ var sectionTmpl = template.Must(template.New("bench").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%.1f", *x)
 	},
-}).Parse(`<section id="bench" style="font-family:sans-serif;margin:2em 0">
-<h2>Measured in ONNX Runtime (onnxpart bench)</h2>
-<p>{{.Stages}} stages{{if gt .Routes 1}} in {{.Routes}} routes{{end}}, ONNX Runtime {{.ORTVersion}}, {{.Requests}} requests measured in {{printf "%.3g" .Seconds}} s after {{.Warmup}} warm-up, {{.InFlight}} in flight{{if .Interrupted}} (interrupted){{end}}. Ratio: measured ÷ predicted.</p>
+}).Parse(`<p>{{.Stages}} stages{{if gt .Routes 1}} in {{.Routes}} routes{{end}}, ONNX Runtime {{.ORTVersion}}, {{.Requests}} requests measured in {{printf "%.3g" .Seconds}} s after {{.Warmup}} warm-up, {{.InFlight}} in flight{{if .Interrupted}} (interrupted){{end}}. Ratio: measured ÷ predicted.</p>
 <table style="border-collapse:collapse" border="1" cellpadding="4">
 <tr><th></th><th>measured</th><th>predicted</th><th>ratio</th></tr>
 <tr><td>throughput (inferences/s)</td><td>{{f .Throughput.Measured}}</td><td>{{pf .Throughput.Planned}}</td><td>{{r .Throughput.Ratio}}</td></tr>
@@ -55,35 +44,23 @@ var sectionTmpl = template.Must(template.New("bench").Funcs(template.FuncMap{
 {{range .StageTimes}}<tr><td>{{.Route}}</td><td>{{.Stage}}</td><td>{{.Device}}</td><td>{{t .Busy.Measured}}</td><td>{{p .Busy.Planned}}</td><td>{{r .Busy.Ratio}}</td><td>{{t .Wait.Measured}}</td><td>{{p .Wait.Planned}}</td><td>{{r .Wait.Ratio}}</td><td>{{t .Queue}}</td></tr>
 {{end}}</table>
 {{range .Notes}}<p>{{.}}</p>
-{{end}}</section>
-`))
+{{end}}`))
 
-// UpdateReport adds (or replaces) the measured-vs-predicted section of report.html.
+// Section is the measured-vs-predicted section of the report (report.Section "bench").
+func Section(r *Report) (report.Section, error) {
+	var body bytes.Buffer
+	if err := sectionTmpl.Execute(&body, r); err != nil {
+		return report.Section{}, err
+	}
+	return report.Section{ID: "bench", Title: "Measured in ONNX Runtime (onnxpart bench)", Body: template.HTML(body.String())}, nil
+}
+
+// UpdateReport adds the measured-vs-predicted section to the report.html at path, or
+// replaces the one an earlier bench added (report.PutSection).
 func UpdateReport(path string, r *Report) error {
-	data, err := os.ReadFile(path)
+	sec, err := Section(r)
 	if err != nil {
 		return err
 	}
-	var sec bytes.Buffer
-	sec.WriteString(sectionBegin + "\n")
-	if err := sectionTmpl.Execute(&sec, r); err != nil {
-		return err
-	}
-	sec.WriteString(sectionEnd + "\n")
-	s := string(data)
-	if i := strings.Index(s, sectionBegin); i >= 0 {
-		if j := strings.Index(s[i:], sectionEnd); j >= 0 {
-			end := i + j + len(sectionEnd)
-			if end < len(s) && s[end] == '\n' {
-				end++
-			}
-			s = s[:i] + s[end:]
-		}
-	}
-	at := strings.LastIndex(strings.ToLower(s), "</body>")
-	if at < 0 {
-		return fmt.Errorf("%s has no </body>: not a report.html", path)
-	}
-	s = s[:at] + sec.String() + s[at:]
-	return atomicfs.WriteFile(path, []byte(s), 0o644)
+	return report.PutSection(path, sec)
 }

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // KernelBench holds microbenchmarks of ONNX Runtime's CPU kernels on this machine, the

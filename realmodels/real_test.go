@@ -27,9 +27,8 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/access"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
 	"github.com/onnxpart/onnxpart/verify/npy"
@@ -184,7 +183,7 @@ func TestRealModels(t *testing.T) {
 // Runtime and compares each tensor's dtype and shape with inference.
 func checkShapes(t *testing.T, m *ingest.Model, in map[string]*ort.Tensor, dir string) {
 	g := m.Graph
-	mp := proto.Clone(access.ModelProto(m)).(*onnxpb.ModelProto)
+	mp := proto.Clone(m.Proto()).(*onnxpb.ModelProto)
 	have := map[string]bool{}
 	for _, o := range mp.Graph.Output {
 		have[o.GetName()] = true

@@ -14,12 +14,12 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/internal/atomicfs"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 	"github.com/onnxpart/onnxpart/internal/units"
 )
 
 // File is the report's file name inside an output directory.
-const File = stagefile.ReportFile
+const File = outdir.ReportFile
 
 // Options control report.html.
 type Options struct {
@@ -27,6 +27,21 @@ type Options struct {
 	Title string
 	// Producer names the program in the footer (default "onnxpart").
 	Producer string
+	// Sections are added after the report's own sections, before the footer, in order.
+	Sections []Section
+}
+
+// Section is a section that another part of onnxpart adds to the report: onnxpart bench adds
+// the pipeline as measured in ONNX Runtime. Give it with Options.Sections when the report is
+// written, or put it into a report.html written earlier with PutSection.
+type Section struct {
+	// ID is the section element's id, unique in the page (letters, digits, '-' and '_').
+	ID string
+	// Title is the section's heading.
+	Title string
+	// Body is the section's content below the heading. It is trusted HTML: the caller
+	// renders it with html/template, which escapes what came from the model.
+	Body template.HTML
 }
 
 // HTML renders the manifest as one self-contained HTML page: inline CSS and SVG, no
@@ -46,6 +61,11 @@ func HTML(m *emit.Manifest, opt Options) ([]byte, error) {
 	}
 	if len(m.Stages) == 0 {
 		return nil, diag.Input("report: the manifest has no stages")
+	}
+	for _, sec := range opt.Sections {
+		if err := sec.check(); err != nil {
+			return nil, err
+		}
 	}
 	v := buildReport(m, opt)
 	var buf bytes.Buffer
@@ -69,6 +89,7 @@ func Write(m *emit.Manifest, dir string, opt Options) error {
 
 type reportView struct {
 	Title, Producer string
+	Sections        []template.HTML
 	Summary         string
 	Model           modelView
 	Split           []kv
@@ -314,6 +335,9 @@ var inferencePalette = []string{"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76
 
 func buildReport(m *emit.Manifest, opt Options) *reportView {
 	v := &reportView{Title: opt.Title, Producer: opt.Producer}
+	for _, sec := range opt.Sections {
+		v.Sections = append(v.Sections, sec.render())
+	}
 	if v.Title == "" {
 		v.Title = "onnxpart plan: " + m.Model.File
 	}
@@ -1678,4 +1702,4 @@ func niceStep(raw float64) float64 {
 // f1 prints an SVG coordinate with one decimal.
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
-var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"f1": f1}).Parse(reportHTML))
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"f1": f1, "sectionsEnd": func() template.HTML { return sectionsEnd }}).Parse(reportHTML))

@@ -2,7 +2,7 @@ package report
 
 import (
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 )
 
 // workloadView is the report's table of a workload's phases.
@@ -26,7 +26,7 @@ func buildWorkload(m *emit.Manifest) *workloadView {
 		v.Stages = append(v.Stages, st.Index)
 	}
 	for _, ph := range m.Predicted.Workload {
-		r := workloadRow{Name: ph.Name, Dims: stagefile.DimList(ph.Dims), Weight: trimFloat(ph.Weight, 6), Bottleneck: fmtSeconds(ph.BottleneckS),
+		r := workloadRow{Name: ph.Name, Dims: outdir.DimList(ph.Dims), Weight: trimFloat(ph.Weight, 6), Bottleneck: fmtSeconds(ph.BottleneckS),
 			Rate: fmtRate(ph.ThroughputPerS), Latency: fmtSeconds(ph.LatencyS)}
 		for _, t := range ph.StageS {
 			r.StageS = append(r.StageS, fmtSeconds(t))

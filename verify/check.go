@@ -15,8 +15,8 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/access"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // checkErr is the error for the structural problems found in an output directory: a
@@ -203,10 +203,10 @@ func checkStageFile(dir string, i int, st *emit.Stage) []string {
 		reads := append([]string{}, n.Input...)
 		for _, a := range n.Attribute {
 			if a.G != nil {
-				reads = append(reads, access.FreeNames(a.G)...)
+				reads = append(reads, ingest.FreeNames(a.G)...)
 			}
 			for _, sg := range a.Graphs {
-				reads = append(reads, access.FreeNames(sg)...)
+				reads = append(reads, ingest.FreeNames(sg)...)
 			}
 		}
 		for _, r := range reads {

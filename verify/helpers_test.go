@@ -9,9 +9,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 func needORT(t testing.TB) {

@@ -21,10 +21,9 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/access"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/ort"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
+	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
@@ -322,7 +321,7 @@ func (e *Mismatch) Error() string {
 		case o.Problem != "":
 			bad = append(bad, o.Problem)
 		case !o.Pass:
-			bad = append(bad, "at "+stagefile.DimList(o.Dims)+": "+strings.Join(outputProblems(o), ", "))
+			bad = append(bad, "at "+outdir.DimList(o.Dims)+": "+strings.Join(outputProblems(o), ", "))
 		}
 	}
 	return "the stages do not reproduce the model: " + strings.Join(bad, ", ")
@@ -663,9 +662,9 @@ type sizeRunError struct {
 
 func (e *sizeRunError) Error() string {
 	if e.stage < 0 {
-		return fmt.Sprintf("not run at %s: %v", stagefile.DimList(e.dims), e.err)
+		return fmt.Sprintf("not run at %s: %v", outdir.DimList(e.dims), e.err)
 	}
-	return fmt.Sprintf("at %s, stage %d: %v", stagefile.DimList(e.dims), e.stage, e.err)
+	return fmt.Sprintf("at %s, stage %d: %v", outdir.DimList(e.dims), e.stage, e.err)
 }
 
 func (e *sizeRunError) Unwrap() error { return e.err }
@@ -773,7 +772,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	outHints := hints(outNames)
 	// The original model (possibly cached), then, for float16 boundaries, the rounding
 	// reference.
-	plainKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, stagefile.DimList(dims))
+	plainKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, outdir.DimList(dims))
 	orig, err := v.reference(ctx, plainKey, feeds, inNames, outHints, func() (*ort.Session, error) {
 		return ort.NewSession(modelPath, inNames, outNames, sopt)
 	})
@@ -1130,7 +1129,7 @@ func halfBoundaries(g *graph.Graph, man *emit.Manifest) []string {
 // in float16), and the nodes of later stages read the copy. ONNX semantics are unchanged.
 func roundedReference(m *ingest.Model, man *emit.Manifest, rounded []string, inNames, outNames []string, sopt ort.Options) (*ort.Session, error) {
 	g := m.Graph
-	mp := proto.Clone(access.ModelProto(m)).(*onnxpb.ModelProto)
+	mp := proto.Clone(m.Proto()).(*onnxpb.ModelProto)
 	pg := mp.Graph
 	stageOf := map[string]int{} // node label → its only stage (absent when duplicated)
 	for i, st := range man.Stages {

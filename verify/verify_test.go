@@ -19,9 +19,9 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
 
@@ -329,9 +329,9 @@ func TestVerifyDecoderSecondSizes(t *testing.T) {
 	var sizes []string
 	for _, o := range rep.OtherSizes {
 		if o.Skipped != "" || o.Problem != "" || len(o.Outputs) == 0 || !o.Outputs[0].BitExact {
-			t.Errorf("at %s: skipped %q, problem %q", stagefile.DimList(o.Dims), o.Skipped, o.Problem)
+			t.Errorf("at %s: skipped %q, problem %q", outdir.DimList(o.Dims), o.Skipped, o.Problem)
 		}
-		sizes = append(sizes, stagefile.DimList(o.Dims))
+		sizes = append(sizes, outdir.DimList(o.Dims))
 	}
 	// total follows from past and seq (ingest derives it): it has no second size of its
 	// own, and moves with theirs.
@@ -485,9 +485,9 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 	var sizes []string
 	for _, o := range rep.OtherSizes {
 		if !o.Pass || o.Skipped != "" {
-			t.Errorf("at %s: pass %v, skipped %q, problem %q", stagefile.DimList(o.Dims), o.Pass, o.Skipped, o.Problem)
+			t.Errorf("at %s: pass %v, skipped %q, problem %q", outdir.DimList(o.Dims), o.Pass, o.Skipped, o.Problem)
 		}
-		sizes = append(sizes, stagefile.DimList(o.Dims))
+		sizes = append(sizes, outdir.DimList(o.Dims))
 	}
 	if got := strings.Join(sizes, " | "); got != "batch=2, past=16, seq=4, total=20 | batch=1, past=15, seq=4, total=19 | batch=1, past=16, seq=3, total=19" {
 		t.Errorf("second sizes %s", got)
@@ -518,7 +518,7 @@ func TestVerifyDecoderPrefill(t *testing.T) {
 	}
 	for _, o := range rep.OtherSizes {
 		if !o.Pass || o.Dims["past"] != 0 {
-			t.Errorf("prefill at %s: pass %v, %s%s", stagefile.DimList(o.Dims), o.Pass, o.Skipped, o.Problem)
+			t.Errorf("prefill at %s: pass %v, %s%s", outdir.DimList(o.Dims), o.Pass, o.Skipped, o.Problem)
 		}
 	}
 
@@ -546,7 +546,7 @@ func TestVerifyLlamaPrefill(t *testing.T) {
 		}
 		for _, o := range rep.OtherSizes {
 			if !o.Pass || o.Skipped != "" || o.Dims["total"] != o.Dims["past"]+o.Dims["seq"] {
-				t.Errorf("%v at %s: pass %v, %s%s", opt.Dims, stagefile.DimList(o.Dims), o.Pass, o.Skipped, o.Problem)
+				t.Errorf("%v at %s: pass %v, %s%s", opt.Dims, outdir.DimList(o.Dims), o.Pass, o.Skipped, o.Problem)
 			}
 		}
 		empty := 0

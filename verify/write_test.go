@@ -20,8 +20,8 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // The tests of emit.Write whose outputs are then checked with Check and Run: they live here,

@@ -16,7 +16,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 )
 
 // onnxruntime-genai's pipeline decoder (--emit genai): genai_config.json in the output
@@ -38,7 +38,7 @@ import (
 // refuses context_length 0 at load) and -1 for a token id.
 
 // File is onnxruntime-genai's configuration file name inside an output directory.
-const File = stagefile.GenAIFile
+const File = outdir.GenAIFile
 
 // ModelType is the model type of genai's pipeline decoder (src/models/model_type.h).
 const ModelType = "decoder-pipeline"
@@ -220,7 +220,7 @@ func Write(dir string, m *ingest.Model, man *emit.Manifest, opt *Options) error 
 	if err != nil {
 		return err
 	}
-	return stagefile.WriteFileSync(filepath.Join(dir, File), append(b, '\n'))
+	return outdir.WriteFileSync(filepath.Join(dir, File), append(b, '\n'))
 }
 
 // genaiNote prefixes the notes about genai_config.json.

@@ -18,8 +18,8 @@ import (
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
 // genaiFields are the fields onnxruntime-genai's parser accepts, per object of

@@ -16,11 +16,11 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/atomicfs"
-	"github.com/onnxpart/onnxpart/internal/stagefile"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 )
 
 // Dir is the Triton model repository's directory name inside an output directory.
-const Dir = stagefile.TritonDir
+const Dir = outdir.TritonDir
 
 // Options control the Triton model repository.
 type Options struct {
@@ -110,7 +110,7 @@ func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) 
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+stagefile.TempBase(abs)+".tmp-")
+	tmp, err := os.MkdirTemp(parent, "."+outdir.TempBase(abs)+".tmp-")
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) 
 		if err := os.MkdirAll(filepath.Join(md, "1"), 0o755); err != nil {
 			return err
 		}
-		if err := stagefile.WriteFileSync(filepath.Join(md, "config.pbtxt"), tm.Config); err != nil {
+		if err := outdir.WriteFileSync(filepath.Join(md, "config.pbtxt"), tm.Config); err != nil {
 			return err
 		}
 		if tm.Stage < 0 {

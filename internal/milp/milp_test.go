@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lanl/highs"
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 const tol = 1e-6
@@ -697,6 +698,24 @@ func BenchmarkSolveKnapsack(b *testing.B) {
 		r, err := m.Solve(context.Background(), Options{RelGap: 1e-9})
 		if err != nil || math.Abs(r.Objective-want) > tol {
 			b.Fatalf("%v (%v), want %v", r.Objective, err, want)
+		}
+	}
+}
+
+// A malformed model or option is a defect of the caller, not of the user's input: its error
+// is of kind internal (exit code 70), so that it is reported as a bug.
+func TestMalformedModelIsInternal(t *testing.T) {
+	for name, c := range map[string]struct {
+		m   *Model
+		opt Options
+	}{
+		"bounds":   {&Model{Obj: []float64{1}, ColLo: []float64{0}}, Options{}},
+		"nan cost": {&Model{Obj: []float64{math.NaN()}, ColLo: []float64{0}, ColHi: []float64{1}}, Options{}},
+		"presolve": {&Model{Obj: []float64{1}, ColLo: []float64{0}, ColHi: []float64{1}}, Options{Presolve: "maybe"}},
+	} {
+		_, err := c.m.Solve(context.Background(), c.opt)
+		if err == nil || diag.KindOf(err) != diag.KindInternal {
+			t.Errorf("%s: got %v (kind %v), want an internal error", name, err, diag.KindOf(err))
 		}
 	}
 }

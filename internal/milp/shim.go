@@ -93,11 +93,11 @@ static void onnxpart_interrupt(onnxpart_ctl* ctl) {
 import "C"
 
 import (
-	"fmt"
 	"runtime"
 	"unsafe"
 
 	"github.com/lanl/highs"
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // RawModel's only field is `obj unsafe.Pointer` in lanl/highs v1.0.0 (pinned in go.mod).
@@ -122,11 +122,11 @@ func newInstance() (*instance, error) {
 	runtime.SetFinalizer(raw, nil)
 	in := &instance{raw: raw, obj: *(*unsafe.Pointer)(unsafe.Pointer(raw))}
 	if in.obj == nil {
-		return nil, fmt.Errorf("milp: Highs_create returned NULL")
+		return nil, diag.Internal("milp: Highs_create returned NULL")
 	}
 	if n := C.Highs_getSizeofHighsInt(in.obj); n != 4 || unsafe.Sizeof(C.HighsInt(0)) != 4 {
 		in.free()
-		return nil, fmt.Errorf("milp: HiGHS was built with %d-byte HighsInt, the shim assumes 4", n)
+		return nil, diag.Internal("milp: HiGHS was built with %d-byte HighsInt, the shim assumes 4", n)
 	}
 	return in, nil
 }
@@ -178,10 +178,10 @@ func (in *instance) watch(interruptible, logToStderr bool) error {
 	}
 	in.ctl = (*C.onnxpart_ctl)(C.calloc(1, C.size_t(unsafe.Sizeof(C.onnxpart_ctl{}))))
 	if in.ctl == nil {
-		return fmt.Errorf("milp: out of memory for the callback state")
+		return diag.Internal("milp: out of memory for the callback state")
 	}
 	if st := callStatus(C.onnxpart_set_callback(in.obj, in.ctl)); st.failed() {
-		return fmt.Errorf("milp: Highs_setCallback failed")
+		return diag.Internal("milp: Highs_setCallback failed")
 	}
 	var types []int
 	if logToStderr {
@@ -192,7 +192,7 @@ func (in *instance) watch(interruptible, logToStderr bool) error {
 	}
 	for _, t := range types {
 		if st := callStatus(C.Highs_startCallback(in.obj, C.int(t))); st.failed() {
-			return fmt.Errorf("milp: Highs_startCallback(%d) failed", t)
+			return diag.Internal("milp: Highs_startCallback(%d) failed", t)
 		}
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // defaultPresolveRuleOff is presolve_rule_off's value when Options.PresolveRuleOff is 0.
@@ -132,7 +134,7 @@ func (m *Model) solve(ctx context.Context, opt Options) (*Result, error) {
 	res.Elapsed = time.Since(begin)
 	if runStatus.failed() || res.Status == Error {
 		res.Status = Error
-		return res, fmt.Errorf("milp: HiGHS solve failed (model status %d)", in.modelStatus())
+		return res, diag.Internal("milp: HiGHS solve failed (model status %d)", in.modelStatus())
 	}
 	return res, nil
 }
@@ -164,77 +166,77 @@ func (m *Model) isMIP(opt Options) bool {
 func (m *Model) validate(opt Options) error {
 	n := len(m.Obj)
 	if len(m.ColLo) != n || len(m.ColHi) != n {
-		return fmt.Errorf("milp: %d costs but %d lower and %d upper column bounds", n, len(m.ColLo), len(m.ColHi))
+		return diag.Internal("milp: %d costs but %d lower and %d upper column bounds", n, len(m.ColLo), len(m.ColHi))
 	}
 	if len(m.Integer) != 0 && len(m.Integer) != n {
-		return fmt.Errorf("milp: %d columns but %d integrality flags", n, len(m.Integer))
+		return diag.Internal("milp: %d columns but %d integrality flags", n, len(m.Integer))
 	}
 	if len(m.Names) != 0 && len(m.Names) != n {
-		return fmt.Errorf("milp: %d columns but %d names", n, len(m.Names))
+		return diag.Internal("milp: %d columns but %d names", n, len(m.Names))
 	}
 	rows := len(m.RowLo)
 	if len(m.RowHi) != rows || len(m.RowCols) != rows || len(m.RowVals) != rows {
-		return fmt.Errorf("milp: inconsistent row counts: %d lower, %d upper bounds, %d index and %d value lists",
+		return diag.Internal("milp: inconsistent row counts: %d lower, %d upper bounds, %d index and %d value lists",
 			rows, len(m.RowHi), len(m.RowCols), len(m.RowVals))
 	}
 	if n > math.MaxInt32 || rows > math.MaxInt32 {
-		return fmt.Errorf("milp: model too large for HiGHS (%d columns, %d rows)", n, rows)
+		return diag.Input("milp: model too large for HiGHS (%d columns, %d rows)", n, rows)
 	}
 	for j := range n {
 		if math.IsNaN(m.Obj[j]) || math.IsInf(m.Obj[j], 0) {
-			return fmt.Errorf("milp: column %s has cost %v", m.colName(j), m.Obj[j])
+			return diag.Internal("milp: column %s has cost %v", m.colName(j), m.Obj[j])
 		}
 		if math.IsNaN(m.ColLo[j]) || math.IsNaN(m.ColHi[j]) {
-			return fmt.Errorf("milp: column %s has a NaN bound", m.colName(j))
+			return diag.Internal("milp: column %s has a NaN bound", m.colName(j))
 		}
 	}
 	nnz := 0
 	for i := range rows {
 		if math.IsNaN(m.RowLo[i]) || math.IsNaN(m.RowHi[i]) {
-			return fmt.Errorf("milp: row %d has a NaN bound", i)
+			return diag.Internal("milp: row %d has a NaN bound", i)
 		}
 		if len(m.RowCols[i]) != len(m.RowVals[i]) {
-			return fmt.Errorf("milp: row %d has %d columns but %d coefficients", i, len(m.RowCols[i]), len(m.RowVals[i]))
+			return diag.Internal("milp: row %d has %d columns but %d coefficients", i, len(m.RowCols[i]), len(m.RowVals[i]))
 		}
 		for k, j := range m.RowCols[i] {
 			if j < 0 || j >= n {
-				return fmt.Errorf("milp: row %d refers to column %d of %d", i, j, n)
+				return diag.Internal("milp: row %d refers to column %d of %d", i, j, n)
 			}
 			if v := m.RowVals[i][k]; math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("milp: row %d has coefficient %v for column %s", i, v, m.colName(j))
+				return diag.Internal("milp: row %d has coefficient %v for column %s", i, v, m.colName(j))
 			}
 		}
 		nnz += len(m.RowCols[i])
 	}
 	if nnz > math.MaxInt32 {
-		return fmt.Errorf("milp: model too large for HiGHS (%d nonzeros)", nnz)
+		return diag.Input("milp: model too large for HiGHS (%d nonzeros)", nnz)
 	}
 	if opt.Start != nil {
 		if len(opt.Start) != n {
-			return fmt.Errorf("milp: MIP start has %d values for %d columns", len(opt.Start), n)
+			return diag.Internal("milp: MIP start has %d values for %d columns", len(opt.Start), n)
 		}
 		for j, v := range opt.Start {
 			if math.IsNaN(v) {
-				return fmt.Errorf("milp: MIP start value of column %s is NaN", m.colName(j))
+				return diag.Internal("milp: MIP start value of column %s is NaN", m.colName(j))
 			}
 		}
 	}
 	switch opt.Presolve {
 	case "", "on", "off":
 	default:
-		return fmt.Errorf("milp: Presolve must be \"\", \"on\" or \"off\", not %q", opt.Presolve)
+		return diag.Internal("milp: Presolve must be \"\", \"on\" or \"off\", not %q", opt.Presolve)
 	}
 	if opt.RelGap < 0 || opt.AbsGap < 0 || math.IsNaN(opt.RelGap) || math.IsNaN(opt.AbsGap) {
-		return fmt.Errorf("milp: negative or NaN gap (RelGap %v, AbsGap %v)", opt.RelGap, opt.AbsGap)
+		return diag.Internal("milp: negative or NaN gap (RelGap %v, AbsGap %v)", opt.RelGap, opt.AbsGap)
 	}
 	if opt.HasCutoff && math.IsNaN(opt.Cutoff) {
 		return errors.New("milp: Cutoff is NaN")
 	}
 	if opt.TimeLimit < 0 {
-		return fmt.Errorf("milp: negative TimeLimit %v", opt.TimeLimit)
+		return diag.Internal("milp: negative TimeLimit %v", opt.TimeLimit)
 	}
 	if opt.MaxNodes < 0 || opt.MaxNodes > math.MaxInt32 {
-		return fmt.Errorf("milp: MaxNodes %d out of range", opt.MaxNodes)
+		return diag.Internal("milp: MaxNodes %d out of range", opt.MaxNodes)
 	}
 	return nil
 }
@@ -292,7 +294,7 @@ func (m *Model) load(in *instance, opt Options, mip bool) error {
 	}
 	// Logging is configured before the model is passed, since passing logs a header.
 	if err := in.raw.SetBoolOption("output_flag", opt.Log); err != nil {
-		return fmt.Errorf("milp: setting output_flag: %w", err)
+		return diag.Internal("milp: setting output_flag: %w", err)
 	}
 	if st := in.pass(m.Maximize, m.Obj, m.ColLo, m.ColHi, m.RowLo, m.RowHi, start, index, value, integrality); st.failed() {
 		return errors.New("milp: HiGHS rejected the model (Highs_passMip); run with Options.Log for its reason")
@@ -306,7 +308,7 @@ func setOptions(in *instance, opt Options, timeLimit time.Duration, maximize boo
 	var firstErr error
 	check := func(name string, err error) {
 		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("milp: setting HiGHS option %s: %w", name, err)
+			firstErr = diag.Internal("milp: setting HiGHS option %s: %w", name, err)
 		}
 	}
 	check("threads", r.SetIntOption("threads", SetThreads(1)))

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/lanl/highs"
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // WriteMPS writes the model to path for debugging, as free MPS (HiGHS's LP format when path
@@ -28,7 +29,7 @@ func (m *Model) WriteMPS(path string) error {
 	if len(m.Names) > 0 {
 		for j, name := range uniqueNames(m.Names) {
 			if in.passColName(j, name).failed() {
-				return fmt.Errorf("milp: HiGHS rejected column name %q", name)
+				return diag.Internal("milp: HiGHS rejected column name %q", name)
 			}
 		}
 	}
@@ -38,7 +39,7 @@ func (m *Model) WriteMPS(path string) error {
 		err = nil // e.g. "writing default names"
 	}
 	if err != nil {
-		return fmt.Errorf("milp: writing %s: %w", path, err)
+		return diag.Input("milp: writing %s: %v", path, err).About(diag.File, path).Wrap(err)
 	}
 	return nil
 }

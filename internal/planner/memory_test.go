@@ -16,7 +16,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/profile"
 )
 

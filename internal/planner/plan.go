@@ -244,7 +244,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
 		defer cancel()
 	}
-	p := &run{ctx: ctx, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
+	p := &run{ctx: ctx, m: m, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
 	for _, ph := range planPhases {
 		t := time.Now()
 		if opt.Progress != nil {
@@ -286,6 +286,7 @@ var planPhases = []planPhase{
 // ones, and the Result the last ones fill. Nothing of a plan travels in Options.
 type run struct {
 	ctx       context.Context
+	m         *ingest.Model
 	g         *graph.Graph // the model's graph
 	c         *profile.Cluster
 	opt       Options
@@ -422,6 +423,12 @@ func (p *run) options() error {
 		return diag.Usage("%s plans the throughput of a batch; %s plans one input (leave out one of them)", opt.say("Batch", strconv.Itoa(opt.Batch)), opt.say("Objective", string(Latency))).About(diag.Option, opt.name("Batch"))
 	case batched && len(devs) > MaxPlacementDevices:
 		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out %s", MaxPlacementDevices, len(devs), opt.name("Batch"))
+	}
+	if batched && p.m != nil {
+		// Batched kernels are priced only where the stage files can run them.
+		if err := emit.CheckBatch(p.m, opt.Batch); err != nil {
+			return err
+		}
 	}
 	switch opt.Objective {
 	case Throughput, Latency:
@@ -597,6 +604,10 @@ func (p *run) memory() error { return p.r.checkMemory(p.g, p.mg) }
 // route in its own subdirectory (RouteDir), written with the stage files by WriteDir; the
 // manifest's batch section lists them.
 func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.Layout, error) {
+	if r.Batch != nil {
+		// The plan priced batched kernels: the stage files take the batch.
+		opt.Batch = r.Batch.Inputs
+	}
 	if r.Batch != nil && len(r.Batch.Routes) > 1 {
 		return prepareRoutes(m, r, opt, seed)
 	}
@@ -609,7 +620,7 @@ func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*e
 	for i := 1; i < len(routes); i++ {
 		// Every route directory is complete: stage files, manifest and the same extras
 		// (report, Triton repository) as route 0's.
-		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras, FreezeDims: opt.FreezeDims}
+		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras, FreezeDims: opt.FreezeDims, Batch: opt.Batch}
 		rp := &r.Batch.Routes[i]
 		l, err := prepareOne(m, r, rp.Assignment, rp.Stages, ro, seed)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/onnxpb"
+	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/verify"
 )
 

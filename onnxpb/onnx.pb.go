@@ -17,11 +17,12 @@
 package onnxpb
 
 import (
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -2969,7 +2970,7 @@ const file_onnx_proto_rawDesc = "" +
 	"\x0eOperatorStatus\x12\x10\n" +
 	"\fEXPERIMENTAL\x10\x00\x12\n" +
 	"\n" +
-	"\x06STABLE\x10\x01B\x1aZ\x18onnxpart/internal/onnxpb"
+	"\x06STABLE\x10\x01B%Z#github.com/onnxpart/onnxpart/onnxpb"
 
 var (
 	file_onnx_proto_rawDescOnce sync.Once

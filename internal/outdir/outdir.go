@@ -1,4 +1,4 @@
-// Package stagefile holds what the packages that write into an onnxpart output directory
+// Package outdir holds what the packages that write into an onnxpart output directory
 // share: the names of the entries other than the stage files and the manifest, and the
 // synced, create-only file writing they all use.
 //
@@ -7,7 +7,7 @@
 // reports and verification messages print. Package emit writes the stage files and the
 // manifest and, when it replaces a previous output (--force), recognises the entries named
 // here as onnxpart's own; packages report, deploy/triton and deploy/genai write them.
-package stagefile
+package outdir
 
 import (
 	"fmt"

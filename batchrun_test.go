@@ -1,0 +1,194 @@
+package onnxpart_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/emit"
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
+	"github.com/onnxpart/onnxpart/onnxpb"
+	"github.com/onnxpart/onnxpart/profile"
+)
+
+// TestBatchedStagesRunTheBatch (issue 40): a plan that prices a batch of N as batched kernels
+// writes stage files that take that batch. resnet50_small fixes its input at [1,3,224,224];
+// before the fix its batched plan's stage0.onnx took [1,...] only. Every route's chain is run
+// in ONNX Runtime on the route's whole batch at once (distinct inputs) and each input's slice
+// of every model output must equal the unmodified model's output for that input alone.
+func TestBatchedStagesRunTheBatch(t *testing.T) {
+	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 8, Seed: 3, Reproducible: true, TimeLimit: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := onnxpart.Prepare(m, r, emit.Options{}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := l.WriteDir(out); err != nil {
+		t.Fatal(err)
+	}
+	for i, rt := range r.Batch.Routes {
+		dir := filepath.Join(out, onnxpart.RouteDir(i))
+		man, err := emit.ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range man.Stages {
+			for _, ref := range append(append([]emit.TensorRef{}, st.Inputs...), st.Outputs...) {
+				if len(ref.Shape) == 0 || ref.Shape[0].Param != "batch" {
+					t.Fatalf("route %d %s: %s is %v, want a symbolic leading batch dim", i, st.File, ref.Name, graph.Shape(ref.Shape))
+				}
+			}
+		}
+		if err := ort.Init(); err != nil {
+			t.Logf("ONNX Runtime not available (%v): the stages are not run", err)
+			continue
+		}
+		checkChainAtBatch(t, m.Path, dir, man, rt.Inputs)
+	}
+}
+
+// checkChainAtBatch runs the stage chain of man at batch n and the model once per input.
+func checkChainAtBatch(t *testing.T, model, dir string, man *emit.Manifest, n int) {
+	t.Helper()
+	ins, outs, err := ort.ModelIO(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, uint64(n)))
+	one := make([]map[string]*ort.Tensor, n) // per input
+	batch := map[string]*ort.Tensor{}
+	for _, in := range ins {
+		if in.DType != graph.Float {
+			t.Fatalf("input %s: %v, the test feeds float32", in.Name, in.DType)
+		}
+		var all bytes.Buffer
+		for k := range n {
+			v := &ort.Tensor{DType: in.DType, Shape: append([]int64{}, in.Shape...)}
+			v.Data = make([]byte, 4*v.Elements())
+			for j := 0; j < len(v.Data); j += 4 {
+				binary.LittleEndian.PutUint32(v.Data[j:], math.Float32bits(float32(rng.NormFloat64())))
+			}
+			if one[k] == nil {
+				one[k] = map[string]*ort.Tensor{}
+			}
+			one[k][in.Name] = v
+			all.Write(v.Data)
+		}
+		shape := append([]int64{int64(n)}, in.Shape[1:]...)
+		batch[in.Name] = &ort.Tensor{DType: in.DType, Shape: shape, Data: all.Bytes()}
+	}
+	var inNames, outNames []string
+	for _, in := range ins {
+		inNames = append(inNames, in.Name)
+	}
+	for _, o := range outs {
+		outNames = append(outNames, o.Name)
+	}
+	ref, err := ort.NewSession(model, inNames, outNames, ort.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	values := batch
+	for _, st := range man.Stages {
+		var sin, sout []string
+		feeds := map[string]*ort.Tensor{}
+		for _, in := range st.Inputs {
+			sin = append(sin, in.Name)
+			feeds[in.Name] = values[in.Name]
+		}
+		for _, o := range st.Outputs {
+			sout = append(sout, o.Name)
+		}
+		s, err := ort.NewSession(filepath.Join(dir, st.File), sin, sout, ort.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Run(feeds, nil)
+		s.Close()
+		if err != nil {
+			t.Fatalf("%s at batch %d: %v", st.File, n, err)
+		}
+		for k, v := range got {
+			values[k] = v
+		}
+	}
+	for k := range n {
+		want, err := ref.Run(one[k], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range outNames {
+			w, g := want[name], values[name]
+			if g == nil || g.Shape[0] != int64(n) {
+				t.Fatalf("output %s of the chain: %+v, want a leading batch of %d", name, g, n)
+			}
+			size := len(w.Data)
+			slice := g.Data[k*size : (k+1)*size]
+			for j := 0; j < size; j += 4 {
+				a := math.Float32frombits(binary.LittleEndian.Uint32(w.Data[j:]))
+				b := math.Float32frombits(binary.LittleEndian.Uint32(slice[j:]))
+				if math.Abs(float64(a-b)) > 1e-4*(1+math.Abs(float64(a))) {
+					t.Fatalf("output %s, input %d of %d, element %d: chain %g, model %g", name, k, n, j/4, b, a)
+				}
+			}
+		}
+	}
+}
+
+// TestBatchRefusedWhereTheGraphPinsIt: a model whose Reshape pins the batch at 1 (a constant
+// shape [1,-1]) cannot take a batch; --batch refuses with the reason, naming the tensor,
+// before any plan.
+func TestBatchRefusedWhereTheGraphPinsIt(t *testing.T) {
+	mp := &onnxpb.ModelProto{IrVersion: ptr(int64(8)), OpsetImport: testmodel.Opsets(), Graph: &onnxpb.GraphProto{
+		Name:  ptr("pinned"),
+		Input: []*onnxpb.ValueInfoProto{testmodel.VInfo("x", graph.Float, 1, 8, 4, 4)},
+		Initializer: []*onnxpb.TensorProto{
+			{Name: ptr("shape"), DataType: ptr(int32(onnxpb.TensorProto_INT64)), Dims: []int64{2}, Int64Data: []int64{1, -1}},
+			testmodel.FloatTensor("w", []int64{128, 10}, make([]float32, 1280)...),
+		},
+		Node: []*onnxpb.NodeProto{
+			testmodel.Node("Relu", "relu", []string{"x"}, []string{"r"}),
+			testmodel.Node("Reshape", "flat", []string{"r", "shape"}, []string{"f"}),
+			testmodel.Node("MatMul", "fc", []string{"f", "w"}, []string{"y"}),
+		},
+		Output: []*onnxpb.ValueInfoProto{testmodel.VInfo("y", graph.Float, 1, 10)},
+	}}
+	m := testmodel.LoadPath(t, testmodel.WriteModel(t, mp))
+	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 4, Seed: 1, Reproducible: true, TimeLimit: 5 * time.Second})
+	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), "cannot take a batch") || !strings.Contains(err.Error(), `"y" is [1,10] at batch`) {
+		t.Fatalf("got %v, want a usage error saying the stage files cannot take a batch, naming output y and its shape", err)
+	}
+	// Without --batch the same model plans.
+	if _, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Seed: 1, Reproducible: true, TimeLimit: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
