@@ -181,7 +181,7 @@ func TestBatchStageCap(t *testing.T) {
 	for _, k := range []int{0, 1, 2} {
 		r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{K: k, Batch: 8, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
 		if diag.KindOf(err) == diag.KindUsage {
-			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("-k %d", k)) || !strings.Contains(msg, "stages") {
+			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("Options.K = %d", k)) || !strings.Contains(msg, "stages") {
 				t.Fatalf("-k %d: usage error %q does not say why", k, msg)
 			}
 			t.Logf("-k %d: %v", k, err)

@@ -29,13 +29,19 @@ import (
 	"github.com/onnxpart/onnxpart/profile"
 )
 
-// Objectives (Options.Objective).
+// Objective is what a plan optimises (Options.Objective, Result.Objective).
+type Objective = planner.Objective
+
+// Objectives.
 const (
-	Throughput = planner.Throughput
-	Latency    = planner.Latency
+	Throughput = planner.Throughput // a pipeline (or a batched placement): the busiest stage
+	Latency    = planner.Latency    // a placement: the makespan of one input
 )
 
-// Where a pipeline may cut (Options.CutAt).
+// Cut says where a pipeline may cut (Options.CutAt).
+type Cut = planner.Cut
+
+// Where a pipeline may cut.
 const (
 	// CutAny lets a cut fall between any two nodes.
 	CutAny = planner.CutAny
@@ -46,6 +52,38 @@ const (
 	// when that costs at most AutoBlockSlack of throughput against the best plan cutting
 	// anywhere, and anywhere otherwise; a note says which and what it cost.
 	CutAuto = planner.CutAuto
+)
+
+// Solver names the search of a pipeline or the method of a placement (Options.Solver).
+type Solver = planner.Solver
+
+// Solvers. SolverAuto (or "") picks the objective's default; the others belong to one kind
+// of plan, and a solver of the other kind is a usage error.
+const (
+	SolverAuto = planner.SolverAuto
+	// Pipelines.
+	SolverBRKGA  = planner.SolverBRKGA
+	SolverRandom = planner.SolverRandom
+	SolverMLA    = planner.SolverMLA
+	// Latency and batched placements.
+	SolverMET    = planner.SolverMET
+	SolverGreedy = planner.SolverGreedy
+	SolverHEFT   = planner.SolverHEFT
+	SolverEA     = planner.SolverEA
+	SolverSA     = planner.SolverSA
+	SolverMILP   = planner.SolverMILP
+	SolverSplit  = planner.SolverSplit
+)
+
+// Bounds is how hard a plan's lower bound is worked for (Options.Bounds).
+type Bounds = planner.Bounds
+
+// Bound efforts ("" is BoundsFast).
+const (
+	BoundsNone   = planner.BoundsNone
+	BoundsSimple = planner.BoundsSimple
+	BoundsFast   = planner.BoundsFast
+	BoundsFull   = planner.BoundsFull
 )
 
 // AutoBlockSlack is the throughput CutAuto gives up for block-boundary cuts: the block plan

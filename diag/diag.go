@@ -104,9 +104,12 @@ const (
 	Flag
 	// Dim is a symbolic dimension of the model, by name.
 	Dim
+	// Option is an option of a library call, by the name its caller knows it by: the Go
+	// field ("Options.GPUIDs"), or the flag the command set it from ("--gpu-ids").
+	Option
 )
 
-var subjectNames = [...]string{None: "", File: "file", Node: "node", Tensor: "tensor", Device: "device", Stage: "stage", Flag: "flag", Dim: "dim"}
+var subjectNames = [...]string{None: "", File: "file", Node: "node", Tensor: "tensor", Device: "device", Stage: "stage", Flag: "flag", Dim: "dim", Option: "option"}
 
 // String returns the subject kind's name: "file", "node", ….
 func (s SubjectKind) String() string {

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/onnxpb"
-	"github.com/onnxpart/onnxpart/partition"
 )
 
 // TestConstantWeightsAreParams loads the same small network twice, once with its weights as
@@ -85,26 +84,5 @@ func TestConstantWeightsAreParams(t *testing.T) {
 	// The graph's own total (the manifest's params_bytes, the plan's memory check) agrees.
 	if got := b.Graph.ParamBytes(); got != sa.ParamsBytes {
 		t.Errorf("graph.ParamBytes with Constant weights = %d, want %d", got, sa.ParamsBytes)
-	}
-	// The partitioner's problem: Constant values are parameters of their readers, split
-	// among them as initializers are, and never a tensor crossing stages (emit duplicates
-	// weight-only nodes into every stage that reads them).
-	for _, m := range []*Model{a, b} {
-		p, err := partition.FromGraph(m.Graph, 2, partition.GraphCosts{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var params float64
-		for _, x := range p.Params {
-			params += x
-		}
-		if int64(params+0.5) != sa.ParamsBytes {
-			t.Errorf("partition problem params %.0f B, want %d", params, sa.ParamsBytes)
-		}
-		for _, tn := range p.Tensors {
-			if m.Graph.Nodes[tn.Producer].Static {
-				t.Errorf("tensor %s of weight-only node %s is a transfer", tn.Name, m.Graph.Nodes[tn.Producer].Label())
-			}
-		}
 	}
 }

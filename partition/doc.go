@@ -8,8 +8,9 @@
 // link bandwidth B, fast memory M (parameter overflow, Eq. (2)), an optional hard memory cap
 // per stage, colocation groups, and optionally several Devices (per-device work, bandwidth
 // and memory, with counts) for heterogeneous pipelines. The package knows nothing of ONNX:
-// FromGraph adapts a graph.Graph, and package partition/instances reads the dnn-partitioning
-// JSON instances and generates REGAL-like and layered DAGs.
+// the planner (internal/planner) builds a Problem from a model's graph and its costs, and
+// package partition/instances reads the dnn-partitioning JSON instances and generates
+// REGAL-like and layered DAGs.
 //
 // What comes out: a Plan — the stage (and device) of every node, per-stage costs by
 // Eq. (3) recomputed from scratch by Problem.Evaluate (the single judge of every plan), the

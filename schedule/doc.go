@@ -89,9 +89,10 @@
 // `go test` runs a few thousand, ONNXPART_FUZZ_CERT=N (TestCertificatesLong) N more, and
 // FuzzCertificates drives the generator from fuzz input.
 //
-// Sub-package fromgraph builds a Problem from an operator graph and a profile cost model (the
-// CLI's path for ONNX models); sub-package instances reads Moirai's CSVs and generates RandWire
-// stacks; bench/schedule (at the repository root) prints the benchmark tables (make bench-schedule).
+// The planner (internal/planner) builds a Problem from a model's graph and its costs (the
+// CLI's path for ONNX models, and the benchmarks'); sub-package instances reads Moirai's CSVs
+// and generates RandWire stacks; bench/schedule (at the repository root) prints the benchmark
+// tables (make bench-schedule).
 //
 // Units: one time unit throughout (the benchmarks use milliseconds); bytes and bandwidth in
 // bytes per time unit. Every method is deterministic for a given seed when it stops on its

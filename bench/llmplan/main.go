@@ -52,7 +52,7 @@ func main() {
 		} {
 			m, err := ingest.Load(path, ingest.Options{Dims: ph.dims})
 			check(err)
-			for _, cut := range []string{onnxpart.CutAny, onnxpart.CutBlocks} {
+			for _, cut := range []onnxpart.Cut{onnxpart.CutAny, onnxpart.CutBlocks} {
 				r, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{Seed: 1, Reproducible: true, TimeLimit: *limit, CutAt: cut})
 				check(err)
 				l, err := onnxpart.Prepare(m, r, emit.Options{}, 1)

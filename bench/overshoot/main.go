@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/schedule"
-	"github.com/onnxpart/onnxpart/schedule/fromgraph"
 	"github.com/onnxpart/onnxpart/schedule/instances"
 )
 
@@ -50,19 +50,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
-		p, _, err := fromgraph.Problem(m.Graph, cm, fromgraph.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		list = append(list, inst{name, p})
+		// The planner's own problems (times in seconds), latency and batched in 4 granules.
+		pr := planner.Price(m.Graph, cm)
+		devs := []int{0, 1, 2}
+		list = append(list, inst{name, planner.PlacementProblem(m.Graph, cl, pr, devs, 1, 1)})
 		if *batch > 1 {
-			pb, _, err := fromgraph.Problem(m.Graph, cm, fromgraph.Options{Batch: *batch})
-			if err == nil {
-				list = append(list, inst{fmt.Sprintf("%s B=%d", name, *batch), pb})
-			} else {
-				fmt.Fprintln(os.Stderr, err)
+			if *batch%4 != 0 {
+				fmt.Fprintf(os.Stderr, "-batch %d: want a multiple of 4 granules\n", *batch)
+				os.Exit(2)
 			}
+			list = append(list, inst{fmt.Sprintf("%s B=%d", name, *batch), planner.PlacementProblem(m.Graph, cl, pr, devs, 4, *batch/4)})
 		}
 	}
 	if *stacks {

@@ -28,10 +28,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/milp"
+	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/partition/instances"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func main() {
@@ -291,7 +294,13 @@ func regalTable(from, graphs int, ks []int, budget time.Duration, exactPar int, 
 func onnxTable(dir string, limit time.Duration, seed int64) {
 	fmt.Printf("## ONNX corpus (%s): plan, bound, gap, baseline bottleneck / ours, %v limit per solve\n\n", dir, limit)
 	fmt.Println("Costs: roofline work = max(FLOPs / 1 TFLOP/s, bytes / 100 GB/s), link B = 10 GB/s, activation bytes from ingest; bounds fast, BoundGap 0.01.")
+	fmt.Println("Problems are the planner's own (internal/planner.PipelineProblem) on k A100-80GB: memory per node is its weights and state, capped at the device's capacity less its reserve.")
 	fmt.Println()
+	cl, err := profile.Resolve(context.Background(), "8xA100-80G", profile.Options{})
+	if err != nil {
+		fmt.Printf("not run: %v\n\n", err)
+		return
+	}
 	fmt.Println("| model | nodes | k | ours (ms) | lower bound (ms) | method | gap | uniform | parameters | time | pipedream | s |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.onnx"))
@@ -307,7 +316,7 @@ func onnxTable(dir string, limit time.Duration, seed int64) {
 			continue
 		}
 		for _, k := range []int{2, 4, 8} {
-			p, err := partition.FromGraph(m.Graph, k, partition.GraphCosts{FLOPS: 1e12, MemBandwidth: 1e11, LinkBandwidth: 1e10})
+			p, err := rooflineProblem(m.Graph, cl, k)
 			if err != nil {
 				fmt.Printf("| %s | %d | %v |\n", filepath.Base(f), k, err)
 				continue
@@ -333,6 +342,34 @@ func onnxTable(dir string, limit time.Duration, seed int64) {
 		}
 	}
 	fmt.Println()
+}
+
+// rooflineProblem is the planner's pipeline problem of g on the first k devices of c, priced
+// by the table's roofline: work = max(FLOPs / 1 TFLOP/s, (input + param + output bytes) /
+// 100 GB/s) on every device, links of 10 GB/s with no latency, no call costs.
+func rooflineProblem(g *graph.Graph, c *profile.Cluster, k int) (*partition.Problem, error) {
+	n := len(c.Devices)
+	work := make([]float64, len(g.Nodes))
+	for v := range g.Nodes {
+		nd := &g.Nodes[v]
+		bytes := float64(max(nd.InputBytes, 0) + max(nd.ParamBytes, 0) + max(nd.OutputBytes, 0))
+		work[v] = math.Max(float64(max(nd.FLOPs, 0))/1e12, bytes/1e11)
+	}
+	pr := planner.Prices{Times: make([][]float64, n), Table: &profile.CostTable{Bandwidth: make([][]float64, n), Latency: make([][]float64, n), RunOverhead: make([]float64, n)}}
+	for i := range n {
+		pr.Times[i] = work
+		pr.Table.Bandwidth[i] = make([]float64, n)
+		pr.Table.Latency[i] = make([]float64, n)
+		for j := range n {
+			pr.Table.Bandwidth[i][j] = 1e10
+		}
+		pr.Table.Bandwidth[i][i] = math.Inf(1)
+	}
+	devs := make([]int, k)
+	for i := range devs {
+		devs[i] = i
+	}
+	return planner.PipelineProblem(g, c, pr, devs, k)
 }
 
 // --- scaling -----------------------------------------------------------------------------

@@ -254,10 +254,10 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if fs.Changed("seed") {
 		seed = f.seed
 	}
-	popt := onnxpart.Options{K: f.k, Objective: f.objective, Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
-		Solver: f.solver, Bounds: f.bounds, TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
+	popt := onnxpart.Options{K: f.k, Objective: onnxpart.Objective(f.objective), Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
+		Solver: onnxpart.Solver(f.solver), Bounds: onnxpart.Bounds(f.bounds), TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph,
-		Workload: phases, State: states, CutAt: f.cutAt, StagesPerDevice: f.stagesPerDevice}
+		Workload: phases, State: states, CutAt: onnxpart.Cut(f.cutAt), Names: optionFlags, StagesPerDevice: f.stagesPerDevice}
 	if fs.Changed("stages-per-device") && f.stagesPerDevice == 0 {
 		popt.StagesPerDevice = onnxpart.NoStageCap
 	}
@@ -343,7 +343,7 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 }
 
 func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
-	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: r.Objective,
+	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: string(r.Objective),
 		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: report.PlanFigures(man).Slower,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
@@ -394,7 +394,7 @@ func isPipeline(r *onnxpart.Result) bool { return r.Objective == onnxpart.Throug
 // schedule (the manifest's timeline); empty for pipelines.
 func criticalSet(man *emit.Manifest) map[int]bool {
 	c := map[int]bool{}
-	if man.Objective == onnxpart.Latency || man.Batch != nil {
+	if man.Objective == emit.Objective(onnxpart.Latency) || man.Batch != nil {
 		for _, i := range report.CriticalStages(man) {
 			c[i] = true
 		}
@@ -420,7 +420,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	}
 	fmt.Fprintf(w, "model      %s: %d nodes, %s, params %s\n", m.Path, len(m.Graph.Nodes), flopsStr(m.Graph.TotalFLOPs()), units.Bytes(m.ParamBytes()))
 	fmt.Fprintf(w, "devices    %s\n", strings.Join(dl, ", "))
-	obj := r.Objective
+	obj := string(r.Objective)
 	if r.ObjectiveChosen != "" {
 		obj += " (" + r.ObjectiveChosen + ")"
 	}
@@ -750,4 +750,13 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// optionFlags are the flags that set onnxpart.Options, by field: the planner's errors and
+// notes name an option by its flag.
+var optionFlags = map[string]string{
+	"K": "-k", "Objective": "--objective", "Batch": "--batch", "Fusion": "--fusion", "FusionRules": "--fusion-rules",
+	"Solver": "--solver", "Bounds": "--bounds", "TimeLimit": "--time-limit", "Gap": "--gap", "Seed": "--seed",
+	"PolishWindow": "--polish-window", "GPUIDs": "--gpu-ids", "MemoryGraph": "--max-dim", "Workload": "--workload",
+	"State": "--state", "CutAt": "--cut-at", "StagesPerDevice": "--stages-per-device",
 }

@@ -30,7 +30,7 @@ func loadPhases(path string, list []string, dims map[string]int64, shapes map[st
 	for _, s := range list {
 		ph, err := onnxpart.ParsePhase(s)
 		if err != nil {
-			return nil, nil, diag.Wrap(diag.KindUsage, err)
+			return nil, nil, diag.Wrap(diag.KindUsage, err).About(diag.Flag, "--workload")
 		}
 		if seen[ph.Name] {
 			return nil, nil, diag.Usage("--workload %q: phase %s given twice", s, ph.Name).About(diag.Flag, "--workload")

@@ -1,19 +1,17 @@
 package planner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/schedule"
 )
 
@@ -63,28 +61,31 @@ func granulesOf(inputs int) int {
 	return 1
 }
 
-// planBatched plans a batch of opt.Batch inputs on devs: seed 003's batched-throughput
-// placement (data and model parallel), solved by package schedule like a latency placement
-// and judged by its simulator. It returns route 0's stages like planLatency and fills r.Batch.
-func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs [][]float64, table *profile.CostTable,
-	devs []int, opt Options) ([]int, []int, error) {
+// placeBatch plans a batch of Options.Batch inputs on the run's devices: seed 003's
+// batched-throughput placement (data and model parallel), solved by package schedule like a
+// latency placement and judged by its simulator. Its stages are route 0's, like
+// placeLatency's, and its batch the routes.
+func (run *run) placeBatch() (*solution, error) {
+	g, devs, c, opt := run.work, run.devs, run.c, run.opt
 	granules := granulesOf(opt.Batch)
 	per := opt.Batch / granules
+	var notes []string
 	if granules < 4 && opt.Batch > MaxGranules {
-		r.Notes = append(r.Notes, fmt.Sprintf("--batch %d has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.Batch, MaxGranules, granules, per))
+		notes = append(notes, fmt.Sprintf("%s has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.say("Batch", strconv.Itoa(opt.Batch)), MaxGranules, granules, per))
 	}
-	p := placementProblem(r.Cluster, g, times, overs, table, devs, granules, per)
-	applyNodeMemory(p, r.Cluster, devs, opt)
-	res, err := runPlacement(ctx, r, p, opt)
+	p := placementProblem(c, g, run.times, run.overs, run.table, devs, granules, per)
+	applyNodeMemory(p, c, devs, run.nodeMem)
+	sol, res, err := run.place(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	r.LatencyS = res.Makespan
+	sol.notes = append(notes, sol.notes...)
+	sol.latencyS = res.Makespan
 	if res.Makespan > 0 {
-		r.ThroughputPerS = float64(opt.Batch) / res.Makespan // also with one granule (latency mode)
+		sol.throughputPerS = float64(opt.Batch) / res.Makespan // also with one granule (latency mode)
 	}
 	bp := &BatchPlan{Inputs: opt.Batch, Granules: granules, GranuleInputs: per}
-	r.Batch = bp
+	sol.batch = bp
 
 	// The device of granule l of node v, and the start of node v's batch on device u.
 	gdev := func(v, l int) int {
@@ -132,7 +133,7 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 
 	shares := make([]emit.BatchDevice, len(devs))
 	for i, d := range devs {
-		shares[i].Device = r.Cluster.Devices[d].Name
+		shares[i].Device = c.Devices[d].Name
 		if i < len(res.Devices) {
 			shares[i].Ops = res.Devices[i].Nodes
 			shares[i].GranuleTasks = res.Devices[i].Granules
@@ -155,7 +156,7 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		stage, labelDev := scheduleStages(g, &visits, devs)
 		rp := RoutePlan{Granules: routes[ri], Inputs: len(routes[ri]) * per, work: stage, labelDevice: labelDev}
 		for l, d := range labelDev {
-			rp.Stages = append(rp.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
+			rp.Stages = append(rp.Stages, StageSummary{Stage: l, Device: c.Devices[d].Name})
 		}
 		touched := make([]bool, len(devs))
 		for v, l := range stage {
@@ -184,7 +185,7 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		}
 	}
 	main := bp.Routes[0]
-	r.Stages = main.Stages
+	sol.stages = main.Stages
 	// The timeline: every batch and transfer; stages are route 0's where the device is its.
 	for _, t := range res.Schedule.Tasks {
 		st := -1
@@ -195,17 +196,17 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		if t.Granules > 1 {
 			label = fmt.Sprintf("%s ×%d", t.Name, t.Granules)
 		}
-		dev, start := r.Cluster.Devices[devs[t.Device]].Name, t.Start
+		dev, start := c.Devices[devs[t.Device]].Name, t.Start
 		if t.Call > 0 { // the batch opens a stage: its runtime call comes first, on its device
 			what := "runtime call"
 			if st >= 0 {
 				what = fmt.Sprintf("stage %d runtime call", st)
 			}
-			r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+			sol.timeline = append(sol.timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
 				Label: what, StartS: start, EndS: start + t.Call, Stage: st})
 			start += t.Call
 		}
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+		sol.timeline = append(sol.timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
 			Label: label, StartS: start, EndS: t.End, Stage: st})
 	}
 	for _, tr := range res.Schedule.Transfers {
@@ -213,11 +214,12 @@ func planBatched(ctx context.Context, r *Result, g *graph.Graph, times, overs []
 		if routeDev[order[0]][tr.From] == tr.Src {
 			st = main.work[tr.From]
 		}
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[tr.Src]].Name,
-			ToDevice: r.Cluster.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
+		sol.timeline = append(sol.timeline, emit.TimelineEvent{Device: c.Devices[devs[tr.Src]].Name,
+			ToDevice: c.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
 			StartS: tr.Start, EndS: tr.End, Stage: st})
 	}
-	return main.work, main.labelDevice, nil
+	sol.workStage, sol.labelDevice = main.work, main.labelDevice
+	return sol, nil
 }
 
 func routeDirList(n int) string {
@@ -228,80 +230,76 @@ func routeDirList(n int) string {
 	return strings.Join(s, ", ")
 }
 
-// runPlacement solves a placement problem (latency or batched) with the chosen method and
-// records the result's plan, bounds and notes in r.
-func runPlacement(ctx context.Context, r *Result, p *schedule.Problem, opt Options) (*schedule.Result, error) {
-	method := opt.Solver
-	switch method {
-	case "", "auto":
-		method = "auto"
-	case "met", "greedy", "heft", "ea", "sa", "milp", "split":
-	default:
-		return nil, diag.Usage("--solver %q is not a placement solver (auto, met, greedy, heft, ea, sa, milp, split)", opt.Solver).About(diag.Flag, "--solver")
+// place solves a placement problem (latency or batched) with the chosen method: the
+// solution's plan, bounds and notes, and the solver's result.
+func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) {
+	opt := run.opt
+	method := string(opt.Solver) // one of placementSolvers (options)
+	if method == "" {
+		method = schedule.Auto
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
 	if opt.K > 0 {
-		// -k caps the stages (runtime calls) of the placement, latency or batched (where
+		// K caps the stages (runtime calls) of the placement, latency or batched (where
 		// every route then has at most K stages too).
 		so.MaxStages = opt.K
 	}
-	perDev, capWhy := stageCapOf(opt)
+	perDev, capWhy := stageCapOf(&opt, !run.identical)
 	so.MaxStagesPerDevice = perDev
-	if opt.Bounds == "none" && method == "auto" {
-		so.Method = "heft"
+	if opt.Bounds == BoundsNone && method == schedule.Auto {
+		so.Method = schedule.HEFT
 	}
 	if opt.Progress != nil {
 		so.Progress = func(pr schedule.Progress) {
 			opt.Progress(Progress{Phase: pr.Method, Objective: pr.Makespan, LowerBound: pr.Bound, Gap: partition.Gap(pr.Bound, pr.Makespan), Elapsed: pr.Elapsed})
 		}
 	}
-	res, err := solveLatency(ctx, p, so, opt.Reproducible)
+	res, err := solveLatency(run.ctx, p, so, &opt)
 	var capErr *schedule.StageCapError
+	if errors.As(err, &capErr) && capErr.MaxStagesPerDevice > 0 {
+		return nil, nil, diag.Usage("%s: %s found no placement within the cap that fits memory (the closest has %d stages, %d on one device); %s lifts the cap",
+			capWhy, opt.say("Solver", method), capErr.Stages, capErr.PerDevice, opt.say("StagesPerDevice", "0")).About(diag.Option, opt.name("StagesPerDevice"))
+	}
 	if errors.As(err, &capErr) {
-		if opt.K > 0 && capErr.MaxStagesPerDevice == 0 {
-			return nil, diag.Usage("-k %d: --solver %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.K, method, opt.K, capErr.Stages).About(diag.Flag, "-k")
-		}
-		return nil, diag.Usage("%s: --solver %s found no placement within the cap that fits memory (the closest has %d stages, %d on one device); --stages-per-device 0 lifts the cap", capWhy, method, capErr.Stages, capErr.PerDevice).About(diag.Flag, "--stages-per-device")
+		return nil, nil, diag.Usage("%s: %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.say("K", strconv.Itoa(opt.K)), opt.say("Solver", method), opt.K, capErr.Stages).About(diag.Option, opt.name("K"))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r.Schedule, r.placement = res, p
-	r.Algorithm = "placement-" + res.Method
+	sol := &solution{schedule: res, placement: p, algorithm: "placement-" + res.Method}
 	if p.Batch > 1 {
-		r.Algorithm = "batched-" + res.Method
+		sol.algorithm = "batched-" + res.Method
 	}
-	r.Upper, r.Lower = res.Makespan, res.LowerBound
-	r.BoundMethod = ""
+	sol.upper, sol.lower = res.Makespan, res.LowerBound
 	for _, b := range res.Bounds {
-		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value})
-		if b.Value >= r.Lower && r.BoundMethod == "" {
-			r.BoundMethod = b.Method
+		sol.bounds = append(sol.bounds, emit.BoundValue{Method: b.Method, LowerBoundS: b.Value})
+		if b.Value >= sol.lower && sol.boundMethod == "" {
+			sol.boundMethod = b.Method
 		}
 	}
-	r.Notes = append(r.Notes, res.Notes...)
+	sol.notes = append(sol.notes, res.Notes...)
 	if perDev > 0 {
-		r.StagesPerDevice = perDev
 		note := fmt.Sprintf("%s; the lower bound is of the problem without the cap, and bounds the capped plan too (its plans are among the uncapped problem's)", capWhy)
 		if u := res.Uncapped; u != nil && u.Makespan > 0 && res.Makespan > u.Makespan*(1+MinCapNote) {
-			note += fmt.Sprintf("; without the cap the plan would take %s instead of %s (%.0f%% less time) in %d stages, up to %d on one device (--stages-per-device 0)",
-				durText(u.Makespan), durText(res.Makespan), 100*(1-u.Makespan/res.Makespan), u.Stages, u.PerDevice)
+			note += fmt.Sprintf("; without the cap the plan would take %s instead of %s (%.0f%% less time) in %d stages, up to %d on one device (%s)",
+				durText(u.Makespan), durText(res.Makespan), 100*(1-u.Makespan/res.Makespan), u.Stages, u.PerDevice, opt.say("StagesPerDevice", "0"))
 		}
-		r.Notes = append(r.Notes, note)
+		sol.notes = append(sol.notes, note)
 	}
-	return res, nil
+	return sol, res, nil
 }
 
-// stageCapOf is the cap on stages per device of a placement with opt, and how the notes
-// state it (0, "": none).
-func stageCapOf(opt Options) (int, string) {
+// stageCapOf is the cap on stages per device of a placement with opt on mixed (or
+// identical) devices, and how the notes state it (0, "": none).
+func stageCapOf(opt *Options, mixed bool) (int, string) {
 	switch {
 	case opt.StagesPerDevice > 0:
-		return opt.StagesPerDevice, fmt.Sprintf("at most %d stages per device (--stages-per-device)", opt.StagesPerDevice)
-	case opt.StagesPerDevice == NoStageCap || opt.K > 0 || !opt.mixed:
+		return opt.StagesPerDevice, fmt.Sprintf("at most %d stages per device (%s)", opt.StagesPerDevice, opt.name("StagesPerDevice"))
+	case opt.StagesPerDevice == NoStageCap || opt.K > 0 || !mixed:
 		return 0, ""
 	}
-	return DefaultStagesPerDevice, fmt.Sprintf("at most %d stages per device, the default for mixed devices (--stages-per-device N changes it, 0 lifts it)", DefaultStagesPerDevice)
+	return DefaultStagesPerDevice, fmt.Sprintf("at most %d stages per device, the default for mixed devices (%s changes it, %s lifts it)",
+		DefaultStagesPerDevice, opt.say("StagesPerDevice", "N"), opt.say("StagesPerDevice", "0"))
 }
 
 // expandRoutes expands every route's coarse stages to the original graph and builds its

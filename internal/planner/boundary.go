@@ -1,4 +1,4 @@
-// Stage boundaries of host CPU pipelines with measured call costs (--costs measured): what a
+// Stage boundaries of host CPU pipelines with measured call costs (measured costs): what a
 // stage pays as one ONNX Runtime call beyond its nodes, priced as profile.CostModel.StageTime
 // prices it.
 

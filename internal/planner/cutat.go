@@ -1,28 +1,12 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
-	"github.com/onnxpart/onnxpart/profile"
-)
-
-// Where a pipeline may cut (Options.CutAt).
-const (
-	// CutAny lets a cut fall between any two nodes.
-	CutAny = "any"
-	// CutBlocks cuts only between the model's repeated blocks (transformer layers, residual
-	// blocks: graph/blocks), so stages hold whole layers and boundaries carry the hidden state.
-	CutBlocks = "blocks"
-	// CutAuto, the default, cuts at block boundaries for models that carry state (decoders)
-	// when that costs at most AutoBlockSlack of throughput against the best plan cutting
-	// anywhere, and anywhere otherwise; a note says which and what it cost.
-	CutAuto = "auto"
 )
 
 // AutoBlockSlack is the throughput CutAuto gives up for block-boundary cuts: the block plan
@@ -88,82 +72,73 @@ func blockColocation(g, work *graph.Graph, coarse *fusion.Coarse, blockOf []int,
 	return out
 }
 
-// planThroughputCuts runs planThroughput with the cut restriction of opt.CutAt: with block
-// cuts it plans twice, anywhere and at block boundaries (each with half the time), keeps the
-// block plan as CutAt asks, and certifies it with the bound of the unrestricted problem, the
-// one that holds for every plan.
-func planThroughputCuts(ctx context.Context, r *Result, g, work *graph.Graph, coarse *fusion.Coarse, times [][]float64,
-	table *profile.CostTable, devs []int, identical bool, hasState bool, opt Options) ([]int, []int, error) {
-	mode := opt.CutAt
-	switch mode {
-	case "":
+// planThroughputCuts runs planThroughput with the cut restriction of Options.CutAt: with
+// block cuts it plans twice, anywhere and at block boundaries (each with half the time),
+// keeps the block plan as CutAt asks, and certifies it with the bound of the unrestricted
+// problem, the one that holds for every plan.
+func (p *run) planThroughputCuts() (*solution, error) {
+	opt := p.opt
+	mode := opt.CutAt // one of the Cut words (options)
+	if mode == "" {
 		mode = CutAuto
-	case CutAny, CutBlocks, CutAuto:
-	default:
-		return nil, nil, diag.Usage("--cut-at %q: want any, blocks or auto", opt.CutAt).About(diag.Flag, "--cut-at")
 	}
-	if mode == CutAuto && !hasState {
+	if mode == CutAuto && len(p.pairs) == 0 { // a model without state
 		mode = CutAny
 	}
+	whole := cuts{timeLimit: opt.TimeLimit, progress: opt.Progress}
 	if mode == CutAny {
-		return planThroughput(ctx, r, work, times, table, devs, identical, opt)
+		return p.planThroughput(p.ctx, whole)
 	}
-	blockOf, nBlocks, desc := findBlocks(g, opt.blocks)
+	blockOf, nBlocks, desc := findBlocks(p.g, p.blocks)
 	if nBlocks < 2 {
-		if mode == CutBlocks {
-			r.Notes = append(r.Notes, "--cut-at blocks: the model has no repeated blocks; cuts fall anywhere")
+		sol, err := p.planThroughput(p.ctx, whole)
+		if err == nil && mode == CutBlocks { // the note comes before the solver's
+			sol.notes = append([]string{opt.say("CutAt", string(CutBlocks)) + ": the model has no repeated blocks; cuts fall anywhere"}, sol.notes...)
 		}
-		return planThroughput(ctx, r, work, times, table, devs, identical, opt)
+		return sol, err
 	}
-	half := opt
+	half := whole
 	if opt.TimeLimit > 0 {
-		half.TimeLimit = max(opt.TimeLimit/2, time.Millisecond)
+		half.timeLimit = max(opt.TimeLimit/2, time.Millisecond)
 	}
 	// The two solves report progress apart: each phase is named for its cuts.
 	if opt.Progress != nil {
-		half.Progress = func(p Progress) { p.Phase = "cuts anywhere: " + p.Phase; opt.Progress(p) }
+		half.progress = func(pr Progress) { pr.Phase = "cuts anywhere: " + pr.Phase; opt.Progress(pr) }
 	}
-	rAny := cloneResult(r)
-	stAny, ldAny, errAny := planThroughput(ctx, rAny, work, times, table, devs, identical, half)
+	sAny, errAny := p.planThroughput(p.ctx, half)
 	blocked := half
-	blocked.colocate = blockColocation(g, work, coarse, blockOf, nBlocks)
+	blocked.colocate = blockColocation(p.g, p.work, p.coarse, blockOf, nBlocks)
 	if opt.Progress != nil {
-		blocked.Progress = func(p Progress) { p.Phase = "cuts between blocks: " + p.Phase; opt.Progress(p) }
+		blocked.progress = func(pr Progress) { pr.Phase = "cuts between blocks: " + pr.Phase; opt.Progress(pr) }
 	}
-	rBlk := cloneResult(r)
-	stBlk, ldBlk, errBlk := planThroughput(ctx, rBlk, work, times, table, devs, identical, blocked)
+	sBlk, errBlk := p.planThroughput(p.ctx, blocked)
 	switch {
 	case errAny != nil && errBlk != nil:
-		return nil, nil, errAny
+		return nil, errAny
 	case errBlk != nil:
-		*r = *rAny
-		r.Notes = append(r.Notes, fmt.Sprintf("cuts anywhere: no plan cutting only between the %s was found (%v)", desc, errBlk))
-		return stAny, ldAny, nil
+		sAny.notes = append(sAny.notes, fmt.Sprintf("cuts anywhere: no plan cutting only between the %s was found (%v)", desc, errBlk))
+		return sAny, nil
 	case errAny != nil:
 		// Without the unrestricted plan there is no bound that holds for every plan.
-		*r = *rBlk
-		r.Lower, r.Bounds, r.BoundMethod = 0, nil, ""
-		r.Notes = append(r.Notes, fmt.Sprintf("cuts between the %s; the plan cutting anywhere failed (%v), so no bound covers every plan", desc, errAny))
-		return stBlk, ldBlk, nil
+		sBlk.lower, sBlk.bounds, sBlk.boundMethod = 0, nil, ""
+		sBlk.notes = append(sBlk.notes, fmt.Sprintf("cuts between the %s; the plan cutting anywhere failed (%v), so no bound covers every plan", desc, errAny))
+		return sBlk, nil
 	}
-	cost := rBlk.Upper/rAny.Upper - 1
+	cost := sBlk.upper/sAny.upper - 1
 	if mode == CutAuto && cost > AutoBlockSlack {
-		*r = *rAny
-		r.Notes = append(r.Notes, fmt.Sprintf("cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); --cut-at blocks asks for it anyway",
-			desc, 100*cost, durText(rBlk.Upper), durText(rAny.Upper), unit(r)))
-		return stAny, ldAny, nil
+		sAny.notes = append(sAny.notes, fmt.Sprintf("cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); %s asks for it anyway",
+			desc, 100*cost, durText(sBlk.upper), durText(sAny.upper), unit(sAny), opt.say("CutAt", string(CutBlocks))))
+		return sAny, nil
 	}
-	bounds, method, lower := rAny.Bounds, rAny.BoundMethod, rAny.Lower
-	blkLower := rBlk.Lower
-	*r = *rBlk
-	r.Bounds, r.BoundMethod, r.Lower = bounds, method, min(lower, r.Upper)
-	why := "--cut-at blocks"
+	blkLower := sBlk.lower
+	sBlk.bounds, sBlk.boundMethod, sBlk.lower = sAny.bounds, sAny.boundMethod, min(sAny.lower, sBlk.upper)
+	why := opt.say("CutAt", string(CutBlocks))
 	if mode == CutAuto {
 		why = fmt.Sprintf("a model with state: the default for decoders when it costs at most %.0f%%", 100*AutoBlockSlack)
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; --cut-at any lifts the restriction",
-		desc, why, durText(rBlk.Upper), slower(cost), durText(rAny.Upper), 100*max(0, 1-blkLower/rBlk.Upper), durText(blkLower)))
-	return stBlk, ldBlk, nil
+	sBlk.notes = append(sBlk.notes, fmt.Sprintf("cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; %s lifts the restriction",
+		desc, why, durText(sBlk.upper), slower(cost), durText(sAny.upper), 100*max(0, 1-blkLower/sBlk.upper), durText(blkLower), opt.say("CutAt", string(CutAny))))
+	return sBlk, nil
 }
 
 func slower(cost float64) string {
@@ -176,18 +151,11 @@ func slower(cost float64) string {
 	return "as fast as"
 }
 
-func unit(r *Result) string {
-	if len(r.Workload) > 0 {
+func unit(s *solution) string {
+	if len(s.workload) > 0 {
 		return "request"
 	}
 	return "inference"
-}
-
-// cloneResult copies r before planning into it (its notes too).
-func cloneResult(r *Result) *Result {
-	c := *r
-	c.Notes = append([]string(nil), r.Notes...)
-	return &c
 }
 
 // durText writes seconds in the largest unit that keeps a leading digit.

@@ -122,10 +122,10 @@ func TestCutAtRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := twoDevices(t, "1GiB")
-	if _, err := Plan(context.Background(), m, dev, Options{CutAt: CutBlocks, Objective: Latency}); err == nil || !strings.Contains(err.Error(), "--cut-at blocks") {
+	if _, err := Plan(context.Background(), m, dev, Options{CutAt: CutBlocks, Objective: Latency}); err == nil || !strings.Contains(err.Error(), "Options.CutAt = blocks") {
 		t.Errorf("latency: %v", err)
 	}
-	if _, err := Plan(context.Background(), m, dev, Options{CutAt: "layers", Objective: Throughput}); err == nil || !strings.Contains(err.Error(), `--cut-at "layers"`) {
+	if _, err := Plan(context.Background(), m, dev, Options{CutAt: "layers", Objective: Throughput}); err == nil || !strings.Contains(err.Error(), `Options.CutAt = "layers"`) {
 		t.Errorf("unknown mode: %v", err)
 	}
 }

@@ -16,56 +16,57 @@ import (
 	"github.com/onnxpart/onnxpart/schedule"
 )
 
-// planLatency places the work graph on devs for the latency of one input with package
-// schedule and fills r: stages from the schedule, makespan, bounds and timeline.
-func planLatency(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
-	devs []int, opt Options) ([]int, []int, error) {
-	p := placementProblem(r.Cluster, g, times, nil, table, devs, 1, 1)
-	applyNodeMemory(p, r.Cluster, devs, opt)
-	res, err := runPlacement(ctx, r, p, opt)
+// placeLatency places the work graph on the run's devices for the latency of one input with
+// package schedule: stages from the schedule, makespan, bounds and timeline.
+func (run *run) placeLatency() (*solution, error) {
+	g, devs, c := run.work, run.devs, run.c
+	p := placementProblem(c, g, run.times, nil, run.table, devs, 1, 1)
+	applyNodeMemory(p, c, devs, run.nodeMem)
+	sol, res, err := run.place(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	r.LatencyS = res.Makespan
+	sol.latencyS = res.Makespan
 	if res.Makespan > 0 {
-		r.ThroughputPerS = 1 / res.Makespan
+		sol.throughputPerS = 1 / res.Makespan
 	}
 	// Stages are the schedule's: a device's run of tasks that one runtime call executes
 	// (schedule.Device.CallCost prices each), so the emitted stages are the priced ones.
 	stage, labelDev := scheduleStages(g, res.Schedule, devs)
 	for l, d := range labelDev { // labels are 0..len-1 in creation order
-		r.Stages = append(r.Stages, StageSummary{Stage: l, Device: r.Cluster.Devices[d].Name})
+		sol.stages = append(sol.stages, StageSummary{Stage: l, Device: c.Devices[d].Name})
 	}
 	for _, t := range res.Schedule.Tasks {
-		s := &r.Stages[stage[t.Node]]
+		s := &sol.stages[stage[t.Node]]
 		s.Ops++
 		s.ParamBytes += g.Nodes[t.Node].ParamBytes
 		s.ComputeS += t.End - t.Start - t.Call
 		s.CallS += t.Call
 	}
 	for _, tr := range res.Schedule.Transfers {
-		r.Stages[stage[tr.To]].CommS += tr.End - tr.Start
+		sol.stages[stage[tr.To]].CommS += tr.End - tr.Start
 	}
-	for i := range r.Stages {
-		r.Stages[i].TotalS = r.Stages[i].ComputeS + r.Stages[i].CommS + r.Stages[i].CallS
+	for i := range sol.stages {
+		sol.stages[i].TotalS = sol.stages[i].ComputeS + sol.stages[i].CommS + sol.stages[i].CallS
 	}
-	markBottleneck(r.Stages)
+	markBottleneck(sol.stages)
 	for _, t := range res.Schedule.Tasks {
-		dev, start := r.Cluster.Devices[devs[t.Device]].Name, t.Start
+		dev, start := c.Devices[devs[t.Device]].Name, t.Start
 		if t.Call > 0 { // the stage's runtime call opens it, on its device
-			r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+			sol.timeline = append(sol.timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
 				Label: fmt.Sprintf("stage %d runtime call", stage[t.Node]), StartS: start, EndS: start + t.Call, Stage: stage[t.Node]})
 			start += t.Call
 		}
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
+		sol.timeline = append(sol.timeline, emit.TimelineEvent{Device: dev, Kind: emit.EventCompute,
 			Label: t.Name, StartS: start, EndS: t.End, Stage: stage[t.Node]})
 	}
 	for _, tr := range res.Schedule.Transfers {
-		r.Timeline = append(r.Timeline, emit.TimelineEvent{Device: r.Cluster.Devices[devs[tr.Src]].Name,
-			ToDevice: r.Cluster.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
+		sol.timeline = append(sol.timeline, emit.TimelineEvent{Device: c.Devices[devs[tr.Src]].Name,
+			ToDevice: c.Devices[devs[tr.Dst]].Name, Kind: emit.EventTransfer, Label: g.Nodes[tr.From].Label(),
 			StartS: tr.Start, EndS: tr.End, Stage: stage[tr.From]})
 	}
-	return stage, labelDev, nil
+	sol.workStage, sol.labelDevice = stage, labelDev
+	return sol, nil
 }
 
 // placementProblem is the schedule problem of placing g on devs: times[d][v] are the node
@@ -157,13 +158,13 @@ const reproducibleIterations = schedule.DefaultIterations
 // best of SA and EA (iteration budgets, both started from MET), the constructive heuristics
 // and, on small graphs, the full MILP when it proves its plan optimal: MILP-SPLIT's sub-solves
 // and polishing share the time limit by the clock, so Auto's own choice is not reproducible.
-func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options, reproducible bool) (*schedule.Result, error) {
-	if !reproducible {
+func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options, opt *Options) (*schedule.Result, error) {
+	if !opt.Reproducible {
 		return schedule.Solve(ctx, p, so)
 	}
 	cut := func(res *schedule.Result) { // the time limit stopped a search meant to run on its budget
 		if ctx.Err() != nil && res != nil {
-			res.Notes = append(res.Notes, clockCutNote)
+			res.Notes = append(res.Notes, clockCutNote(opt))
 		}
 	}
 	// schedule's annealing temperature follows the larger of the iteration fraction and the
@@ -182,7 +183,7 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	case schedule.MILP, schedule.Split:
 		res, err := schedule.Solve(ctx, p, so)
 		if err == nil && !res.Optimal {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s stopped before it proved its plan optimal: the plan depends on the machine's speed (--solver auto, ea or sa are reproducible)", so.Method))
+			res.Notes = append(res.Notes, fmt.Sprintf("%s stopped before it proved its plan optimal: the plan depends on the machine's speed (%s, ea or sa are reproducible)", so.Method, opt.say("Solver", string(SolverAuto))))
 		}
 		return res, err
 	case schedule.Auto:

@@ -46,7 +46,7 @@ func (m StageMemory) Parts() string {
 }
 
 // StageMemories computes the whole memory of every stage label of a: g is the model's graph
-// sized at the dims the memory is checked at (the bound dims, or --max-dim), a.Stage[v] the
+// sized at the dims the memory is checked at (the bound dims, or Options.MemoryGraph's), a.Stage[v] the
 // label of node v and a.Devices[label] its device, looked up by name in c for the reserve
 // (no reserve when the device is not in c). The result is indexed by label.
 func StageMemories(g *graph.Graph, a *emit.Assignment, c *profile.Cluster) []StageMemory {
@@ -243,14 +243,14 @@ func checkStageMemory(g *graph.Graph, a *emit.Assignment, c *profile.Cluster, de
 
 // memoryGraph is the graph the memory is sized at: Options.MemoryGraph when it matches g
 // node for node, else g.
-func memoryGraph(g *graph.Graph, opt Options) (*graph.Graph, error) {
+func memoryGraph(g *graph.Graph, opt *Options) (*graph.Graph, error) {
 	mg := opt.MemoryGraph
 	if mg == nil {
 		return g, nil
 	}
 	if len(mg.Nodes) != len(g.Nodes) || len(mg.Tensors) != len(g.Tensors) {
-		return nil, fmt.Errorf("the graph sized at --max-dim has %d nodes and %d tensors, the model %d and %d: the dims change the graph",
-			len(mg.Nodes), len(mg.Tensors), len(g.Nodes), len(g.Tensors))
+		return nil, diag.Usage("the graph sized at %s has %d nodes and %d tensors, the model %d and %d: the dims change the graph",
+			opt.name("MemoryGraph"), len(mg.Nodes), len(mg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Option, opt.name("MemoryGraph"))
 	}
 	return mg, nil
 }
@@ -288,16 +288,16 @@ func usableCap(dev *profile.Device) float64 {
 }
 
 // applyNodeMemory gives a placement problem the nodes' additive memory (weights and owned
-// state, opt.nodeMem) and the devices' capacities less their reserves.
-func applyNodeMemory(p *schedule.Problem, c *profile.Cluster, devs []int, opt Options) {
+// state, nodeMem) and the devices' capacities less their reserves.
+func applyNodeMemory(p *schedule.Problem, c *profile.Cluster, devs []int, nodeMem []float64) {
 	for i, d := range devs {
 		if i < len(p.Devices) {
 			p.Devices[i].Memory = usableCap(&c.Devices[d])
 		}
 	}
-	if len(opt.nodeMem) == len(p.Nodes) {
+	if len(nodeMem) == len(p.Nodes) {
 		for v := range p.Nodes {
-			p.Nodes[v].Weight = opt.nodeMem[v]
+			p.Nodes[v].Weight = nodeMem[v]
 		}
 	}
 }
@@ -331,11 +331,8 @@ func checkMemoryFits(g, mg *graph.Graph, c *profile.Cluster, devs []int) error {
 
 // checkMemory computes the whole memory of the plan's stages (r.Stages[i].Memory, and
 // r.Memory by label) and fails when a stage does not fit its device.
-func (r *Result) checkMemory(g *graph.Graph, opt Options) error {
-	mg, err := memoryGraph(g, opt)
-	if err != nil {
-		return err
-	}
+func (r *Result) checkMemory(g, mg *graph.Graph) error {
+	var err error
 	r.memGraph = mg
 	check := func(a *emit.Assignment) ([]StageMemory, error) {
 		mem := StageMemories(mg, a, r.Cluster)

@@ -23,7 +23,10 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/onnxpart/onnxpart/diag"
@@ -42,12 +45,6 @@ import (
 // 47 s with 96, hours with 256). Pipelines (package partition) take up to profile's 256.
 const MaxPlacementDevices = 32
 
-// Objectives.
-const (
-	Throughput = "throughput"
-	Latency    = "latency"
-)
-
 // Options control Plan.
 type Options struct {
 	// K caps the stages: a pipeline's (throughput), or a latency or batched placement's
@@ -57,16 +54,16 @@ type Options struct {
 	K int
 	// Objective is Throughput, Latency or "" (throughput for identical devices, latency for
 	// mixed ones).
-	Objective string
+	Objective Objective
 	// Fusion names the rule set to coarsen with ("" picks one for the devices: ort-cuda for
 	// GPUs, ort-cpu otherwise; "none" disables); FusionRules a rule file instead.
 	Fusion      string
 	FusionRules string
 	// Solver: "auto", or a throughput search (brkga, random, mla), or a placement method
 	// (met, greedy, heft, ea, sa, milp, split).
-	Solver string
+	Solver Solver
 	// Bounds: none, simple, fast, full.
-	Bounds    string
+	Bounds    Bounds
 	TimeLimit time.Duration
 	Gap       float64
 	Seed      int64
@@ -94,57 +91,36 @@ type Options struct {
 	Measured [][]float64
 	// Progress receives progress lines (phase, objective, bound, gap) while solving.
 	Progress func(Progress)
-	// GPUIDs are the CUDA ordinals of the cluster's GPUs, in the cluster's order (--gpu-ids);
-	// nil: the NVML index of GPUs found by --devices auto, else each GPU's position among
-	// the GPUs.
+	// GPUIDs are the CUDA ordinals of the cluster's GPUs, in the cluster's order; nil: the
+	// NVML index of discovered GPUs (profile.Device.NVML), else each GPU's position among the
+	// GPUs.
 	GPUIDs []int
 	// MemoryGraph is the model's graph sized at the dims the stages' memory is checked at
-	// (--max-dim, e.g. the longest KV cache), loaded from the same model so that its nodes
-	// and tensors are the model's; nil: the graph planned.
+	// (e.g. the longest KV cache), loaded from the same model so that its nodes and tensors
+	// are the model's; nil: the graph planned.
 	MemoryGraph *graph.Graph
 	// Workload, when set, plans one pipeline for a mix of phases (an LLM's prefill and decode
 	// steps), each the model at its own dims: every stage's busy time per request is the sum
 	// of its phases' times weighted by their calls, and the plan minimises the busiest
 	// stage's (a throughput pipeline; latency and batched plans refuse it).
 	Workload []Phase
-	// State names state pairs (input → output) that graph.StatePairs's pattern misses
-	// (--state); the state stays on the device of the stage that writes it.
+	// State names state pairs (input → output) that graph.StatePairs's pattern misses; the
+	// state stays on the device of the stage that writes it.
 	State map[string]string
 
 	// CutAt restricts a pipeline's cuts: CutAny, CutBlocks or CutAuto ("" is CutAuto).
-	CutAt string
-
+	CutAt Cut
 	// StagesPerDevice caps the stages (runtime calls) on each device of a latency or batched
 	// placement (schedule.Options.MaxStagesPerDevice): 0 is the default, which caps plans on
 	// mixed devices at DefaultStagesPerDevice unless K is set; NoStageCap lifts the cap. The
 	// notes state the cap and, where the uncapped plan would be more than MinCapNote faster,
 	// by how much.
 	StagesPerDevice int
-
-	colocate   [][]int // work nodes that share a stage (block-boundary cuts)
-	fine       *graph.Graph
-	coarse     *fusion.Coarse
-	blocks     *blocks.Result // the model's repeated blocks (throughput pipelines)
-	statePairs []graph.StatePair
-	nodeMem    []float64 // per node of the planned (coarse) graph: weights and owned state
-	phaseCosts []phaseCosts
-	stateReads []stateRead
-	boundary   *stageBoundary // StageTime's boundary terms, for host CPUs with measured call costs
-	mixed      bool           // the devices are not identical
+	// Names are the caller's names of the options, by field ("K": "-k", "GPUIDs":
+	// "--gpu-ids"): errors and notes say "-k 8" where they would say "Options.K = 8". The
+	// command passes its flags.
+	Names map[string]string
 }
-
-// DefaultStagesPerDevice is the default cap on a mixed-device placement's stages per device
-// (Options.StagesPerDevice): a latency plan on a100-80g,t4,cpu otherwise bounced a RandWire
-// model's ops among the three devices in 113 stages of 1–6 ops, for a plan 15% faster than
-// the A100 alone; 2 per device keeps a fork and join around an offloaded branch.
-const DefaultStagesPerDevice = 2
-
-// NoStageCap in Options.StagesPerDevice lifts the default cap.
-const NoStageCap = -1
-
-// MinCapNote is the least gain (a fraction of the capped plan's time) of the uncapped plan
-// that the notes report.
-const MinCapNote = 0.03
 
 // Progress is one progress report.
 type Progress struct {
@@ -171,7 +147,7 @@ type StageSummary struct {
 
 // Result is a plan ready to emit.
 type Result struct {
-	Objective string // Throughput or Latency
+	Objective Objective // Throughput or Latency
 	// ObjectiveChosen explains a defaulted objective ("mixed devices: latency").
 	ObjectiveChosen string
 	Cluster         *profile.Cluster
@@ -198,9 +174,6 @@ type Result struct {
 	Schedule  *schedule.Result
 	// Batch is set for batched plans (Options.Batch > 1): the routes the granules follow.
 	Batch *BatchPlan
-	// StagesPerDevice is the cap on stages per device the placement was planned under (0:
-	// none; see Options.StagesPerDevice).
-	StagesPerDevice int
 	// Workload holds each phase's figures alone for a plan made for Options.Workload, whose
 	// Upper is then the busiest stage's time per request (ThroughputPerS requests per second)
 	// and LatencyS a request's (its calls one after another).
@@ -224,7 +197,8 @@ type Result struct {
 }
 
 // cudaOrdinals maps each GPU of the cluster to the CUDA ordinal a serving process uses for it.
-func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
+func cudaOrdinals(c *profile.Cluster, opt *Options) (map[int]int, error) {
+	ids := opt.GPUIDs
 	var gpus []int
 	for d := range c.Devices {
 		if c.Devices[d].Kind == profile.GPU {
@@ -234,12 +208,12 @@ func cudaOrdinals(c *profile.Cluster, ids []int) (map[int]int, error) {
 	out := map[int]int{}
 	if ids != nil {
 		if len(ids) != len(gpus) {
-			return nil, diag.Usage("--gpu-ids gives %d ids for %d GPUs", len(ids), len(gpus)).About(diag.Flag, "--gpu-ids")
+			return nil, diag.Usage("%s gives %d ids for %d GPUs", opt.name("GPUIDs"), len(ids), len(gpus)).About(diag.Option, opt.name("GPUIDs"))
 		}
 		seen := map[int]bool{}
 		for i, id := range ids {
 			if id < 0 || seen[id] {
-				return nil, diag.Usage("--gpu-ids: %d is negative or given twice", id).About(diag.Flag, "--gpu-ids")
+				return nil, diag.Usage("%s: %d is negative or given twice", opt.name("GPUIDs"), id).About(diag.Option, opt.name("GPUIDs"))
 			}
 			seen[id] = true
 			out[gpus[i]] = id
@@ -276,7 +250,7 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 		ctx, cancel = context.WithTimeout(ctx, opt.TimeLimit)
 		defer cancel()
 	}
-	p := &planRun{ctx: ctx, m: m, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
+	p := &run{ctx: ctx, m: m, g: m.Graph, c: c, opt: opt, r: &Result{Cluster: c, Reproducible: opt.Reproducible}}
 	for _, ph := range planPhases {
 		t := time.Now()
 		if opt.Progress != nil {
@@ -295,77 +269,182 @@ func Plan(ctx context.Context, m *ingest.Model, c *profile.Cluster, opt Options)
 	return r, nil
 }
 
-// planPhase is one step of Plan: a name (progress lines, Result.Phases, --verbose) and what
+// planPhase is one step of Plan: a name (progress lines, Result.Phases) and what
 // it does to the run.
 type planPhase struct {
 	name string
-	run  func(*planRun) error
+	run  func(*run) error
 }
 
 // planPhases is Plan, in order. Every phase but "solve" takes milliseconds to seconds (the
 // model's size); "solve" has the rest of the time limit, which the solvers share out among
 // their own phases (partition.Solve's table, schedule's methods).
 var planPhases = []planPhase{
-	{"options", (*planRun).options}, // devices, objective, flags that exclude each other, memory that cannot fit
-	{"coarsen", (*planRun).coarsen}, // fusion groups of the backend's rules
-	{"price", (*planRun).price},     // each planned node's time on each device (weighted by the workload)
-	{"solve", (*planRun).solve},     // the objective's solver: pipeline, latency or batched placement
-	{"expand", (*planRun).expand},   // the plan back on the model's nodes, as an emit.Assignment
-	{"memory", (*planRun).memory},   // every stage's whole memory against its device
+	{"options", (*run).options}, // devices, objective, solver and cuts, options that exclude each other, memory that cannot fit
+	{"coarsen", (*run).coarsen}, // fusion groups of the backend's rules
+	{"price", (*run).price},     // each planned node's time on each device (weighted by the workload)
+	{"solve", (*run).solve},     // the objective's solver: pipeline, latency or batched placement
+	{"expand", (*run).expand},   // the plan back on the model's nodes, as an emit.Assignment
+	{"memory", (*run).memory},   // every stage's whole memory against its device
 }
 
-// planRun is what the phases of Plan share.
-type planRun struct {
+// DefaultStagesPerDevice is the default cap on a mixed-device placement's stages per device
+// (Options.StagesPerDevice): a latency plan on a100-80g,t4,cpu otherwise bounced a RandWire
+// model's ops among the three devices in 113 stages of 1–6 ops, for a plan 15% faster than
+// the A100 alone; 2 per device keeps a fork and join around an offloaded branch.
+const DefaultStagesPerDevice = 2
+
+// NoStageCap in Options.StagesPerDevice lifts the default cap.
+const NoStageCap = -1
+
+// MinCapNote is the least gain (a fraction of the uncapped plan's time) of the uncapped plan
+// that the notes report.
+const MinCapNote = 0.03
+
+// run is what the phases of Plan share: the inputs, what each phase works out for the next
+// ones, and the Result the last ones fill. Nothing of a plan travels in Options.
+type run struct {
 	ctx       context.Context
 	m         *ingest.Model
 	g         *graph.Graph // the model's graph
 	c         *profile.Cluster
 	opt       Options
 	r         *Result
-	devs      []int // cluster devices the plan may use
-	identical bool  // devs are identical devices
+	obj       *objective // the objective's solver (options)
+	devs      []int      // cluster devices the plan may use
+	identical bool       // devs are identical devices
 	batched   bool
 	pairs     []graph.StatePair
 	mg        *graph.Graph // the graph the stages' memory is sized at (Options.MemoryGraph or g)
 	cm        *profile.CostModel
 	coarse    *fusion.Coarse // nil without fusion
 	work      *graph.Graph   // the graph planned: coarse.Graph or g
+	nodeMem   []float64      // per node of work: weights and owned state (memory.go)
 	times     [][]float64    // times[d][v]: node v of work on cluster device d
 	overs     [][]float64    // the fixed part of each time, which batched plans do not scale
-	workStage []int          // stage label per node of work
+	// phaseCosts are a workload's node times and tensor bytes per phase; stateReads the
+	// state read away from the stage that keeps it (workload.go).
+	phaseCosts []phaseCosts
+	stateReads []stateRead
+	table      *profile.CostTable // routes and capacities (solve)
+	blocks     *blocks.Result     // the model's repeated blocks (pipelines)
+	boundary   *stageBoundary     // StageTime's boundary terms, for host CPUs with measured call costs
+	workStage  []int              // stage label per node of work
 	// labelDevice is the cluster device of each stage label.
 	labelDevice []int
 }
 
+// solution is what an objective's solver found: the plan on the planned graph, its figures
+// and its notes. (*run).result turns it into the Result.
+type solution struct {
+	workStage   []int // stage label per node of the planned graph
+	labelDevice []int // cluster device per stage label
+	algorithm   string
+	// upper is the plan's objective, lower the best proved bound (bounds has each one).
+	upper, lower             float64
+	boundMethod              string
+	bounds                   []emit.BoundValue
+	latencyS, throughputPerS float64
+	stages                   []StageSummary
+	timeline                 []emit.TimelineEvent
+	notes                    []string
+	partition                *partition.Plan
+	schedule                 *schedule.Result
+	placement                *schedule.Problem
+	batch                    *BatchPlan
+	workload                 []PhaseFigures
+	recompute                []bool
+}
+
+// result puts a solution into the run's Result; the notes follow those of the earlier phases.
+func (p *run) result(s *solution) {
+	r := p.r
+	r.Algorithm = s.algorithm
+	r.Upper, r.Lower, r.BoundMethod, r.Bounds = s.upper, s.lower, s.boundMethod, s.bounds
+	r.LatencyS, r.ThroughputPerS = s.latencyS, s.throughputPerS
+	r.Stages, r.Timeline = s.stages, s.timeline
+	r.Notes = append(r.Notes, s.notes...)
+	r.Partition, r.Schedule, r.placement = s.partition, s.schedule, s.placement
+	r.Batch, r.Workload, r.recompute = s.batch, s.workload, s.recompute
+	p.workStage, p.labelDevice = s.workStage, s.labelDevice
+}
+
+// objective is one kind of plan: when it applies, the Options.Solver values it takes, and
+// its solver.
+type objective struct {
+	name    string
+	applies func(*run) bool
+	solvers []Solver // "" and SolverAuto pick the objective's default
+	solve   func(*run) (*solution, error)
+}
+
+// objectives are the kinds of plan, in order: the first that applies to a run is its.
+var objectives = []objective{
+	{"batched placement", func(p *run) bool { return p.batched }, placementSolvers, (*run).placeBatch},
+	{"pipeline", func(p *run) bool { return p.r.Objective == Throughput }, pipelineSolvers, (*run).solvePipeline},
+	{"latency placement", func(*run) bool { return true }, placementSolvers, (*run).placeLatency},
+}
+
+// chooseObjective settles the run's objective (after r.Objective) and checks the options
+// that only its solver reads: the solver's name, the bound effort, the cuts.
+func (p *run) chooseObjective() error {
+	for i := range objectives {
+		if objectives[i].applies(p) {
+			p.obj = &objectives[i]
+			break
+		}
+	}
+	opt := p.opt
+	if opt.Solver != "" && !slices.Contains(p.obj.solvers, opt.Solver) {
+		kind := "placement"
+		if p.obj.name == "pipeline" {
+			kind = "throughput"
+		}
+		var names []string
+		for _, s := range p.obj.solvers {
+			names = append(names, string(s))
+		}
+		return diag.Usage("%s is not a %s solver (%s)", opt.say("Solver", strconv.Quote(string(opt.Solver))), kind, strings.Join(names, ", ")).About(diag.Option, opt.name("Solver"))
+	}
+	if _, err := partition.ParseBounds(string(opt.Bounds)); err != nil {
+		return diag.Usage("%s: want none, simple, fast or full", opt.say("Bounds", strconv.Quote(string(opt.Bounds)))).About(diag.Option, opt.name("Bounds"))
+	}
+	switch opt.CutAt {
+	case "", CutAny, CutBlocks, CutAuto:
+	default:
+		return diag.Usage("%s: want any, blocks or auto", opt.say("CutAt", strconv.Quote(string(opt.CutAt)))).About(diag.Option, opt.name("CutAt"))
+	}
+	return nil
+}
+
 // options checks the options against the model and the devices and settles the objective.
-func (p *planRun) options() error {
+func (p *run) options() error {
 	g, c, opt, r := p.g, p.c, p.opt, p.r
-	devs, err := chooseDevices(c, opt.K)
+	devs, err := chooseDevices(c, &opt)
 	if err != nil {
 		return err
 	}
 	r.Devices = devs
-	if r.CUDAOrdinal, err = cudaOrdinals(c, opt.GPUIDs); err != nil {
+	if r.CUDAOrdinal, err = cudaOrdinals(c, &opt); err != nil {
 		return err
 	}
 	p.devs = devs
 	p.identical = identicalDevices(c, devs)
-	p.opt.mixed = !p.identical
-	if opt.StagesPerDevice < NoStageCap {
-		return diag.Usage("--stages-per-device %d: want a number of stages ≥ 1, or 0 for no cap", opt.StagesPerDevice).About(diag.Flag, "--stages-per-device")
-	}
 	p.batched = opt.Batch > 1
+	if opt.StagesPerDevice < NoStageCap {
+		return diag.Usage("%s: want a number of stages ≥ 1, or 0 for no cap", opt.say("StagesPerDevice", strconv.Itoa(opt.StagesPerDevice))).About(diag.Option, opt.name("StagesPerDevice"))
+	}
 	batched := p.batched
 	if err := (partition.PolishOptions{MaxWindow: opt.PolishWindow}).Validate(); err != nil {
-		return diag.Usage("--polish-window %d: a window spans at least 2 stages", opt.PolishWindow).About(diag.Flag, "--polish-window")
+		return diag.Usage("%s: a window spans at least 2 stages", opt.say("PolishWindow", strconv.Itoa(opt.PolishWindow))).About(diag.Option, opt.name("PolishWindow"))
 	}
 	switch {
 	case opt.Batch < 0:
-		return diag.Usage("--batch %d: must be positive", opt.Batch).About(diag.Flag, "--batch")
+		return diag.Usage("%s: must be positive", opt.say("Batch", strconv.Itoa(opt.Batch))).About(diag.Option, opt.name("Batch"))
 	case batched && opt.Objective == Latency:
-		return diag.Usage("--batch %d plans the throughput of a batch; --objective latency plans one input (leave out one of them)", opt.Batch).About(diag.Flag, "--batch")
+		return diag.Usage("%s plans the throughput of a batch; %s plans one input (leave out one of them)", opt.say("Batch", strconv.Itoa(opt.Batch)), opt.say("Objective", string(Latency))).About(diag.Option, opt.name("Batch"))
 	case batched && len(devs) > MaxPlacementDevices:
-		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out --batch", MaxPlacementDevices, len(devs))
+		return diag.Usage("a batched placement handles at most %d devices, got %d: use fewer devices or leave out %s", MaxPlacementDevices, len(devs), opt.name("Batch"))
 	}
 	if batched && p.m != nil {
 		// Batched kernels are priced only where the stage files can run them.
@@ -379,12 +458,12 @@ func (p *planRun) options() error {
 	case "":
 		if len(opt.Workload) > 0 && !batched {
 			r.Objective = Throughput
-			r.ObjectiveChosen = "--workload: a pipeline serving every phase"
+			r.ObjectiveChosen = opt.name("Workload") + ": a pipeline serving every phase"
 			break
 		}
 		if batched {
 			r.Objective = Throughput
-			r.ObjectiveChosen = fmt.Sprintf("--batch %d: the batch shared among the devices", opt.Batch)
+			r.ObjectiveChosen = opt.say("Batch", strconv.Itoa(opt.Batch)) + ": the batch shared among the devices"
 			break
 		}
 		if p.identical {
@@ -392,36 +471,39 @@ func (p *planRun) options() error {
 			r.ObjectiveChosen = "identical devices: a pipeline"
 		} else {
 			r.Objective = Latency
-			r.ObjectiveChosen = "mixed devices; --objective throughput gives a pipeline"
+			r.ObjectiveChosen = "mixed devices; " + opt.say("Objective", string(Throughput)) + " gives a pipeline"
 		}
 	default:
-		return diag.Usage("--objective %q: want throughput or latency", opt.Objective).About(diag.Flag, "--objective")
+		return diag.Usage("%s: want throughput or latency", opt.say("Objective", strconv.Quote(string(opt.Objective)))).About(diag.Option, opt.name("Objective"))
 	}
 	if opt.K > len(g.Nodes) {
-		// A stage holds at least one node; larger k only allocates (-k 100000000 ran out of
+		// A stage holds at least one node; larger k only allocates (K = 100000000 ran out of
 		// memory in the slicing DP).
-		return diag.Usage("-k %d: the model has only %d nodes, so at most %d stages", opt.K, len(g.Nodes), len(g.Nodes)).About(diag.Flag, "-k")
+		return diag.Usage("%s: the model has only %d nodes, so at most %d stages", opt.say("K", strconv.Itoa(opt.K)), len(g.Nodes), len(g.Nodes)).About(diag.Option, opt.name("K"))
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
-		return diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or --objective throughput", MaxPlacementDevices, len(devs))
+		return diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or %s", MaxPlacementDevices, len(devs), opt.say("Objective", string(Throughput)))
 	}
 	if opt.CutAt == CutBlocks && (batched || r.Objective != Throughput) {
-		return diag.Usage("--cut-at blocks restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one").About(diag.Flag, "--cut-at")
+		return diag.Usage("%s restricts the cuts of a pipeline (throughput); latency and batched placements place nodes one by one", opt.say("CutAt", string(CutBlocks))).About(diag.Option, opt.name("CutAt"))
 	}
 	if len(opt.Workload) > 0 && (batched || r.Objective != Throughput) {
-		return diag.Usage("--workload plans a pipeline for the mix of phases (throughput); leave out --batch and --objective latency, or --workload").About(diag.Flag, "--workload")
+		return diag.Usage("%s plans a pipeline for the mix of phases (throughput); leave out %s and %s, or %s", opt.name("Workload"), opt.name("Batch"), opt.say("Objective", string(Latency)), opt.name("Workload")).About(diag.Option, opt.name("Workload"))
+	}
+	if err := p.chooseObjective(); err != nil {
+		return err
 	}
 	if p.pairs, err = g.StatePairs(opt.State); err != nil {
 		return diag.Wrap(diag.KindUsage, err)
 	}
-	if p.mg, err = memoryGraph(g, opt); err != nil {
-		return diag.Wrap(diag.KindUsage, err)
+	if p.mg, err = memoryGraph(g, &opt); err != nil {
+		return err
 	}
 	return checkMemoryFits(g, p.mg, c, devs)
 }
 
 // coarsen groups the model's nodes into the fused kernels of the devices' backend rules.
-func (p *planRun) coarsen() error {
+func (p *run) coarsen() error {
 	rs, err := ruleSet(p.c, p.devs, p.opt)
 	if err != nil {
 		return err
@@ -436,14 +518,14 @@ func (p *planRun) coarsen() error {
 		p.r.RuleSet = rs.Name
 	}
 	p.r.CoarseNodes = len(p.work.Nodes)
-	p.opt.nodeMem = workMemory(p.g, p.mg, p.work, p.coarse)
+	p.nodeMem = workMemory(p.g, p.mg, p.work, p.coarse)
 	return nil
 }
 
 // price fills the time of every planned node on every device the plan may use (a fused
 // group's from its kernel), the fixed parts batched plans keep unscaled, and, for a
 // workload, the times weighted by each phase's calls.
-func (p *planRun) price() error {
+func (p *run) price() error {
 	g, c, work, coarse := p.g, p.c, p.work, p.coarse
 	p.cm = profile.NewCostModel(c, profile.CostOptions{Measured: p.opt.Measured})
 	cm := p.cm
@@ -476,42 +558,42 @@ func (p *planRun) price() error {
 		}
 	}
 	if wl := p.opt.Workload; len(wl) > 0 {
-		pcs, err := workloadCosts(g, work, coarse, cm, p.devs, len(c.Devices), wl)
+		pcs, err := p.workloadCosts()
 		if err != nil {
 			return err
 		}
 		p.times = weightedTimes(wl, pcs, p.devs, len(c.Devices), len(work.Nodes))
-		p.opt.phaseCosts = pcs
+		p.phaseCosts = pcs
 		p.r.Notes = append(p.r.Notes, workloadNote(wl))
 	}
-	p.opt.stateReads = stateReads(g, work, coarse, p.pairs)
+	p.stateReads = stateReads(g, work, coarse, p.pairs)
 	return nil
 }
 
 // solve runs the objective's solver on the planned graph.
-func (p *planRun) solve() error {
-	table := p.cm.Costs(&graph.Graph{}) // routes and capacities only
-	var err error
-	r := p.r
-	switch {
-	case p.batched:
-		p.workStage, p.labelDevice, err = planBatched(p.ctx, r, p.work, p.times, p.overs, table, p.devs, p.opt)
-	case r.Objective == Throughput:
-		p.opt.fine, p.opt.coarse, p.opt.blocks, p.opt.statePairs = p.g, p.coarse, blocks.Find(p.g), p.pairs
-		if len(p.opt.Workload) == 0 {
-			if p.opt.boundary = newStageBoundary(p.c, p.cm, p.g, p.devs); p.opt.boundary != nil {
-				r.Notes = append(r.Notes, p.opt.boundary.note(&p.c.Devices[p.devs[0]]))
-			}
-		}
-		p.workStage, p.labelDevice, err = planThroughputCuts(p.ctx, r, p.g, p.work, p.coarse, p.times, table, p.devs, p.identical, len(p.pairs) > 0, p.opt)
-	default:
-		p.workStage, p.labelDevice, err = planLatency(p.ctx, r, p.work, p.times, table, p.devs, p.opt)
+func (p *run) solve() error {
+	p.table = p.cm.Costs(&graph.Graph{}) // routes and capacities only
+	sol, err := p.obj.solve(p)
+	if err != nil {
+		return err
 	}
-	return err
+	p.result(sol)
+	return nil
+}
+
+// solvePipeline plans a throughput pipeline (partition), cut as Options.CutAt says.
+func (p *run) solvePipeline() (*solution, error) {
+	p.blocks = blocks.Find(p.g)
+	if len(p.opt.Workload) == 0 {
+		if p.boundary = newStageBoundary(p.c, p.cm, p.g, p.devs); p.boundary != nil {
+			p.r.Notes = append(p.r.Notes, p.boundary.note(&p.c.Devices[p.devs[0]]))
+		}
+	}
+	return p.planThroughputCuts()
 }
 
 // expand turns the plan on the planned graph into an assignment of the model's nodes.
-func (p *planRun) expand() error {
+func (p *run) expand() error {
 	r, c := p.r, p.c
 	expand := func(s []int) ([]int, error) { return s, nil }
 	if p.coarse != nil {
@@ -536,7 +618,7 @@ func (p *planRun) expand() error {
 }
 
 // memory sizes every stage's whole memory and checks it against its device.
-func (p *planRun) memory() error { return p.r.checkMemory(p.g, p.opt) }
+func (p *run) memory() error { return p.r.checkMemory(p.g, p.mg) }
 
 // Prepare lays out the stage files of a plan and fills the manifest's planner sections.
 //
@@ -686,11 +768,11 @@ func (r *Result) bottleneck() float64 {
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
-// chooseDevices picks the devices a plan may use: all of them, or the first k.
-func chooseDevices(c *profile.Cluster, k int) ([]int, error) {
+// chooseDevices picks the devices a plan may use: all of them.
+func chooseDevices(c *profile.Cluster, opt *Options) ([]int, error) {
 	n := len(c.Devices)
-	if k < 0 {
-		return nil, diag.Usage("-k %d: must be positive", k).About(diag.Flag, "-k")
+	if opt.K < 0 {
+		return nil, diag.Usage("%s: must be positive", opt.say("K", strconv.Itoa(opt.K))).About(diag.Option, opt.name("K"))
 	}
 	devs := make([]int, n)
 	for i := range devs {
@@ -724,7 +806,7 @@ func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, erro
 		}
 	}
 	if opt.FusionRules != "" && opt.Fusion != "" {
-		return nil, diag.Usage("give --fusion or --fusion-rules, not both")
+		return nil, diag.Usage("give %s or %s, not both", opt.name("Fusion"), opt.name("FusionRules")).About(diag.Option, opt.name("FusionRules"))
 	}
 	if opt.FusionRules != "" {
 		return fusion.LoadRuleSet(opt.FusionRules)
@@ -750,4 +832,6 @@ func provider(d *profile.Device) string {
 // --- throughput: MTPP pipelines --------------------------------------------------------
 
 // clockCutNote says that the safety net of a reproducible plan fired.
-const clockCutNote = "the time limit cut the search short: this plan depends on the machine's speed and load; a larger --time-limit gives a reproducible plan"
+func clockCutNote(opt *Options) string {
+	return "the time limit cut the search short: this plan depends on the machine's speed and load; a larger " + opt.name("TimeLimit") + " gives a reproducible plan"
+}

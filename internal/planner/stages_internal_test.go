@@ -149,7 +149,7 @@ func TestStageCallTable(t *testing.T) {
 			for u := range free.Devices {
 				free.Devices[u].CallCost = 0
 			}
-			fr, err := solveLatency(context.Background(), &free, schedule.Options{Method: schedule.Auto, Seed: 1}, true)
+			fr, err := solveLatency(context.Background(), &free, schedule.Options{Method: schedule.Auto, Seed: 1}, &Options{Reproducible: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,13 +6,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // pipeline is a throughput plan's partition problem and what pricing its plan needs.
@@ -27,7 +26,16 @@ type pipeline struct {
 	workRe, fineRe []bool
 	latBW          float64 // a transfer's latency in bytes of the link (Size/B = bytes/B + latency)
 	folded         *foldedBoundary
-	calls          float64 // calls per request: the workload's total weight, else 1
+	calls          float64  // calls per request: the workload's total weight, else 1
+	notes          []string // what the problem changed of the options (K above the devices)
+}
+
+// cuts is how one solve of a pipeline differs from the run's options: CutAuto and CutBlocks
+// plan twice, each with half the time, and the second keeps every block's nodes together.
+type cuts struct {
+	timeLimit time.Duration
+	colocate  [][]int // work nodes that share a stage (block-boundary cuts)
+	progress  func(Progress)
 }
 
 // pipelineProblem is the one adapter from a planned graph and its costs to partition's
@@ -35,17 +43,18 @@ type pipeline struct {
 // measured), memory per node (weights and owned state), tensors at their link cost (weighted
 // per workload phase; recomputed cones and weight-only nodes are no tensors; state read
 // away from its owner is a cost-only tensor), identical devices as one kind with K stages or
-// mixed ones as kinds with counts. A -k above the device count plans one stage per device,
-// with a note in r.
-func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
-	devs []int, identical bool, opt Options) (*pipeline, error) {
+// mixed ones as kinds with counts. A K above the device count plans one stage per device,
+// with a note.
+func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
+	g, times, table, devs, identical, opt := run.work, run.times, run.table, run.devs, run.identical, run.opt
+	var notes []string
 	p := &partition.Problem{Name: g.Name, Params: make([]float64, len(g.Nodes))}
 	p.NodeNames = make([]string, len(g.Nodes))
 	for v := range g.Nodes {
 		p.NodeNames[v] = g.Nodes[v].Label()
 		p.Params[v] = float64(g.Nodes[v].ParamBytes)
-		if len(opt.nodeMem) == len(g.Nodes) {
-			p.Params[v] = opt.nodeMem[v] // weights and owned state (memory.go)
+		if len(run.nodeMem) == len(g.Nodes) {
+			p.Params[v] = run.nodeMem[v] // weights and owned state (memory.go)
 		}
 	}
 	// One link figure per pipeline: the slowest route between two of the devices used
@@ -64,7 +73,7 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 	if !math.IsInf(bw, 1) {
 		latBW = lat * bw
 	}
-	bc := opt.boundary
+	bc := run.boundary
 	var fb *foldedBoundary
 	if bc != nil {
 		// Host CPU stages with measured call costs: a cut tensor costs each end what
@@ -72,7 +81,7 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 		// the binding's copies out of one call and into the next, which the I/O term prices).
 		// Sizes are then in nanoseconds of that cost, over a bandwidth of 1e9.
 		bw, latBW = boundaryScale, 0
-		fb = foldBoundary(g, opt.fine, opt.coarse, bc)
+		fb = foldBoundary(g, run.g, run.coarse, bc)
 	}
 	// With a workload, a tensor's size per request is its bytes in each phase weighted by
 	// the phase's calls, and it pays the latency once per call.
@@ -81,11 +90,11 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 		if fb != nil {
 			return fb.size(t)
 		}
-		if len(opt.phaseCosts) == 0 {
+		if len(run.phaseCosts) == 0 {
 			return math.Max(float64(g.Tensors[t].Bytes), 0) + latBW
 		}
 		s := calls * latBW
-		for i, pc := range opt.phaseCosts {
+		for i, pc := range run.phaseCosts {
 			s += opt.Workload[i].Weight * math.Max(pc.bytes[t], 0)
 		}
 		return s
@@ -93,8 +102,8 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 	// Cheap cones every block reads (masks, rotary tables) are recomputed where they are
 	// read when that costs less than receiving them (recompute.go).
 	var workRe, fineRe []bool
-	if opt.fine != nil {
-		workRe, fineRe = chooseRecompute(opt.fine, g, opt.coarse, opt.blocks, times[devs[0]], size, bw, opt.statePairs)
+	if run.g != nil {
+		workRe, fineRe = chooseRecompute(run.g, g, run.coarse, run.blocks, times[devs[0]], size, bw, run.pairs)
 	}
 	var tensorWork []int // the work-graph tensor of each of p's tensors
 	for t := range g.Tensors {
@@ -109,13 +118,13 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 		tensorWork = append(tensorWork, t)
 	}
 	// State read away from the stage that keeps it crosses the link on every call.
-	for _, sr := range opt.stateReads {
+	for _, sr := range run.stateReads {
 		p.Tensors = append(p.Tensors, partition.Tensor{Name: g.Tensors[sr.tensor].Name, Producer: sr.owner, Consumers: sr.readers,
 			Size: size(sr.tensor), Unordered: true})
 		tensorWork = append(tensorWork, sr.tensor)
 	}
 	p.Bandwidth = bw
-	p.Colocate = opt.colocate
+	p.Colocate = colocate
 	k := len(devs)
 	if opt.K > 0 {
 		k = opt.K
@@ -131,11 +140,11 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 			// Stages that share a device run in turn: the device is busy for the sum of their
 			// times per inference, so the pipeline's period is the largest device load, not
 			// the largest stage. One stage per device is what the model certifies.
-			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", k, len(devs), len(devs)))
+			notes = append(notes, fmt.Sprintf("%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("K", strconv.Itoa(k)), len(devs), len(devs)))
 			k = len(devs)
 		}
 		p.K = k
-		p.MemoryCap = usableCap(&r.Cluster.Devices[devs[0]]) // less the workspace reserve
+		p.MemoryCap = usableCap(&run.c.Devices[devs[0]]) // less the workspace reserve
 		groups = [][]int{devs}
 	} else {
 		// Group identical devices; each group is one partition device with a count.
@@ -143,7 +152,7 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 		for _, d := range devs {
 			placed := false
 			for gi := range groups {
-				if identicalDevices(r.Cluster, []int{groups[gi][0], d}) {
+				if identicalDevices(run.c, []int{groups[gi][0], d}) {
 					groups[gi] = append(groups[gi], d)
 					placed = true
 					break
@@ -154,37 +163,36 @@ func pipelineProblem(r *Result, g *graph.Graph, times [][]float64, table *profil
 			}
 		}
 		for _, grp := range groups {
-			dev := &r.Cluster.Devices[grp[0]]
+			dev := &run.c.Devices[grp[0]]
 			pd := partition.Device{Name: dev.Name, Count: len(grp), Work: work(grp[0])}
 			pd.MemoryCap = usableCap(dev) // less the workspace reserve
 			p.Devices = append(p.Devices, pd)
 		}
 		switch {
 		case opt.K > 0 && opt.K < len(devs):
-			return nil, diag.Usage("-k %d: a heterogeneous pipeline runs one stage on each of its %d devices; give -k %d (or leave -k out), name fewer devices, or use --objective latency, which caps its stages at -k", opt.K, len(devs), len(devs)).About(diag.Flag, "-k")
+			return nil, diag.Usage("%s: a heterogeneous pipeline runs one stage on each of its %d devices; give %s (or leave %s out), name fewer devices, or use %s, which caps its stages at %s",
+				opt.say("K", strconv.Itoa(opt.K)), len(devs), opt.say("K", strconv.Itoa(len(devs))), opt.name("K"), opt.say("Objective", string(Latency)), opt.name("K")).About(diag.Option, opt.name("K"))
 		case opt.K > len(devs):
-			r.Notes = append(r.Notes, fmt.Sprintf("-k %d on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.K, len(devs), len(devs)))
+			notes = append(notes, fmt.Sprintf("%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("K", strconv.Itoa(opt.K)), len(devs), len(devs)))
 		}
 	}
 	return &pipeline{problem: p, groups: groups, tensorWork: tensorWork, workRe: workRe, fineRe: fineRe,
-		latBW: latBW, folded: fb, calls: calls}, nil
+		latBW: latBW, folded: fb, calls: calls, notes: notes}, nil
 }
 
-// planThroughput plans a pipeline of the work graph on devs (identical devices, or groups of
-// identical ones) with package partition, prices each stage's call and fills r: stages,
-// objective, bounds, and a workload's per-phase figures.
-func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]float64, table *profile.CostTable,
-	devs []int, identical bool, opt Options) ([]int, []int, error) {
-	pp, err := pipelineProblem(r, g, times, table, devs, identical, opt)
+// planThroughput plans a pipeline of the work graph on the run's devices (identical devices,
+// or groups of identical ones) with package partition, cut as c says, and prices each
+// stage's call: stages, objective, bounds, and a workload's per-phase figures.
+func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
+	g, times, table, opt := run.work, run.times, run.table, run.opt
+	pp, err := run.pipelineProblem(c.colocate)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	p, groups, tensorWork, workRe, fineRe, latBW, fb, calls := pp.problem, pp.groups, pp.tensorWork, pp.workRe, pp.fineRe, pp.latBW, pp.folded, pp.calls
-	bounds, err := partition.ParseBounds(opt.Bounds)
-	if err != nil {
-		return nil, nil, diag.Wrap(diag.KindUsage, err)
-	}
-	po := partition.Options{Seed: opt.Seed, TimeLimit: opt.TimeLimit, Gap: opt.Gap, Bounds: bounds,
+	p, groups, workRe, fineRe, fb, calls := pp.problem, pp.groups, pp.workRe, pp.fineRe, pp.folded, pp.calls
+	sol := &solution{notes: pp.notes}
+	bounds, _ := partition.ParseBounds(string(opt.Bounds)) // checked with the options
+	po := partition.Options{Seed: opt.Seed, TimeLimit: c.timeLimit, Gap: opt.Gap, Bounds: bounds,
 		Polish: partition.PolishOptions{MaxWindow: opt.PolishWindow}}
 	// Solve's window polish stops at its share of the clock; reproducible plans run it apart
 	// (reproduciblePolish) and keep it only when it ends.
@@ -194,15 +202,13 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 		// Solve's MIP bounds run on the clock; they are run below, and kept when they finish.
 		po.Bounds = partition.BoundsSimple
 	}
-	switch opt.Solver {
-	case "", "auto", "brkga":
+	switch opt.Solver { // one of pipelineSolvers (options)
+	case "", SolverAuto, SolverBRKGA:
 		po.Search = partition.SearchBRKGA
-	case "random":
+	case SolverRandom:
 		po.Search = partition.SearchRandom
-	case "mla":
+	case SolverMLA:
 		po.Search = partition.SearchMLAWeighted
-	default:
-		return nil, nil, diag.Usage("--solver %q is not a throughput solver (auto, brkga, random, mla)", opt.Solver).About(diag.Flag, "--solver")
 	}
 	// Every stage is one runtime call per inference (session run, synchronisation, the
 	// hand-off through the host): a non-empty stage on device d also costs the device's run
@@ -220,21 +226,21 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 	if math.IsInf(callMin, 1) {
 		callMin = 0
 	}
-	if opt.Progress != nil {
+	if c.progress != nil {
 		po.Progress = func(pr partition.Progress) {
 			obj, lb := pr.Objective+callMin, pr.LowerBound+callMin
-			opt.Progress(Progress{Phase: pr.Phase, Objective: obj, LowerBound: lb, Gap: partition.Gap(lb, obj), Elapsed: pr.Elapsed})
+			c.progress(Progress{Phase: pr.Phase, Objective: obj, LowerBound: lb, Gap: partition.Gap(lb, obj), Elapsed: pr.Elapsed})
 		}
 	}
 	plan, err := partition.Solve(ctx, p, po)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if opt.Reproducible && ctx.Err() != nil {
-		r.Notes = append(r.Notes, clockCutNote)
+		sol.notes = append(sol.notes, clockCutNote(&opt))
 	}
 	if opt.Reproducible && ctx.Err() == nil {
-		plan = reproduciblePolish(ctx, p, plan, po, &r.Notes)
+		plan = reproduciblePolish(ctx, p, plan, po, &sol.notes)
 	}
 	if mipBounds {
 		plan = reproducibleMIPBounds(ctx, p, plan, bounds, opt.Gap)
@@ -244,8 +250,8 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: HiGHS failed on the %s MIP; the plan is the heuristics' and the bound the best of the others", b.Method))
 		}
 	}
-	r.Partition = plan
-	r.Algorithm = "mtpp-" + po.Search
+	sol.partition = plan
+	sol.algorithm = "mtpp-" + po.Search
 	// Stage labels are pipeline positions; each gets a cluster device.
 	used := make([]int, len(groups))
 	labelDevice := make([]int, len(plan.Stages))
@@ -274,42 +280,42 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 				}
 			}
 		}
-		r.Stages = append(r.Stages, StageSummary{Stage: s, Device: r.Cluster.Devices[labelDevice[s]].Name, Ops: ops,
+		sol.stages = append(sol.stages, StageSummary{Stage: s, Device: run.c.Devices[labelDevice[s]].Name, Ops: ops,
 			ParamBytes: int64(sc.Params), ComputeS: sc.Work - io + extra, CommS: sc.Comm + sc.Overflow + io, CallS: call, TotalS: sc.Total + call + extra})
-		r.LatencyS += sc.Total + call + extra
+		sol.latencyS += sc.Total + call + extra
 		upper = math.Max(upper, sc.Total+call+extra)
 	}
-	r.Upper, r.Lower, r.BoundMethod = upper, math.Min(plan.LowerBound+callMin, upper), plan.BoundMethod
+	sol.upper, sol.lower, sol.boundMethod = upper, math.Min(plan.LowerBound+callMin, upper), plan.BoundMethod
 	for _, b := range plan.Bounds {
 		v := b.Value
 		if v > 0 {
 			v += callMin
 		}
-		r.Bounds = append(r.Bounds, emit.BoundValue{Method: b.Method, LowerBoundS: v, Seconds: round6(b.Seconds)})
+		sol.bounds = append(sol.bounds, emit.BoundValue{Method: b.Method, LowerBoundS: v, Seconds: round6(b.Seconds)})
 	}
-	r.Notes = append(r.Notes, plan.Notes...)
+	sol.notes = append(sol.notes, plan.Notes...)
 	if upper > 0 {
-		r.ThroughputPerS = 1 / upper
+		sol.throughputPerS = 1 / upper
 	}
-	markBottleneck(r.Stages)
-	if len(opt.phaseCosts) > 0 {
+	markBottleneck(sol.stages)
+	if len(run.phaseCosts) > 0 {
 		one := make([]float64, len(callOf))
 		for gi, grp := range groups {
 			one[gi] = table.RunOverhead[grp[0]]
 		}
-		figs, err := phaseFigures(p, plan, opt.Workload, opt.phaseCosts, tensorWork, groups, one, latBW, g, workRe, labelDevice)
+		figs, err := run.phaseFigures(pp, plan, one, labelDevice)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		r.Workload = figs
+		sol.workload = figs
 		// A request's calls run one after another (each decode step needs the previous one):
 		// its latency is the sum of its calls'.
-		r.LatencyS = 0
+		sol.latencyS = 0
 		for _, f := range figs {
-			r.LatencyS += f.Weight * f.LatencyS
+			sol.latencyS += f.Weight * f.LatencyS
 		}
 	}
-	r.recompute = fineRe
+	sol.recompute = fineRe
 	if fineRe != nil {
 		n := 0
 		for _, x := range fineRe {
@@ -317,9 +323,10 @@ func planThroughput(ctx context.Context, r *Result, g *graph.Graph, times [][]fl
 				n++
 			}
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%d nodes computing tensors every block reads from the model's inputs (masks, rotary tables) are computed again in each stage that reads them, which costs less than sending their outputs", n))
+		sol.notes = append(sol.notes, fmt.Sprintf("%d nodes computing tensors every block reads from the model's inputs (masks, rotary tables) are computed again in each stage that reads them, which costs less than sending their outputs", n))
 	}
-	return plan.Assignment, labelDevice, nil
+	sol.workStage, sol.labelDevice = plan.Assignment, labelDevice
+	return sol, nil
 }
 
 // reproducibleMIPBounds adds partition's MIP bounds to plan (the exact MIP; with BoundsFull

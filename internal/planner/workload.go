@@ -14,10 +14,9 @@ import (
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
-// Phase is one kind of call in a workload (--workload): an LLM's prefill over the prompt,
+// Phase is one kind of call in a workload (Options.Workload): an LLM's prefill over the prompt,
 // or one decode step at a given past length. Every phase runs the same stage files (the
 // model's dims stay symbolic); the phase binds the dims, and Weight says how many of its
 // calls one request makes (1 prefill, 128 decode steps).
@@ -30,11 +29,11 @@ type Phase struct {
 	Graph *graph.Graph
 }
 
-// ParsePhase reads a --workload value, NAME:DIM=SIZE,DIM=SIZE…@WEIGHT, e.g.
+// ParsePhase reads a phase written NAME:DIM=SIZE,DIM=SIZE…@WEIGHT, e.g.
 // "decode:seq=1,past=1024@128" (the weight defaults to 1).
 func ParsePhase(s string) (Phase, error) {
 	bad := func(why string) (Phase, error) {
-		return Phase{}, fmt.Errorf("--workload %q: %s (want NAME:DIM=SIZE,…@WEIGHT, e.g. decode:seq=1,past=1024@128)", s, why)
+		return Phase{}, diag.Usage("workload phase %q: %s (want NAME:DIM=SIZE,…@WEIGHT, e.g. decode:seq=1,past=1024@128)", s, why)
 	}
 	name, rest, ok := strings.Cut(s, ":")
 	if !ok || name == "" {
@@ -87,24 +86,24 @@ type phaseCosts struct {
 // workloadCosts prices every phase on the work graph (g itself, or its coarsening) for the
 // devices devs: a node's time at the phase's sizes, and each tensor's bytes. Fused kernels
 // keep the planned groups at every phase's sizes (fusion.Coarse.Resized).
-func workloadCosts(g, work *graph.Graph, coarse *fusion.Coarse, cm *profile.CostModel,
-	devs []int, nDev int, phases []Phase) ([]phaseCosts, error) {
+func (p *run) workloadCosts() ([]phaseCosts, error) {
+	g, work, coarse, cm, devs, nDev, phases, opt := p.g, p.work, p.coarse, p.cm, p.devs, len(p.c.Devices), p.opt.Workload, &p.opt
 	out := make([]phaseCosts, len(phases))
 	for i, ph := range phases {
 		pg := ph.Graph
 		if pg == nil {
-			return nil, diag.Usage("--workload %s: the model was not sized at the phase's dims", ph.Name).About(diag.Flag, "--workload")
+			return nil, diag.Usage("%s: the model was not sized at the phase's dims", opt.say("Workload", ph.Name)).About(diag.Option, opt.name("Workload"))
 		}
 		if len(pg.Nodes) != len(g.Nodes) || len(pg.Tensors) != len(g.Tensors) {
-			return nil, diag.Usage("--workload %s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
-				ph.Name, len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Flag, "--workload")
+			return nil, diag.Usage("%s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
+				opt.say("Workload", ph.Name), len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Option, opt.name("Workload"))
 		}
 		pc := phaseCosts{times: make([][]float64, nDev)}
 		var kernels *graph.Graph // the phase's kernels: the planned groups at its sizes
 		if coarse != nil {
 			var err error
 			if kernels, err = coarse.Resized(pg); err != nil {
-				return nil, fmt.Errorf("--workload %s: %w", ph.Name, err)
+				return nil, fmt.Errorf("%s: %w", opt.say("Workload", ph.Name), err)
 			}
 		}
 		for _, d := range devs {
@@ -160,12 +159,13 @@ func totalWeight(phases []Phase) float64 {
 	return s
 }
 
-// phaseFigures prices a solved pipeline for each phase alone: the problem p with the phase's
+// phaseFigures prices a solved pipeline for each phase alone: the problem pp with the phase's
 // node times and tensor sizes, evaluated at the plan's assignment, plus each non-empty
-// stage's runtime call. tensorWork maps p's tensors to work-graph tensor ids (-1: keep the
-// size) and groupDev gives each partition device's cluster devices.
-func phaseFigures(p *partition.Problem, plan *partition.Plan, phases []Phase, pcs []phaseCosts,
-	tensorWork []int, groups [][]int, callOf []float64, latBW float64, work *graph.Graph, workRe []bool, labelDevice []int) ([]PhaseFigures, error) {
+// stage's runtime call (callOf, per partition device). labelDevice is the cluster device of
+// each stage.
+func (run *run) phaseFigures(pp *pipeline, plan *partition.Plan, callOf []float64, labelDevice []int) ([]PhaseFigures, error) {
+	p, tensorWork, groups, latBW, workRe := pp.problem, pp.tensorWork, pp.groups, pp.latBW, pp.workRe
+	phases, pcs, work := run.opt.Workload, run.phaseCosts, run.work
 	out := make([]PhaseFigures, len(phases))
 	for i, ph := range phases {
 		q := *p

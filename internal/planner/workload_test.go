@@ -163,7 +163,7 @@ func TestWorkloadRefusals(t *testing.T) {
 	}
 	ph := []Phase{{Name: "a", Weight: 1, Graph: m.Graph}}
 	for _, o := range []Options{{Objective: Latency, Workload: ph}, {Batch: 2, Workload: ph}} {
-		if _, err := Plan(context.Background(), m, twoDevices(t, "1GiB"), o); err == nil || !strings.Contains(err.Error(), "--workload") {
+		if _, err := Plan(context.Background(), m, twoDevices(t, "1GiB"), o); err == nil || !strings.Contains(err.Error(), "Options.Workload") {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}
