@@ -98,6 +98,14 @@ const MaxPlacementDevices = planner.MaxPlacementDevices
 // MaxGranules is the most granules a batch is cut into (Options.Batch).
 const MaxGranules = planner.MaxGranules
 
+// DefaultStagesPerDevice is the default cap on a mixed-device placement's stages per device
+// (Options.StagesPerDevice); NoStageCap lifts it.
+const (
+	DefaultStagesPerDevice = planner.DefaultStagesPerDevice
+	NoStageCap             = planner.NoStageCap
+	MinCapNote             = planner.MinCapNote
+)
+
 // Options control Plan.
 type Options = planner.Options
 

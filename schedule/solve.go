@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +59,11 @@ type Options struct {
 	// cap, not the fewest stages; when no plan within the cap fits, Solve returns a no-plan
 	// *diag.Error wrapping a *StageCapError.
 	MaxStages int
+	// MaxStagesPerDevice caps the stages on each device the same way (0: no cap); both caps
+	// hold when both are set. The methods and the bounds solve the problem without the caps:
+	// the bounds stay valid lower bounds of the capped problem (its plans are among the
+	// uncapped problem's), and Result.Uncapped tells what the caps cost.
+	MaxStagesPerDevice int
 }
 
 // DefaultIterations is EA's and SA's budget when neither Iterations nor a time limit is set.
@@ -86,15 +92,26 @@ type Result struct {
 	LowerBound float64 `json:"lower_bound"`
 	Gap        float64 `json:"gap"`
 	// Optimal is true when the plan is proved optimal (within the MILP gap).
-	Optimal    bool          `json:"optimal"`
-	Bounds     []Bound       `json:"bounds"`
-	Candidates []Candidate   `json:"candidates"`
-	Nodes      []NodePlan    `json:"nodes"`
-	Devices    []DevicePlan  `json:"devices"`
-	Modules    int           `json:"modules,omitempty"` // MILP-SPLIT: modules found
-	Notes      []string      `json:"notes,omitempty"`
-	Seconds    float64       `json:"seconds"`
-	Elapsed    time.Duration `json:"-"`
+	Optimal    bool         `json:"optimal"`
+	Bounds     []Bound      `json:"bounds"`
+	Candidates []Candidate  `json:"candidates"`
+	Nodes      []NodePlan   `json:"nodes"`
+	Devices    []DevicePlan `json:"devices"`
+	Modules    int          `json:"modules,omitempty"` // MILP-SPLIT: modules found
+	// Uncapped, when a stage cap (Options.MaxStages, MaxStagesPerDevice) changed the plan, is
+	// the plan kept without the cap, merged the same way: its makespan and stages.
+	Uncapped *UncappedPlan `json:"uncapped,omitempty"`
+	Notes    []string      `json:"notes,omitempty"`
+	Seconds  float64       `json:"seconds"`
+	Elapsed  time.Duration `json:"-"`
+}
+
+// UncappedPlan is the plan a stage cap replaced (Result.Uncapped).
+type UncappedPlan struct {
+	Makespan float64 `json:"makespan"`
+	Stages   int     `json:"stages"`
+	// PerDevice is the most stages on one device.
+	PerDevice int `json:"per_device"`
 }
 
 // Candidate is one method's plan as the simulator judged it.
@@ -181,8 +198,8 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	default:
 		return nil, invalid("unknown symmetry criterion %q", o.Symmetry)
 	}
-	if o.MaxStages < 0 {
-		return nil, invalid("a stage cap of %d (the cap must be positive, or 0 for none)", o.MaxStages)
+	if o.MaxStages < 0 || o.MaxStagesPerDevice < 0 {
+		return nil, invalid("a stage cap of %d (%d per device): the cap must be positive, or 0 for none", o.MaxStages, o.MaxStagesPerDevice)
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -524,13 +541,21 @@ func (s *solver) result() (*Result, error) {
 		}
 		return nil, noPlan(s.o.Method, tried)
 	}
+	var uncapped *UncappedPlan
 	if chosen.pl != nil && chosen.sc != nil {
 		// Stage calls: merge stages while that pays, and honour the cap.
 		stop := func() bool { return false } // bounded work: every move removes time or stages
-		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, s.o.MaxStages)
+		c := stageCap{total: s.o.MaxStages, perDevice: s.o.MaxStagesPerDevice}
+		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, c)
 		if !ok {
-			capErr := &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, Stages: sc.StageCount()}
+			capErr := &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, MaxStagesPerDevice: s.o.MaxStagesPerDevice,
+				Stages: sc.StageCount(), PerDevice: slices.Max(append([]int{0}, sc.Stages...))}
 			return nil, diag.Wrap(diag.KindNoPlan, capErr)
+		}
+		if c.excess(chosen.sc) > 0 {
+			// What the cap costs: the same plan merged without it.
+			_, usc, _ := in.improveStages(stop, chosen.pl, chosen.sc, stageCap{}, 0)
+			uncapped = &UncappedPlan{Makespan: usc.Makespan, Stages: usc.StageCount(), PerDevice: slices.Max(append([]int{0}, usc.Stages...))}
 		}
 		if moves > 0 {
 			plural := func(n int, w string) string {
@@ -541,7 +566,14 @@ func (s *solver) result() (*Result, error) {
 			}
 			change := fmt.Sprintf("a makespan %.1f%% lower once stage calls are priced", 100*(1-sc.Makespan/chosen.sc.Makespan))
 			if sc.Makespan > chosen.sc.Makespan {
-				change = fmt.Sprintf("a makespan %.1f%% higher, to fit the cap of %s", 100*(sc.Makespan/chosen.sc.Makespan-1), plural(s.o.MaxStages, "stage"))
+				var what []string
+				if c.total > 0 {
+					what = append(what, plural(c.total, "stage"))
+				}
+				if c.perDevice > 0 {
+					what = append(what, plural(c.perDevice, "stage")+" per device")
+				}
+				change = fmt.Sprintf("a makespan %.1f%% higher, to fit the cap of %s", 100*(sc.Makespan/chosen.sc.Makespan-1), strings.Join(what, " and "))
 			}
 			s.notes = append(s.notes, fmt.Sprintf("%s's plan was merged: %s onto other devices left %s, with %s",
 				chosen.Method, plural(moves, "stage move"), plural(sc.StageCount(), "stage"), change))
@@ -551,7 +583,7 @@ func (s *solver) result() (*Result, error) {
 		}
 	}
 	r := &Result{Method: chosen.Method, Objective: "latency", Placement: chosen.pl, Schedule: chosen.sc,
-		Makespan: chosen.sc.Makespan, Throughput: chosen.sc.Throughput, Modules: s.modules}
+		Makespan: chosen.sc.Makespan, Throughput: chosen.sc.Throughput, Modules: s.modules, Uncapped: uncapped}
 	if !in.latency() {
 		r.Objective = "throughput"
 	}

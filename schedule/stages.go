@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Stage calls: every stage — a run of a device's tasks (batched: batches) that one runtime
@@ -18,11 +19,22 @@ import (
 type StageCapError struct {
 	Method    string
 	MaxStages int
-	Stages    int // the fewest stages reached
+	// MaxStagesPerDevice is Options.MaxStagesPerDevice; PerDevice the most stages on one
+	// device of the plan reached.
+	MaxStagesPerDevice int
+	Stages             int // the fewest stages reached
+	PerDevice          int
 }
 
 func (e *StageCapError) Error() string {
-	return fmt.Sprintf("schedule: %s found no plan with at most %d stages (the fewest it reached is %d)", e.Method, e.MaxStages, e.Stages)
+	var cap []string
+	if e.MaxStages > 0 {
+		cap = append(cap, fmt.Sprintf("at most %d stages", e.MaxStages))
+	}
+	if e.MaxStagesPerDevice > 0 {
+		cap = append(cap, fmt.Sprintf("at most %d stages per device", e.MaxStagesPerDevice))
+	}
+	return fmt.Sprintf("schedule: %s found no plan with %s (the closest it reached has %d stages, %d on one device)", e.Method, strings.Join(cap, " and "), e.Stages, e.PerDevice)
 }
 
 // StageCount is the number of stages (runtime calls) of a schedule.
@@ -146,36 +158,58 @@ func (in *inst) stageMovesTo(pl *Placement, sc *Schedule, anyUsed bool) []stageM
 	return out
 }
 
+// stageCap is a cap on a plan's stages: in all (Options.MaxStages) and on each device
+// (Options.MaxStagesPerDevice); 0 leaves that part uncapped.
+type stageCap struct{ total, perDevice int }
+
+func (c stageCap) none() bool { return c.total <= 0 && c.perDevice <= 0 }
+
+// excess is how many stages sc has over the cap: over the total, plus over each device's.
+func (c stageCap) excess(sc *Schedule) int {
+	e := 0
+	if c.total > 0 && sc.StageCount() > c.total {
+		e += sc.StageCount() - c.total
+	}
+	if c.perDevice > 0 {
+		for _, n := range sc.Stages {
+			if n > c.perDevice {
+				e += n - c.perDevice
+			}
+		}
+	}
+	return e
+}
+
 // mergeStages returns pl improved by stage moves (each kept when the makespan falls by more
-// than a relative 1e-9) and, with maxStages > 0, within maxStages stages. A plan over the cap
-// is repaired in up to three ways — the stage move of least makespan among those that lower
-// the count, repeated until the cap holds (a cheap merge first: the fewest stages are not the
-// aim, the fastest plan within the cap is); the move with the fewest stages (then the smallest
+// than a relative 1e-9) and within the cap c. A plan over the cap is repaired in up to three
+// ways — the stage move of least makespan among those that lower the excess over the cap,
+// repeated until the cap holds (a cheap merge first: the fewest stages are not the aim, the
+// fastest plan within the cap is); the move with the least excess (then the smallest
 // makespan), repeated; the best single-device plan (one stage) — each repair is then improved
 // by the moves that keep the cap, and the fastest result is kept. ok is false when no plan
 // within the cap fits memory. Every step is judged by the simulator.
-func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxStages int) (*Placement, *Schedule, int, bool) {
-	if maxStages <= 0 || sc.StageCount() <= maxStages {
-		pl, sc, moves := in.improveStages(stop, pl, sc, maxStages, 0)
+func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, c stageCap) (*Placement, *Schedule, int, bool) {
+	if c.none() || c.excess(sc) == 0 {
+		pl, sc, moves := in.improveStages(stop, pl, sc, c, 0)
 		return pl, sc, moves, true
 	}
 	var best *stageMove
 	bestMoves := 0
-	least := stageMove{pl, sc} // the fewest stages a repair reached above the cap (for the cap error)
+	least := stageMove{pl, sc} // the least excess a repair reached above the cap (for the cap error)
 	try := func(p *Placement, s *Schedule, moves int) {
-		if s.StageCount() > maxStages && s.StageCount() < least.sc.StageCount() {
+		if e := c.excess(s); e > 0 && e < c.excess(least.sc) {
 			least = stageMove{p, s}
 		}
-		if s.StageCount() > maxStages || (sc.Feasible && !s.Feasible) {
+		if c.excess(s) > 0 || (sc.Feasible && !s.Feasible) {
 			return
 		}
-		p, s, moves = in.improveStages(stop, p, s, maxStages, moves)
+		p, s, moves = in.improveStages(stop, p, s, c, moves)
 		if best == nil || s.Makespan < best.sc.Makespan*(1-1e-9) {
 			best, bestMoves = &stageMove{p, s}, moves
 		}
 	}
 	for _, fewest := range []bool{false, true} {
-		p, s, moves := in.repairStages(stop, pl, sc, maxStages, fewest)
+		p, s, moves := in.repairStages(stop, pl, sc, c, fewest)
 		try(p, s, moves)
 	}
 	for _, m := range in.oneDevice(pl) {
@@ -190,23 +224,27 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, maxSt
 }
 
 // repairStages takes stage moves (onto a neighbouring stage's device or any other device in
-// use) that lower the stage count while it is above maxStages: the one of least makespan (fewest false) or the one with the fewest stages (fewest true), ties
-// by the other criterion. It stops when no move lowers the count.
-func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, maxStages int, fewest bool) (*Placement, *Schedule, int) {
+// use) that lower the excess over the cap while there is one: the one of least makespan
+// (fewest false) or the one of least excess, then fewest stages (fewest true), ties by the
+// other criterion. It
+// stops when no move lowers the excess.
+func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, c stageCap, fewest bool) (*Placement, *Schedule, int) {
 	moves := 0
-	for sc.StageCount() > maxStages && !stop() {
+	for c.excess(sc) > 0 && !stop() {
 		var best *stageMove
 		for _, m := range in.stageMovesTo(pl, sc, true) {
-			n := m.sc.StageCount()
-			if n >= sc.StageCount() {
+			n := c.excess(m.sc)
+			if n >= c.excess(sc) {
 				continue
 			}
 			if best == nil {
 				best = &m
 				continue
 			}
-			bn, faster := best.sc.StageCount(), m.sc.Makespan < best.sc.Makespan
-			if (fewest && (n < bn || (n == bn && faster))) ||
+			bn, faster := c.excess(best.sc), m.sc.Makespan < best.sc.Makespan
+			fewer := m.sc.StageCount() < best.sc.StageCount()
+			same := m.sc.StageCount() == best.sc.StageCount()
+			if (fewest && (n < bn || (n == bn && (fewer || (same && faster))))) ||
 				(!fewest && (faster || (m.sc.Makespan == best.sc.Makespan && n < bn))) {
 				best = &m
 			}
@@ -222,13 +260,13 @@ func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, maxS
 
 // improveStages takes the move (a single stage move, or every node onto one device: a plan of
 // many small stages may lose to one device while no single move pays) of least makespan while
-// it lowers the makespan and keeps the cap (maxStages > 0) and feasibility; moves counts the
-// moves taken before.
-func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, maxStages, moves int) (*Placement, *Schedule, int) {
+// it lowers the makespan and keeps the cap c and feasibility; moves counts the moves taken
+// before.
+func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, c stageCap, moves int) (*Placement, *Schedule, int) {
 	for round := 0; round < 4*in.numNodes && !stop(); round++ {
 		var best *stageMove
 		for _, m := range append(in.stageMoves(pl, sc), in.oneDevice(pl)...) {
-			if (maxStages > 0 && m.sc.StageCount() > maxStages) || (sc.Feasible && !m.sc.Feasible) {
+			if c.excess(m.sc) > 0 || (sc.Feasible && !m.sc.Feasible) {
 				continue
 			}
 			if m.sc.Makespan < sc.Makespan*(1-1e-9) && (best == nil || m.sc.Makespan < best.sc.Makespan) {

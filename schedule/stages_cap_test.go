@@ -1,6 +1,11 @@
 package schedule
 
-import "testing"
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
 
 // TestStageCapPrefersFastest: under a stage cap the repair goes for the fastest plan within
 // the cap, not for the fewest stages. The chain a → b → c → d with a, b fast on d0, c fast on
@@ -28,12 +33,12 @@ func TestStageCapPrefersFastest(t *testing.T) {
 	}
 	stop := func() bool { return false }
 	// The fewest-stages repair alone ends on one stage.
-	fpl, fsc, _ := in.repairStages(stop, pl, sc, 2, true)
-	fpl, fsc, _ = in.improveStages(stop, fpl, fsc, 2, 0)
+	fpl, fsc, _ := in.repairStages(stop, pl, sc, stageCap{total: 2}, true)
+	fpl, fsc, _ = in.improveStages(stop, fpl, fsc, stageCap{total: 2}, 0)
 	if fsc.StageCount() != 1 || !near(fsc.Makespan, 13.5) {
 		t.Fatalf("fewest-first repair: %d stages, makespan %v (%v); want 1, 13.5", fsc.StageCount(), fsc.Makespan, fpl.Device)
 	}
-	npl, nsc, moves, ok := in.mergeStages(stop, pl, sc, 2)
+	npl, nsc, moves, ok := in.mergeStages(stop, pl, sc, stageCap{total: 2})
 	if !ok || nsc.StageCount() > 2 || !near(nsc.Makespan, 5.1) {
 		t.Fatalf("capped merge: ok %v, %d stages, makespan %v (%v, %d moves); want 2 stages, 5.1", ok, nsc.StageCount(), nsc.Makespan, npl.Device, moves)
 	}
@@ -75,8 +80,54 @@ func TestStageCapBatchedRoutes(t *testing.T) {
 	if len(in.stageMoves(pl, sc)) != 0 {
 		t.Fatalf("the routes have neighbours: %d moves", len(in.stageMoves(pl, sc)))
 	}
-	npl, nsc, _, ok := in.mergeStages(func() bool { return false }, pl, sc, 2)
+	npl, nsc, _, ok := in.mergeStages(func() bool { return false }, pl, sc, stageCap{total: 2})
 	if !ok || nsc.StageCount() != 2 || !near(nsc.Makespan, 9) {
 		t.Fatalf("capped merge: ok %v, %d stages, makespan %v (%v); want 2 stages, 9", ok, nsc.StageCount(), nsc.Makespan, npl.Granules)
+	}
+}
+
+// TestStageCapPerDevice (issue 40): a chain whose fastest plan bounces between two devices
+// (three stages on d0, two on d1) is capped at one stage per device: every method's plan keeps
+// the cap, Result.Uncapped tells what the cap costs, and the bound stays below the capped
+// plan (it bounds the uncapped problem, whose plans include the capped ones).
+func TestStageCapPerDevice(t *testing.T) {
+	p := build(devs("d0", "d1"), map[string][]float64{
+		"a": {1, 10}, "b": {10, 1}, "c": {1, 10}, "d": {10, 1}, "e": {1, 10},
+	}, []string{"a", "b", "c", "d", "e"}, [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "e"}}, 0.1)
+	for u := range p.Devices {
+		p.Devices[u].CallCost = 0.01
+	}
+	free, err := Solve(t.Context(), p, Options{Method: HEFT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free.Schedule.Stages[0] < 2 || free.Uncapped != nil {
+		t.Fatalf("uncapped: stages per device %v, uncapped record %+v; want a plan that bounces and no record", free.Schedule.Stages, free.Uncapped)
+	}
+	for _, m := range []string{MET, Greedy, HEFT, SA} {
+		res, err := Solve(t.Context(), p, Options{Method: m, MaxStagesPerDevice: 1, Iterations: 200, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, n := range res.Schedule.Stages {
+			if n > 1 {
+				t.Errorf("%s: %d stages on device %d, cap 1", m, n, u)
+			}
+		}
+		if res.LowerBound > res.Makespan*(1+1e-9) {
+			t.Errorf("%s: bound %g above the capped plan's %g", m, res.LowerBound, res.Makespan)
+		}
+		if m == HEFT {
+			if u := res.Uncapped; u == nil || u.PerDevice < 2 || u.Makespan >= res.Makespan {
+				t.Errorf("HEFT capped: uncapped record %+v for makespan %g", u, res.Makespan)
+			}
+		}
+	}
+	// A cap no plan can keep: per device 1 and 1 in all with a node only d0 runs and one only d1 runs.
+	q := build(devs("d0", "d1"), map[string][]float64{"a": {1, math.Inf(1)}, "b": {math.Inf(1), 1}}, []string{"a", "b"}, [][2]string{{"a", "b"}}, 0.1)
+	_, err = Solve(t.Context(), q, Options{Method: HEFT, MaxStages: 1, MaxStagesPerDevice: 1})
+	var capErr *StageCapError
+	if !errors.As(err, &capErr) || !strings.Contains(err.Error(), "at most 1 stages per device") {
+		t.Fatalf("impossible cap: got %v", err)
 	}
 }

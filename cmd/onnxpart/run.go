@@ -84,7 +84,7 @@ is still written).
 type runFlags struct {
 	devices, link, objective, fusion, fusionRules, solver, bounds, out, costs string
 	cutAt                                                                     string
-	k, batch, polish, maxBatch                                                int
+	k, batch, polish, maxBatch, stagesPerDevice                               int
 	timeLimit                                                                 time.Duration
 	gap                                                                       float64
 	dims, emit, genai                                                         []string
@@ -98,7 +98,8 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringVar(&f.devices, "devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
 	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
 	fs.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "CUDA ordinals of the GPUs, in --devices order, for the manifest's device_id and Triton's gpus (default: NVML's index under auto, else each GPU's position)")
-	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, or the most stages (runtime calls) of a latency or --batch placement, at least 1 (default: number of devices; placements: no cap)")
+	fs.IntVar(&f.stagesPerDevice, "stages-per-device", 0, fmt.Sprintf("the most stages (runtime calls) on one device of a latency or --batch placement; 0: no cap (default: %d on mixed devices unless -k is given)", onnxpart.DefaultStagesPerDevice))
+	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, or the most stages (runtime calls) of a latency or --batch placement, at least 1 (default: number of devices; placements: --stages-per-device)")
 	fs.StringVar(&f.objective, "objective", "", "throughput or latency (default: throughput for identical devices, latency for mixed)")
 	fs.IntVar(&f.batch, "batch", 0, "plan a batch of `N` inputs shared among the devices (data and model parallel) for throughput")
 	fs.StringVar(&f.fusion, "fusion", "", "fusion rule set to coarsen with: ort-cpu, ort-cuda, tensorrt, generic, none (default: by device)")
@@ -157,6 +158,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.Changed("stages") && f.k < 1 {
 		return diag.Usage("-k %d: want a number of stages ≥ 1 (leave -k out for one stage per device)", f.k).About(diag.Flag, "-k")
+	}
+	if f.stagesPerDevice < 0 {
+		return diag.Usage("--stages-per-device %d: want a number of stages ≥ 1, or 0 for no cap", f.stagesPerDevice).About(diag.Flag, "--stages-per-device")
 	}
 	if f.gap < 0 || f.gap >= 1 {
 		return diag.Usage("--gap %g: want a fraction in [0, 1)", f.gap).About(diag.Flag, "--gap")
@@ -253,7 +257,10 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	popt := onnxpart.Options{K: f.k, Objective: onnxpart.Objective(f.objective), Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: onnxpart.Solver(f.solver), Bounds: onnxpart.Bounds(f.bounds), TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph,
-		Workload: phases, State: states, CutAt: onnxpart.Cut(f.cutAt), Names: optionFlags}
+		Workload: phases, State: states, CutAt: onnxpart.Cut(f.cutAt), Names: optionFlags, StagesPerDevice: f.stagesPerDevice}
+	if fs.Changed("stages-per-device") && f.stagesPerDevice == 0 {
+		popt.StagesPerDevice = onnxpart.NoStageCap
+	}
 	prog.phase("planning")
 	res, err := onnxpart.Plan(ctx, m, cluster, popt)
 	interrupted := ctx.Err() != nil
@@ -751,5 +758,5 @@ var optionFlags = map[string]string{
 	"K": "-k", "Objective": "--objective", "Batch": "--batch", "Fusion": "--fusion", "FusionRules": "--fusion-rules",
 	"Solver": "--solver", "Bounds": "--bounds", "TimeLimit": "--time-limit", "Gap": "--gap", "Seed": "--seed",
 	"PolishWindow": "--polish-window", "GPUIDs": "--gpu-ids", "MemoryGraph": "--max-dim", "Workload": "--workload",
-	"State": "--state", "CutAt": "--cut-at",
+	"State": "--state", "CutAt": "--cut-at", "StagesPerDevice": "--stages-per-device",
 }

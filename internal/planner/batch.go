@@ -244,6 +244,8 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 		// every route then has at most K stages too).
 		so.MaxStages = opt.K
 	}
+	perDev, capWhy := stageCapOf(&opt, !run.identical)
+	so.MaxStagesPerDevice = perDev
 	if opt.Bounds == BoundsNone && method == schedule.Auto {
 		so.Method = schedule.HEFT
 	}
@@ -254,6 +256,10 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 	}
 	res, err := solveLatency(run.ctx, p, so, &opt)
 	var capErr *schedule.StageCapError
+	if errors.As(err, &capErr) && capErr.MaxStagesPerDevice > 0 {
+		return nil, nil, diag.Usage("%s: %s found no placement within the cap that fits memory (the closest has %d stages, %d on one device); %s lifts the cap",
+			capWhy, opt.say("Solver", method), capErr.Stages, capErr.PerDevice, opt.say("StagesPerDevice", "0")).About(diag.Option, opt.name("StagesPerDevice"))
+	}
 	if errors.As(err, &capErr) {
 		return nil, nil, diag.Usage("%s: %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.say("K", strconv.Itoa(opt.K)), opt.say("Solver", method), opt.K, capErr.Stages).About(diag.Option, opt.name("K"))
 	}
@@ -272,7 +278,28 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 		}
 	}
 	sol.notes = append(sol.notes, res.Notes...)
+	if perDev > 0 {
+		note := fmt.Sprintf("%s; the lower bound is of the problem without the cap, and bounds the capped plan too (its plans are among the uncapped problem's)", capWhy)
+		if u := res.Uncapped; u != nil && u.Makespan > 0 && res.Makespan > u.Makespan*(1+MinCapNote) {
+			note += fmt.Sprintf("; without the cap the plan would take %s instead of %s (%.0f%% less time) in %d stages, up to %d on one device (%s)",
+				durText(u.Makespan), durText(res.Makespan), 100*(1-u.Makespan/res.Makespan), u.Stages, u.PerDevice, opt.say("StagesPerDevice", "0"))
+		}
+		sol.notes = append(sol.notes, note)
+	}
 	return sol, res, nil
+}
+
+// stageCapOf is the cap on stages per device of a placement with opt on mixed (or
+// identical) devices, and how the notes state it (0, "": none).
+func stageCapOf(opt *Options, mixed bool) (int, string) {
+	switch {
+	case opt.StagesPerDevice > 0:
+		return opt.StagesPerDevice, fmt.Sprintf("at most %d stages per device (%s)", opt.StagesPerDevice, opt.name("StagesPerDevice"))
+	case opt.StagesPerDevice == NoStageCap || opt.K > 0 || !mixed:
+		return 0, ""
+	}
+	return DefaultStagesPerDevice, fmt.Sprintf("at most %d stages per device, the default for mixed devices (%s changes it, %s lifts it)",
+		DefaultStagesPerDevice, opt.say("StagesPerDevice", "N"), opt.say("StagesPerDevice", "0"))
 }
 
 // expandRoutes expands every route's coarse stages to the original graph and builds its
