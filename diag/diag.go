@@ -1,7 +1,8 @@
 // Package diag is onnxpart's one error type. Every package reports a failure the user can act
 // on as a *Error: what kind of failure it is (Kind, which also fixes the command's exit code),
-// what it is about (a Subject: the file, node, tensor, device, stage, flag or dimension the
-// message names), the message itself, optional notes, and optionally the error that caused it.
+// what it is about (a Subject: the file, node, tensor, device, stage, flag, option or
+// dimension the message names), the message itself, optional notes, and optionally the error
+// that caused it.
 //
 // Errors are built with a constructor per kind, which formats like fmt.Errorf (a %w verb
 // wraps its operand as the cause), and refined with methods that return the same error:

@@ -12,8 +12,8 @@ import (
 	"github.com/onnxpart/onnxpart/profile"
 )
 
-// Options are checked completely in the first phase: a bad solver, bound effort or cut fails
-// before coarsening or pricing starts, for pipelines and placements alike, and the error is
+// Options are checked completely in the first phase: a bad solver, bound effort, cut, fusion
+// rule set or workload phase fails before coarsening or pricing starts, for pipelines and placements alike, and the error is
 // a usage error about the option.
 func TestOptionsCheckedFirst(t *testing.T) {
 	m, err := ingest.Load(filepath.Join("..", "..", "testdata", "models", "resnet50_small.onnx"), ingest.Options{})
@@ -32,6 +32,9 @@ func TestOptionsCheckedFirst(t *testing.T) {
 			{Solver: SolverBRKGA, Batch: 4},             // and for a batched placement
 			{Bounds: "most"},
 			{CutAt: "layers"},
+			{Fusion: "nope"},
+			{Fusion: "none", FusionRules: "rules.yaml"},
+			{Workload: []Phase{{Name: "decode", Weight: 1}}}, // not sized at its dims
 		} {
 			var phases []string
 			bad.Progress = func(p Progress) { phases = append(phases, p.Phase) }

@@ -317,7 +317,8 @@ type run struct {
 	pairs     []graph.StatePair
 	mg        *graph.Graph // the graph the stages' memory is sized at (Options.MemoryGraph or g)
 	cm        *profile.CostModel
-	coarse    *fusion.Coarse // nil without fusion
+	rules     *fusion.RuleSet // the fusion rules to coarsen with (options)
+	coarse    *fusion.Coarse  // nil without fusion
 	work      *graph.Graph   // the graph planned: coarse.Graph or g
 	nodeMem   []float64      // per node of work: weights and owned state (memory.go)
 	times     [][]float64    // times[d][v]: node v of work on cluster device d
@@ -493,6 +494,12 @@ func (p *run) options() error {
 	if err := p.chooseObjective(); err != nil {
 		return err
 	}
+	if p.rules, err = ruleSet(c, devs, opt); err != nil {
+		return err
+	}
+	if err := checkPhases(g, &opt); err != nil {
+		return err
+	}
 	if p.pairs, err = g.StatePairs(opt.State); err != nil {
 		return diag.Wrap(diag.KindUsage, err)
 	}
@@ -504,10 +511,8 @@ func (p *run) options() error {
 
 // coarsen groups the model's nodes into the fused kernels of the devices' backend rules.
 func (p *run) coarsen() error {
-	rs, err := ruleSet(p.c, p.devs, p.opt)
-	if err != nil {
-		return err
-	}
+	rs := p.rules
+	var err error
 	p.work = p.g
 	p.r.RuleSet = "none"
 	if rs != nil && rs.Name != "none" {

@@ -87,17 +87,10 @@ type phaseCosts struct {
 // devices devs: a node's time at the phase's sizes, and each tensor's bytes. Fused kernels
 // keep the planned groups at every phase's sizes (fusion.Coarse.Resized).
 func (p *run) workloadCosts() ([]phaseCosts, error) {
-	g, work, coarse, cm, devs, nDev, phases, opt := p.g, p.work, p.coarse, p.cm, p.devs, len(p.c.Devices), p.opt.Workload, &p.opt
+	work, coarse, cm, devs, nDev, phases, opt := p.work, p.coarse, p.cm, p.devs, len(p.c.Devices), p.opt.Workload, &p.opt
 	out := make([]phaseCosts, len(phases))
 	for i, ph := range phases {
-		pg := ph.Graph
-		if pg == nil {
-			return nil, diag.Usage("%s: the model was not sized at the phase's dims", opt.say("Workload", ph.Name)).About(diag.Option, opt.name("Workload"))
-		}
-		if len(pg.Nodes) != len(g.Nodes) || len(pg.Tensors) != len(g.Tensors) {
-			return nil, diag.Usage("%s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
-				opt.say("Workload", ph.Name), len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Option, opt.name("Workload"))
-		}
+		pg := ph.Graph // checked with the options (checkPhases)
 		pc := phaseCosts{times: make([][]float64, nDev)}
 		var kernels *graph.Graph // the phase's kernels: the planned groups at its sizes
 		if coarse != nil {
@@ -130,6 +123,22 @@ func (p *run) workloadCosts() ([]phaseCosts, error) {
 		out[i] = pc
 	}
 	return out, nil
+}
+
+// checkPhases checks that every phase of the workload comes with the model sized at its dims,
+// with the nodes and tensors of the graph planned.
+func checkPhases(g *graph.Graph, opt *Options) error {
+	for _, ph := range opt.Workload {
+		pg := ph.Graph
+		if pg == nil {
+			return diag.Usage("%s: the model was not sized at the phase's dims", opt.say("Workload", ph.Name)).About(diag.Option, opt.name("Workload"))
+		}
+		if len(pg.Nodes) != len(g.Nodes) || len(pg.Tensors) != len(g.Tensors) {
+			return diag.Usage("%s: at its dims the model has %d nodes and %d tensors, at the planned dims %d and %d: the dims change the graph",
+				opt.say("Workload", ph.Name), len(pg.Nodes), len(pg.Tensors), len(g.Nodes), len(g.Tensors)).About(diag.Option, opt.name("Workload"))
+		}
+	}
+	return nil
 }
 
 // weightedTimes is Σ_p w_p·times_p per device and work node: a stage's busy time per request
