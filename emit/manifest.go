@@ -70,6 +70,11 @@ type Batch struct {
 	// Devices are the batch shares: per device, the inputs whose computation touches it.
 	Devices []BatchDevice `json:"devices"`
 	Routes  []Route       `json:"routes"`
+	// Route is the route whose stages this manifest's directory holds (0: the top one).
+	Route int `json:"route"`
+	// Dim is the symbolic dim the stage files take the batch along (the leading axis of
+	// every tensor that carries it; Options.Batch), "" where none was written.
+	Dim string `json:"dim,omitempty"`
 }
 
 // BatchDevice is one device's share of a batched plan.

@@ -27,6 +27,7 @@ type BatchPlan struct {
 	Routes []RoutePlan
 	// Devices are the batch shares per device (emit.Manifest.Batch.Devices).
 	Devices []emit.BatchDevice
+	dim     string // the dim the stage files take the batch along (Prepare)
 }
 
 // RoutePlan is one route of a batched plan.
@@ -335,7 +336,7 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 func (r *Result) batchManifest(stageDevices func(route int) []string) *emit.Batch {
 	b := r.Batch
 	mb := &emit.Batch{Inputs: b.Inputs, Granules: b.Granules, GranuleInputs: b.GranuleInputs,
-		MakespanS: r.Upper, ThroughputPerS: r.ThroughputPerS, Devices: b.Devices}
+		MakespanS: r.Upper, ThroughputPerS: r.ThroughputPerS, Devices: b.Devices, Dim: b.dim}
 	if math.IsInf(mb.ThroughputPerS, 0) || math.IsNaN(mb.ThroughputPerS) {
 		mb.ThroughputPerS = 0
 	}

@@ -634,6 +634,7 @@ func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.La
 	if r.Batch != nil {
 		// The plan priced batched kernels: the stage files take the batch.
 		opt.Batch = r.Batch.Inputs
+		r.Batch.dim = emit.BatchDimName(m)
 	}
 	if r.Batch != nil && len(r.Batch.Routes) > 1 {
 		return prepareRoutes(m, r, opt, seed)
@@ -684,7 +685,9 @@ func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*e
 	}
 	l.Manifest.Batch = r.batchManifest(devices)
 	for i := 1; i < len(routes); i++ {
-		routes[i].Manifest.Batch = l.Manifest.Batch
+		b := *l.Manifest.Batch
+		b.Route = i
+		routes[i].Manifest.Batch = &b
 	}
 	return l, nil
 }
