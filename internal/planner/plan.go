@@ -119,7 +119,7 @@ type Options struct {
 	// Names are the caller's names of the options, by field ("K": "-k", "GPUIDs":
 	// "--gpu-ids"): errors and notes say "-k 8" where they would say "Options.K = 8". The
 	// command passes its flags.
-	Names map[string]string
+	Names diag.Names
 }
 
 // Progress is one progress report.
