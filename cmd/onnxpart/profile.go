@@ -91,7 +91,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	shapes, err := parseInputShapes(*shapeFlags)
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	shapes, err := parseInputShapes(*shapeFlags)
 	if err != nil {
 		return err
 	}
