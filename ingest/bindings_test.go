@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -54,8 +55,12 @@ func TestBindInputs(t *testing.T) {
 	if fmt.Sprint(m.UnboundInputs()) != want {
 		t.Errorf("UnboundInputs %v, want %s", m.UnboundInputs(), want)
 	}
-	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), "--input-shape") || !strings.Contains(err.Error(), "--dim batch") {
-		t.Errorf("RequireInputSizes: %v, want a usage error pointing at --dim and --input-shape", err)
+	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), `Options.InputShapes["`) || !strings.Contains(err.Error(), `Options.Dims["batch"] = SIZE`) || strings.Contains(err.Error(), "--") {
+		t.Errorf("RequireInputSizes: %v, want a usage error pointing at Options.Dims and InputShapes", err)
+	}
+	m.names = diag.Names{"Dims": "--dim", "InputShapes": "--input-shape"} // the command's flags
+	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), "--input-shape") || !strings.Contains(err.Error(), "--dim batch=SIZE,seq=SIZE") {
+		t.Errorf("RequireInputSizes with the flags' names: %v, want a usage error pointing at --dim and --input-shape", err)
 	}
 
 	m, err = Load(path, Options{Dims: map[string]int64{"batch": 2, "seq": 5},
@@ -106,7 +111,7 @@ func TestBindInputs(t *testing.T) {
 		{Options{InputShapes: map[string][]int64{"nosuch": {1}}}, `no input "nosuch"`},
 		{Options{InputShapes: map[string][]int64{state: {2, 128}}}, "has rank 3 ([2,?,128]), not 2"},
 		{Options{InputShapes: map[string][]int64{state: {3, 1, 128}}}, "dimension 0 of input \"in_2\" is fixed at 2"},
-		{Options{Dims: map[string]int64{"batch": 2}, InputShapes: map[string][]int64{tokens: {4, 1}}}, `is "batch", which --dim batch sets to 2`},
+		{Options{Dims: map[string]int64{"batch": 2}, InputShapes: map[string][]int64{tokens: {4, 1}}}, `is "batch", which Options.Dims["batch"] sets to 2`},
 	} {
 		_, err := Load(path, c.opt)
 		if !isUsage(err) || !strings.Contains(err.Error(), c.want) {

@@ -74,3 +74,7 @@ func parseInputShapes(list []string) (map[string][]int64, error) {
 	}
 	return out, nil
 }
+
+// ingestFlags are the flags that set ingest.Options, by field, for its errors to name; and
+// AllowUnknownShapes, the way past ingest's RequireKnownShapes.
+var ingestFlags = diag.Names{"Dims": "--dim", "InputShapes": "--input-shape", "AllowUnknownShapes": "--allow-unknown-shapes"}

@@ -204,7 +204,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags})
 	if err != nil {
 		return err
 	}
