@@ -135,6 +135,10 @@ func (run *run) placeBatch() (*solution, error) {
 	shares := make([]emit.BatchDevice, len(devs))
 	for i, d := range devs {
 		shares[i].Device = c.Devices[d].Name
+		shares[i].Model = c.Devices[d].Model
+		if cp := c.Devices[d].Capacity(); !math.IsInf(cp, 1) && cp > 0 {
+			shares[i].MemoryBytes = int64(cp)
+		}
 		if i < len(res.Devices) {
 			shares[i].Ops = res.Devices[i].Nodes
 			shares[i].GranuleTasks = res.Devices[i].Granules
@@ -328,6 +332,21 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 				i, emit.GranuleList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join("..", "manifest.json")))
 		}
 		rp.Assignment = a
+	}
+	// The shares count the model's nodes, as the stage table and the stage files do, not
+	// the fused groups planned: a node counts on each device some route runs it on.
+	onDev := map[string]map[int]bool{}
+	for _, rp := range r.Batch.Routes {
+		for v, l := range rp.Assignment.Stage {
+			name := rp.Assignment.Devices[l].Name
+			if onDev[name] == nil {
+				onDev[name] = map[int]bool{}
+			}
+			onDev[name][v] = true
+		}
+	}
+	for i := range r.Batch.Devices {
+		r.Batch.Devices[i].Ops = len(onDev[r.Batch.Devices[i].Device])
 	}
 	return nil
 }
