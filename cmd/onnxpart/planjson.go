@@ -36,8 +36,8 @@ type planJSON struct {
 	Algorithm        string          `json:"algorithm"`
 	// Seed is the seed given with --seed; nil (left out) for a run without one, which the
 	// clock decided.
-	Seed             *int64          `json:"seed,omitempty"`
-	Seconds          float64         `json:"seconds"`
+	Seed    *int64  `json:"seed,omitempty"`
+	Seconds float64 `json:"seconds"`
 	// Output is the directory written ("-": nothing); absent for instances.
 	Output      string   `json:"output,omitempty"`
 	Interrupted bool     `json:"interrupted,omitempty"`
