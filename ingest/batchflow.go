@@ -97,7 +97,7 @@ func (m *Model) BatchFlow(name string) ([][]BatchAxis, map[string]*onnxpb.Tensor
 // flowOf infers the shapes of clone (the model with the batch dim on its inputs) and reads
 // the batch's axes; u is nil where the clone does not load at all.
 func (m *Model) flowOf(clone *onnxpb.ModelProto, dims map[string]int64, name string) ([][]BatchAxis, *Model, error) {
-	u := &Model{Path: m.Path, Dir: m.Dir, SHA256: m.SHA256, FileSize: m.FileSize, proto: clone, shapesOnly: true}
+	u := &Model{Path: m.Path, Dir: m.Dir, SHA256: m.SHA256, FileSize: m.FileSize, proto: clone, shapesOnly: true, names: m.names}
 	if err := u.bindDims(dims, nil); err != nil {
 		return nil, nil, diag.Usage("the model cannot be loaded with a batch along its inputs' leading axis: %v", err)
 	}

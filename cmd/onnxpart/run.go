@@ -192,7 +192,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	prog := newProgress(e, f.quiet, f.timeLimit)
 	defer prog.stop()
 	prog.phase("reading " + fs.Arg(0))
-	shapes, err := ingest.ParseInputShapes(f.inputShapes)
+	shapes, err := parseInputShapes(f.inputShapes)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags})
 	if err != nil {
 		return err
 	}
