@@ -19,6 +19,7 @@ import (
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/onnxpb"
+	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -192,3 +193,48 @@ func TestBatchRefusedWhereTheGraphPinsIt(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestBenchRunsBatchedPlanAsPriced (issue 40): bench ran one input per request on every
+// route, while the plan priced each route's stage calls as one batch of its share. Now a
+// request to a route is its whole share, run through the stage files at that batch, and the
+// throughput counts inputs.
+func TestBenchRunsBatchedPlanAsPriced(t *testing.T) {
+	if err := ort.Init(); err != nil {
+		t.Skipf("ONNX Runtime not available: %v", err)
+	}
+	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 8, Seed: 3, Reproducible: true, TimeLimit: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := onnxpart.Prepare(m, r, emit.Options{}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if err := l.WriteDir(out); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pipebench.Run(context.Background(), out, pipebench.Options{Requests: 6, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := r.Batch.Inputs, 0
+	for _, rt := range r.Batch.Routes {
+		lo, hi = min(lo, rt.Inputs), max(hi, rt.Inputs)
+	}
+	inputs := rep.Throughput.Measured * rep.Seconds
+	if inputs < float64(lo*rep.Requests)*0.999 || inputs > float64(hi*rep.Requests)*1.001 || hi < 2 {
+		t.Errorf("%d requests counted as %.1f inputs; each request should carry a route's share (%d to %d inputs)", rep.Requests, inputs, lo, hi)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "whole share of the batch") {
+		t.Errorf("notes do not say how the batch ran: %q", rep.Notes)
+	}
+}

@@ -23,7 +23,6 @@ import (
 	"context"
 
 	"github.com/onnxpart/onnxpart/emit"
-	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/profile"
@@ -158,17 +157,3 @@ func ParsePhase(s string) (Phase, error) { return planner.ParsePhase(s) }
 // DeviceLabel names a cluster device for people: "gpu0 (A100-SXM4-80GB)", the product
 // without its vendor prefix.
 func DeviceLabel(c *profile.Cluster, name string) string { return planner.DeviceLabel(c, name) }
-
-// StageMemories computes the whole memory of every stage label of a: g is the model's graph
-// sized at the dims the memory is checked at, a.Stage[v] the label of node v and
-// a.Devices[label] its device, looked up by name in c for the reserve. The result is indexed
-// by label.
-func StageMemories(g *graph.Graph, a *emit.Assignment, c *profile.Cluster) []StageMemory {
-	return planner.StageMemories(g, a, c)
-}
-
-// PeakActivations walks nodes (one stage's, in execution order) and returns the largest sum
-// of the bytes of the internal tensors live at once.
-func PeakActivations(g *graph.Graph, nodes []int, stage []int) int64 {
-	return planner.PeakActivations(g, nodes, stage)
-}

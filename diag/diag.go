@@ -260,3 +260,42 @@ func ExitCode(err error) int {
 	}
 	return KindOf(err).ExitCode()
 }
+
+// Names are a caller's names for the options of a library call, by field ("K": "-k",
+// "GPUIDs": "--gpu-ids"). A library's errors and notes name its options through them: the
+// command passes its flags, so its users read what they typed; a Go caller passes none and
+// reads the option as Go writes it ("Options.K = 8").
+type Names map[string]string
+
+// Say names the option field with its value (value "" names it alone).
+func (n Names) Say(field, value string) string {
+	if name, ok := n[field]; ok {
+		if value == "" {
+			return name
+		}
+		return name + " " + value
+	}
+	if value == "" {
+		return "Options." + field
+	}
+	return "Options." + field + " = " + value
+}
+
+// Name is the option's name alone: Say(field, "").
+func (n Names) Name(field string) string { return n.Say(field, "") }
+
+// SayKey names one entry of a map-valued option with its value ("--dim batch=4", or
+// Options.Dims["batch"] = 4); value "" names the entry alone.
+func (n Names) SayKey(field, key, value string) string {
+	if name, ok := n[field]; ok {
+		if value == "" {
+			return name + " " + key
+		}
+		return name + " " + key + "=" + value
+	}
+	s := "Options." + field + "[" + strconv.Quote(key) + "]"
+	if value != "" {
+		s += " = " + value
+	}
+	return s
+}

@@ -115,3 +115,18 @@ func TestKindString(t *testing.T) {
 		}
 	}
 }
+
+// Names say an option as the caller knows it, or as a Go caller writes it.
+func TestNames(t *testing.T) {
+	flags := diag.Names{"K": "-k"}
+	for _, tc := range []struct{ got, want string }{
+		{flags.Say("K", "8"), "-k 8"},
+		{flags.Name("K"), "-k"},
+		{flags.Say("Batch", "4"), "Options.Batch = 4"},
+		{diag.Names(nil).Name("GPUIDs"), "Options.GPUIDs"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%q, want %q", tc.got, tc.want)
+		}
+	}
+}

@@ -862,7 +862,7 @@ func CheckBatch(m *ingest.Model, n int) error {
 }
 
 func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, error) {
-	name := batchDimName(m)
+	name := BatchDimName(m)
 	flow, err := m.BatchFlow(name)
 	if err != nil {
 		return "", nil, diag.Usage("--batch %d prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out --batch for a pipeline of single inputs", n, err).About(diag.Flag, "--batch")
@@ -870,9 +870,9 @@ func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, error) {
 	return name, flow, nil
 }
 
-// batchDimName is the leading dim_param of the model's first input that has one, else
-// "batch".
-func batchDimName(m *ingest.Model) string {
+// BatchDimName is the symbolic dim stage files written with Options.Batch take the batch
+// along: the leading dim_param of the model's first input that has one, else "batch".
+func BatchDimName(m *ingest.Model) string {
 	pg := m.Proto().Graph
 	for _, vi := range pg.Input {
 		if m.Initializer(vi.GetName()) != nil {

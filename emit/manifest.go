@@ -70,19 +70,30 @@ type Batch struct {
 	// Devices are the batch shares: per device, the inputs whose computation touches it.
 	Devices []BatchDevice `json:"devices"`
 	Routes  []Route       `json:"routes"`
+	// Route is the route whose stages this manifest's directory holds (0: the top one).
+	Route int `json:"route"`
+	// Dim is the symbolic dim the stage files take the batch along (the leading axis of
+	// every tensor that carries it; Options.Batch), "" where none was written.
+	Dim string `json:"dim,omitempty"`
 }
 
 // BatchDevice is one device's share of a batched plan.
 type BatchDevice struct {
 	Device string `json:"device"`
-	// Ops is the number of operators (fused groups) with work on the device; GranuleTasks
-	// the number of (operator, granule) pairs it computes.
+	// Ops is the number of the model's nodes with work on the device (in some route's
+	// stage on it: the count the stage files and the stage table use); GranuleTasks the
+	// number of (planned operator, granule) pairs it computes, an operator being a fused
+	// group of nodes where the plan coarsened the graph.
 	Ops          int `json:"ops"`
 	GranuleTasks int `json:"granule_tasks"`
 	// Inputs is the number of inputs whose computation touches the device (the sum over the
 	// routes through it), BusyS its predicted compute time for the whole batch.
 	Inputs int     `json:"inputs"`
 	BusyS  float64 `json:"busy_s"`
+	// Model is the device's product and MemoryBytes its capacity, where known: a route's
+	// manifest lists only its own stages' devices, and the batch's shares name them all.
+	Model       string `json:"model,omitempty"`
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
 }
 
 // GranuleList writes granule ids as "0,1,2" (notes, the plan table, the report).

@@ -43,14 +43,14 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 		outName := given[inName]
 		in, ok := g.TensorByName(inName)
 		if !ok || g.Tensors[in].Kind != Input {
-			return nil, diag.Usage("--state %s=%s: %q is not an input of the model", inName, outName, inName).About(diag.Flag, "--state")
+			return nil, diag.Usage("state pair %s=%s: %q is not an input of the model", inName, outName, inName).About(diag.Tensor, inName)
 		}
 		o, ok := g.TensorByName(outName)
 		if !ok || !g.Tensors[o].IsOutput {
-			return nil, diag.Usage("--state %s=%s: %q is not an output of the model", inName, outName, outName).About(diag.Flag, "--state")
+			return nil, diag.Usage("state pair %s=%s: %q is not an output of the model", inName, outName, outName).About(diag.Tensor, outName)
 		}
 		if usedOut[o] {
-			return nil, diag.Usage("--state %s=%s: output %q is already the state of another input", inName, outName, outName).About(diag.Flag, "--state")
+			return nil, diag.Usage("state pair %s=%s: output %q is already the state of another input", inName, outName, outName).About(diag.Tensor, outName)
 		}
 		p := StatePair{In: in, Out: o, Concat: -1, Axis: -1, Given: true}
 		if c := g.Tensors[o].Producer; c >= 0 && g.Nodes[c].OpType == "Concat" && g.Nodes[c].Domain == "" {

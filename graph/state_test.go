@@ -78,7 +78,7 @@ func TestStatePairsErrors(t *testing.T) {
 	} {
 		in, out, _ := strings.Cut(given, "=")
 		_, err := g.StatePairs(map[string]string{in: out})
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--state "+given) {
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "state pair "+given) {
 			t.Errorf("%s: error %v, want one naming %s", given, err, want)
 		}
 	}

@@ -68,7 +68,7 @@ func (m *Model) BatchFlow(name string) ([][]BatchAxis, error) {
 			dims[k] = v
 		}
 	}
-	u := &Model{Path: m.Path, Dir: m.Dir, SHA256: m.SHA256, FileSize: m.FileSize, proto: clone, shapesOnly: true}
+	u := &Model{Path: m.Path, Dir: m.Dir, SHA256: m.SHA256, FileSize: m.FileSize, proto: clone, shapesOnly: true, names: m.names}
 	if err := u.bindDims(dims, nil); err != nil {
 		return nil, diag.Usage("the model cannot be loaded with a batch along its inputs' leading axis: %v", err)
 	}

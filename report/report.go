@@ -1076,6 +1076,13 @@ func deviceLabel(m *emit.Manifest, name string) string {
 			return emit.DeviceLabel(name, d.Model)
 		}
 	}
+	if m.Batch != nil { // a device of another route of a batched plan
+		for _, d := range m.Batch.Devices {
+			if d.Device == name {
+				return emit.DeviceLabel(name, d.Model)
+			}
+		}
+	}
 	return name
 }
 
@@ -1385,6 +1392,11 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 		est[d.Device] = d
 	}
 	capOf := map[string]int64{}
+	if m.Batch != nil { // devices of the other routes of a batched plan
+		for _, d := range m.Batch.Devices {
+			capOf[d.Device] = d.MemoryBytes
+		}
+	}
 	for _, d := range m.Devices {
 		capOf[d.Name] = d.MemoryBytes
 	}

@@ -192,7 +192,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	prog := newProgress(e, f.quiet, f.timeLimit)
 	defer prog.stop()
 	prog.phase("reading " + fs.Arg(0))
-	shapes, err := ingest.ParseInputShapes(f.inputShapes)
+	shapes, err := parseInputShapes(f.inputShapes)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags})
 	if err != nil {
 		return err
 	}
@@ -434,6 +434,9 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	if man.Predicted != nil && len(man.Predicted.Workload) > 0 {
 		fmt.Fprintln(w, "stage times per request: each phase's time × its calls, summed")
 	}
+	if man.Batch != nil && len(man.Batch.Routes) > 1 {
+		fmt.Fprintf(w, "route 0's stages (%s in %s; the other routes' are in their directories, see the route lines)\n", plural(len(man.Stages), "stage"), out)
+	}
 	tw := newTable(w, tabwriter.AlignRight)
 	fmt.Fprintln(tw, "stage\tdevice\tops\tparams\tcompute\tcomm\tcall\ttotal\t\t")
 	for _, st := range man.Stages {
@@ -461,7 +464,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 				for i, d := range rt.Devices {
 					labels[i] = onnxpart.DeviceLabel(r.Cluster, d)
 				}
-				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s\n", rt.Index, plural(rt.Inputs, "input"), emit.GranuleList(rt.Granules), strings.Join(labels, " → "), rt.Dir)
+				fmt.Fprintf(w, "route %-4d %s (granules %s) through %s in %s (%s)\n", rt.Index, plural(rt.Inputs, "input"), emit.GranuleList(rt.Granules), strings.Join(labels, " → "), rt.Dir, plural(len(rt.Devices), "stage file"))
 			}
 		}
 	} else if man.Predicted != nil && len(man.Predicted.Workload) > 0 {
@@ -477,7 +480,21 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 	}
 	fmt.Fprintf(w, "bound      %s\n", boundWords(report.PlanFigures(man)))
 	if out != "-" {
-		fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
+		if man.Batch != nil && len(man.Batch.Routes) > 1 {
+			// Every route's files: route 0's here, the others' in their directories.
+			files := 0
+			var dirs []string
+			for _, rt := range man.Batch.Routes {
+				files += len(rt.Devices)
+				if rt.Index > 0 {
+					dirs = append(dirs, rt.Dir+"/")
+				}
+			}
+			fmt.Fprintf(w, "wrote      %s (%s in %d routes: %d here, the rest in %s; a manifest.json per route%s)\n",
+				out, plural(files, "stage file"), len(man.Batch.Routes), len(man.Stages), strings.Join(dirs, ", "), extrasText(out))
+		} else {
+			fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
+		}
 	}
 	for _, n := range man.Notes {
 		fmt.Fprintf(w, "note       %s\n", n)

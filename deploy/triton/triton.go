@@ -72,25 +72,67 @@ func tritonErrorf(format string, a ...any) *diag.Error {
 // The repository is written beside repoDir and renamed into place; an existing repoDir is
 // refused unless opt.Force.
 func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) {
+	if m != nil && m.Batch != nil && len(m.Batch.Routes) > 1 {
+		if m.Batch.Route != 0 {
+			// A route's stages are served from the top directory's repository (its ensemble
+			// takes the whole batch): a repository per route would repeat their names.
+			return nil
+		}
+		return writeBatched(m, stageDir, repoDir, opt)
+	}
 	models, err := Models(m, opt)
 	if err != nil {
 		return err
 	}
-	for _, st := range m.Stages {
-		for _, f := range []string{st.File, st.DataFile} {
-			if f == "" {
-				continue
-			}
-			if filepath.Base(f) != f || f == "." || f == ".." {
-				return tritonErrorf("stage %d: file %q is not a plain file name", st.Index, f).About(diag.Stage, strconv.Itoa(st.Index))
-			}
-			if fi, err := os.Stat(filepath.Join(stageDir, f)); err != nil {
-				return diag.Input("triton: stage %d: %w", st.Index, err).About(diag.Stage, strconv.Itoa(st.Index))
-			} else if !fi.Mode().IsRegular() {
-				return tritonErrorf("stage %d: %s is not a regular file", st.Index, filepath.Join(stageDir, f)).About(diag.Stage, strconv.Itoa(st.Index))
-			}
+	var files []repoFile
+	for _, tm := range models {
+		if tm.Stage < 0 {
+			files = append(files, repoFile{model: tm})
+			continue
+		}
+		fs, err := stageFiles(m.Stages[tm.Stage], stageDir, tm)
+		if err != nil {
+			return err
+		}
+		files = append(files, fs...)
+	}
+	return writeRepo(repoDir, files, opt)
+}
+
+// repoFile is a model's config (file "" ) or one file of its version 1: src copied or
+// linked, or data written.
+type repoFile struct {
+	model Model
+	file  string // the name inside the model's directory 1/ ("": the model's config only)
+	src   string
+	data  []byte
+}
+
+// stageFiles checks a stage's files in stageDir and lists them for model tm.
+func stageFiles(st emit.Stage, stageDir string, tm Model) ([]repoFile, error) {
+	for _, f := range []string{st.File, st.DataFile} {
+		if f == "" {
+			continue
+		}
+		if filepath.Base(f) != f || f == "." || f == ".." {
+			return nil, tritonErrorf("stage %d: file %q is not a plain file name", st.Index, f).About(diag.Stage, strconv.Itoa(st.Index))
+		}
+		if fi, err := os.Stat(filepath.Join(stageDir, f)); err != nil {
+			return nil, diag.Input("triton: stage %d: %w", st.Index, err).About(diag.Stage, strconv.Itoa(st.Index))
+		} else if !fi.Mode().IsRegular() {
+			return nil, tritonErrorf("stage %d: %s is not a regular file", st.Index, filepath.Join(stageDir, f)).About(diag.Stage, strconv.Itoa(st.Index))
 		}
 	}
+	out := []repoFile{{model: tm}, {model: tm, file: "model.onnx", src: filepath.Join(stageDir, st.File)}}
+	if st.DataFile != "" {
+		// The stage model names its data file by this relative location.
+		out = append(out, repoFile{model: tm, file: st.DataFile, src: filepath.Join(stageDir, st.DataFile)})
+	}
+	return out, nil
+}
+
+// writeRepo writes the repository's files beside repoDir and renames it into place.
+func writeRepo(repoDir string, files []repoFile, opt Options) (err error) {
 	abs, err := filepath.Abs(repoDir)
 	if err != nil {
 		return err
@@ -119,24 +161,22 @@ func Write(m *emit.Manifest, stageDir, repoDir string, opt Options) (err error) 
 			os.RemoveAll(tmp)
 		}
 	}()
-	for _, tm := range models {
-		md := filepath.Join(tmp, tm.Name)
-		if err := os.MkdirAll(filepath.Join(md, "1"), 0o755); err != nil {
-			return err
-		}
-		if err := outdir.WriteFileSync(filepath.Join(md, "config.pbtxt"), tm.Config); err != nil {
-			return err
-		}
-		if tm.Stage < 0 {
-			continue
-		}
-		st := m.Stages[tm.Stage]
-		if err := placeFile(filepath.Join(stageDir, st.File), filepath.Join(md, "1", "model.onnx"), opt.Copy); err != nil {
-			return err
-		}
-		if st.DataFile != "" {
-			// The stage model names its data file by this relative location.
-			if err := placeFile(filepath.Join(stageDir, st.DataFile), filepath.Join(md, "1", st.DataFile), opt.Copy); err != nil {
+	for _, f := range files {
+		md := filepath.Join(tmp, f.model.Name)
+		switch {
+		case f.file == "":
+			if err := os.MkdirAll(filepath.Join(md, "1"), 0o755); err != nil {
+				return err
+			}
+			if err := outdir.WriteFileSync(filepath.Join(md, "config.pbtxt"), f.model.Config); err != nil {
+				return err
+			}
+		case f.src != "":
+			if err := placeFile(f.src, filepath.Join(md, "1", f.file), opt.Copy); err != nil {
+				return err
+			}
+		default:
+			if err := outdir.WriteFileSync(filepath.Join(md, "1", f.file), f.data); err != nil {
 				return err
 			}
 		}

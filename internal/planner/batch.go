@@ -27,6 +27,7 @@ type BatchPlan struct {
 	Routes []RoutePlan
 	// Devices are the batch shares per device (emit.Manifest.Batch.Devices).
 	Devices []emit.BatchDevice
+	dim     string // the dim the stage files take the batch along (Prepare)
 }
 
 // RoutePlan is one route of a batched plan.
@@ -134,6 +135,10 @@ func (run *run) placeBatch() (*solution, error) {
 	shares := make([]emit.BatchDevice, len(devs))
 	for i, d := range devs {
 		shares[i].Device = c.Devices[d].Name
+		shares[i].Model = c.Devices[d].Model
+		if cp := c.Devices[d].Capacity(); !math.IsInf(cp, 1) && cp > 0 {
+			shares[i].MemoryBytes = int64(cp)
+		}
 		if i < len(res.Devices) {
 			shares[i].Ops = res.Devices[i].Nodes
 			shares[i].GranuleTasks = res.Devices[i].Granules
@@ -328,6 +333,21 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 		}
 		rp.Assignment = a
 	}
+	// The shares count the model's nodes, as the stage table and the stage files do, not
+	// the fused groups planned: a node counts on each device some route runs it on.
+	onDev := map[string]map[int]bool{}
+	for _, rp := range r.Batch.Routes {
+		for v, l := range rp.Assignment.Stage {
+			name := rp.Assignment.Devices[l].Name
+			if onDev[name] == nil {
+				onDev[name] = map[int]bool{}
+			}
+			onDev[name][v] = true
+		}
+	}
+	for i := range r.Batch.Devices {
+		r.Batch.Devices[i].Ops = len(onDev[r.Batch.Devices[i].Device])
+	}
 	return nil
 }
 
@@ -335,7 +355,7 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 func (r *Result) batchManifest(stageDevices func(route int) []string) *emit.Batch {
 	b := r.Batch
 	mb := &emit.Batch{Inputs: b.Inputs, Granules: b.Granules, GranuleInputs: b.GranuleInputs,
-		MakespanS: r.Upper, ThroughputPerS: r.ThroughputPerS, Devices: b.Devices}
+		MakespanS: r.Upper, ThroughputPerS: r.ThroughputPerS, Devices: b.Devices, Dim: b.dim}
 	if math.IsInf(mb.ThroughputPerS, 0) || math.IsNaN(mb.ThroughputPerS) {
 		mb.ThroughputPerS = 0
 	}

@@ -119,7 +119,7 @@ type Options struct {
 	// Names are the caller's names of the options, by field ("K": "-k", "GPUIDs":
 	// "--gpu-ids"): errors and notes say "-k 8" where they would say "Options.K = 8". The
 	// command passes its flags.
-	Names map[string]string
+	Names diag.Names
 }
 
 // Progress is one progress report.
@@ -319,10 +319,10 @@ type run struct {
 	cm        *profile.CostModel
 	rules     *fusion.RuleSet // the fusion rules to coarsen with (options)
 	coarse    *fusion.Coarse  // nil without fusion
-	work      *graph.Graph   // the graph planned: coarse.Graph or g
-	nodeMem   []float64      // per node of work: weights and owned state (memory.go)
-	times     [][]float64    // times[d][v]: node v of work on cluster device d
-	overs     [][]float64    // the fixed part of each time, which batched plans do not scale
+	work      *graph.Graph    // the graph planned: coarse.Graph or g
+	nodeMem   []float64       // per node of work: weights and owned state (memory.go)
+	times     [][]float64     // times[d][v]: node v of work on cluster device d
+	overs     [][]float64     // the fixed part of each time, which batched plans do not scale
 	// phaseCosts are a workload's node times and tensor bytes per phase; stateReads the
 	// state read away from the stage that keeps it (workload.go).
 	phaseCosts []phaseCosts
@@ -634,6 +634,7 @@ func Prepare(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*emit.La
 	if r.Batch != nil {
 		// The plan priced batched kernels: the stage files take the batch.
 		opt.Batch = r.Batch.Inputs
+		r.Batch.dim = emit.BatchDimName(m)
 	}
 	if r.Batch != nil && len(r.Batch.Routes) > 1 {
 		return prepareRoutes(m, r, opt, seed)
@@ -684,7 +685,9 @@ func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*e
 	}
 	l.Manifest.Batch = r.batchManifest(devices)
 	for i := 1; i < len(routes); i++ {
-		routes[i].Manifest.Batch = l.Manifest.Batch
+		b := *l.Manifest.Batch
+		b.Route = i
+		routes[i].Manifest.Batch = &b
 	}
 	return l, nil
 }

@@ -68,18 +68,7 @@ const (
 // say names an option in an error or a note, with its value unless value is "": by the
 // caller's name for it (Options.Names: the command's flags, "-k 8"), else as a Go caller
 // writes it ("Options.K = 8").
-func (o *Options) say(field, value string) string {
-	if n, ok := o.Names[field]; ok {
-		if value == "" {
-			return n
-		}
-		return n + " " + value
-	}
-	if value == "" {
-		return "Options." + field
-	}
-	return "Options." + field + " = " + value
-}
+func (o *Options) say(field, value string) string { return o.Names.Say(field, value) }
 
 // name is the option's name alone (an error's subject).
-func (o *Options) name(field string) string { return o.say(field, "") }
+func (o *Options) name(field string) string { return o.Names.Name(field) }
