@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/onnxpart/onnxpart/internal/milp"
@@ -116,10 +117,28 @@ func (in *inst) commTail() [][]float64 {
 // coupledBound solves the coupled LP (latency mode, no pinned granules); nil when it is not
 // applicable or the solve fails.
 func (in *inst) coupledBound(ctx context.Context, limit time.Duration, integral bool) *hlp {
+	h, _ := in.coupledFixed(ctx, limit, integral, nil)
+	return h
+}
+
+// coupledFixed is coupledBound with x_iu fixed to 0 where forbid(i, u) (nil: none);
+// infeasible reports that HiGHS proved the fixed LP infeasible.
+func (in *inst) coupledFixed(ctx context.Context, limit time.Duration, integral bool, forbid func(i, u int) bool) (*hlp, bool) {
 	if !in.latency() || in.pinnedGranules != nil || in.numDevices < 2 {
-		return nil
+		return nil, false
 	}
 	n, k := in.numNodes, in.numDevices
+	if forbid != nil {
+		for i := range n {
+			ok := false
+			for u := range k {
+				ok = ok || (in.canRun(i, u) && !forbid(i, u))
+			}
+			if !ok {
+				return nil, true // node i has no device left
+			}
+		}
+	}
 	// Scale: model time = problem time / scale, with scale the largest single duration.
 	scale := 0.0
 	for i := range n {
@@ -153,7 +172,7 @@ func (in *inst) coupledBound(ctx context.Context, limit time.Duration, integral 
 		}
 	}
 	if scale <= 0 {
-		return nil
+		return nil, false
 	}
 	calls := in.sourceCalls
 	head, _ := in.commPathFin()
@@ -168,7 +187,7 @@ func (in *inst) coupledBound(ctx context.Context, limit time.Duration, integral 
 		var cols []int
 		for u := range k {
 			x[i][u] = -1
-			if in.canRun(i, u) {
+			if in.canRun(i, u) && (forbid == nil || !forbid(i, u)) {
 				x[i][u] = m.AddVar(0, 1, 0, integral, "")
 				cols = append(cols, x[i][u])
 			}
@@ -361,14 +380,17 @@ func (in *inst) coupledBound(ctx context.Context, limit time.Duration, integral 
 	// no edges, no calls) HiGHS returned a dual bound above the optimum when given the HEFT
 	// plan as a start (16 for 15); without one it is 15.
 	res, err := m.Solve(ctx, opt)
+	if err == nil && res.Status == milp.Infeasible {
+		return nil, true
+	}
 	if err != nil || math.IsInf(res.DualBound, 0) || math.IsNaN(res.DualBound) {
-		return nil
+		return nil, false
 	}
 	if !integral && res.Status != milp.Optimal {
-		return nil
+		return nil, false
 	}
 	if integral && res.Status != milp.Optimal && res.Status != milp.TimeLimit && res.Status != milp.Interrupted && res.Status != milp.SolutionLimit {
-		return nil
+		return nil, false
 	}
 	h := &hlp{bound: math.Max(0, res.DualBound*scale*(1-1e-6)), integral: integral}
 	if res.HasSolution && len(res.X) == m.NumVars() {
@@ -382,7 +404,7 @@ func (in *inst) coupledBound(ctx context.Context, limit time.Duration, integral 
 			}
 		}
 	}
-	return h
+	return h, false
 }
 
 // coupled adds the coupled LP's bound (latency mode), within a share of the time limit, and
@@ -402,6 +424,13 @@ func (s *solver) coupled() {
 	s.hlp = h
 	s.addBound("coupled-lp", h.bound)
 	s.report("", "coupled LP bound")
+	if b, x := s.in.thresholdBound(s.ctx, limit, h.bound); b > h.bound {
+		s.addBound("coupled-lp-fixed", b)
+		s.report("", "coupled LP bound with the nodes that cannot leave their device fixed")
+		if x != nil {
+			h.x = x
+		}
+	}
 	if h.x != nil {
 		if pl := s.in.roundPlans(h.x); pl != nil {
 			s.add("coupled", pl, time.Now(), 0, "the coupled LP's assignment, rounded")
@@ -492,4 +521,86 @@ func (s *solver) coupledMIP(share float64) {
 			s.add("coupled", pl, t0, h.bound, "the coupled MIP's devices")
 		}
 	}
+}
+
+// thresholdBound strengthens the coupled LP by the nodes that cannot leave a device without
+// paying more than θ: L_iu = head_iu + tail_iu (commPathFin, commTail) is a lower bound on the
+// makespan of every plan that puts i on u, since i ends ≥ head_iu and the makespan is ≥ i's
+// end + tail_iu. So for any θ, every plan either puts some node i on a device u with
+// L_iu ≥ θ — makespan ≥ θ — or none, and is then a point of the coupled LP with those x_iu
+// fixed to 0 — makespan ≥ LP(θ) (+∞ when that LP is infeasible). Hence
+//
+//	OPT ≥ max_θ min(θ, LP(θ)).
+//
+// On a graph whose best plan is one device, with a long chain (a transformer's layers) or
+// costly hand-offs (a call of 20 µs each way), L_iu of every off-chain device is above the
+// single-device makespan for most nodes, so LP(θ) becomes their load there. LP(θ) only grows
+// as θ falls (more is fixed), so θ is searched by bisection over the distinct L values above
+// base (the unfixed LP's value), within limit. Returns the bound and the θ-LP's assignment.
+func (in *inst) thresholdBound(ctx context.Context, limit time.Duration, base float64) (float64, [][]float64) {
+	if !in.latency() || in.pinnedGranules != nil || in.numDevices < 2 {
+		return 0, nil
+	}
+	t0 := time.Now()
+	head, _ := in.commPathFin()
+	tail := in.commTail()
+	n, k := in.numNodes, in.numDevices
+	lv := make([][]float64, n)
+	var cands []float64
+	for i := range n {
+		lv[i] = make([]float64, k)
+		for u := range k {
+			lv[i][u] = math.Inf(1)
+			if in.canRun(i, u) && !math.IsInf(head[i][u], 1) {
+				lv[i][u] = head[i][u] + tail[i][u]
+				if lv[i][u] > base {
+					cands = append(cands, lv[i][u])
+				}
+			}
+		}
+	}
+	slices.Sort(cands)
+	cands = slices.Compact(cands)
+	if len(cands) == 0 {
+		return 0, nil
+	}
+	// g(θ) = LP(θ) with x_iu = 0 where L_iu ≥ θ (+Inf where infeasible, −1 when unsolved).
+	eval := func(th float64) (float64, [][]float64) {
+		left := limit - time.Since(t0)
+		if limit > 0 && left <= 0 {
+			return -1, nil
+		}
+		if limit <= 0 {
+			left = 0
+		}
+		h, inf := in.coupledFixed(ctx, left, false, func(i, u int) bool { return lv[i][u] >= th })
+		if inf {
+			return math.Inf(1), nil
+		}
+		if h == nil {
+			return -1, nil
+		}
+		return h.bound, h.x
+	}
+	// Bisection for the first index whose LP falls to θ or below: lo is known to have
+	// LP > θ (or is −1), hi has LP ≤ θ (or is len: θ = +∞).
+	best := 0.0
+	var bestX [][]float64
+	lo, hi := -1, len(cands)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		g, x := eval(cands[mid])
+		if g < 0 {
+			break // out of time or unsolved: keep what is proved
+		}
+		if v := math.Min(cands[mid], g); v > best {
+			best, bestX = v, x
+		}
+		if g > cands[mid] {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return best, bestX
 }
