@@ -880,7 +880,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 
 	modelPath := b.opt.ModelPath
 	if modelPath == "" {
-		modelPath = man.Model.Path
+		modelPath = man.ModelFile(dir)
 	}
 	m, err := ingest.Load(modelPath, ingest.Options{Dims: explicit, DefaultDims: defaults})
 	if err == nil && m.SHA256 == man.Model.SHA256 {
