@@ -76,7 +76,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 	spin := fs.Duration("spin", 0, "how long an idle worker polls its queue before it sleeps (e.g. 200us; 0: sleep at once)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schema bench.v1)")
 	update := fs.Bool("update-report", false, "add the measured-vs-predicted section to DIR/report.html")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

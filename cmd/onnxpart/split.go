@@ -29,7 +29,7 @@ with their consumers. Check the result with 'onnxpart verify DIR'.
 
   --cut T1,T2,…      a new stage starts right after the node producing each tensor, in the
                      model's topological order (as with PiPPy split points)
-  --stages N         N consecutive parts of the topological order with about equal FLOPs
+  -k, --stages N     N consecutive parts of the topological order with about equal FLOPs
                      (with symbolic dimensions left unbound, FLOPs are counted with them = 1)
   --cut-at MODE      where --stages may cut: any (between any two nodes), blocks (only between
                      the model's repeated blocks, such as transformer layers, so that stages
@@ -53,7 +53,7 @@ Examples:
   onnxpart split bert.onnx -o out --cut /enc/layers.5/Add_1_output_0
   onnxpart split model.onnx -o out --assignment plan.json --force
   onnxpart split mobilenet_dynbatch.onnx -o out --stages 3 --dim batch=8
-  onnxpart split resnet50.onnx -o out --stages 2 --devices gpu0,gpu1 --provider CUDAExecutionProvider --emit report,triton
+  onnxpart split resnet50.onnx -o out -k 2 --stage-devices gpu0,gpu1 --provider CUDAExecutionProvider --emit report,triton
 `,
 		run: runSplit,
 	})
@@ -64,7 +64,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, c)
 	out := fs.StringP("output", "o", "", "output directory (required)")
 	cuts := fs.StringSlice("cut", nil, "tensors after which a new stage starts (comma-separated)")
-	stages := fs.Int("stages", 0, "number of equal-FLOP stages")
+	stages := fs.IntP("stages", "k", 0, "number of equal-FLOP stages")
 	cutAt := fs.String("cut-at", "auto", "where --stages may cut: any, blocks (only between repeated blocks such as transformer layers) or auto (blocks for models with state, such as decoders)")
 	assignment := fs.String("assignment", "", `JSON file {"node name": stage, …}`)
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension, NAME=SIZE (repeatable)")
@@ -72,7 +72,11 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	freezeDims := fs.Bool("freeze-dims", false, "write the stage files at the --dim/--input-shape sizes (default: they keep the model's symbolic dims)")
 	maxBatch := fs.Int("max-batch", 0, "Triton max_batch_size along the leading symbolic batch dim (default: the size --dim binds it to)")
 	force := fs.Bool("force", false, "replace DIR if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
-	devices := fs.StringSlice("devices", nil, "device name per stage (comma-separated), or one name for all")
+	devices := fs.StringSlice("stage-devices", nil, "device name per stage recorded in the manifest (comma-separated), or one name for all")
+	// --devices is the main command's device spec (auto, 4xA100-80G, a spec file); split
+	// plans nothing on devices, so it does not take one, and says why.
+	fs.String("devices", "", "")
+	fs.MarkHidden("devices")
 	provider := fs.String("provider", emit.DefaultProvider, "ONNX Runtime execution provider recorded for every stage")
 	external := fs.String("external-data", "auto", "weights in stage<i>.onnx.data: auto (as the source, or when a stage exceeds 2 GiB), always, never")
 	asJSON := fs.Bool("json", false, "print the manifest instead of the summary")
@@ -80,6 +84,9 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	genai := fs.StringArray("genai", nil, genaiHelp)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if fs.Changed("devices") {
+		return diag.Usage("split does not take --devices: it is the main command's device spec (auto, 4xA100-80G, a spec file) to plan on, and split plans nothing; name each stage's device for the manifest with --stage-devices NAME,… (see onnxpart split --help)").About(diag.Flag, "--devices")
 	}
 	extra, err := parseEmit(*emitList)
 	if err != nil {
@@ -217,7 +224,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 		}
 		names := *devices
 		if len(names) != 1 && len(names) != k {
-			return diag.Usage("--devices: give one name, or one per stage (%d), not %d", k, len(names)).About(diag.Flag, "--devices")
+			return diag.Usage("--stage-devices: give one name, or one per stage (%d), not %d", k, len(names)).About(diag.Flag, "--stage-devices")
 		}
 		a.Devices = make([]emit.Device, k)
 		for i := range a.Devices {
