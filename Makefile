@@ -209,6 +209,13 @@ bench-llm: deps
 test-llm-large: deps
 	ONNXPART_LLAMA_1B=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -run 'TestLlama1B|TestTinyLlama1B|1B' ./internal/planner/ ./internal/llamagen/
 
+# The opt-in tier of the model-builder decoders (issue 39): internal/genaigen's 16-layer int4
+# decoder checked in ONNX Runtime (a decode step against the longer prefill, int4 against its
+# dequantized float32 reference).
+.PHONY: test-genai
+test-genai: deps
+	ONNXPART_GENAI_LARGE=1 $(CGO_ENV) $(GO) test -count=1 -timeout 30m -v -run 'TestMedium' ./internal/genaigen/
+
 # Prints the environment for running `go test` by hand: eval "$$(make -s env)"
 env:
 	@echo 'export $(CGO_ENV)'

@@ -283,3 +283,19 @@ func (n Names) Say(field, value string) string {
 
 // Name is the option's name alone: Say(field, "").
 func (n Names) Name(field string) string { return n.Say(field, "") }
+
+// SayKey names one entry of a map-valued option with its value ("--dim batch=4", or
+// Options.Dims["batch"] = 4); value "" names the entry alone.
+func (n Names) SayKey(field, key, value string) string {
+	if name, ok := n[field]; ok {
+		if value == "" {
+			return name + " " + key
+		}
+		return name + " " + key + "=" + value
+	}
+	s := "Options." + field + "[" + strconv.Quote(key) + "]"
+	if value != "" {
+		s += " = " + value
+	}
+	return s
+}

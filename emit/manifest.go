@@ -352,21 +352,40 @@ type StagePrediction struct {
 
 // Predicted is a planner's prediction for the whole pipeline.
 type Predicted struct {
-	BottleneckS    float64 `json:"bottleneck_s"`
+	// BottleneckS is the busiest stage's time per inference: what a stream of requests
+	// through the stages is limited by (for a throughput plan, the objective).
+	BottleneckS float64 `json:"bottleneck_s"`
+	// ThroughputPerS is what the plan delivers as optimised: 1/bottleneck for a throughput
+	// plan (requests pipelined), 1/latency for a latency plan (one request at a time), the
+	// batch's inputs per batch time for a batched plan.
 	ThroughputPerS float64 `json:"throughput_per_s"`
-	LatencyS       float64 `json:"latency_s"`
+	// LatencyS is one request's time through every stage and transfer.
+	LatencyS float64 `json:"latency_s"`
 	// Workload, for a plan made for a mix of phases (--workload), holds each phase's
 	// figures; the three above are then per request (the phases' calls weighted).
 	Workload []PhasePrediction `json:"workload,omitempty"`
 }
 
-// Bounds is the certificate: the best lower bound on the bottleneck and how it was found.
+// Bounds is the certificate: the best lower bound on the objective (a pipeline's bottleneck,
+// a placement's latency, a batch's time) and how it was found.
 type Bounds struct {
 	LowerBoundS float64 `json:"lower_bound_s"`
 	Method      string  `json:"method"`
 	// Gap is 1 − lower/upper.
-	Gap      float64      `json:"gap"`
-	Computed []BoundValue `json:"computed"`
+	Gap float64 `json:"gap"`
+	// AtMostSlower is upper/lower − 1: the plan is at most this much slower than the best
+	// possible one (the same certificate as Gap, in the words a user reads).
+	AtMostSlower float64      `json:"at_most_slower"`
+	Computed     []BoundValue `json:"computed"`
+}
+
+// SlowerOfGap is upper/lower − 1 for a gap of 1 − lower/upper; 0 for no gap, and 0 when the
+// gap is 1 (no positive lower bound), which states nothing.
+func SlowerOfGap(gap float64) float64 {
+	if gap <= 0 || gap >= 1 {
+		return 0
+	}
+	return gap / (1 - gap)
 }
 
 // BoundValue is one lower bound a planner computed.

@@ -27,7 +27,10 @@ func (g *Graph) StateOwner(p StatePair) int { return g.Tensors[p.Out].Producer }
 
 // StatePairs finds the graph's state pairs: a graph input read by a Concat whose output is a
 // graph output (possibly through Identity or Cast), the pattern of every KV cache exported by
-// transformers and optimum (present.i.key = Concat(past_key_values.i.key, k, axis=2)). given
+// transformers and optimum (present.i.key = Concat(past_key_values.i.key, k, axis=2)), or
+// read as past_key/past_value by an attention contrib op whose present_key/present_value is
+// a graph output (GroupQueryAttention in ONNX Runtime GenAI's model builder; Concat is then
+// that node and Axis 2). given
 // adds pairs by name, IN → OUT, for models the pattern misses; a name that is not a graph
 // input (IN) or output (OUT), or a tensor in two pairs, is an error naming it. Pairs are in
 // the order of their inputs among the graph's inputs.
@@ -65,6 +68,11 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 		}
 		for _, c := range g.Tensors[in].Consumers {
 			n := &g.Nodes[c]
+			if o, ok := g.attentionPresent(c, in); ok && !usedOut[o] {
+				usedIn[in], usedOut[o] = true, true
+				out = append(out, StatePair{In: in, Out: o, Concat: c, Axis: 2})
+				break
+			}
 			if n.OpType != "Concat" || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
 				continue
 			}
@@ -83,6 +91,37 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return pos[out[i].In] < pos[out[j].In] })
 	return out, nil
+}
+
+// attentionKV maps, for ONNX Runtime's attention contrib ops that keep a KV cache, the
+// input index of past_key and past_value to the output index of present_key and
+// present_value: GroupQueryAttention (past 3, 4 → present 1, 2) and MultiHeadAttention and
+// DecoderMaskedMultiHeadAttention (past 6, 7 → present 1, 2). Each appends this call's keys
+// and values to the past on axis 2 (BNSH).
+var attentionKV = map[string]map[int]int{
+	"GroupQueryAttention":             {3: 1, 4: 2},
+	"MultiHeadAttention":              {6: 1, 7: 2},
+	"DecoderMaskedMultiHeadAttention": {6: 1, 7: 2},
+}
+
+// attentionPresent returns the graph output that node c, an attention contrib op, makes
+// from graph input in as its past key or value (through Identity or Cast).
+func (g *Graph) attentionPresent(c, in int) (int, bool) {
+	n := &g.Nodes[c]
+	kv, ok := attentionKV[n.OpType]
+	if !ok || n.Domain != "com.microsoft" {
+		return -1, false
+	}
+	for i, t := range n.Inputs {
+		j, ok := kv[i]
+		if t != in || !ok || j >= len(n.Outputs) || n.Outputs[j] < 0 {
+			continue
+		}
+		if o := g.passThrough(n.Outputs[j]); o >= 0 && g.Tensors[o].Kind != Input {
+			return o, true
+		}
+	}
+	return -1, false
 }
 
 // passThrough follows t through a chain of single-consumer Identity and Cast nodes to a graph

@@ -91,3 +91,47 @@ func TestStatePairsErrors(t *testing.T) {
 		t.Errorf("two inputs, one output: %v", err)
 	}
 }
+
+// TestStatePairsAttention: KV caches that pass through ONNX Runtime's attention contrib
+// ops (GroupQueryAttention's past 3, 4 → present 1, 2; MultiHeadAttention's 6, 7 → 1, 2)
+// are state; the same op outside com.microsoft, or a present that is not a graph output,
+// is not.
+func TestStatePairsAttention(t *testing.T) {
+	b := NewBuilder("gqa")
+	for _, in := range []string{"q", "k", "v", "pk0", "pv0", "seqlens", "total", "pk1", "pv1", "pk2", "pv2", "pk3"} {
+		b.AddInput(in)
+	}
+	b.AddNode("gqa0", "GroupQueryAttention", "com.microsoft", []string{"q", "k", "v", "pk0", "pv0", "seqlens", "total"},
+		[]string{"o0", "present.0.key", "present.0.value"}, nil, nil)
+	b.AddNode("mha1", "MultiHeadAttention", "com.microsoft", []string{"o0", "k", "v", "", "", "", "pk1", "pv1"},
+		[]string{"o1", "pres1k", "present.1.value"}, nil, nil)
+	b.AddNode("cast1", "Cast", "", []string{"pres1k"}, []string{"present.1.key"}, nil, nil)
+	// not com.microsoft: no pair
+	b.AddNode("gqa2", "GroupQueryAttention", "", []string{"o1", "k", "v", "pk2", "pv2", "seqlens", "total"},
+		[]string{"o2", "present.2.key", "present.2.value"}, nil, nil)
+	// present not an output: no pair
+	b.AddNode("gqa3", "GroupQueryAttention", "com.microsoft", []string{"o2", "k", "v", "pk3", "", "seqlens", "total"},
+		[]string{"o3", "hidden3", ""}, nil, nil)
+	b.AddNode("use", "Add", "", []string{"o3", "hidden3"}, []string{"y"}, nil, nil)
+	for _, o := range []string{"y", "present.0.key", "present.0.value", "present.1.key", "present.1.value", "present.2.key", "present.2.value"} {
+		b.AddOutput(o)
+	}
+	g, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := g.StatePairs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, g.Tensors[p.In].Name+"="+g.Tensors[p.Out].Name+"@"+g.Nodes[p.Concat].Name)
+		if p.Axis != 2 {
+			t.Errorf("%s: axis %d", g.Tensors[p.In].Name, p.Axis)
+		}
+	}
+	if want := "pk0=present.0.key@gqa0 pv0=present.0.value@gqa0 pk1=present.1.key@mha1 pv1=present.1.value@mha1"; strings.Join(got, " ") != want {
+		t.Errorf("pairs %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -12,75 +12,11 @@ import (
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
-// Binding input sizes: --dim NAME=SIZE binds a named (dim_param) dimension wherever the
-// model's inputs carry it; --input-shape NAME=1x3x224x224 binds every dimension of one input,
-// unnamed ones included (the trtexec/Polygraphy convention). Dimensions that only outputs or
+// Binding input sizes: Options.Dims (the command's --dim NAME=SIZE) binds a named (dim_param)
+// dimension wherever the model's inputs carry it; Options.InputShapes (--input-shape
+// NAME=1x3x224x224) binds every dimension of one input, unnamed ones included (the
+// trtexec/Polygraphy convention). Dimensions that only outputs or
 // value_info carry follow from the inputs through inference and are never asked for.
-
-// ParseDims parses --dim values: NAME=SIZE, or comma-separated lists of them (a=1,b=2).
-// Repeating a name with another size is an error.
-func ParseDims(list []string) (map[string]int64, error) {
-	if len(list) == 0 {
-		return nil, nil
-	}
-	out := map[string]int64{}
-	for _, arg := range list {
-		for _, s := range strings.Split(arg, ",") {
-			name, val, ok := strings.Cut(strings.TrimSpace(s), "=")
-			v, err := strconv.ParseInt(val, 10, 64)
-			if !ok || name == "" || err != nil {
-				return nil, usagef("--dim %q: want NAME=SIZE or a list NAME=SIZE,NAME=SIZE, e.g. --dim batch=4,seq=128", arg).About(diag.Flag, "--dim")
-			}
-			if v < 0 {
-				return nil, usagef("--dim %s=%d: a dimension cannot be negative", name, v).About(diag.Flag, "--dim")
-			}
-			if old, dup := out[name]; dup && old != v {
-				return nil, usagef("--dim %s is given twice, as %d and %d", name, old, v).About(diag.Flag, "--dim")
-			}
-			out[name] = v
-		}
-	}
-	return out, nil
-}
-
-// ParseInputShapes parses --input-shape values: NAME=D0xD1x…, e.g. input=1x3x224x224
-// (NAME=[1,3,224,224] is accepted too; NAME= alone is a scalar). The name is everything
-// before the last '='.
-func ParseInputShapes(list []string) (map[string][]int64, error) {
-	if len(list) == 0 {
-		return nil, nil
-	}
-	out := map[string][]int64{}
-	for _, s := range list {
-		i := strings.LastIndex(s, "=")
-		bad := func() error {
-			return usagef("--input-shape %q: want NAME=SHAPE with the sizes joined by x, e.g. --input-shape input=1x3x224x224", s).About(diag.Flag, "--input-shape")
-		}
-		if i <= 0 {
-			return nil, bad()
-		}
-		name, spec := s[:i], strings.TrimSpace(s[i+1:])
-		spec = strings.TrimSuffix(strings.TrimPrefix(spec, "["), "]")
-		dims := []int64{}
-		if spec != "" {
-			for _, f := range strings.FieldsFunc(spec, func(r rune) bool { return r == 'x' || r == 'X' || r == ',' }) {
-				v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-				if err != nil {
-					return nil, bad()
-				}
-				if v < 0 {
-					return nil, usagef("--input-shape %s: a dimension cannot be negative", s).About(diag.Flag, "--input-shape")
-				}
-				dims = append(dims, v)
-			}
-		}
-		if _, dup := out[name]; dup {
-			return nil, usagef("--input-shape %s is given twice", name).About(diag.Flag, "--input-shape")
-		}
-		out[name] = dims
-	}
-	return out, nil
-}
 
 // bindDims checks the --dim and --input-shape bindings against the model's inputs and
 // records them: every dim_param an input shape names gets its size (consistently with --dim
@@ -123,7 +59,7 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 	for _, n := range slices.Sorted(maps.Keys(dims)) {
 		switch {
 		case dims[n] < 0:
-			return usagef("--dim %s=%d: a dimension cannot be negative", n, dims[n]).About(diag.Flag, "--dim")
+			return usagef("%s: a dimension cannot be negative", m.sayDim(n, dims[n])).About(diag.Option, m.names.Name("Dims"))
 		case onInputs[n]:
 		case elsewhere[n]:
 			// Checked against what inference derives (checkDerivedDims): a manifest or a
@@ -133,23 +69,23 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 			}
 			m.derivedDims[n] = dims[n]
 		case len(have) == 0:
-			return usagef("--dim %s=%d: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)", n, dims[n]).About(diag.Flag, "--dim")
+			return usagef("%s: the model has no symbolic dimensions (unnamed input dimensions are bound with %s)", m.sayDim(n, dims[n]), m.names.SayKey("InputShapes", "NAME", "SHAPE")).About(diag.Option, m.names.Name("Dims"))
 		default:
-			return usagef("--dim %s=%d: the model has no symbolic dimension %q (it has: %s)", n, dims[n], n, strings.Join(have, ", ")).About(diag.Flag, "--dim")
+			return usagef("%s: the model has no symbolic dimension %q (it has: %s)", m.sayDim(n, dims[n]), n, strings.Join(have, ", ")).About(diag.Option, m.names.Name("Dims"))
 		}
 	}
 	merged := map[string]int64{}
 	from := map[string]string{} // where a size for a dim_param came from, for conflicts
 	for k, v := range dims {
 		if _, derived := m.derivedDims[k]; !derived {
-			merged[k], from[k] = v, "--dim "+k
+			merged[k], from[k] = v, m.names.SayKey("Dims", k, "")
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(shapes)) {
 		s := shapes[name]
 		vi, ok := inputs[name]
 		if !ok {
-			return usagef("--input-shape %s: the model has no input %q (its inputs: %s)", name, name, strings.Join(inputNames, ", ")).About(diag.Flag, "--input-shape")
+			return usagef("%s: the model has no input %q (its inputs: %s)", m.names.SayKey("InputShapes", name, ""), name, strings.Join(inputNames, ", ")).About(diag.Option, m.names.Name("InputShapes"))
 		}
 		tt := vi.GetType().GetTensorType()
 		if tt == nil || tt.Shape == nil {
@@ -157,13 +93,13 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 		}
 		ds := tt.Shape.Dim
 		if len(ds) != len(s) {
-			return usagef("--input-shape %s=%s: input %q has rank %d (%s), not %d", name, joinDims(s), name, len(ds), declaredShape(ds), len(s)).About(diag.Flag, "--input-shape")
+			return usagef("%s: input %q has rank %d (%s), not %d", m.names.SayKey("InputShapes", name, joinDims(s)), name, len(ds), declaredShape(ds), len(s)).About(diag.Option, m.names.Name("InputShapes"))
 		}
 		for i, d := range ds {
 			switch v := d.Value.(type) {
 			case *onnxpb.TensorShapeProto_Dimension_DimValue:
 				if v.DimValue >= 0 && v.DimValue != s[i] {
-					return usagef("--input-shape %s=%s: dimension %d of input %q is fixed at %d (%s)", name, joinDims(s), i, name, v.DimValue, declaredShape(ds)).About(diag.Flag, "--input-shape")
+					return usagef("%s: dimension %d of input %q is fixed at %d (%s)", m.names.SayKey("InputShapes", name, joinDims(s)), i, name, v.DimValue, declaredShape(ds)).About(diag.Option, m.names.Name("InputShapes"))
 				}
 			case *onnxpb.TensorShapeProto_Dimension_DimParam:
 				p := v.DimParam
@@ -171,11 +107,11 @@ func (m *Model) bindDims(dims map[string]int64, shapes map[string][]int64) error
 					continue
 				}
 				if old, ok := merged[p]; ok && old != s[i] {
-					return usagef("--input-shape %s=%s: dimension %d of input %q is %q, which %s sets to %d", name, joinDims(s), i, name, p, from[p], old).About(diag.Flag, "--input-shape")
+					return usagef("%s: dimension %d of input %q is %q, which %s sets to %d", m.names.SayKey("InputShapes", name, joinDims(s)), i, name, p, from[p], old).About(diag.Option, m.names.Name("InputShapes"))
 				}
 				merged[p] = s[i]
 				if _, ok := from[p]; !ok {
-					from[p] = "--input-shape " + name
+					from[p] = m.names.SayKey("InputShapes", name, "")
 				}
 			}
 		}
@@ -263,7 +199,8 @@ func (m *Model) UnboundInputs() []string {
 	return out
 }
 
-// inputShapeExample writes the first input with unknown dims as NAME=Nx3x224x224.
+// inputShapeExample binds the first input with unknown dims, as --input-shape NAME=Nx3x224x224
+// or Options.InputShapes["NAME"] = Nx3x224x224.
 func (m *Model) inputShapeExample() string {
 	g := m.Graph
 	for _, id := range g.Inputs {
@@ -272,7 +209,7 @@ func (m *Model) inputShapeExample() string {
 			continue
 		}
 		if t.Shape == nil {
-			return t.Name + "=SHAPE"
+			return m.names.SayKey("InputShapes", t.Name, "SHAPE")
 		}
 		parts := make([]string, len(t.Shape))
 		for i, d := range t.Shape {
@@ -281,9 +218,26 @@ func (m *Model) inputShapeExample() string {
 				parts[i] = strconv.FormatInt(d.Value, 10)
 			}
 		}
-		return t.Name + "=" + strings.Join(parts, "x")
+		return m.names.SayKey("InputShapes", t.Name, strings.Join(parts, "x"))
 	}
-	return "NAME=SHAPE"
+	return m.names.SayKey("InputShapes", "NAME", "SHAPE")
+}
+
+// sayDim names a binding of Dims: --dim batch=4, or Options.Dims["batch"] = 4.
+func (m *Model) sayDim(name string, v int64) string {
+	return m.names.SayKey("Dims", name, strconv.FormatInt(v, 10))
+}
+
+// sayDims asks for bindings of Dims: --dim a=SIZE,b=SIZE, or Options.Dims["a"] = SIZE, ….
+func (m *Model) sayDims(names []string, v string) string {
+	if flag, ok := m.names["Dims"]; ok {
+		return flag + " " + strings.Join(names, "="+v+",") + "=" + v
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = m.names.SayKey("Dims", n, v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // RequireInputSizes returns a usage *diag.Error naming what to bind when some input size is
@@ -292,7 +246,7 @@ func (m *Model) inputShapeExample() string {
 // not broadcast) as an input *diag.Error about the model file naming the node.
 func (m *Model) RequireInputSizes() error {
 	if un := m.UnboundInputs(); len(un) > 0 {
-		example := "--input-shape " + m.inputShapeExample()
+		example := m.inputShapeExample()
 		var msg string
 		if len(m.SymbolicDims) > 0 {
 			// Dims tied to the others (total = past + seq) follow from them.
@@ -305,7 +259,7 @@ func (m *Model) RequireInputSizes() error {
 					ask = append(ask, d)
 				}
 			}
-			bind := fmt.Sprintf("--dim %s=SIZE", strings.Join(ask, "=SIZE,"))
+			bind := m.sayDims(ask, "SIZE")
 			if len(follow) > 0 {
 				bind += " (" + strings.Join(follow, ", ") + " follows)"
 				if len(follow) > 1 {
@@ -315,7 +269,7 @@ func (m *Model) RequireInputSizes() error {
 			msg = fmt.Sprintf("the model has symbolic dimensions %s; bind them with %s (or whole inputs with %s)",
 				strings.Join(m.SymbolicDims, ", "), bind, example)
 			if anonymous := strings.Contains(strings.Join(un, " "), "?"); anonymous {
-				msg += "; inputs with unnamed dimensions need --input-shape"
+				msg += "; inputs with unnamed dimensions need " + m.names.Name("InputShapes")
 			}
 		} else {
 			msg = "the model's inputs have dimensions of unknown size; bind them with " + example
@@ -336,8 +290,9 @@ func (m *Model) RequireInputSizes() error {
 // still leaves the output shapes of more than half of the computing nodes unknown (ops it does
 // not know, data-dependent sizes, subgraphs it cannot analyse): their FLOPs and activation
 // bytes count 0, so a plan would rest on guesses. The error names the first such node, the ops
-// inference does not know and how to go on anyway (--allow-unknown-shapes). Constant nodes
-// and nodes computed from weights alone do not count.
+// inference does not know and, where Options.Names has an "AllowUnknownShapes" entry (the
+// command's flag), how to go on anyway. Constant nodes and nodes computed from weights alone
+// do not count.
 func (m *Model) RequireKnownShapes() error {
 	g := m.Graph
 	total, unknown, first := 0, 0, -1
@@ -370,9 +325,12 @@ func (m *Model) RequireKnownShapes() error {
 		msg += "; ops shape inference does not know: " + strings.Join(m.Unsupported, ", ")
 	}
 	if un := m.UnboundInputs(); len(un) > 0 {
-		msg += "; bind the inputs with --input-shape " + m.inputShapeExample() + " (unbound: " + strings.Join(un, ", ") + ")"
+		msg += "; bind the inputs with " + m.inputShapeExample() + " (unbound: " + strings.Join(un, ", ") + ")"
 	}
-	return usagef("%s; --allow-unknown-shapes plans anyway, counting them as 0", msg)
+	if flag, ok := m.names["AllowUnknownShapes"]; ok { // the command's way past this check
+		return usagef("%s; %s plans anyway, counting them as 0", msg, flag)
+	}
+	return usagef("%s", msg)
 }
 
 // checkDerivedDims checks the sizes given for dims that only outputs or value_info carry
@@ -408,11 +366,11 @@ func (m *Model) checkDerivedDims() error {
 		switch {
 		case ok && got == v:
 		case ok:
-			return usagef("--dim %s=%d: no input has dimension %q; inference derives it from the input sizes as %d", n, v, n, got).About(diag.Flag, "--dim")
+			return usagef("%s: no input has dimension %q; inference derives it from the input sizes as %d", m.sayDim(n, v), n, got).About(diag.Option, m.names.Name("Dims"))
 		case len(inputs) > 0:
-			return usagef("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", n, v, n, strings.Join(inputs, ", ")).About(diag.Flag, "--dim")
+			return usagef("%s: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' dimensions: %s)", m.sayDim(n, v), n, strings.Join(inputs, ", ")).About(diag.Option, m.names.Name("Dims"))
 		default:
-			return usagef("--dim %s=%d: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which --input-shape binds)", n, v, n).About(diag.Flag, "--dim")
+			return usagef("%s: no input has dimension %q (only outputs or value_info carry it; its size follows from the inputs' sizes, which %s binds)", m.sayDim(n, v), n, m.names.Name("InputShapes")).About(diag.Option, m.names.Name("Dims"))
 		}
 	}
 	return nil

@@ -8,35 +8,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
-
-func TestParseDims(t *testing.T) {
-	got, err := ParseDims([]string{"a=1,b=2", "c=3", "a=1"})
-	if err != nil || fmt.Sprint(got) != "map[a:1 b:2 c:3]" {
-		t.Fatalf("ParseDims: %v, %v", got, err)
-	}
-	for _, bad := range []string{"a", "a=x", "=3", "a=1,", "a=-1", "a=1.5"} {
-		if _, err := ParseDims([]string{bad}); !isUsage(err) {
-			t.Errorf("ParseDims(%q): %v, want a usage error", bad, err)
-		}
-	}
-	if _, err := ParseDims([]string{"a=1", "a=2"}); err == nil || !strings.Contains(err.Error(), "given twice") {
-		t.Errorf("a dim given twice with two sizes: %v", err)
-	}
-}
-
-func TestParseInputShapes(t *testing.T) {
-	got, err := ParseInputShapes([]string{"input=1x3x224x224", "state=[2,1,128]", "len=", "a=b=4X5"})
-	if err != nil || fmt.Sprint(got) != "map[a=b:[4 5] input:[1 3 224 224] len:[] state:[2 1 128]]" {
-		t.Fatalf("ParseInputShapes: %v, %v", got, err)
-	}
-	for _, bad := range [][]string{{"input"}, {"=1x2"}, {"x=1xa"}, {"x=1x-2"}, {"x=1", "x=2"}} {
-		if _, err := ParseInputShapes(bad); !isUsage(err) {
-			t.Errorf("ParseInputShapes(%q): %v, want a usage error", bad, err)
-		}
-	}
-}
 
 // bindingModel is a small model with the input kinds real exports have: an input whose dims
 // are all unnamed (audio [?,?]), one mixing fixed, unnamed and named dims, and an output dim
@@ -81,8 +55,12 @@ func TestBindInputs(t *testing.T) {
 	if fmt.Sprint(m.UnboundInputs()) != want {
 		t.Errorf("UnboundInputs %v, want %s", m.UnboundInputs(), want)
 	}
-	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), "--input-shape") || !strings.Contains(err.Error(), "--dim batch") {
-		t.Errorf("RequireInputSizes: %v, want a usage error pointing at --dim and --input-shape", err)
+	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), `Options.InputShapes["`) || !strings.Contains(err.Error(), `Options.Dims["batch"] = SIZE`) || strings.Contains(err.Error(), "--") {
+		t.Errorf("RequireInputSizes: %v, want a usage error pointing at Options.Dims and InputShapes", err)
+	}
+	m.names = diag.Names{"Dims": "--dim", "InputShapes": "--input-shape"} // the command's flags
+	if err := m.RequireInputSizes(); !isUsage(err) || !strings.Contains(err.Error(), "--input-shape") || !strings.Contains(err.Error(), "--dim batch=SIZE,seq=SIZE") {
+		t.Errorf("RequireInputSizes with the flags' names: %v, want a usage error pointing at --dim and --input-shape", err)
 	}
 
 	m, err = Load(path, Options{Dims: map[string]int64{"batch": 2, "seq": 5},
@@ -133,7 +111,7 @@ func TestBindInputs(t *testing.T) {
 		{Options{InputShapes: map[string][]int64{"nosuch": {1}}}, `no input "nosuch"`},
 		{Options{InputShapes: map[string][]int64{state: {2, 128}}}, "has rank 3 ([2,?,128]), not 2"},
 		{Options{InputShapes: map[string][]int64{state: {3, 1, 128}}}, "dimension 0 of input \"in_2\" is fixed at 2"},
-		{Options{Dims: map[string]int64{"batch": 2}, InputShapes: map[string][]int64{tokens: {4, 1}}}, `is "batch", which --dim batch sets to 2`},
+		{Options{Dims: map[string]int64{"batch": 2}, InputShapes: map[string][]int64{tokens: {4, 1}}}, `is "batch", which Options.Dims["batch"] sets to 2`},
 	} {
 		_, err := Load(path, c.opt)
 		if !isUsage(err) || !strings.Contains(err.Error(), c.want) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 )
 
@@ -170,7 +171,12 @@ func TestRequireKnownShapes(t *testing.T) {
 	if err := build(false).RequireKnownShapes(); err != nil {
 		t.Errorf("known shapes refused: %v", err)
 	}
-	err := build(true).RequireKnownShapes()
+	unknown := build(true)
+	if err := unknown.RequireKnownShapes(); err == nil || strings.Contains(err.Error(), "--") {
+		t.Errorf("unknown shapes: %v, want an error naming no flag", err)
+	}
+	unknown.names = diag.Names{"AllowUnknownShapes": "--allow-unknown-shapes"} // the command's way past
+	err := unknown.RequireKnownShapes()
 	if !isUsage(err) {
 		t.Fatalf("unknown shapes: got %v, want a usage *diag.Error", err)
 	}

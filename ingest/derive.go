@@ -100,6 +100,9 @@ func collectRelations(g *graph.Graph, pg *onnxpb.GraphProto, params map[string]b
 			}
 		}
 	}
+	for _, v := range g.TopoOrder() {
+		attentionTies(g, pg, v, add)
+	}
 	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Output, pg.ValueInfo} {
 		for _, vi := range l {
 			id, ok := g.TensorByName(vi.GetName())
@@ -408,4 +411,107 @@ func (m *Model) checkTies() error {
 		m.rels = rels
 	}
 	return conflict(m.rels, m.dims, m.DerivedDims)
+}
+
+// attentionTies adds the ties of an attention contrib op with a KV cache: ONNX Runtime's
+// GroupQueryAttention and MultiHeadAttention append this call's keys (sequence axis 1 of
+// key, or of query when the projections come packed) to past_key (axis 2) and return
+// present_key, so present's sequence axis is past + sequence; GroupQueryAttention's
+// total_sequence_length input, which the model builder computes as attention_mask's axis
+// 1 (Shape, Gather, Cast), is the same length. Neither shape inference nor broadcasting
+// shows these ties while the op's output shapes are only declared, so they are read from
+// the op's semantics: the present's declared dim and attention_mask's dim are past + seq.
+func attentionTies(g *graph.Graph, pg *onnxpb.GraphProto, v int, add func(atom, expr graph.Dim, at string)) {
+	n := &g.Nodes[v]
+	if n.Domain != "com.microsoft" {
+		return
+	}
+	pastAt, keyAt := -1, 1
+	switch n.OpType {
+	case "GroupQueryAttention":
+		pastAt = 3
+	case "MultiHeadAttention":
+		pastAt = 6
+	default:
+		return
+	}
+	in := func(i int) graph.Shape {
+		if i < len(n.Inputs) && n.Inputs[i] >= 0 {
+			return g.Tensors[n.Inputs[i]].Shape
+		}
+		return nil
+	}
+	past := in(pastAt)
+	key := in(keyAt)
+	if len(key) != 3 {
+		key = in(0) // packed QKV in query
+	}
+	if len(past) != 4 || len(key) != 3 || past[2].Known() || key[1].Known() || past[2].Param == "" || key[1].Param == "" {
+		return
+	}
+	sum := graph.Symbolic(past[2].Param + " + " + key[1].Param)
+	at := fmt.Sprintf("node %s (%s appends the new keys to past_key)", n.Label(), n.OpType)
+	// the present's declared dim
+	if len(n.Outputs) > 1 && n.Outputs[1] >= 0 {
+		name := g.Tensors[n.Outputs[1]].Name
+		for _, l := range [][]*onnxpb.ValueInfoProto{pg.Output, pg.ValueInfo} {
+			for _, vi := range l {
+				if vi.GetName() != name {
+					continue
+				}
+				if ds := tensorDims(vi.GetType()); len(ds) == 4 {
+					if p, ok := ds[2].Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok {
+						add(graph.Symbolic(p.DimParam), sum, at)
+					}
+				}
+			}
+		}
+	}
+	// total_sequence_length (input 6) traced to the axis of a graph input it measures
+	if n.OpType == "GroupQueryAttention" && len(n.Inputs) > 6 && n.Inputs[6] >= 0 {
+		if d, ok := measuredDim(g, n.Inputs[6]); ok {
+			add(d, sum, at)
+		}
+	}
+}
+
+// measuredDim follows t back through Cast, Squeeze, Unsqueeze and Reshape to
+// Gather(Shape(x), constant i) (or Shape with start/end selecting one axis) and returns x's
+// axis i.
+func measuredDim(g *graph.Graph, t int) (graph.Dim, bool) {
+	for steps := 0; steps < 8 && t >= 0; steps++ {
+		p := g.Tensors[t].Producer
+		if p < 0 {
+			return graph.Dim{}, false
+		}
+		n := &g.Nodes[p]
+		if n.Domain != "" && n.Domain != "ai.onnx" {
+			return graph.Dim{}, false
+		}
+		switch n.OpType {
+		case "Cast", "Squeeze", "Unsqueeze", "Reshape", "Identity":
+			t = n.Inputs[0]
+		case "Gather":
+			if len(n.Inputs) < 2 || n.Inputs[1] < 0 || n.AttrInt("axis", 0) != 0 {
+				return graph.Dim{}, false
+			}
+			idx := g.Tensors[n.Inputs[1]]
+			sp := g.Tensors[n.Inputs[0]].Producer
+			if len(idx.Value) != 1 || sp < 0 || g.Nodes[sp].OpType != "Shape" || g.Nodes[sp].Domain != "" {
+				return graph.Dim{}, false
+			}
+			shape := g.Tensors[g.Nodes[sp].Inputs[0]].Shape
+			i := int(idx.Value[0]) + int(g.Nodes[sp].AttrInt("start", 0))
+			if i < 0 {
+				i += len(shape)
+			}
+			if i < 0 || i >= len(shape) {
+				return graph.Dim{}, false
+			}
+			return shape[i], true
+		default:
+			return graph.Dim{}, false
+		}
+	}
+	return graph.Dim{}, false
 }

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/onnxpb"
@@ -201,7 +202,7 @@ func TestDerivedDims(t *testing.T) {
 	}
 
 	// Unbound: the message asks for the dims that do not follow from others.
-	m, err = Load(p, Options{})
+	m, err = Load(p, Options{Names: diag.Names{"Dims": "--dim"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestDerivedDims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.RequireInputSizes(); err == nil || !strings.Contains(err.Error(), "--dim past=SIZE,seq=SIZE (total = past + seq follows)") {
+	if err := m.RequireInputSizes(); err == nil || !strings.Contains(err.Error(), `Options.Dims["past"] = SIZE, Options.Dims["seq"] = SIZE (total = past + seq follows)`) {
 		t.Errorf("batch bound: %v", err)
 	}
 }

@@ -154,7 +154,7 @@ func TestBadInput(t *testing.T) {
 		{name: "no graph", path: writeModel(t, dir, "nograph.onnx", &onnxpb.ModelProto{IrVersion: proto.Int64(8)}),
 			want: []string{"nograph.onnx", "without a graph"}},
 		{name: "dim names nothing", path: write("sq.onnx", good), opt: Options{Dims: map[string]int64{"batch": 2}}, usage: true,
-			want: []string{"--dim batch=2", "no symbolic dimensions"}},
+			want: []string{`Options.Dims["batch"] = 2`, "no symbolic dimensions"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

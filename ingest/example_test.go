@@ -64,7 +64,7 @@ func Example_usageError() {
 	fmt.Println(err)
 	// Output:
 	// usage 2
-	// --dim batch=8: the model has no symbolic dimensions (unnamed input dimensions are bound with --input-shape NAME=SHAPE)
+	// Options.Dims["batch"] = 8: the model has no symbolic dimensions (unnamed input dimensions are bound with Options.InputShapes["NAME"] = SHAPE)
 }
 
 // Problems with the input model come back as a *diag.Error about the file (the CLI exits

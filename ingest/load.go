@@ -59,6 +59,10 @@ type Options struct {
 	// model's inputs do not carry are ignored. Verify passes the sizes a plan was made at
 	// this way.
 	DefaultDims map[string]int64
+	// Names are the caller's names of these options in errors ("Dims": "--dim"); without
+	// them errors write the options as Go does (Options.Dims["batch"] = 4). The command
+	// passes its flags.
+	Names diag.Names
 }
 
 // DefaultMaxNodes bounds the nodes of a model's main graph. Loading takes about 4.6 KB and
@@ -115,6 +119,7 @@ type Model struct {
 	rels        []dimRelation
 	// shapesOnly skips costs: the load of the model with its dims unbound that finds ties.
 	shapesOnly bool
+	names      diag.Names // Options.Names, for the errors of the bindings
 }
 
 // Dims returns the symbolic-dimension bindings the model was loaded with (a copy): those
@@ -213,6 +218,7 @@ func loadBytes(path string, data []byte, opt Options) (*Model, error) {
 // analyse binds the dims opt gives, derives the dims tied to them, and builds the graph
 // with shapes, values and costs.
 func (m *Model) analyse(opt Options) error {
+	m.names = opt.Names
 	if err := m.bindDims(opt.Dims, opt.InputShapes); err != nil {
 		return err
 	}

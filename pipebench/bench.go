@@ -1,8 +1,10 @@
 package pipebench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -129,6 +131,11 @@ type routeRT struct {
 	roots  []*stageRT
 	weight int
 	credit int // smooth weighted round robin
+	// perRequest is the inputs one request carries: 1, or, for a batched plan whose stage
+	// files take the batch (emit.Batch.Dim), the route's whole share, which its stage calls
+	// run as one batch as the plan priced them; feeds are then the route's own.
+	perRequest int
+	feeds      []map[string]*ort.Tensor
 }
 
 type request struct {
@@ -372,7 +379,11 @@ func (b *bench) admit(id int) error {
 	rt := b.pickRoute()
 	r := &request{id: id, route: rt, admitted: time.Now(), pool: map[string]*ort.Tensor{},
 		remaining: make([]int, len(rt.stages)), left: len(rt.stages)}
-	for k, v := range b.feeds[id%len(b.feeds)] {
+	feeds := b.feeds
+	if rt.feeds != nil {
+		feeds = rt.feeds
+	}
+	for k, v := range feeds[id%len(feeds)] {
 		r.pool[k] = v
 	}
 	for i, s := range rt.stages {
@@ -672,8 +683,30 @@ func (b *bench) load(dir string) (*emit.Manifest, error) {
 	for _, d := range b.opt.Devices {
 		given[d.Name] = d
 	}
+	// A batched plan whose stage files take the batch runs as priced: each request to a
+	// route is the route's whole share, one batch per stage call, and the routes take
+	// requests in turn (one round is one batch of the plan).
+	batchDim := ""
+	if man.Batch != nil && man.Batch.Dim != "" && len(man.Batch.Routes) > 0 {
+		batchDim = man.Batch.Dim
+		if _, ok := dims[batchDim]; !ok {
+			// The model fixes its leading dim at 1; the stage files made it the batch.
+			dims = maps.Clone(dims)
+			dims[batchDim] = 1
+		}
+	}
 	for ri, m := range mans {
-		rt := &routeRT{index: ri, dir: dirs[ri], man: m, weight: weights[ri]}
+		rt := &routeRT{index: ri, dir: dirs[ri], man: m, weight: weights[ri], perRequest: 1}
+		dims := dims
+		if batchDim != "" {
+			n := weights[ri]
+			rt.weight, rt.perRequest = 1, n
+			dims = maps.Clone(dims)
+			dims[batchDim] *= int64(n)
+			for _, set := range b.feeds {
+				rt.feeds = append(rt.feeds, tileFeeds(set, m.Model.Inputs, n))
+			}
+		}
 		producer := map[string]int{}
 		for i := range m.Stages {
 			st := &m.Stages[i]
@@ -940,6 +973,24 @@ func containsString(s []string, x string) bool {
 
 // bind returns the concrete shape of s with dims bound; ok is false when a dimension stays
 // unknown.
+// tileFeeds repeats every model input n times along its leading axis (the batch).
+func tileFeeds(set map[string]*ort.Tensor, inputs []emit.TensorRef, n int) map[string]*ort.Tensor {
+	out := map[string]*ort.Tensor{}
+	for k, v := range set {
+		out[k] = v
+	}
+	for _, in := range inputs {
+		v := set[in.Name]
+		if v == nil || len(v.Shape) == 0 {
+			continue
+		}
+		t := &ort.Tensor{DType: v.DType, Shape: append([]int64{}, v.Shape...), Data: bytes.Repeat(v.Data, n)}
+		t.Shape[0] *= int64(n)
+		out[in.Name] = t
+	}
+	return out
+}
+
 func bind(s emit.Shape, dims map[string]int64) ([]int64, bool) {
 	if s == nil {
 		return nil, false

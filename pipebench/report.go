@@ -155,6 +155,24 @@ func (r *Report) finish(b *bench, measured map[int]bool, lat []float64, window f
 	if n > 0 && window > 0 {
 		tp = float64(n) / window
 	}
+	// Requests that carry a route's whole share count its inputs (see routeRT.perRequest).
+	inputs, perReq := 0, false
+	for _, rt := range b.routes {
+		if rt.perRequest > 1 {
+			perReq = true
+		}
+		for _, s := range rt.stages[:1] {
+			for _, rec := range s.recs {
+				if measured[rec.req] {
+					inputs += max(rt.perRequest, 1)
+				}
+			}
+		}
+	}
+	if perReq && window > 0 {
+		tp = float64(inputs) / window
+		r.Notes = append(r.Notes, "each request is one route's whole share of the batch, run as one batch per stage call as the plan priced it: throughput counts inputs, and latency is a share's")
+	}
 	batched := man.Batch != nil
 	var predTP, predLat, predBott float64
 	if batched {
@@ -178,7 +196,11 @@ func (r *Report) finish(b *bench, measured map[int]bool, lat []float64, window f
 			bt = float64(man.Batch.Inputs) / tp
 		}
 		r.Batch = &BatchCompared{Inputs: man.Batch.Inputs, TimeS: compared(bt, man.Batch.MakespanS)}
-		r.Notes = append(r.Notes, "batched plan: every route runs, taking requests in proportion to its inputs; the plan's per-stage times are batch totals, so stages are compared by throughput and batch time only")
+		how := "taking requests in proportion to its inputs"
+		if perReq {
+			how = "taking its whole share of the batch per request, in turn"
+		}
+		r.Notes = append(r.Notes, "batched plan: every route runs, "+how+"; the plan's per-stage times are batch totals, so stages are compared by throughput and batch time only")
 	}
 	// Requests per route in the window.
 	perRoute := map[int]int{}

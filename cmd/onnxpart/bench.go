@@ -25,8 +25,9 @@ func init() {
 Runs the stage files in DIR (written by the planner or 'onnxpart split') as the deployed
 pipeline: one ONNX Runtime session per stage with its device's execution provider, one
 worker per device on its own OS thread pinned to the device's cores, bounded queues between
-stages; stages that share a device run in turn. A batched plan runs every route, each taking
-requests in proportion to its inputs.
+stages; stages that share a device run in turn. A batched plan runs every route as priced:
+a request to a route is its whole share of the batch, which each stage call runs as one
+batch, the routes take requests in turn, and the throughput counts inputs.
 
 First --warmup requests run one at a time (their latency, less the first, is the latency of
 a lone request, which the plan's latency predicts); then --requests requests are measured

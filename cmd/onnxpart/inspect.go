@@ -64,7 +64,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	shapes, err := parseInputShapes(*shapeFlags)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 		m, man, err = loadOutputDir(fs.Arg(0), dims)
 		*nodes = true
 	} else {
-		m, err = ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+		m, err = ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags})
 	}
 	if err != nil {
 		return err

@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/ingest"
 )
 
 // Exit codes (documented in --help and the README).
@@ -337,9 +336,6 @@ func editDistance(a, b string) int {
 	}
 	return d[len(ra)][len(rb)]
 }
-
-// parseDims turns --dim flags (NAME=SIZE, or lists a=1,b=2) into bindings.
-func parseDims(list []string) (map[string]int64, error) { return ingest.ParseDims(list) }
 
 // inputShapeHelp describes --input-shape, which every command that loads a model takes.
 const inputShapeHelp = "bind every dimension of an input, unnamed ones included, NAME=1x3x224x224 (repeatable)"

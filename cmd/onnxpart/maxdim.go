@@ -30,7 +30,7 @@ func maxDimGraph(path string, list []string, dims map[string]int64, shapes map[s
 		}
 		merged[name] = size
 	}
-	m, err := ingest.Load(path, ingest.Options{Dims: merged, InputShapes: shapes})
+	m, err := ingest.Load(path, ingest.Options{Dims: merged, InputShapes: shapes, Names: ingestFlags})
 	if err != nil {
 		return nil, fmt.Errorf("sizing the model at --max-dim: %w", err)
 	}

@@ -91,7 +91,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	shapes, err := parseInputShapes(*shapeFlags)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		rep.Links = append(rep.Links, row)
 	}
 	if fs.NArg() == 1 {
-		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes}, *costs, *threads, *nodes); err != nil {
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *costs, *threads, *nodes); err != nil {
 			return err
 		}
 	}

@@ -130,11 +130,11 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	shapes, err := parseInputShapes(*shapeFlags)
 	if err != nil {
 		return err
 	}
-	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes})
+	m, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags})
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			for _, d := range m.SymbolicDims {
 				ones[d] = 1
 			}
-			cm, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, DefaultDims: ones})
+			cm, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, DefaultDims: ones, Names: ingestFlags})
 			if err != nil {
 				return err
 			}

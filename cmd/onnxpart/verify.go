@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
-	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/verify"
 )
 
@@ -101,7 +100,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if fs.Changed("rtol") && *rtol <= 0 {
 		return diag.Usage("--rtol %g: must be positive", *rtol).About(diag.Flag, "--rtol")
 	}
-	shapes, err := ingest.ParseInputShapes(*shapeFlags)
+	shapes, err := parseInputShapes(*shapeFlags)
 	if err != nil {
 		return diag.Wrap(diag.KindUsage, err)
 	}

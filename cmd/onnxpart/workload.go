@@ -41,7 +41,7 @@ func loadPhases(path string, list []string, dims map[string]int64, shapes map[st
 			merged = map[string]int64{}
 		}
 		maps.Copy(merged, ph.Dims)
-		m, err := ingest.Load(path, ingest.Options{Dims: merged, InputShapes: shapes})
+		m, err := ingest.Load(path, ingest.Options{Dims: merged, InputShapes: shapes, Names: ingestFlags})
 		if err != nil {
 			return nil, nil, fmt.Errorf("sizing the model for --workload %s: %w", ph.Name, err)
 		}

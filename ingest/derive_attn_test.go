@@ -1,0 +1,52 @@
+package ingest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/onnxpart/onnxpart/internal/genaigen"
+)
+
+// TestDeriveThroughGroupQueryAttention: in a model-builder decoder the KV cache passes
+// through GroupQueryAttention (no Concat, no broadcasting mask), so total_sequence_length =
+// past_sequence_length + sequence_length comes from the op's semantics and from
+// attention_mask's length feeding total_sequence_length; binding the independent dims
+// binds it, and any two of the three settle the third.
+func TestDeriveThroughGroupQueryAttention(t *testing.T) {
+	sep := genaigen.Tiny
+	sep.Rotary, sep.Name = genaigen.RotarySeparate, "sep"
+	for _, c := range []genaigen.Config{genaigen.Tiny, sep} {
+		p, err := genaigen.Write(t.TempDir(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			given            map[string]int64
+			seq, past, total int64
+		}{
+			{map[string]int64{genaigen.Batch: 1, genaigen.Seq: 1, genaigen.Past: 16}, 1, 16, 17},
+			{map[string]int64{genaigen.Batch: 2, genaigen.Seq: 8, genaigen.Past: 0}, 8, 0, 8},
+			{map[string]int64{genaigen.Batch: 1, genaigen.Seq: 1, genaigen.Total: 33}, 1, 32, 33},
+		} {
+			m, err := Load(p, Options{Dims: tc.given})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.SymbolicDims) > 0 {
+				t.Errorf("%s %v: unbound %v", c.Name, tc.given, m.SymbolicDims)
+			}
+			if len(m.DerivedDims) != 1 {
+				t.Errorf("%s %v: derived %v, want one dim", c.Name, tc.given, m.DerivedDims)
+			}
+			id, _ := m.Graph.TensorByName(genaigen.PresentKey(0))
+			want := fmt.Sprintf("[%d,2,%d,16]", tc.given[genaigen.Batch], tc.total)
+			if got := fmt.Sprint(m.Graph.Tensors[id].Shape); got != want {
+				t.Errorf("%s %v: present.0.key %s, want %s", c.Name, tc.given, got, want)
+			}
+			id, _ = m.Graph.TensorByName("attention_mask")
+			if got := m.Graph.Tensors[id].Shape[1]; !got.Known() || got.Value != tc.total {
+				t.Errorf("%s %v: attention_mask length %v, want %d", c.Name, tc.given, got, tc.total)
+			}
+		}
+	}
+}
