@@ -146,15 +146,17 @@ func (o *Objective) UnmarshalJSON(b []byte) error {
 
 // ModelInfo identifies the source model.
 type ModelInfo struct {
-	// Path is the model's path relative to the manifest's directory (WriteDir makes it so
-	// from the path as given, or Options.ModelPath); File its base name.
-	Path      string           `json:"path"`
-	File      string           `json:"file"`
-	SHA256    string           `json:"sha256"`
-	FileBytes int64            `json:"file_bytes"`
-	IRVersion int64            `json:"ir_version"`
-	Opsets    map[string]int64 `json:"opsets"`
-	Nodes     int              `json:"nodes"`
+	// Path is the model's path as the user gave it (Options.ModelPath, else the path it was
+	// loaded from); FromManifest is the same file relative to the manifest's directory, which
+	// finds it from wherever the output is read (ModelFile); File is its base name.
+	Path         string           `json:"path"`
+	FromManifest string           `json:"from_manifest,omitempty"`
+	File         string           `json:"file"`
+	SHA256       string           `json:"sha256"`
+	FileBytes    int64            `json:"file_bytes"`
+	IRVersion    int64            `json:"ir_version"`
+	Opsets       map[string]int64 `json:"opsets"`
+	Nodes        int              `json:"nodes"`
 	// ParamsBytes sums the initializers some node reads; FLOPs the nodes' FLOPs (tensors of
 	// unknown shape count 0, see SymbolicDims).
 	ParamsBytes int64 `json:"params_bytes"`
@@ -408,19 +410,27 @@ type Solver struct {
 	Seconds float64 `json:"seconds,omitempty"`
 }
 
-// ModelFile returns where the model of the manifest in dir is: Model.Path, relative to dir.
-// Older manifests hold the path as given, relative to the directory onnxpart ran in; that
-// path is returned when only it names a file.
+// ModelFile returns where the model of the manifest in dir is: Model.FromManifest, relative
+// to dir, when it names a file; else Model.Path as the user gave it (absolute, or relative to
+// the directory onnxpart ran in). Manifests written before from_manifest existed held the
+// path relative to dir in Path; that is tried last.
 func (m *Manifest) ModelFile(dir string) string {
+	var candidates []string
+	if p := m.Model.FromManifest; p != "" {
+		candidates = append(candidates, filepath.Join(dir, filepath.FromSlash(p)))
+	}
 	p := m.Model.Path
 	if filepath.IsAbs(p) {
-		return p
+		candidates = append(candidates, p)
+	} else {
+		candidates = append(candidates, p, filepath.Join(dir, p))
 	}
-	q := filepath.Join(dir, p)
-	if !fileExists(q) && fileExists(p) {
-		return p
+	for _, c := range candidates {
+		if fileExists(c) {
+			return c
+		}
 	}
-	return q
+	return candidates[0]
 }
 
 func fileExists(p string) bool {

@@ -240,6 +240,9 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		default:
 			e, ok := LookupCatalog(it.name)
 			if !ok {
+				if s := SuggestCatalog(it.name); s != "" {
+					return nil, usagef("%s: unknown device %q; did you mean %s? (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", devicesName, it.name, s, knownNames()).About(diag.Option, devicesName)
+				}
 				return nil, usagef("%s: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", devicesName, it.name, knownNames()).About(diag.Option, devicesName)
 			}
 			for range it.count {
