@@ -115,7 +115,7 @@ func autoLink(a, b *Device, choice string) (Link, error) {
 	case "nvlink":
 		for _, d := range []*Device{a, b} {
 			if d.NVLink.Value <= 0 {
-				return Link{}, fmt.Errorf("--link nvlink: %s (%s) has no NVLink", d.Name, d.Model)
+				return Link{}, fmt.Errorf("link nvlink: %s (%s) has no NVLink", d.Name, d.Model)
 			}
 		}
 		return nvl(), nil
@@ -130,5 +130,5 @@ func autoLink(a, b *Device, choice string) (Link, error) {
 		}
 		return p2p(fig(math.Inf(1), SourceDefault, ""), "pcie p2p"), nil
 	}
-	return Link{}, fmt.Errorf("unknown --link %q (want one of %s)", choice, strings.Join(LinkChoices, ", "))
+	return Link{}, fmt.Errorf("unknown link %q (want one of %s)", choice, strings.Join(LinkChoices, ", "))
 }

@@ -127,7 +127,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if *devices != "" {
-		cl, err := profile.Resolve(ctx, *devices, profile.Options{Host: profile.HostOptions{NoBench: true}})
+		cl, err := profile.Resolve(ctx, *devices, profile.Options{Host: profile.HostOptions{NoBench: true}, Names: profileFlags})
 		if err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if l == "auto" {
 		l = ""
 	}
-	cl, err := profile.Resolve(ctx, *devices, profile.Options{Link: l, Threads: *threads,
+	cl, err := profile.Resolve(ctx, *devices, profile.Options{Link: l, Threads: *threads, Names: profileFlags,
 		Host: profile.HostOptions{NoBench: *noBench, Refresh: *refresh}})
 	if err != nil {
 		return err

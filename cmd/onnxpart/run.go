@@ -235,7 +235,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.phase("devices " + f.devices)
-	cluster, err := profile.Resolve(ctx, f.devices, profile.Options{Link: f.link})
+	cluster, err := profile.Resolve(ctx, f.devices, profile.Options{Link: f.link, Names: profileFlags})
 	if err != nil {
 		return err
 	}
