@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
@@ -20,7 +21,6 @@ import (
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/pipebench"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestBatchedStagesRunTheBatch (issue 40): a plan that prices a batch of N as batched kernels
@@ -33,7 +33,7 @@ func TestBatchedStagesRunTheBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestBatchRefusedWhereTheGraphPinsIt(t *testing.T) {
 		Output: []*onnxpb.ValueInfoProto{testmodel.VInfo("y", graph.Float, 1, 10)},
 	}}
 	m := testmodel.LoadPath(t, testmodel.WriteModel(t, mp))
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestBenchRunsBatchedPlanAsPriced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
