@@ -97,8 +97,10 @@ type Layout struct {
 	fixed map[int]bool
 	// symbolic are the dim_params the stage files keep.
 	symbolic []string
-	// batched marks the tensors whose leading axis carries Options.Batch (nil: none).
-	batched []bool
+	// batched marks the tensors whose leading axis carries Options.Batch (nil: none);
+	// rewrites are the initializers the stage files carry changed so that it does.
+	batched  []bool
+	rewrites map[string]*onnxpb.TensorProto
 	// failAfterFiles, when positive, makes WriteDir fail after writing that many files
 	// (tests of the clean-up path).
 	failAfterFiles int
@@ -337,8 +339,12 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 		}
 	}
 	if opt.Batch > 1 {
-		if err := l.batchShapes(); err != nil {
+		note, err := l.batchShapes()
+		if err != nil {
 			return nil, err
+		}
+		if note != "" {
+			notes = append(notes, note)
 		}
 	}
 	for _, s := range stageOrder {
@@ -813,14 +819,20 @@ func boundDims(m *ingest.Model) map[string]int64 {
 
 // batchShapes makes the stage files take a batch of Options.Batch (see Options.Batch): the
 // leading axis of every tensor that carries the batch becomes the symbolic batch dim.
-func (l *Layout) batchShapes() error {
+func (l *Layout) batchShapes() (string, error) {
 	m, g := l.m, l.m.Graph
 	if l.opt.FreezeDims {
-		return diag.Usage("--batch %d runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim (leave out one of them)", l.opt.Batch).About(diag.Flag, "--freeze-dims")
+		return "", diag.Usage("--batch %d runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim (leave out one of them)", l.opt.Batch).About(diag.Flag, "--freeze-dims")
 	}
-	name, flow, err := batchFlow(m, l.opt.Batch)
+	name, flow, rewrites, err := batchFlow(m, l.opt.Batch)
 	if err != nil {
-		return err
+		return "", err
+	}
+	note := ""
+	if len(rewrites) > 0 {
+		l.rewrites = rewrites
+		names := slices.Sorted(maps.Keys(rewrites))
+		note = fmt.Sprintf("the batch flows through the stage files because the leading 1 of the Reshape shape constant(s) %s became 0 (copy the batch from the input): the same Reshape at batch 1", strings.Join(names, ", "))
 	}
 	if l.shapes == nil {
 		l.shapes = make([]graph.Shape, len(g.Tensors))
@@ -850,24 +862,24 @@ func (l *Layout) batchShapes() error {
 		l.symbolic = append(l.symbolic, name)
 		sort.Strings(l.symbolic)
 	}
-	return nil
+	return note, nil
 }
 
 // CheckBatch returns nil when the stage files of m can take a batch of n along the leading
 // axis (see Options.Batch), else the usage error Prepare would give, with the reason: the
 // planner asks before it prices batched kernels.
 func CheckBatch(m *ingest.Model, n int) error {
-	_, _, err := batchFlow(m, n)
+	_, _, _, err := batchFlow(m, n)
 	return err
 }
 
-func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, error) {
+func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, map[string]*onnxpb.TensorProto, error) {
 	name := BatchDimName(m)
-	flow, err := m.BatchFlow(name)
+	flow, rewrites, err := m.BatchFlow(name)
 	if err != nil {
-		return "", nil, diag.Usage("--batch %d prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out --batch for a pipeline of single inputs", n, err).About(diag.Flag, "--batch")
+		return "", nil, nil, diag.Usage("--batch %d prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out --batch for a pipeline of single inputs", n, err).About(diag.Flag, "--batch")
 	}
-	return name, flow, nil
+	return name, flow, rewrites, nil
 }
 
 // BatchDimName is the symbolic dim stage files written with Options.Batch take the batch

@@ -146,15 +146,17 @@ func (o *Objective) UnmarshalJSON(b []byte) error {
 
 // ModelInfo identifies the source model.
 type ModelInfo struct {
-	// Path is the model's path relative to the manifest's directory (WriteDir makes it so
-	// from the path as given, or Options.ModelPath); File its base name.
-	Path      string           `json:"path"`
-	File      string           `json:"file"`
-	SHA256    string           `json:"sha256"`
-	FileBytes int64            `json:"file_bytes"`
-	IRVersion int64            `json:"ir_version"`
-	Opsets    map[string]int64 `json:"opsets"`
-	Nodes     int              `json:"nodes"`
+	// Path is the model's path as the user gave it (Options.ModelPath, else the path it was
+	// loaded from); FromManifest is the same file relative to the manifest's directory, which
+	// finds it from wherever the output is read (ModelFile); File is its base name.
+	Path         string           `json:"path"`
+	FromManifest string           `json:"from_manifest,omitempty"`
+	File         string           `json:"file"`
+	SHA256       string           `json:"sha256"`
+	FileBytes    int64            `json:"file_bytes"`
+	IRVersion    int64            `json:"ir_version"`
+	Opsets       map[string]int64 `json:"opsets"`
+	Nodes        int              `json:"nodes"`
 	// ParamsBytes sums the initializers some node reads; FLOPs the nodes' FLOPs (tensors of
 	// unknown shape count 0, see SymbolicDims).
 	ParamsBytes int64 `json:"params_bytes"`
@@ -352,21 +354,40 @@ type StagePrediction struct {
 
 // Predicted is a planner's prediction for the whole pipeline.
 type Predicted struct {
-	BottleneckS    float64 `json:"bottleneck_s"`
+	// BottleneckS is the busiest stage's time per inference: what a stream of requests
+	// through the stages is limited by (for a throughput plan, the objective).
+	BottleneckS float64 `json:"bottleneck_s"`
+	// ThroughputPerS is what the plan delivers as optimised: 1/bottleneck for a throughput
+	// plan (requests pipelined), 1/latency for a latency plan (one request at a time), the
+	// batch's inputs per batch time for a batched plan.
 	ThroughputPerS float64 `json:"throughput_per_s"`
-	LatencyS       float64 `json:"latency_s"`
+	// LatencyS is one request's time through every stage and transfer.
+	LatencyS float64 `json:"latency_s"`
 	// Workload, for a plan made for a mix of phases (--workload), holds each phase's
 	// figures; the three above are then per request (the phases' calls weighted).
 	Workload []PhasePrediction `json:"workload,omitempty"`
 }
 
-// Bounds is the certificate: the best lower bound on the bottleneck and how it was found.
+// Bounds is the certificate: the best lower bound on the objective (a pipeline's bottleneck,
+// a placement's latency, a batch's time) and how it was found.
 type Bounds struct {
 	LowerBoundS float64 `json:"lower_bound_s"`
 	Method      string  `json:"method"`
 	// Gap is 1 − lower/upper.
-	Gap      float64      `json:"gap"`
-	Computed []BoundValue `json:"computed"`
+	Gap float64 `json:"gap"`
+	// AtMostSlower is upper/lower − 1: the plan is at most this much slower than the best
+	// possible one (the same certificate as Gap, in the words a user reads).
+	AtMostSlower float64      `json:"at_most_slower"`
+	Computed     []BoundValue `json:"computed"`
+}
+
+// SlowerOfGap is upper/lower − 1 for a gap of 1 − lower/upper; 0 for no gap, and 0 when the
+// gap is 1 (no positive lower bound), which states nothing.
+func SlowerOfGap(gap float64) float64 {
+	if gap <= 0 || gap >= 1 {
+		return 0
+	}
+	return gap / (1 - gap)
 }
 
 // BoundValue is one lower bound a planner computed.
@@ -389,19 +410,27 @@ type Solver struct {
 	Seconds float64 `json:"seconds,omitempty"`
 }
 
-// ModelFile returns where the model of the manifest in dir is: Model.Path, relative to dir.
-// Older manifests hold the path as given, relative to the directory onnxpart ran in; that
-// path is returned when only it names a file.
+// ModelFile returns where the model of the manifest in dir is: Model.FromManifest, relative
+// to dir, when it names a file; else Model.Path as the user gave it (absolute, or relative to
+// the directory onnxpart ran in). Manifests written before from_manifest existed held the
+// path relative to dir in Path; that is tried last.
 func (m *Manifest) ModelFile(dir string) string {
+	var candidates []string
+	if p := m.Model.FromManifest; p != "" {
+		candidates = append(candidates, filepath.Join(dir, filepath.FromSlash(p)))
+	}
 	p := m.Model.Path
 	if filepath.IsAbs(p) {
-		return p
+		candidates = append(candidates, p)
+	} else {
+		candidates = append(candidates, p, filepath.Join(dir, p))
 	}
-	q := filepath.Join(dir, p)
-	if !fileExists(q) && fileExists(p) {
-		return p
+	for _, c := range candidates {
+		if fileExists(c) {
+			return c
+		}
 	}
-	return q
+	return candidates[0]
 }
 
 func fileExists(p string) bool {

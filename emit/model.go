@@ -103,6 +103,9 @@ func (l *Layout) stageModel(i int) (*onnxpb.ModelProto, []*externalTensor, error
 			continue
 		}
 		tp := l.m.Initializer(name)
+		if rw := l.rewrites[name]; rw != nil {
+			tp = rw // made to let the batch through (Options.Batch)
+		}
 		if tp == nil {
 			return nil, nil, diag.Internal("internal error: no initializer %q", name)
 		}

@@ -120,7 +120,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 		}
 	}()
 	fail := func(e error) error { return writeErr(dir, e) }
-	l.Manifest.Model.Path = relativeTo(abs, l.opt.ModelPath)
+	l.Manifest.Model.FromManifest = relativeTo(abs, l.opt.ModelPath)
 	if err := l.writeFiles(tmp); err != nil {
 		return fail(err)
 	}

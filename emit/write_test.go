@@ -400,10 +400,10 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestWriteModelPathRelative: the manifest records the model's path relative to the
-// output directory, never absolute, whether the model was given by an absolute path or one
-// relative to the current directory; ModelFile finds the model from there, wherever the
-// program runs.
+// TestWriteModelPathRelative: the manifest records the model's path as given (path) and
+// relative to the output directory, never absolute (from_manifest), whether the model was
+// given by an absolute path or one relative to the current directory; ModelFile finds the
+// model from there, wherever the program runs.
 func TestWriteModelPathRelative(t *testing.T) {
 	rel := testmodel.Corpus(t, "squeezenet1_1_small.onnx").Path
 	abs, err := filepath.Abs(rel)
@@ -425,9 +425,12 @@ func TestWriteModelPathRelative(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := onDisk.Model.Path
-			if filepath.IsAbs(got) || got != man.Model.Path || !strings.HasPrefix(got, "../") {
-				t.Errorf("model %s, -o %s: manifest path %q (returned %q)", p, dir, got, man.Model.Path)
+			if onDisk.Model.Path != p || man.Model.Path != p {
+				t.Errorf("model %s, -o %s: manifest path %q (returned %q), want the path as given", p, dir, onDisk.Model.Path, man.Model.Path)
+			}
+			got := onDisk.Model.FromManifest
+			if filepath.IsAbs(got) || got != man.Model.FromManifest || !strings.HasPrefix(got, "../") {
+				t.Errorf("model %s, -o %s: from_manifest %q (returned %q)", p, dir, got, man.Model.FromManifest)
 			}
 			want, _ := os.Stat(abs)
 			if fi, err := os.Stat(filepath.Join(dir, got)); err != nil || !os.SameFile(fi, want) {

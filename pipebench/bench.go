@@ -881,7 +881,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 
 	modelPath := b.opt.ModelPath
 	if modelPath == "" {
-		modelPath = man.Model.Path
+		modelPath = man.ModelFile(dir)
 	}
 	m, err := ingest.Load(modelPath, ingest.Options{Dims: explicit, DefaultDims: defaults})
 	if err == nil && m.SHA256 == man.Model.SHA256 {
@@ -1043,7 +1043,17 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64,
 					continue
 				}
 				loaded[i] = true
-				m, err := ingest.Load(filepath.Join(dir, st.File), ingest.Options{Dims: dims})
+				// only the dims the stage's inputs carry: a dim the model derives (a
+				// decoder's total = past + seq) may be absent from a later stage's inputs
+				sd := map[string]int64{}
+				for _, r := range st.Inputs {
+					for _, d := range r.Shape {
+						if v, ok := dims[d.Param]; ok && d.Param != "" {
+							sd[d.Param] = v
+						}
+					}
+				}
+				m, err := ingest.Load(filepath.Join(dir, st.File), ingest.Options{Dims: sd})
 				if err != nil {
 					return fmt.Errorf("stage %d: %w", i, err)
 				}

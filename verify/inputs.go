@@ -26,8 +26,9 @@ const DefaultIntHigh = 4
 
 // InputRanges chooses a value range for every model input: floats in [-1, 1); integers that
 // index a table (through Cast/Reshape/Unsqueeze/… into the indices of Gather or
-// GatherElements) in [0, rows), the smallest table they index; masks (bool inputs, or
-// integer inputs whose name contains "mask") in {0, 1}; other integers in [0, 4).
+// GatherElements) in [0, rows), the smallest table they index; bool inputs in {0, 1};
+// integer inputs whose name contains "mask" all ones (a valid attention mask); other
+// integers in [0, 4).
 func InputRanges(g *graph.Graph) map[string]InputRange {
 	out := map[string]InputRange{}
 	for _, id := range g.Inputs {
@@ -43,7 +44,10 @@ func InputRanges(g *graph.Graph) map[string]InputRange {
 				r = InputRange{Lo: 0, Hi: float64(rows), Why: "indexes " + table}
 			}
 			if strings.Contains(strings.ToLower(t.Name), "mask") {
-				r = InputRange{Lo: 0, Hi: math.Min(2, r.Hi), Why: "mask"}
+				// A valid attention mask attends to every position: random 0/1 masks are
+				// not inputs a model is served (GroupQueryAttention reads the mask's sum as
+				// each sequence's length and rejects one shorter than the new tokens).
+				r = InputRange{Lo: math.Min(1, r.Hi-1), Hi: math.Min(2, r.Hi), Why: "attention mask: every position attended"}
 			}
 			out[t.Name] = r
 		}

@@ -60,6 +60,10 @@ type Options struct {
 	// ONNX Runtime skips float16 rounding (see Report.Reference); such chains then
 	// differ by float16 rounding and fail.
 	PlainReference bool
+	// AllowSkipped accepts second sizes that could not be run (the original model itself
+	// fails there, or a limit): without it, a skipped size makes Pass false, since the
+	// stage files were not checked there.
+	AllowSkipped bool
 	// MaxTensorBytes bounds the size of every tensor verification holds in memory (random
 	// inputs, stage boundaries, model outputs), checked from the declared shapes before
 	// anything is allocated or run (default DefaultMaxTensorBytes).
@@ -248,6 +252,10 @@ type Report struct {
 	// the sizes break a limit); Problem, that a stage failed there (Pass false).
 	Skipped string `json:"skipped,omitempty"`
 	Problem string `json:"problem,omitempty"`
+	// SkippedSizes counts the OtherSizes that were skipped; they count against Pass unless
+	// Options.AllowSkipped, and AllowSkipped records that.
+	SkippedSizes int  `json:"skipped_sizes,omitempty"`
+	AllowSkipped bool `json:"allow_skipped,omitempty"`
 	// Routes holds the reports of a batched plan's other routes (Manifest.Batch), each in its
 	// subdirectory Dir.
 	Routes []*Report `json:"routes,omitempty"`
@@ -543,6 +551,7 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.AllowSkipped = opt.AllowSkipped
 	// A plan made at bound sizes whose stage files kept the dims symbolic must serve other
 	// sizes too: each such dim nothing else sized is run again at a second size.
 	// A derived dim has no size of its own: it moves with the dims it follows.
@@ -573,7 +582,8 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 		switch {
 		case errors.As(err, &re) && re.stage < 0:
 			sub = &Report{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
-				Dims: re.dims, Tolerance: rep.Tolerance, Pass: true, Skipped: re.Error()}
+				Dims: re.dims, Tolerance: rep.Tolerance, Pass: opt.AllowSkipped, Skipped: re.Error()}
+			rep.SkippedSizes++
 		case errors.As(err, &re):
 			sub = &Report{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs, Seed: opt.Seed,
 				Dims: re.dims, Tolerance: rep.Tolerance, Problem: re.Error()}
@@ -731,7 +741,11 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 			if t.DType.IsFloat() {
 				ir.Source = fmt.Sprintf("random [%g,%g) (%s)", r.Lo, r.Hi, r.Why)
 			} else {
-				ir.Source = fmt.Sprintf("random integers [%g,%g) (%s)", r.Lo, r.Hi, r.Why)
+				if r.Hi-r.Lo == 1 {
+					ir.Source = fmt.Sprintf("all %g (%s)", r.Lo, r.Why)
+				} else {
+					ir.Source = fmt.Sprintf("random integers [%g,%g) (%s)", r.Lo, r.Hi, r.Why)
+				}
 			}
 		}
 		rep.Inputs = append(rep.Inputs, ir)

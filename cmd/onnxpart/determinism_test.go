@@ -47,6 +47,9 @@ func TestDeterminism(t *testing.T) {
 	}
 	for _, m := range names {
 		for _, c := range cases {
+			if m == "bert_base_like_small" && c.name == "batch" {
+				continue // its attention folds the batch of one into a constant shape: --batch refuses it (run.txtar)
+			}
 			t.Run(m+"/"+c.name, func(t *testing.T) {
 				dirs := map[int]string{}
 				for _, procs := range []int{1, 2, 8} {

@@ -110,6 +110,11 @@ func TestFiguresAgree(t *testing.T) {
 					pj.Objective, pj.LowerBound, pj.Gap, pj.AtMostSlower, f.Upper, f.Lower, f.Gap, f.Slower)
 			}
 
+			// The manifest states the same certificate both ways (gap and at_most_slower).
+			if b := man.Bounds; b == nil || math.Abs(b.AtMostSlower-f.Slower) > 1e-6 || math.Abs(b.Gap-f.Gap) > 1e-6 {
+				t.Errorf("manifest bounds %+v; figures gap %g, slower %g", man.Bounds, f.Gap, f.Slower)
+			}
+
 			// The report's headline card, certificate and bound chart use the objective's value.
 			card := regexp.MustCompile(`<div class="k">predicted ` + c.what + `</div><div class="v">([0-9.]+) (ns|µs|ms|s)</div>`).FindStringSubmatch(html)
 			if card == nil {

@@ -91,9 +91,9 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	cpus := fs.Int("cpus", 0, "extra CPU stages (dnn-partitioning)")
 	bounds := fs.String("bounds", "fast", "lower-bound effort: none, simple, fast, full")
 	polish := fs.Int("polish-window", 4, polishWindowHelp+" (dnn-partitioning)")
-	timeLimit := fs.Duration("time-limit", 60*time.Second, "time budget")
+	timeLimit := fs.Duration("time-limit", 30*time.Second, "time budget for planning (search and bounds), as in the main command")
 	gap := fs.Float64("gap", 0, "stop when proved within this relative gap")
-	seed := fs.Int64("seed", 1, "random seed")
+	seed := fs.Int64("seed", 0, "random seed (default: unseeded, as in the main command: the searches start from 1 and the JSON names no seed)")
 	solver := fs.String("solver", "auto", "moirai: auto, met, greedy, heft, ea, sa, milp, split")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
@@ -103,6 +103,9 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 		return diag.Usage("plan takes one instance file, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
+	if !fs.Changed("seed") {
+		*seed = 1 // the searches' start; givenSeed leaves it out of the JSON
+	}
 	if *timeLimit <= 0 {
 		return diag.Usage("--time-limit must be positive").About(diag.Flag, "--time-limit")
 	}
@@ -119,7 +122,7 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out.Format, out.Input, out.InputFormat, out.Seed = "onnxpart.plan/v1", path, format, *seed
+	out.Format, out.Input, out.InputFormat, out.Seed = "onnxpart.plan/v1", path, format, givenSeed(fs, *seed)
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")

@@ -34,8 +34,10 @@ type planJSON struct {
 	StageCosts       []stageCostJSON `json:"stage_costs"`
 	Bounds           []boundJSON     `json:"bounds"`
 	Algorithm        string          `json:"algorithm"`
-	Seed             int64           `json:"seed"`
-	Seconds          float64         `json:"seconds"`
+	// Seed is the seed given with --seed; nil (left out) for a run without one, which the
+	// clock decided.
+	Seed    *int64  `json:"seed,omitempty"`
+	Seconds float64 `json:"seconds"`
 	// Output is the directory written ("-": nothing); absent for instances.
 	Output      string   `json:"output,omitempty"`
 	Interrupted bool     `json:"interrupted,omitempty"`

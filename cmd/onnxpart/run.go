@@ -288,7 +288,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if f.asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, f.out, seed, interrupted)); err != nil {
+		if err := enc.Encode(jsonPlan(m, res, layout.Manifest, f.out, givenSeed(fs, seed), interrupted)); err != nil {
 			return err
 		}
 	} else {
@@ -344,7 +344,15 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 	return h.Measured, nil
 }
 
-func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed int64, interrupted bool) *planJSON {
+// givenSeed is the seed when the user gave one (--seed), else nil.
+func givenSeed(fs *pflag.FlagSet, seed int64) *int64 {
+	if !fs.Changed("seed") {
+		return nil
+	}
+	return &seed
+}
+
+func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out string, seed *int64, interrupted bool) *planJSON {
 	o := &planJSON{Format: "onnxpart.plan/v1", Input: m.Path, InputFormat: "onnx", Objective: r.Upper, ObjectiveKind: string(r.Objective),
 		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: report.PlanFigures(man).Slower,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,

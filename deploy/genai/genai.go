@@ -193,7 +193,8 @@ type Search struct {
 	NoRepeatNgramSize int64   `json:"no_repeat_ngram_size"`
 	NumBeams          int64   `json:"num_beams"`
 	NumReturnSeqs     int64   `json:"num_return_sequences"`
-	// PastPresentShareBuffer stays false: sharing needs a model exported for it
+	// PastPresentShareBuffer is the model builder's choice where its genai_config.json is
+	// beside the model; false otherwise: sharing needs a model exported for it
 	// (GroupQueryAttention on a max_length buffer); the Concat KV caches of transformers
 	// and optimum exports grow each step.
 	PastPresentShareBuffer bool    `json:"past_present_share_buffer"`
@@ -310,6 +311,10 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 		}
 	}
 	cfg.Search.MaxLength = cfg.Model.ContextLength
+	if hf.share != nil {
+		// the model builder's choice: GroupQueryAttention on a max_length buffer
+		cfg.Search.PastPresentShareBuffer = *hf.share
+	}
 
 	// The placeholders left.
 	var missing []string
@@ -326,9 +331,16 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 		}
 	}
 	if len(missing) > 0 {
-		from := "no config.json beside the model"
+		from := "no genai_config.json or config.json beside the model"
 		if hfPath != "" {
-			from = filepath.Base(hfPath) + " does not say"
+			var bases []string
+			for _, p := range strings.Split(hfPath, ", ") {
+				bases = append(bases, filepath.Base(p))
+			}
+			from = strings.Join(bases, " and ") + " do not say"
+			if len(bases) == 1 {
+				from = bases[0] + " does not say"
+			}
 		}
 		note("%s are placeholders (0 for a size, -1 for a token id; %s): fill them in from the model's config.json and tokenizer, or give --genai KEY=VALUE (onnxruntime-genai refuses context_length 0)", strings.Join(missing, ", "), from)
 	}
@@ -720,10 +732,13 @@ func attentionHeads(g *graph.Graph, headSize, kvHeads int64) int64 {
 	return best
 }
 
-// hfConfig is what genai_config.json takes from a Hugging Face config.json.
+// hfConfig is what genai_config.json takes from the model's own configuration: a Hugging
+// Face config.json, or the genai_config.json the model builder wrote beside its model.
 type hfConfig struct {
 	vals map[string]int64
 	eos  Tokens
+	// share is the builder's search.past_present_share_buffer (nil: not said).
+	share *bool
 }
 
 func (h hfConfig) get(key string) (int64, bool) {
@@ -745,38 +760,64 @@ var hfKeys = map[string][]string{
 	"head_size":           {"head_dim"},
 }
 
-// readHFConfig reads the Hugging Face config.json given (an error when it cannot be read)
-// or, when none is, the one beside the model (skipped when absent or not a JSON object).
-// It returns the values and the file read ("" for none).
+// readHFConfig reads the configuration given (--genai hf_config: a Hugging Face
+// config.json or a genai_config.json; an error when it cannot be read) or, when none is,
+// the genai_config.json and the config.json beside the model (each skipped when absent or
+// not a JSON object; genai_config.json's values first, config.json fills the rest). A
+// config.json's figures may be nested under text_config (multimodal models). It returns
+// the values and the files read (", "-joined; "" for none).
 func readHFConfig(modelPath, given string) (hfConfig, string, error) {
 	h := hfConfig{vals: map[string]int64{}}
-	path := given
-	if path == "" {
-		if modelPath == "" {
-			return h, "", nil
-		}
-		path = filepath.Join(filepath.Dir(modelPath), "config.json")
+	var paths []string
+	if given != "" {
+		paths = []string{given}
+	} else if modelPath != "" {
+		dir := filepath.Dir(modelPath)
+		paths = []string{filepath.Join(dir, "genai_config.json"), filepath.Join(dir, "config.json")}
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if given == "" && errors.Is(err, os.ErrNotExist) {
-			return h, "", nil
+	var read []string
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			if given == "" && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return h, "", diag.Input("--genai hf_config: %v", err).About(diag.Flag, "--genai").Wrap(err)
 		}
-		return h, "", diag.Input("--genai hf_config: %v", err).About(diag.Flag, "--genai").Wrap(err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		if given == "" {
-			return h, "", nil
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(b, &raw); err != nil {
+			if given == "" {
+				continue
+			}
+			return h, "", diag.Input("--genai hf_config: %s is not a JSON object: %v", path, err).About(diag.Flag, "--genai")
 		}
-		return h, "", diag.Input("--genai hf_config: %s is not a JSON object: %v", path, err).About(diag.Flag, "--genai")
+		if _, ok := raw["model"]; ok {
+			h.readGenAI(raw)
+		} else {
+			h.readHF(raw)
+			if r, ok := raw["text_config"]; ok {
+				var text map[string]json.RawMessage
+				if json.Unmarshal(r, &text) == nil {
+					h.readHF(text)
+				}
+			}
+		}
+		read = append(read, path)
 	}
+	return h, strings.Join(read, ", "), nil
+}
+
+// readHF takes the values of a Hugging Face config object that are not known yet.
+func (h *hfConfig) readHF(raw map[string]json.RawMessage) {
 	keys := make([]string, 0, len(hfKeys))
 	for k := range hfKeys {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if _, known := h.vals[k]; known {
+			continue
+		}
 		for _, name := range hfKeys[k] {
 			var v int64
 			if r, ok := raw[name]; ok && string(r) != "null" && json.Unmarshal(r, &v) == nil {
@@ -786,8 +827,49 @@ func readHFConfig(modelPath, given string) (hfConfig, string, error) {
 		}
 	}
 	var eos Tokens
-	if r, ok := raw["eos_token_id"]; ok && json.Unmarshal(r, &eos) == nil && len(eos) > 0 {
+	if r, ok := raw["eos_token_id"]; ok && len(h.eos) == 0 && json.Unmarshal(r, &eos) == nil && len(eos) > 0 {
 		h.eos = eos
 	}
-	return h, path, nil
+}
+
+// readGenAI takes the values of a genai_config.json (model, model.decoder, search) that are
+// not known yet.
+func (h *hfConfig) readGenAI(raw map[string]json.RawMessage) {
+	var c struct {
+		Model struct {
+			ContextLength *int64 `json:"context_length"`
+			VocabSize     *int64 `json:"vocab_size"`
+			BOS           *int64 `json:"bos_token_id"`
+			EOS           Tokens `json:"eos_token_id"`
+			Pad           *int64 `json:"pad_token_id"`
+			Decoder       struct {
+				HeadSize *int64 `json:"head_size"`
+				Hidden   *int64 `json:"hidden_size"`
+				Heads    *int64 `json:"num_attention_heads"`
+				Layers   *int64 `json:"num_hidden_layers"`
+				KVHeads  *int64 `json:"num_key_value_heads"`
+			} `json:"decoder"`
+		} `json:"model"`
+		Search struct {
+			Share *bool `json:"past_present_share_buffer"`
+		} `json:"search"`
+	}
+	b, _ := json.Marshal(raw)
+	if json.Unmarshal(b, &c) != nil {
+		return
+	}
+	m, d := c.Model, c.Model.Decoder
+	for k, v := range map[string]*int64{"context_length": m.ContextLength, "vocab_size": m.VocabSize, "bos_token_id": m.BOS,
+		"pad_token_id": m.Pad, "head_size": d.HeadSize, "hidden_size": d.Hidden, "num_attention_heads": d.Heads,
+		"num_hidden_layers": d.Layers, "num_key_value_heads": d.KVHeads} {
+		if _, known := h.vals[k]; v != nil && !known {
+			h.vals[k] = *v
+		}
+	}
+	if len(h.eos) == 0 && len(m.EOS) > 0 {
+		h.eos = m.EOS
+	}
+	if h.share == nil {
+		h.share = c.Search.Share
+	}
 }

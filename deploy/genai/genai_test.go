@@ -448,7 +448,7 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 	if mo.VocabSize != 32 || mo.Decoder.HiddenSize != 16 || mo.Decoder.NumAttentionHeads != 4 {
 		t.Errorf("graph values: vocab %d hidden %d heads %d", mo.VocabSize, mo.Decoder.HiddenSize, mo.Decoder.NumAttentionHeads)
 	}
-	if !hasNote(man, "context_length, bos_token_id, eos_token_id, pad_token_id are placeholders") || !hasNote(man, "no config.json beside the model") {
+	if !hasNote(man, "context_length, bos_token_id, eos_token_id, pad_token_id are placeholders") || !hasNote(man, "no genai_config.json or config.json beside the model") {
 		t.Errorf("no placeholder note: %q", man.Notes)
 	}
 	if len(mo.Decoder.SessionOptions.ProviderOptions) != 0 || !hasNote(man, "primary device is the CPU") {

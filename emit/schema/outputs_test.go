@@ -223,7 +223,7 @@ func TestManifestMetadata(t *testing.T) {
 	checkMutations(t, "manifest.v1", doc, []mutation{
 		{what: "interrupted false", change: setField(t, "interrupted", false), where: "/interrupted"},
 		{what: "interrupted as a string", change: setField(t, "interrupted", "yes"), where: "/interrupted"},
-		{what: "an absolute model path", change: setField(t, "model/path", "/models/resnet50.onnx"), where: "/model/path"},
+		{what: "an absolute path from the manifest", change: setField(t, "model/from_manifest", "/models/resnet50.onnx"), where: "/model/from_manifest"},
 		{what: "seed as a string", change: setField(t, "solver/seed", "1"), where: "/solver/seed"},
 	})
 }

@@ -703,7 +703,7 @@ func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSu
 	man.Objective = emit.Objective(r.Objective)
 	man.Predicted = &emit.Predicted{BottleneckS: r.bottleneck(), ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS,
 		Workload: r.workloadPredictions(man.Stages)}
-	man.Bounds = &emit.Bounds{LowerBoundS: r.Lower, Method: r.BoundMethod, Gap: r.Gap, Computed: r.Bounds}
+	man.Bounds = &emit.Bounds{LowerBoundS: r.Lower, Method: r.BoundMethod, Gap: r.Gap, AtMostSlower: emit.SlowerOfGap(r.Gap), Computed: r.Bounds}
 	man.Solver = &emit.Solver{Algorithm: r.Algorithm} // no timings: manifests are reproducible
 	if r.Reproducible {
 		man.Solver.Seed = &seed // an unseeded run used the clock: no seed describes it
