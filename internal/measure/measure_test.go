@@ -17,7 +17,7 @@ func corpusModel(t *testing.T, name string) (string, *graph.Graph) {
 	if _, err := ort.LibraryPath(); err != nil {
 		t.Skip(err)
 	}
-	p, _ := filepath.Abs(filepath.Join("..", "..", "shared", "models", name))
+	p, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models", name))
 	m, err := ingest.Load(p, ingest.Options{})
 	if err != nil {
 		t.Skip(err)
