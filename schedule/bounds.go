@@ -173,6 +173,13 @@ func (in *inst) loadBound(ctx context.Context) float64 {
 // c_u, or i, which occupies u, starts after that task, which ended ≥ c_u. (A task of no time
 // occupies nothing and may run before the first call ends, hence d > 0.)
 func (in *inst) commPathBound() float64 {
+	_, best := in.commPathFin()
+	return best
+}
+
+// commPathFin is commPathBound's table: fin[i][u] ≤ the end of node i in every plan that
+// puts it on u (its proof), and the bound.
+func (in *inst) commPathFin() ([][]float64, float64) {
 	calls := true // both modes: a batch opens a stage by the same rule as a latency task
 	fin := make([][]float64, in.numNodes)
 	best := 0.0
@@ -225,9 +232,9 @@ func (in *inst) commPathBound() float64 {
 		}
 	}
 	if math.IsInf(best, 0) {
-		return 0
+		return fin, 0
 	}
-	return best
+	return fin, best
 }
 
 // simpleBounds are the cheap bounds: the critical paths and the load LP. (The other proved

@@ -222,6 +222,7 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
 	s.bounds = in.simpleBounds(ctx)
 	s.report("", "lower bounds computed")
+	s.coupled()
 	s.run()
 	return s.result()
 }
@@ -241,6 +242,8 @@ type solver struct {
 	// infeasible is the proof that no plan fits memory (the full MILP proved its model
 	// infeasible), empty when nothing was proved.
 	infeasible string
+	// hlp is the coupled LP's solution (latency mode), nil when not solved.
+	hlp *hlp
 }
 
 type candidate struct {
@@ -335,6 +338,9 @@ func (s *solver) run() {
 				s.add(h.method, h.pl, t0, 0, "")
 			}
 		}
+		if coupledMIPAlways {
+			s.coupledMIP(0.5)
+		}
 		return
 	default:
 		heur = in.constructive()
@@ -348,11 +354,13 @@ func (s *solver) run() {
 	case MILP:
 		s.milp()
 	case Split:
+		s.coupledMIP(0.1)
 		s.split()
 	case Auto:
 		if s.small() {
 			s.milp()
 		} else {
+			s.coupledMIP(0.1)
 			s.split()
 		}
 	}

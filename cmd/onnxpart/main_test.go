@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/onnxpart/onnxpart/emit/schema"
+	"github.com/onnxpart/onnxpart/internal/genaigen"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 )
 
@@ -61,6 +62,36 @@ func TestScripts(t *testing.T) {
 				c.Name = strings.TrimSuffix(filepath.Base(args[0]), ".onnx")
 				if _, err := llamagen.Write(filepath.Dir(ts.MkAbs(args[0])), c); err != nil {
 					ts.Fatalf("llamagen: %v", err)
+				}
+			},
+			// genaigen FILE LAYERS [fp32|separate|novi]...: writes a decoder in ONNX Runtime
+			// GenAI's model-builder form (internal/genaigen's Tiny, int4, with LAYERS layers)
+			// to FILE, and genai_config.json beside it.
+			"genaigen": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) < 2 || neg {
+					ts.Fatalf("usage: genaigen FILE LAYERS [fp32|separate|novi]...")
+				}
+				c := genaigen.Tiny
+				n, err := strconv.Atoi(args[1])
+				if err != nil {
+					ts.Fatalf("genaigen: layers %q: %v", args[1], err)
+				}
+				c.Layers = n
+				c.Name = strings.TrimSuffix(filepath.Base(args[0]), ".onnx")
+				for _, o := range args[2:] {
+					switch o {
+					case "fp32":
+						c.Int4 = false
+					case "separate":
+						c.Rotary = genaigen.RotarySeparate
+					case "novi":
+						c.ValueInfo = false
+					default:
+						ts.Fatalf("genaigen: option %q", o)
+					}
+				}
+				if _, err := genaigen.Write(filepath.Dir(ts.MkAbs(args[0])), c); err != nil {
+					ts.Fatalf("genaigen: %v", err)
 				}
 			},
 			// schema NAME FILE|stdout: the document satisfies emit/schema's NAME strictly.

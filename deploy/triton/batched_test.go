@@ -208,3 +208,75 @@ func runEnsemble(t *testing.T, model, repo string, configs map[string]*tritonCon
 		}
 	}
 }
+
+// TestTritonEveryObjective: for a pipeline, a latency placement and a batched plan of the
+// same model, the output tree holds exactly one Triton repository, with unique model names,
+// every config valid against the ModelConfig schema and every ensemble wired as Triton's
+// loader wants; the client calls the model's name in each.
+func TestTritonEveryObjective(t *testing.T) {
+	model := filepath.Join("..", "..", "testdata", "models", "resnet50_small.onnx")
+	m, err := ingest.Load(model, ingest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, devices string
+		opt           onnxpart.Options
+	}{
+		{"pipeline", "2xT4", onnxpart.Options{}},
+		{"latency", "a100-80g,t4,cpu", onnxpart.Options{StagesPerDevice: onnxpart.NoStageCap}},
+		{"batched", "a100-80g,t4,t4", onnxpart.Options{Batch: 8}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := profile.Resolve(context.Background(), tc.devices, profile.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := tc.opt
+			o.Seed, o.Reproducible, o.TimeLimit = 3, true, 20*time.Second
+			r, err := onnxpart.Plan(context.Background(), m, c, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			extras := func(dir string, man *emit.Manifest) error { return Write(man, dir, filepath.Join(dir, Dir), Options{}) }
+			l, err := onnxpart.Prepare(m, r, emit.Options{Extras: extras}, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			if err := l.WriteDir(out); err != nil {
+				t.Fatal(err)
+			}
+			var repos []string
+			filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() && d.Name() == Dir {
+					repos = append(repos, p)
+				}
+				return nil
+			})
+			if len(repos) != 1 {
+				t.Fatalf("Triton repositories %v, want one", repos)
+			}
+			configs := map[string]*tritonConfig{}
+			ents, err := os.ReadDir(repos[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				configs[e.Name()] = parseTritonConfig(t, mustRead(t, filepath.Join(repos[0], e.Name(), "config.pbtxt")))
+			}
+			if configs["resnet50_small"] == nil || configs["resnet50_small"].platform != "ensemble" {
+				t.Fatalf("no ensemble named after the model among %d models", len(configs))
+			}
+			for name, c := range configs {
+				if c.name != name {
+					t.Errorf("model directory %q holds config named %q", name, c.name)
+				}
+				if c.platform == "ensemble" {
+					checkEnsemble(t, configs, name)
+				}
+			}
+			t.Logf("%d stages, %d models", len(r.Stages), len(configs))
+		})
+	}
+}

@@ -1,0 +1,45 @@
+package schedule_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/onnxpart/onnxpart/schedule"
+)
+
+// TestCertificatesCoupled checks the coupled bounds (bounds_coupled.go: the coupled LP, which
+// every Solve computes in latency mode, and the coupled MIP's dual bound) against the
+// exhaustive optimum through the certificate harness: a constructive method (cheap) with the
+// coupled MIP switched on, so every instance reports both bounds and the MIP's plan as a
+// candidate. ONNXPART_FUZZ_CERT_COUPLED=N runs N instances instead of the short run's 400
+// (seed ONNXPART_FUZZ_CERT_SEED, default 7), e.g.
+//
+//	ONNXPART_FUZZ_CERT_COUPLED=100000 go test -run TestCertificatesCoupled -timeout 0 ./schedule/
+func TestCertificatesCoupled(t *testing.T) {
+	count := 400
+	if testing.Short() {
+		count = 100
+	}
+	if n, _ := strconv.Atoi(os.Getenv("ONNXPART_FUZZ_CERT_COUPLED")); n > 0 {
+		count = n
+	}
+	seed := uint64(7)
+	if s, err := strconv.ParseUint(os.Getenv("ONNXPART_FUZZ_CERT_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	defer schedule.SetCoupledMIPAlways(true)()
+	st := runCertificatesWith(t, seed, count, max(2, runtimeProcs()), func(s source, x uint64) schedule.Options {
+		o := schedule.Options{TimeLimit: 2 * time.Second, Seed: x, Workers: 1, RelGap: relGap, Iterations: 50}
+		o.Method = []string{schedule.BestDevice, schedule.MET, schedule.Greedy, schedule.HEFT}[s.intn(4)]
+		return o
+	})
+	t.Log(st)
+	if st.bounds["coupled-lp"] < st.latency/4 || st.bounds["coupled-mip"] < st.latency/4 {
+		t.Errorf("coupled-lp checked on %d, coupled-mip on %d of %d latency instances: too few", st.bounds["coupled-lp"], st.bounds["coupled-mip"], st.latency)
+	}
+	if st.tight["coupled-mip"] == 0 {
+		t.Errorf("the coupled MIP's bound was never tight: %v", st)
+	}
+}
