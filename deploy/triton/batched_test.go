@@ -228,7 +228,7 @@ func TestTritonEveryObjective(t *testing.T) {
 		{"batched", "a100-80g,t4,t4", onnxpart.Options{Batch: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := profile.Resolve(context.Background(), tc.devices, profile.Options{})
+			c, err := hw.Resolve(context.Background(), tc.devices, hw.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
