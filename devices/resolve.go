@@ -237,6 +237,9 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 		default:
 			e, ok := LookupCatalog(it.name)
 			if !ok {
+				if s := SuggestCatalog(it.name); s != "" {
+					return nil, usagef("--devices: unknown device %q; did you mean %s? (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, s, knownNames()).About(diag.Flag, "--devices")
+				}
 				return nil, usagef("--devices: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, knownNames()).About(diag.Flag, "--devices")
 			}
 			for range it.count {

@@ -85,7 +85,10 @@ func TestResolveLinkChoices(t *testing.T) {
 
 func TestResolveErrors(t *testing.T) {
 	for _, c := range []struct{ spec, link, want string }{
-		{"a200", "", `unknown device "a200" (catalog: a100-40g-sxm,`},
+		{"a200", "", `unknown device "a200"; did you mean a100? (catalog: a100-40g-sxm,`},
+		{"a100-8g", "", `unknown device "a100-8g"; did you mean a100-80g? (catalog:`},
+		{"rtx4900", "", `unknown device "rtx4900"; did you mean rtx-4090?`},
+		{"quantum9", "", `unknown device "quantum9" (catalog: a100-40g-sxm,`},
 		{"4xH100,", "", "empty item"},
 		{"0xt4", "", "count must be 1 to 256"},
 		{"cpu,cpu", "", "the host CPU is named twice"},

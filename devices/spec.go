@@ -226,6 +226,10 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*profile.Hos
 		default:
 			e, ok := LookupCatalog(typ)
 			if !ok {
+				if s := SuggestCatalog(typ); s != "" {
+					d.failf(v[1], join(path, "type"), "unknown device type %q; did you mean %s? (see `onnxpart profile --catalog`; or give kind, peak and bandwidth)", typ, s)
+					return nil, nil
+				}
 				d.failf(v[1], join(path, "type"), "unknown device type %q (see `onnxpart profile --catalog`; or give kind, peak and bandwidth)", typ)
 				return nil, nil
 			}

@@ -160,7 +160,7 @@ func TestSpecErrors(t *testing.T) {
 		{"empty devices", "c.yaml", "devices: []\n", "c.yaml:1: devices: empty"},
 		{"no type or kind", "c.yaml", "devices:\n  - {name: a, memory: 8GB}\n", "c.yaml:2: devices[0].type: missing: give a catalog type, or kind, peak.fp32 and bandwidth"},
 		{"kind needs peak", "c.yaml", "devices:\n  - {name: a, kind: gpu, bandwidth: 1TB/s}\n", "devices[0].peak: missing (required without a catalog type)"},
-		{"unknown type", "c.yaml", "devices:\n  - {name: a, type: a200}\n", `c.yaml:2: devices[0].type: unknown device type "a200"`},
+		{"unknown type", "c.yaml", "devices:\n  - {name: a, type: a200}\n", `c.yaml:2: devices[0].type: unknown device type "a200"; did you mean a100?`},
 		{"bad kind", "c.yaml", "devices:\n  - {name: a, kind: tpu, peak: {fp32: 1T}, bandwidth: 1TB/s}\n", "devices[0].kind: want gpu, cpu or accelerator"},
 		{"kind contradicts type", "c.yaml", "devices:\n  - {name: a, type: t4, kind: cpu}\n", "devices[0].kind: contradicts the type's kind gpu"},
 		{"duplicate name", "c.yaml", "devices:\n  - {name: a, type: t4}\n  - {name: a, type: l4}\n", `c.yaml:3: devices[1].name: another device is already called "a"`},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,8 +208,13 @@ func CheckOutput(m *ingest.Model, dir string, force bool) error {
 	}
 	probe, err := os.MkdirTemp(p, "."+outdir.TempBase(o.abs)+".probe-")
 	if err != nil {
-		if errors.Is(err, os.ErrPermission) {
+		// The probe's own name is an internal detail: the error names the directory.
+		var pe *fs.PathError
+		switch {
+		case errors.Is(err, os.ErrPermission):
 			err = fmt.Errorf("%s is not writable", p)
+		case errors.As(err, &pe):
+			err = fmt.Errorf("cannot create a directory in %s: %v", p, pe.Err)
 		}
 		return writeErr(dir, err)
 	}

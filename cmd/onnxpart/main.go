@@ -94,7 +94,11 @@ func run(ctx context.Context, e *env, args []string) int {
 	}
 	c, ok := commands[args[0]]
 	rest := args[1:]
+	// Errors are prefixed with the command the user typed: "onnxpart" for the main
+	// command given as onnxpart MODEL.onnx …, "onnxpart run" where run was typed.
+	prefix := "onnxpart " + args[0]
 	if !ok {
+		prefix = "onnxpart"
 		if err := mainCommandArg(args[0]); err != nil {
 			fmt.Fprintf(e.stderr, "onnxpart: %v\n", err)
 			return exitUsage
@@ -117,7 +121,7 @@ func run(ctx context.Context, e *env, args []string) int {
 	if ctx.Err() != nil && code != exitMismatch {
 		code = exitInterrupted
 	}
-	fmt.Fprintf(e.stderr, "onnxpart %s: %v\n", c.name, err)
+	fmt.Fprintf(e.stderr, "%s: %v\n", prefix, err)
 	return code
 }
 
