@@ -37,10 +37,19 @@ type Summary struct {
 	Outputs []TensorInfo `json:"outputs"`
 	// UnsupportedOps are the op types shape inference does not know.
 	UnsupportedOps []string `json:"unsupported_ops"`
-	// UnknownShapeTensors counts the tensors whose shape is not fully known (symbolic
-	// dimensions included); UnknownShapeNames names them, sorted.
-	UnknownShapeTensors int      `json:"unknown_shape_tensors"`
-	UnknownShapeNames   []string `json:"unknown_shape_names,omitempty"`
+	// UnknownShapeTensors counts the tensors whose shape is not known, in rank or in a dim
+	// that no symbol names; UnknownShapeNames names them, sorted. SymbolicShapeTensors
+	// counts those known up to the symbolic dims (batch, seq, …): binding the dims sizes
+	// them.
+	UnknownShapeTensors  int      `json:"unknown_shape_tensors"`
+	UnknownShapeNames    []string `json:"unknown_shape_names,omitempty"`
+	SymbolicShapeTensors int      `json:"symbolic_shape_tensors"`
+	// FLOPsAt are the dim sizes FLOPs were counted at: the dims bound when the model was
+	// loaded (given, derived or defaults); empty when none was. FLOPsUncounted counts the
+	// nodes whose FLOPs could not be counted because a tensor they read or write has no
+	// known size (an unbound dim): FLOPs leaves them out.
+	FLOPsAt        map[string]int64 `json:"flops_at,omitempty"`
+	FLOPsUncounted int              `json:"flops_uncounted_nodes"`
 	// SymbolicDims are the dim_param names left unbound (see Options.Dims).
 	SymbolicDims []string `json:"symbolic_dims"`
 	// ExternalData is true when some weight lives in an external data file.
@@ -143,11 +152,27 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 			s.ActivationBytes += t.Bytes
 		}
 		if (!t.Shape.Known() || t.Bytes < 0) && t.NonTensor == "" && (len(t.Consumers) > 0 || t.Producer >= 0 || t.IsOutput) {
-			s.UnknownShapeTensors++
-			s.UnknownShapeNames = append(s.UnknownShapeNames, t.Name)
+			if symbolicShape(t.Shape) {
+				s.SymbolicShapeTensors++
+			} else {
+				s.UnknownShapeTensors++
+				s.UnknownShapeNames = append(s.UnknownShapeNames, t.Name)
+			}
 		}
 	}
 	sort.Strings(s.UnknownShapeNames)
+	if d := m.Dims(); len(d) > 0 {
+		s.FLOPsAt = d
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		for _, t := range append(append([]int{}, n.Inputs...), n.Outputs...) {
+			if t >= 0 && g.Tensors[t].NonTensor == "" && !g.Tensors[t].Shape.Known() {
+				s.FLOPsUncounted++
+				break
+			}
+		}
+	}
 	for _, id := range g.Inputs {
 		s.Inputs = append(s.Inputs, Info(g, id, false))
 	}
@@ -160,4 +185,18 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 		}
 	}
 	return s
+}
+
+// symbolicShape reports whether a shape that is not fully known has a rank and names every
+// dim it does not size.
+func symbolicShape(sh graph.Shape) bool {
+	if sh == nil {
+		return false
+	}
+	for _, d := range sh {
+		if !d.Known() && d.Param == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -269,7 +269,6 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return planError(err)
 	}
-	prog.done()
 	if !fs.Changed("seed") {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
@@ -279,6 +278,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	fig := report.PlanFigures(layout.Manifest)
+	prog.result(fig.Upper, fig.Lower, fig.Gap)
+	prog.done()
 	if f.out != "-" {
 		if err := layout.WriteDir(f.out); err != nil {
 			return err
@@ -555,8 +557,10 @@ func dur(s float64) string {
 
 // progress prints phases and solver improvements on stderr. On a terminal it keeps one live
 // line, redrawn at least every progressTick with the elapsed time against the time limit,
-// the current phase and the best plan, bound and gap so far; off a terminal it prints one
-// line per phase. Nothing shows during the first progressDelay: a usage or input error found
+// the current phase and the best plan, bound and gap so far; off a terminal it prints a line
+// when the phase changes and at least every offTerminalEvery while a phase runs (a log shows
+// that a long search is alive and how it stands). The last line states the result as the
+// output does (result). Nothing shows during the first progressDelay: a usage or input error found
 // at once then prints alone, and what was held back is dropped with it (stop) or shown once
 // planning has produced a plan (done).
 type progress struct {
@@ -576,6 +580,7 @@ type progress struct {
 	phaseName        string
 	best, bound, gap float64
 	lastPrintedPhase string
+	lastPrint        time.Time // when the last line went out
 }
 
 // progressDelay is how long progress is held back; progressTick how often a terminal's live
@@ -585,19 +590,28 @@ const (
 	progressTick  = 250 * time.Millisecond
 )
 
+// offTerminalEvery is how often, at least, a line goes out off a terminal while a phase runs
+// (a variable for the test).
+var offTerminalEvery = 5 * time.Second
+
 func newProgress(e *env, quiet bool, limit time.Duration) *progress {
 	p := &progress{e: e, quiet: quiet, start: time.Now(), limit: limit, quit: make(chan struct{})}
 	p.timer = time.AfterFunc(progressDelay, p.show)
-	if e.isTTY && !quiet {
+	if !quiet {
 		go p.redraw()
 	}
 	return p
 }
 
 // redraw keeps a terminal's live line current, so that the elapsed time moves while a solver
-// reports nothing.
+// reports nothing; off a terminal it prints the state again when no line went out for
+// offTerminalEvery.
 func (p *progress) redraw() {
-	t := time.NewTicker(progressTick)
+	tick := progressTick
+	if !p.e.isTTY {
+		tick = offTerminalEvery / 5
+	}
+	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		select {
@@ -605,7 +619,7 @@ func (p *progress) redraw() {
 			return
 		case <-t.C:
 			p.mu.Lock()
-			if p.shown && !p.ended && p.phaseName != "" {
+			if p.shown && !p.ended && p.phaseName != "" && (p.e.isTTY || time.Since(p.lastPrint) >= offTerminalEvery) {
 				p.print(p.render())
 			}
 			p.mu.Unlock()
@@ -689,8 +703,22 @@ func (p *progress) emit() {
 	p.print(s)
 }
 
+// result shows the plan as the output states it (its objective, bound and gap), so that the
+// last progress line and the result agree: the search's last report can predate the final
+// bounds and the plan's pricing.
+func (p *progress) result(best, bound, gap float64) {
+	if p.quiet {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.phaseName, p.best, p.bound, p.gap = "result", best, bound, gap
+	p.emit()
+}
+
 // print writes one progress line: on a terminal it replaces the live line.
 func (p *progress) print(s string) {
+	p.lastPrint = time.Now()
 	if p.e.isTTY {
 		fmt.Fprintf(p.e.stderr, "\r\033[K%s", s)
 		p.live = true
