@@ -33,7 +33,7 @@ var hostItemRE = regexp.MustCompile(`^(?i:cpu|host)\s*:\s*(?:(\d+)\s*[x×*]\s*)?
 
 // parseHostItem reads a --devices item naming the host CPU with a split: "cpu:2x1" gives
 // devices=2, threads=1; "cpu:4" devices=1, threads=4. ok is false for other items.
-func parseHostItem(s string) (devices, threads int, ok bool, err error) {
+func parseHostItem(s, devicesName string) (devices, threads int, ok bool, err error) {
 	m := hostItemRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, 0, false, nil
@@ -42,12 +42,12 @@ func parseHostItem(s string) (devices, threads int, ok bool, err error) {
 	if m[1] != "" {
 		devices, err = strconv.Atoi(m[1])
 		if err != nil || devices < 1 || devices > maxSpecDevices {
-			return 0, 0, true, usagef("--devices: %q: the number of devices must be 1 to %d", s, maxSpecDevices).About(diag.Flag, "--devices")
+			return 0, 0, true, usagef("%s: %q: the number of devices must be 1 to %d", devicesName, s, maxSpecDevices).About(diag.Option, devicesName)
 		}
 	}
 	threads, err = strconv.Atoi(m[2])
 	if err != nil || threads < 1 || threads > 1<<16 {
-		return 0, 0, true, usagef("--devices: %q: the threads per device must be at least 1", s).About(diag.Flag, "--devices")
+		return 0, 0, true, usagef("%s: %q: the threads per device must be at least 1", devicesName, s).About(diag.Option, devicesName)
 	}
 	return devices, threads, true, nil
 }

@@ -117,7 +117,7 @@ func autoLink(a, b *profile.Device, choice string) (profile.Link, error) {
 	case "nvlink":
 		for _, d := range []*profile.Device{a, b} {
 			if d.NVLink.Value <= 0 {
-				return profile.Link{}, fmt.Errorf("--link nvlink: %s (%s) has no NVLink", d.Name, d.Model)
+				return profile.Link{}, fmt.Errorf("link nvlink: %s (%s) has no NVLink", d.Name, d.Model)
 			}
 		}
 		return nvl(), nil
@@ -132,5 +132,5 @@ func autoLink(a, b *profile.Device, choice string) (profile.Link, error) {
 		}
 		return p2p(fig(math.Inf(1), profile.SourceDefault, ""), "pcie p2p"), nil
 	}
-	return profile.Link{}, fmt.Errorf("unknown --link %q (want one of %s)", choice, strings.Join(LinkChoices, ", "))
+	return profile.Link{}, fmt.Errorf("unknown link %q (want one of %s)", choice, strings.Join(LinkChoices, ", "))
 }

@@ -17,7 +17,7 @@ import (
 
 // Options control Resolve.
 type Options struct {
-	// Link is the --link choice for devices NVML did not connect (see LinkChoices); "" is auto.
+	// Link is how devices NVML did not connect are linked (see LinkChoices); "" is auto.
 	Link string
 	// NVML is the library to query for `auto`; nil means the system's (nvml.New()). Tests
 	// pass go-nvml's mock servers.
@@ -28,6 +28,9 @@ type Options struct {
 	Threads int
 	// MaxSpecBytes bounds spec files (0: DefaultMaxSpecBytes).
 	MaxSpecBytes int64
+	// Names are the caller's names in errors: "Devices" for Resolve's spec (else "devices"),
+	// "Link" for Link (else Options.Link). The command passes its flags.
+	Names diag.Names
 }
 
 // usagef is a malformed --devices or --link value (or a device count the host cannot give): a
@@ -64,7 +67,7 @@ func IsSpecFile(spec string) bool {
 // order, and connected according to opts.Link.
 func Resolve(ctx context.Context, spec string, opts Options) (*profile.Cluster, error) {
 	if opts.Link != "" && !validLinkChoice(opts.Link) {
-		return nil, usagef("--link %q: want one of %s", opts.Link, strings.Join(LinkChoices, ", ")).About(diag.Flag, "--link")
+		return nil, usagef("%s: want one of %s", opts.Names.Say("Link", strconv.Quote(opts.Link)), strings.Join(LinkChoices, ", ")).About(diag.Option, opts.Names.Name("Link"))
 	}
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
@@ -94,18 +97,18 @@ type listItem struct {
 	name  string
 }
 
-func parseList(spec string) ([]listItem, error) {
+func parseList(spec, devicesName string) ([]listItem, error) {
 	var items []listItem
 	for _, raw := range strings.Split(spec, ",") {
 		s := strings.TrimSpace(raw)
 		if s == "" {
-			return nil, usagef("--devices %q: empty item", spec).About(diag.Flag, "--devices")
+			return nil, usagef("%s %q: empty item", devicesName, spec).About(diag.Option, devicesName)
 		}
 		it := listItem{count: 1, name: s}
 		if m := countRE.FindStringSubmatch(s); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 1 || n > maxSpecDevices {
-				return nil, usagef("--devices: %q: count must be 1 to %d", s, maxSpecDevices).About(diag.Flag, "--devices")
+				return nil, usagef("%s: %q: count must be 1 to %d", devicesName, s, maxSpecDevices).About(diag.Option, devicesName)
 			}
 			it = listItem{count: n, name: strings.TrimSpace(m[2])}
 		}
@@ -123,7 +126,8 @@ func knownNames() string {
 }
 
 func resolveList(ctx context.Context, spec string, opts Options) (*profile.Cluster, error) {
-	items, err := parseList(spec)
+	devicesName := opts.Names.Or("Devices", "devices") // what errors call spec
+	items, err := parseList(spec, devicesName)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +138,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 	explicitHost := false
 	for _, it := range items {
 		k := normID(it.name)
-		_, _, split, _ := parseHostItem(it.name)
+		_, _, split, _ := parseHostItem(it.name, devicesName)
 		explicitHost = explicitHost || k == "cpu" || k == "host" || split
 	}
 	probe := func() error {
@@ -159,7 +163,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 	hostSplit := false
 	addHosts := func(raw string, n, threads int) error {
 		if hostSplit || c.Host != nil {
-			return usagef("--devices: the host CPU is named twice (split it in one item, e.g. cpu:2x1)").About(diag.Flag, "--devices")
+			return usagef("%s: the host CPU is named twice (split it in one item, e.g. cpu:2x1)", devicesName).About(diag.Option, devicesName)
 		}
 		if err := probe(); err != nil {
 			return err
@@ -168,11 +172,11 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 		if threads == 0 {
 			threads = c.Host.Cores / n
 			if threads < 1 {
-				return usagef("--devices: %q: %d devices of the host CPU need %d cores on their own, this machine has %d", raw, n, n, c.Host.Cores).About(diag.Flag, "--devices")
+				return usagef("%s: %q: %d devices of the host CPU need %d cores on their own, this machine has %d", devicesName, raw, n, n, c.Host.Cores).About(diag.Option, devicesName)
 			}
 		}
 		if n*threads > c.Host.Cores {
-			return usagef("--devices: %q: %d device(s) of %d thread(s) need %d cores on their own, this machine has %d", raw, n, threads, n*threads, c.Host.Cores).About(diag.Flag, "--devices")
+			return usagef("%s: %q: %d device(s) of %d thread(s) need %d cores on their own, this machine has %d", devicesName, raw, n, threads, n*threads, c.Host.Cores).About(diag.Option, devicesName)
 		}
 		for range n {
 			c.Devices = append(c.Devices, HostDevice(c.Host, "", threads))
@@ -180,12 +184,12 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 		return nil
 	}
 	for _, it := range items {
-		if n, threads, ok, err := parseHostItem(it.name); ok {
+		if n, threads, ok, err := parseHostItem(it.name, devicesName); ok {
 			if err != nil {
 				return nil, err
 			}
 			if it.count != 1 {
-				return nil, usagef("--devices: %q: give the number of devices after the colon (cpu:%dx%d)", it.name, it.count*n, threads).About(diag.Flag, "--devices")
+				return nil, usagef("%s: %q: give the number of devices after the colon (cpu:%dx%d)", devicesName, it.name, it.count*n, threads).About(diag.Option, devicesName)
 			}
 			if err := addHosts(it.name, n, threads); err != nil {
 				return nil, err
@@ -196,7 +200,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 		switch key {
 		case "auto":
 			if it.count != 1 {
-				return nil, usagef("--devices: %q: auto takes no count", it.name).About(diag.Flag, "--devices")
+				return nil, usagef("%s: %q: auto takes no count", devicesName, it.name).About(diag.Option, devicesName)
 			}
 			lib := opts.NVML
 			if lib == nil {
@@ -229,7 +233,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 				break
 			}
 			if c.Host != nil || hostSplit {
-				return nil, usagef("--devices: the host CPU is named twice (to split it into several devices, say cpu:2x1)").About(diag.Flag, "--devices")
+				return nil, usagef("%s: the host CPU is named twice (to split it into several devices, say cpu:2x1)", devicesName).About(diag.Option, devicesName)
 			}
 			if err := addHost(); err != nil {
 				return nil, err
@@ -238,20 +242,20 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 			e, ok := LookupCatalog(it.name)
 			if !ok {
 				if s := SuggestCatalog(it.name); s != "" {
-					return nil, usagef("--devices: unknown device %q; did you mean %s? (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, s, knownNames()).About(diag.Flag, "--devices")
+					return nil, usagef("%s: unknown device %q; did you mean %s? (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", devicesName, it.name, s, knownNames()).About(diag.Option, devicesName)
 				}
-				return nil, usagef("--devices: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", it.name, knownNames()).About(diag.Flag, "--devices")
+				return nil, usagef("%s: unknown device %q (catalog: %s; or cpu, auto, or a .yaml/.json spec file)", devicesName, it.name, knownNames()).About(diag.Option, devicesName)
 			}
 			for range it.count {
 				c.Devices = append(c.Devices, e.Device(""))
 			}
 		}
 		if len(c.Devices) > maxSpecDevices {
-			return nil, usagef("--devices: more than %d devices", maxSpecDevices).About(diag.Flag, "--devices")
+			return nil, usagef("%s: more than %d devices", devicesName, maxSpecDevices).About(diag.Option, devicesName)
 		}
 	}
 	nameDevices(c.Devices)
-	if err := pinHostDevices(c.Devices, "--devices"); err != nil {
+	if err := pinHostDevices(c.Devices, devicesName); err != nil {
 		return nil, err
 	}
 	k := len(c.Devices)

@@ -99,8 +99,8 @@ func TestResolveErrors(t *testing.T) {
 		{"cpu:300x1", "", "the number of devices must be 1 to 256"},
 		{"2xauto", "", "auto takes no count"},
 		{"cpu,t4,host", "", "the host CPU is named twice"},
-		{"2xt4", "nvlink", "--link nvlink: gpu0 (NVIDIA T4) has no NVLink"},
-		{"t4", "warp", `--link "warp": want one of auto, nvlink, pcie3`},
+		{"2xt4", "nvlink", "link nvlink: gpu0 (NVIDIA T4) has no NVLink"},
+		{"t4", "warp", `Options.Link = "warp": want one of auto, nvlink, pcie3`},
 	} {
 		opts := noBench()
 		opts.Link = c.link

@@ -184,7 +184,7 @@ func TestSpecErrors(t *testing.T) {
 		{"pair bandwidth", "c.yaml", "devices:\n  - {name: a, type: t4}\n  - {name: b, type: t4}\nlinks:\n  pairs:\n    - {from: a, to: b}\n",
 			"links.pairs[0].bandwidth: missing"},
 		{"bad default", "c.yaml", "devices:\n  - {name: a, type: t4}\nlinks:\n  default: warp\n", "c.yaml:4: links.default: want one of auto, nvlink"},
-		{"nvlink default", "c.yaml", "devices:\n  - {name: a, type: t4}\n  - {name: b, type: t4}\nlinks:\n  default: nvlink\n", "--link nvlink: a (NVIDIA T4) has no NVLink"},
+		{"nvlink default", "c.yaml", "devices:\n  - {name: a, type: t4}\n  - {name: b, type: t4}\nlinks:\n  default: nvlink\n", "link nvlink: a (NVIDIA T4) has no NVLink"},
 		{"bad unit field", "c.yaml", "devices:\n  - {name: a, type: t4}\nlinks:\n  unit: furlongs\n", "links.unit: want a bandwidth unit"},
 		{"not a list", "c.yaml", "devices: {name: a}\n", "c.yaml:1: devices: want a list, got a mapping"},
 		{"yaml syntax", "c.yaml", "devices:\n  - {name: a, type: t4\n", "c.yaml:1: invalid YAML: did not find expected ',' or '}'"},

@@ -127,7 +127,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if *devices != "" {
-		cl, err := hw.Resolve(ctx, *devices, hw.Options{Host: hw.HostOptions{NoBench: true}})
+		cl, err := hw.Resolve(ctx, *devices, hw.Options{Host: hw.HostOptions{NoBench: true}, Names: profileFlags})
 		if err != nil {
 			return err
 		}

@@ -101,7 +101,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if l == "auto" {
 		l = ""
 	}
-	cl, err := hw.Resolve(ctx, *devices, hw.Options{Link: l, Threads: *threads,
+	cl, err := hw.Resolve(ctx, *devices, hw.Options{Link: l, Threads: *threads, Names: profileFlags,
 		Host: hw.HostOptions{NoBench: *noBench, Refresh: *refresh}})
 	if err != nil {
 		return err

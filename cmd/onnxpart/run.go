@@ -237,7 +237,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.phase("devices " + f.devices)
-	cluster, err := hw.Resolve(ctx, f.devices, hw.Options{Link: f.link})
+	cluster, err := hw.Resolve(ctx, f.devices, hw.Options{Link: f.link, Names: profileFlags})
 	if err != nil {
 		return err
 	}

@@ -415,7 +415,7 @@ func makeFeeds(g *graph.Graph, given map[string]*ort.Tensor) (map[string]*ort.Te
 // fully known.
 func RandomTensor(rng *rand.Rand, t *graph.Tensor) (*ort.Tensor, error) {
 	if !t.Shape.Known() {
-		return nil, fmt.Errorf("input %s has shape %s: bind its symbolic dimensions (--dim NAME=SIZE)", t.Name, t.Shape)
+		return nil, fmt.Errorf("input %s has shape %s: bind its symbolic dimensions first", t.Name, t.Shape)
 	}
 	dims := t.Shape.Dims()
 	n := int64(1)
