@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
 )
 
 // Summary is what `onnxpart inspect` reports about a model; its JSON form is a contract
@@ -28,7 +29,11 @@ type Summary struct {
 	// Constant-node values, each once, and the weights inside control-flow subgraphs), ParamsBytes their bytes. FLOPs sums the nodes' FLOPs
 	// (nodes with tensors of unknown shape count 0) and ActivationBytes the sizes of the
 	// other node outputs whose size is known.
-	Params          int64 `json:"params"`
+	Params int64 `json:"params"`
+	// QuantParams counts the quantisation metadata among the weights (scales and zero
+	// points of quantised weights), which Params leaves out; a packed weight counts in Params
+	// by its logical values (MatMulNBits' int4 B: N·K), not its bytes.
+	QuantParams     int64 `json:"quant_params,omitempty"`
 	ParamsBytes     int64 `json:"params_bytes"`
 	FLOPs           int64 `json:"flops"`
 	ActivationBytes int64 `json:"activation_bytes"`
@@ -146,7 +151,9 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 		t := &g.Tensors[i]
 		if isParam(g, i) && len(t.Consumers) > 0 && t.Shape.Known() {
 			n, _ := t.Shape.NumElements()
-			s.Params += n
+			p, q := weightParams(g, i, n)
+			s.Params += p
+			s.QuantParams += q
 		}
 		if t.Kind == graph.Activation && t.Bytes > 0 && !isParam(g, i) {
 			s.ActivationBytes += t.Bytes
@@ -185,6 +192,20 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 		}
 	}
 	return s
+}
+
+// weightParams splits weight t (n stored elements) into logical parameters and quantisation
+// metadata by the registry entry of the first node that reads it.
+func weightParams(g *graph.Graph, t int, n int64) (params, quant int64) {
+	for _, c := range g.Tensors[t].Consumers {
+		nd := &g.Nodes[c]
+		for i, in := range nd.Inputs {
+			if in == t {
+				return ops.WeightParams(g, nd, i, n)
+			}
+		}
+	}
+	return n, 0
 }
 
 // symbolicShape reports whether a shape that is not fully known has a rank and names every

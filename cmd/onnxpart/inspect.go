@@ -188,7 +188,11 @@ func printSummary(w io.Writer, s *ingest.Summary, flops, acts, blocksDesc string
 	fmt.Fprintf(w, "model      %s\n", s.Path)
 	fmt.Fprintf(w, "producer   %s, IR %d, opsets %s\n", orDash(s.Producer), s.IRVersion, opsetList(s.Opsets))
 	fmt.Fprintf(w, "nodes      %d (%d edges)\n", s.Nodes, s.Edges)
-	fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), units.Bytes(s.ParamsBytes))
+	if s.QuantParams > 0 {
+		fmt.Fprintf(w, "params     %s (%s; quantisation scales and zero points %s more)\n", count(s.Params), units.Bytes(s.ParamsBytes), count(s.QuantParams))
+	} else {
+		fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), units.Bytes(s.ParamsBytes))
+	}
 	fmt.Fprintf(w, "flops      %s\n", flops)
 	fmt.Fprintf(w, "activations %s\n", acts)
 	fmt.Fprintf(w, "blocks     %s\n", blocksDesc)

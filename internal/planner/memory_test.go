@@ -233,7 +233,7 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 		t.Fatalf("got %v, want a no-plan error", err)
 	}
 	t.Log(err)
-	for _, want := range []string{"the plan found does not fit", "no plan found within the limits", "stage ", " on gpu", ": weights ", " + activations ", " + buffers ", " + state ", " + reserve 4.0 KiB = ", " > capacity 800.0 KiB (", " short)"} {
+	for _, want := range []string{"the plan found does not fit", "no plan found within the limits", "stage ", " on gpu", ": weights ", " + activations ", " + buffers ", " + inputs/outputs ", " + reserve 4.0 KiB = ", " > capacity 800.0 KiB (", " short)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -241,7 +241,7 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 
 	// 300 KiB each: the weights fit, weights and state cannot: proved (exit 3).
 	_, err = Plan(context.Background(), m, twoDevices(t, "300KiB"), opt)
-	if diag.KindOf(err) != diag.KindInfeasible || !strings.Contains(err.Error(), "weights 48.0 KiB + state") {
+	if diag.KindOf(err) != diag.KindInfeasible || !strings.Contains(err.Error(), "weights 48.0 KiB + model inputs/outputs") {
 		t.Fatalf("got %v, want an infeasible error with the parts", err)
 	}
 }
