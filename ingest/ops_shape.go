@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -1258,18 +1259,8 @@ func spaceToDepth(c *nctx) error {
 	return nil
 }
 
-// parseEinsum splits "ij,jk->ik" into input terms and the output term ("" when implicit).
-func parseEinsum(eq string) (ins []string, out string, explicit bool) {
-	eq = strings.ReplaceAll(eq, " ", "")
-	lhs := eq
-	if i := strings.Index(eq, "->"); i >= 0 {
-		lhs, out, explicit = eq[:i], eq[i+2:], true
-	}
-	return strings.Split(lhs, ","), out, explicit
-}
-
 func einsum(c *nctx) error {
-	ins, outTerm, explicit := parseEinsum(c.n.AttrString("equation", ""))
+	ins, outTerm, explicit := ops.ParseEinsum(c.n.AttrString("equation", ""))
 	if len(ins) != c.nin() {
 		return c.errorf("equation has %d operands for %d inputs", len(ins), c.nin())
 	}
