@@ -18,9 +18,11 @@ import (
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/deploy/genai"
 	"github.com/onnxpart/onnxpart/deploy/triton"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/units"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
@@ -95,7 +97,7 @@ type runFlags struct {
 
 func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringVar(&f.devices, "devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
-	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(hw.LinkChoices, ", "))
 	fs.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "CUDA ordinals of the GPUs, in --devices order, for the manifest's device_id and Triton's gpus (default: NVML's index under auto, else each GPU's position)")
 	fs.IntVar(&f.stagesPerDevice, "stages-per-device", 0, fmt.Sprintf("the most stages (runtime calls) on one device of a latency or --batch placement; 0: no cap (default: %d on mixed devices unless -k is given)", onnxpart.DefaultStagesPerDevice))
 	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, or the most stages (runtime calls) of a latency or --batch placement, at least 1 (default: number of devices; placements: --stages-per-device)")
@@ -234,7 +236,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.phase("devices " + f.devices)
-	cluster, err := profile.Resolve(ctx, f.devices, profile.Options{Link: f.link, Names: profileFlags})
+	cluster, err := hw.Resolve(ctx, f.devices, hw.Options{Link: f.link, Names: profileFlags})
 	if err != nil {
 		return err
 	}
@@ -323,7 +325,7 @@ func planError(err error) error {
 }
 
 // measure profiles the model on the host CPU and calibrates every host device of the
-// cluster on that profile as `onnxpart profile --costs measured` does (profile.CalibrateHost:
+// cluster on that profile as `onnxpart profile --costs measured` does (ortmeasure.CalibrateHost:
 // call cost, I/O and layout bandwidths, op classes), and returns per-node times for every
 // host device.
 func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]float64, error) {
@@ -333,8 +335,8 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 			threads = c.Devices[i].Threads
 		}
 	}
-	h, err := profile.CalibrateHost(ctx, c, m.Path, m.Graph, threads)
-	if errors.Is(err, profile.ErrNoHost) {
+	h, err := ortmeasure.CalibrateHost(ctx, c, m.Path, m.Graph, threads)
+	if errors.Is(err, ortmeasure.ErrNoHost) {
 		return nil, diag.Usage("--costs measured needs the host CPU among the devices (add cpu to --devices)").About(diag.Flag, "--costs")
 	}
 	if err != nil {

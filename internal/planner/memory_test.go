@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
@@ -156,7 +157,7 @@ func twoDevices(t *testing.T, cap string) *profile.Cluster {
 	if err := os.WriteFile(spec, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), spec, profile.Options{})
+	c, err := hw.Resolve(context.Background(), spec, hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
