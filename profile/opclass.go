@@ -34,7 +34,7 @@ func Classes() []OpClass {
 		ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther, ClassStatic}
 }
 
-func isClass(s string) bool {
+func IsClass(s string) bool {
 	for _, c := range Classes() {
 		if string(c) == s {
 			return true

@@ -1458,21 +1458,21 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 		br.Bar = svgRect{X: ganttLabelW, Y: y + 4, W: math.Max(uw, 1), H: 18, Fill: color[r.name], Class: "used"}
 		what := "weights"
 		if r.parts != nil {
-			what = fmt.Sprintf("(weights %s + activations %s + buffers %s + state %s + reserve %s)",
+			what = fmt.Sprintf("(weights %s + activations %s + buffers %s + inputs/outputs %s + reserve %s)",
 				units.Bytes(r.parts.WeightsBytes), units.Bytes(r.parts.ActivationsBytes), units.Bytes(r.parts.BuffersBytes),
 				units.Bytes(r.parts.StateBytes), units.Bytes(r.parts.ReserveBytes))
 			x := float64(ganttLabelW)
 			for _, p := range []struct {
-				name  string
-				bytes int64
-			}{{"weights", r.parts.WeightsBytes}, {"activations", r.parts.ActivationsBytes}, {"buffers", r.parts.BuffersBytes},
-				{"state", r.parts.StateBytes}, {"reserve", r.parts.ReserveBytes}} {
+				name, label string
+				bytes       int64
+			}{{"weights", "weights", r.parts.WeightsBytes}, {"activations", "activations", r.parts.ActivationsBytes}, {"buffers", "buffers", r.parts.BuffersBytes},
+				{"state", "inputs/outputs", r.parts.StateBytes}, {"reserve", "reserve", r.parts.ReserveBytes}} {
 				if p.bytes <= 0 {
 					continue
 				}
 				w := plotW * float64(p.bytes) / float64(scale)
 				br.Parts = append(br.Parts, svgRect{X: x, Y: y + 4, W: w, H: 18, Fill: color[r.name], Class: "used mem-" + p.name,
-					Title: fmt.Sprintf("%s: %s %s", r.name, p.name, units.Bytes(p.bytes))})
+					Title: fmt.Sprintf("%s: %s %s", r.name, p.label, units.Bytes(p.bytes))})
 				x += w
 			}
 			br.Bar.Fill = "#fff" // under the parts, which draw the device's colour by part

@@ -23,7 +23,7 @@ func TestReportStageMemoryParts(t *testing.T) {
 	}
 	var label string
 	for _, e := range find(els, "text", "bar-label") {
-		if strings.Contains(e.text, "weights 1.00 MiB + activations 2.00 MiB + buffers 0 B + state 3.00 MiB + reserve 1.00 MiB") {
+		if strings.Contains(e.text, "weights 1.00 MiB + activations 2.00 MiB + buffers 0 B + inputs/outputs 3.00 MiB + reserve 1.00 MiB") {
 			label = e.text
 		}
 	}

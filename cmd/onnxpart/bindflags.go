@@ -79,6 +79,6 @@ func parseInputShapes(list []string) (map[string][]int64, error) {
 // AllowUnknownShapes, the way past ingest's RequireKnownShapes.
 var ingestFlags = diag.Names{"Dims": "--dim", "InputShapes": "--input-shape", "AllowUnknownShapes": "--allow-unknown-shapes"}
 
-// profileFlags are the flags behind profile.Resolve's spec and options, for its errors to
+// profileFlags are the flags behind devices.Resolve's spec and options, for its errors to
 // name.
 var profileFlags = diag.Names{"Devices": "--devices", "Link": "--link"}

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"runtime"
@@ -14,15 +14,15 @@ import (
 func TimeCall(f func() error) (wall, cpu float64, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	c0 := threadCPU()
+	c0 := ThreadCPU()
 	t0 := time.Now()
 	err = f()
 	wall = time.Since(t0).Seconds()
-	cpu = threadCPU() - c0
+	cpu = ThreadCPU() - c0
 	return wall, cpu, err
 }
 
-func threadCPU() float64 {
+func ThreadCPU() float64 {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
 		return 0

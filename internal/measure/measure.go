@@ -1,4 +1,4 @@
-package profile
+package measure
 
 import (
 	"context"
@@ -12,9 +12,11 @@ import (
 	ortgo "github.com/yalue/onnxruntime_go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
+	"github.com/onnxpart/onnxpart/profile"
 
 	"github.com/x448/float16"
 )
@@ -33,51 +35,12 @@ type MeasureOptions struct {
 	// (floats in [-1, 1), integers in {0, 1}).
 	Feeds map[string]*ort.Tensor
 	// IO is the cost of a call's inputs and outputs (MeasureIO); nil measures it.
-	IO *IOCost
+	IO *profile.IOCost
 }
-
-// Measurement is the outcome of profiling a model in ONNX Runtime on the host CPU.
-type Measurement struct {
-	Model   string
-	Threads int
-	Runs    int
-	// Node is each original node's share of kernel time, seconds: the median over runs.
-	// Nodes ONNX Runtime removed (constant folding, fusions into nothing) have 0. NodeSum
-	// adds them up.
-	Node    []float64
-	NodeSum float64
-	// Call is the median CPU time of one unprofiled Run call on the calling thread (see
-	// TimeCall), Wall the profiled calls' median wall time; Kernels the median sum of kernel
-	// times (each with the executor's gap before it, less the profiler's overhead) per run;
-	// Unmapped the median kernel time per run that could not be related to original nodes (it
-	// is spread over Node in proportion to work).
-	Call, Wall, Kernels, Unmapped float64
-	// Overhead is the fixed CPU time of a call (IO.Fixed); the binding of the model's inputs
-	// and outputs costs IO.PerByte per byte on top.
-	Overhead float64
-	IO       IOCost
-	// KernelOverhead is the executor's time per kernel between kernels, included in Node.
-	KernelOverhead float64
-	// ProfilerOverhead is the time per kernel taken off the profiled kernel durations so
-	// that they fit the unprofiled call's CPU time (see summarize), median over runs.
-	ProfilerOverhead float64
-	// Clean is the number of runs no other process disturbed (see TimeCall); the per-node
-	// medians use only those when there are at least 5.
-	Clean int
-	// Optimized is the number of nodes in the graph ONNX Runtime ran.
-	Optimized int
-}
-
-// RunOverhead is the fixed part of a call not spent in kernels (session bookkeeping),
-// seconds.
-func (m *Measurement) RunOverhead() float64 { return m.Overhead }
-
-// NodeTimes returns per-node times for CostOptions.Measured.
-func (m *Measurement) NodeTimes() []float64 { return append([]float64(nil), m.Node...) }
 
 // MeasureORT profiles the model at path (whose graph is g, with every input shape known) in
 // ONNX Runtime and attributes kernel times to g's nodes (see MapKernels).
-func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOptions) (*Measurement, error) {
+func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOptions) (*profile.Measurement, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = 1
 	}
@@ -188,7 +151,7 @@ func timeRuns(ctx context.Context, s *ort.Session, feeds map[string]*ort.Tensor,
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		wall, cpu, err := TimeCall(func() error { _, err := s.Run(feeds, hints); return err })
+		wall, cpu, err := devices.TimeCall(func() error { _, err := s.Run(feeds, hints); return err })
 		if err != nil {
 			return nil, nil, err
 		}
@@ -215,8 +178,8 @@ func timeRuns(ctx context.Context, s *ort.Session, feeds map[string]*ort.Tensor,
 // summarised by their median over runs: over the undisturbed runs (see cleanRun) when there
 // are enough of them, else over all runs, scaled down if they still exceed the CPU time
 // (kernel times are wall times and include whatever other processes took).
-func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof []float64, io IOCost, ioBytes int64, path string, threads, optimized int) *Measurement {
-	m := &Measurement{Model: path, Threads: threads, Runs: len(runs), Node: make([]float64, len(g.Nodes)), Optimized: optimized}
+func summarize(g *graph.Graph, km *KernelMap, runs []ORTRun, cpus, walls, unprof []float64, io profile.IOCost, ioBytes int64, path string, threads, optimized int) *profile.Measurement {
+	m := &profile.Measurement{Model: path, Threads: threads, Runs: len(runs), Node: make([]float64, len(g.Nodes)), Optimized: optimized}
 	m.Call = median(unprof)
 	if len(unprof) == 0 {
 		m.Call = median(cpus)

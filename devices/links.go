@@ -1,9 +1,11 @@
-package profile
+package devices
 
 import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // LinkChoices are the values of --link (and of a spec file's links.default): how devices
@@ -28,9 +30,9 @@ func validLinkChoice(s string) bool {
 	return false
 }
 
-func isSXM(d *Device) bool {
+func isSXM(d *profile.Device) bool {
 	if d.Catalog == "" {
-		return d.NVLink.Value > 0 && d.NVLink.Source == SourceNVML
+		return d.NVLink.Value > 0 && d.NVLink.Source == profile.SourceNVML
 	}
 	if e, ok := LookupCatalog(d.Catalog); ok {
 		return e.Form == "sxm"
@@ -39,15 +41,15 @@ func isSXM(d *Device) bool {
 }
 
 // hostBW is the bandwidth at which a device can move data to or from its host.
-func hostBW(d *Device) Figure {
-	if d.Kind == CPU {
-		return fig(math.Inf(1), SourceDefault, "")
+func hostBW(d *profile.Device) profile.Figure {
+	if d.Kind == profile.CPU {
+		return fig(math.Inf(1), profile.SourceDefault, "")
 	}
 	return d.HostLink.Bandwidth
 }
 
 // minFigure returns the smaller of two figures (keeping its source), ignoring infinite ones.
-func minFigure(a, b Figure) Figure {
+func minFigure(a, b profile.Figure) profile.Figure {
 	if math.IsInf(a.Value, 1) {
 		return b
 	}
@@ -58,16 +60,16 @@ func minFigure(a, b Figure) Figure {
 }
 
 // autoLink connects device a to device b under a --link choice.
-func autoLink(a, b *Device, choice string) (Link, error) {
+func autoLink(a, b *profile.Device, choice string) (profile.Link, error) {
 	if choice == "" {
 		choice = "auto"
 	}
-	gpuA, gpuB := a.Kind != CPU, b.Kind != CPU
+	gpuA, gpuB := a.Kind != profile.CPU, b.Kind != profile.CPU
 	switch choice {
 	case "ib100", "eth10":
 		l := presetLink(choice)
 		l.Bandwidth = minFigure(l.Bandwidth, minFigure(hostBW(a), hostBW(b)))
-		if l.Bandwidth.Source != SourceCatalog {
+		if l.Bandwidth.Source != profile.SourceCatalog {
 			l.Bandwidth.Note = "capped by a device's host link (" + choice + " is faster)"
 		}
 		return l, nil
@@ -78,7 +80,7 @@ func autoLink(a, b *Device, choice string) (Link, error) {
 	if !gpuA && !gpuB {
 		l := presetLink("ib100")
 		l.Bandwidth.Note = "two CPU devices are separate hosts: InfiniBand EDR assumed (" + l.Bandwidth.Note + ")"
-		l.Bandwidth.Source = SourceDefault
+		l.Bandwidth.Source = profile.SourceDefault
 		return l, nil
 	}
 	if !gpuA || !gpuB {
@@ -92,30 +94,30 @@ func autoLink(a, b *Device, choice string) (Link, error) {
 		}
 		return l, nil
 	}
-	staged := func() Link {
-		return Link{Kind: LinkStaged, Name: "via host",
-			Bandwidth: func() Figure {
+	staged := func() profile.Link {
+		return profile.Link{Kind: profile.LinkStaged, Name: "via host",
+			Bandwidth: func() profile.Figure {
 				f := minFigure(hostBW(a), hostBW(b))
 				f.Note = "staged through host memory at the slower host link"
 				return f
 			}(),
-			Latency: fig(defaultLatency[LinkStaged], SourceDefault, latencyNote)}
+			Latency: fig(profile.DefaultLatency[profile.LinkStaged], profile.SourceDefault, profile.LatencyNote)}
 	}
-	p2p := func(cap Figure, name string) Link {
+	p2p := func(cap profile.Figure, name string) profile.Link {
 		bw := minFigure(cap, minFigure(hostBW(a), hostBW(b)))
-		return Link{Kind: LinkPCIe, Name: name, Bandwidth: bw,
-			Latency: fig(defaultLatency[LinkPCIe], SourceDefault, latencyNote)}
+		return profile.Link{Kind: profile.LinkPCIe, Name: name, Bandwidth: bw,
+			Latency: fig(profile.DefaultLatency[profile.LinkPCIe], profile.SourceDefault, profile.LatencyNote)}
 	}
-	nvl := func() Link {
+	nvl := func() profile.Link {
 		f := minFigure(a.NVLink, b.NVLink)
-		return Link{Kind: LinkNVLink, Name: "nvlink", Bandwidth: f,
-			Latency: fig(defaultLatency[LinkNVLink], SourceDefault, latencyNote)}
+		return profile.Link{Kind: profile.LinkNVLink, Name: "nvlink", Bandwidth: f,
+			Latency: fig(profile.DefaultLatency[profile.LinkNVLink], profile.SourceDefault, profile.LatencyNote)}
 	}
 	switch choice {
 	case "nvlink":
-		for _, d := range []*Device{a, b} {
+		for _, d := range []*profile.Device{a, b} {
 			if d.NVLink.Value <= 0 {
-				return Link{}, fmt.Errorf("link nvlink: %s (%s) has no NVLink", d.Name, d.Model)
+				return profile.Link{}, fmt.Errorf("link nvlink: %s (%s) has no NVLink", d.Name, d.Model)
 			}
 		}
 		return nvl(), nil
@@ -128,7 +130,7 @@ func autoLink(a, b *Device, choice string) (Link, error) {
 		if a.NVLink.Value > 0 && b.NVLink.Value > 0 && isSXM(a) && isSXM(b) {
 			return nvl(), nil
 		}
-		return p2p(fig(math.Inf(1), SourceDefault, ""), "pcie p2p"), nil
+		return p2p(fig(math.Inf(1), profile.SourceDefault, ""), "pcie p2p"), nil
 	}
-	return Link{}, fmt.Errorf("unknown link %q (want one of %s)", choice, strings.Join(LinkChoices, ", "))
+	return profile.Link{}, fmt.Errorf("unknown link %q (want one of %s)", choice, strings.Join(LinkChoices, ", "))
 }

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // cpu:MxT makes M host devices of T threads on disjoint CPUs, joined by host memory.
@@ -43,7 +44,7 @@ func TestHostSplit(t *testing.T) {
 				seen[x] = true
 			}
 		}
-		if l := c.Links[0][1]; l.Kind != LinkMemory || l.Bandwidth.Value != c.Devices[0].Bandwidth.Value {
+		if l := c.Links[0][1]; l.Kind != profile.LinkMemory || l.Bandwidth.Value != c.Devices[0].Bandwidth.Value {
 			t.Errorf("%s: link %+v, want host memory at the copy bandwidth", spec, l)
 		}
 	}
@@ -59,7 +60,7 @@ func TestHostSplit(t *testing.T) {
 	if all.Devices[0].CPUs != nil {
 		t.Errorf("a lone host device is pinned to %v", all.Devices[0].CPUs)
 	}
-	if p1, pa := one.Devices[0].Peak[FP32].Value, all.Devices[0].Peak[FP32].Value; !(p1*float64(len(cpus)) <= pa*1.0001) {
+	if p1, pa := one.Devices[0].Peak[profile.FP32].Value, all.Devices[0].Peak[profile.FP32].Value; !(p1*float64(len(cpus)) <= pa*1.0001) {
 		t.Errorf("1-thread peak %g, all-core peak %g", p1, pa)
 	}
 	// More threads than CPUs: refused, with the count.
@@ -92,7 +93,7 @@ func TestHostSplitSpec(t *testing.T) {
 		len(c.Devices[0].CPUs) != 1 || len(c.Devices[1].CPUs) != 1 || c.Devices[0].CPUs[0] == c.Devices[1].CPUs[0] {
 		t.Fatalf("devices %+v", c.Devices)
 	}
-	if l := c.Links[1][0]; l.Kind != LinkMemory {
+	if l := c.Links[1][0]; l.Kind != profile.LinkMemory {
 		t.Errorf("link %+v, want host memory", l)
 	}
 	big := filepath.Join(dir, "big.yaml")

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // FuzzSpec feeds arbitrary bytes to the device spec parser, read as YAML or as JSON: it must
@@ -54,17 +56,17 @@ func FuzzSpec(f *testing.F) {
 			d := &c.Devices[i]
 			for p, x := range d.Peak {
 				if d.Peak[p].Known() && !(x.Value > 0 && !math.IsInf(x.Value, 0)) {
-					t.Fatalf("device %s: peak %s = %v", d.Name, Precision(p), x.Value)
+					t.Fatalf("device %s: peak %s = %v", d.Name, profile.Precision(p), x.Value)
 				}
 			}
-			for what, x := range map[string]Figure{"bandwidth": d.Bandwidth, "memory": d.Memory, "memory_cap": d.MemoryCap,
+			for what, x := range map[string]profile.Figure{"bandwidth": d.Bandwidth, "memory": d.Memory, "memory_cap": d.MemoryCap,
 				"launch": d.Launch, "nvlink": d.NVLink, "io_bandwidth": d.IOBandwidth} {
 				if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) || x.Value < 0 {
 					t.Fatalf("device %s: %s = %v", d.Name, what, x.Value)
 				}
 			}
 		}
-		m := NewCostModel(c, CostOptions{})
+		m := profile.NewCostModel(c, profile.CostOptions{})
 		for i := range c.Devices {
 			for j := range c.Devices {
 				if x := m.TransferTime(1<<20, i, j); math.IsNaN(x) || x < 0 || math.IsInf(x, 0) {

@@ -1,4 +1,6 @@
-package profile
+package devices
+
+import "github.com/onnxpart/onnxpart/profile"
 
 // archRates are per-SM, per-clock dense operation rates of an NVIDIA GPU generation: what turns
 // NVML's SM count and maximum SM clock into peak FLOP/s. Figures from the architecture
@@ -19,28 +21,28 @@ package profile
 // the 1830 MHz tensor clock, says 989.5. The catalog figure is the published one.
 type archRates struct {
 	name         string
-	rate         [NumPrecisions]float64
+	rate         [profile.NumPrecisions]float64
 	nvlinkPerDir float64 // NVLink bandwidth per link and direction, bytes/s
 }
 
 func archFor(major, minor int) (archRates, bool) {
 	switch {
 	case major == 6 && minor == 0:
-		return archRates{"pascal (GP100)", [NumPrecisions]float64{128, 128, 256, 128}, 20e9}, true
+		return archRates{"pascal (GP100)", [profile.NumPrecisions]float64{128, 128, 256, 128}, 20e9}, true
 	case major == 6:
-		return archRates{"pascal (GP10x)", [NumPrecisions]float64{256, 256, 256, 1024}, 20e9}, true
+		return archRates{"pascal (GP10x)", [profile.NumPrecisions]float64{256, 256, 256, 1024}, 20e9}, true
 	case major == 7 && minor < 5:
-		return archRates{"volta", [NumPrecisions]float64{128, 128, 1024, 512}, 25e9}, true
+		return archRates{"volta", [profile.NumPrecisions]float64{128, 128, 1024, 512}, 25e9}, true
 	case major == 7:
-		return archRates{"turing", [NumPrecisions]float64{128, 128, 1024, 2048}, 25e9}, true
+		return archRates{"turing", [profile.NumPrecisions]float64{128, 128, 1024, 2048}, 25e9}, true
 	case major == 8 && minor == 0:
-		return archRates{"ampere (GA100)", [NumPrecisions]float64{128, 1024, 2048, 4096}, 25e9}, true
+		return archRates{"ampere (GA100)", [profile.NumPrecisions]float64{128, 1024, 2048, 4096}, 25e9}, true
 	case major == 8 && minor == 9:
-		return archRates{"ada", [NumPrecisions]float64{256, 512, 1024, 2048}, 25e9}, true
+		return archRates{"ada", [profile.NumPrecisions]float64{256, 512, 1024, 2048}, 25e9}, true
 	case major == 8:
-		return archRates{"ampere (GA10x)", [NumPrecisions]float64{256, 512, 1024, 2048}, 25e9}, true
+		return archRates{"ampere (GA10x)", [profile.NumPrecisions]float64{256, 512, 1024, 2048}, 25e9}, true
 	case major == 9:
-		return archRates{"hopper", [NumPrecisions]float64{256, 2048, 4096, 8192}, 25e9}, true
+		return archRates{"hopper", [profile.NumPrecisions]float64{256, 2048, 4096, 8192}, 25e9}, true
 	}
 	return archRates{}, false
 }

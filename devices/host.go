@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/internal/atomicfs"
+	"github.com/onnxpart/onnxpart/profile"
 	"golang.org/x/sys/cpu"
 	"gorgonia.org/tensor"
 )
@@ -34,55 +35,17 @@ type HostOptions struct {
 	NoBench bool
 }
 
-// HostBench holds the results of the host microbenchmarks. Rates are best-of-several
-// batches, so they approach the machine's attainable peak rather than its average.
-type HostBench struct {
-	Version int    `json:"version"`
-	CPU     string `json:"cpu"`
-	Cores   int    `json:"cores"`
-	Arch    string `json:"goarch"`
-	// GEMM1 and GEMMAll are float32 matrix-multiply rates (FLOP/s) of gorgonia tensor's
-	// MatMul (gonum BLAS) on one thread (64×1024·1024×192, below gonum's parallel
-	// threshold; timed by the thread's CPU time) and on all cores (256×256·256×256, wall
-	// time).
-	GEMM1   float64 `json:"gemm1_flops"`
-	GEMMAll float64 `json:"gemm_all_flops"`
-	// Copy1 and CopyAll are memory copy rates (bytes read plus bytes written per second) of
-	// one thread (CPU time) and of one goroutine per core (wall time), each copying 32 MiB.
-	Copy1   float64 `json:"copy1_bytes_per_s"`
-	CopyAll float64 `json:"copy_all_bytes_per_s"`
-	// Clock is the core clock while one thread runs, Hz: a chain of dependent one-cycle
-	// integer operations (add, xor), timed by the thread's CPU time. It is the clock the
-	// vector units run at under load (turbo included), which /proc/cpuinfo's "cpu MHz" often
-	// is not (a virtual machine reports the base clock there).
-	Clock float64 `json:"clock_hz"`
-	// Read is one thread's read bandwidth (bytes read per second of the thread's CPU time)
-	// over working sets from 1 MiB to 256 MiB, doubling: a vectorised scan of the buffer
-	// (bytes.IndexByte for a byte it does not hold), repeated. Small sets stay in the caches
-	// between scans, large ones stream from memory: the curve gives the last-level cache's
-	// capacity and read rate and the memory's (see Levels). Nil in caches of older versions.
-	Read    []ReadPoint `json:"read,omitempty"`
-	Seconds float64     `json:"seconds"`
-	When    time.Time   `json:"when"`
-}
-
-// ReadPoint is the read bandwidth measured over a working set of Bytes bytes.
-type ReadPoint struct {
-	Bytes int64   `json:"bytes"`
-	Rate  float64 `json:"bytes_per_s"`
-}
-
 // benchVersion changes when the microbenchmarks change, invalidating old caches.
 const benchVersion = 3
 
 // ProbeHost describes the machine's CPU: model, logical cores, ISA flags and RAM from the
 // operating system, and (unless opts.NoBench) the cached or freshly run microbenchmarks.
-func ProbeHost(ctx context.Context, opts HostOptions) (*Host, error) {
-	h := &Host{Model: cpuModel(), Cores: runtime.NumCPU(), Flags: isaFlags()}
+func ProbeHost(ctx context.Context, opts HostOptions) (*profile.Host, error) {
+	h := &profile.Host{Model: cpuModel(), Cores: runtime.NumCPU(), Flags: isaFlags()}
 	if mem, ok := memTotal(); ok {
-		h.Memory = fig(mem, SourceHost, "MemTotal in /proc/meminfo")
+		h.Memory = fig(mem, profile.SourceHost, "MemTotal in /proc/meminfo")
 	} else {
-		h.Memory = fig(0, SourceDefault, "unknown: no memory limit")
+		h.Memory = fig(0, profile.SourceDefault, "unknown: no memory limit")
 	}
 	if opts.NoBench {
 		return h, nil
@@ -112,19 +75,19 @@ func cacheDir(opts HostOptions) (string, error) {
 
 // benchKey names the cache file: it changes with the CPU model, core count, architecture
 // and benchmark version.
-func benchKey(h *Host) string {
+func benchKey(h *profile.Host) string {
 	s := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%s|%d", h.Model, h.Cores, runtime.GOARCH, benchVersion)))
 	return "host-" + hex.EncodeToString(s[:6]) + ".json"
 }
 
-func cachedBench(ctx context.Context, h *Host, opts HostOptions) (b *HostBench, path string, cached bool, err error) {
+func cachedBench(ctx context.Context, h *profile.Host, opts HostOptions) (b *profile.HostBench, path string, cached bool, err error) {
 	dir, derr := cacheDir(opts)
 	if derr == nil && !opts.NoCache {
 		path = filepath.Join(dir, benchKey(h))
 		if !opts.Refresh {
 			if data, err := os.ReadFile(path); err == nil {
-				var c HostBench
-				if json.Unmarshal(data, &c) == nil && c.valid(h) {
+				var c profile.HostBench
+				if json.Unmarshal(data, &c) == nil && benchValid(&c, h) {
 					return &c, path, true, nil
 				}
 			}
@@ -144,7 +107,7 @@ func cachedBench(ctx context.Context, h *Host, opts HostOptions) (b *HostBench, 
 	return b, path, false, nil
 }
 
-func (b *HostBench) valid(h *Host) bool {
+func benchValid(b *profile.HostBench, h *profile.Host) bool {
 	ok := func(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 	return b.Version == benchVersion && b.CPU == h.Model && b.Cores == h.Cores && b.Arch == runtime.GOARCH &&
 		ok(b.GEMM1) && ok(b.GEMMAll) && ok(b.Copy1) && ok(b.CopyAll)
@@ -169,9 +132,9 @@ const (
 
 // RunHostBench runs the GEMM and copy microbenchmarks (about one second in all). It stops
 // early with ctx's error when ctx is done.
-func RunHostBench(ctx context.Context) (*HostBench, error) {
+func RunHostBench(ctx context.Context) (*profile.HostBench, error) {
 	start := time.Now()
-	b := &HostBench{Version: benchVersion, When: start.UTC().Truncate(time.Second)}
+	b := &profile.HostBench{Version: benchVersion, When: start.UTC().Truncate(time.Second)}
 	var err error
 	if b.GEMM1, err = gemmRate(ctx, 64, 1024, 192); err != nil {
 		return nil, err
@@ -206,7 +169,7 @@ func bestRate(ctx context.Context, units float64, oneThread bool, work func() er
 	}
 	clock := func() float64 {
 		if oneThread {
-			return threadCPU()
+			return ThreadCPU()
 		}
 		return float64(time.Now().UnixNano()) * 1e-9
 	}
@@ -340,14 +303,14 @@ const (
 
 // readSweep measures one thread's read bandwidth over working sets from readMin to readMax
 // bytes (see HostBench.Read). One buffer of readMax bytes serves every size (its prefix).
-func readSweep(ctx context.Context) ([]ReadPoint, error) {
+func readSweep(ctx context.Context) ([]profile.ReadPoint, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	buf := make([]byte, readMax)
 	for i := range buf {
 		buf[i] = byte(i%251) + 1 // never 0: the scan for 0 reads the whole buffer
 	}
-	var out []ReadPoint
+	var out []profile.ReadPoint
 	for size := readMin; size <= readMax; size *= 2 {
 		b := buf[:size]
 		scan := func() {
@@ -362,59 +325,28 @@ func readSweep(ctx context.Context) ([]ReadPoint, error) {
 				return nil, err
 			}
 			n := 0
-			t0, c0 := time.Now(), threadCPU()
+			t0, c0 := time.Now(), ThreadCPU()
 			for time.Since(t0) < readBatchTime || n < 2 {
 				scan()
 				n++
 			}
-			if dt := threadCPU() - c0; dt > 0 {
+			if dt := ThreadCPU() - c0; dt > 0 {
 				best = math.Max(best, float64(n)*float64(size)/dt)
 			}
 		}
 		if best == 0 {
 			return nil, fmt.Errorf("read microbenchmark: no usable timing")
 		}
-		out = append(out, ReadPoint{Bytes: int64(size), Rate: best})
+		out = append(out, profile.ReadPoint{Bytes: int64(size), Rate: best})
 	}
 	return out, nil
 }
 
-// MemoryLevels are the read rates a thread gets from the last-level cache and from memory,
-// derived from the read sweep: Memory is the rate over the largest working set; Cache the
-// best rate over the others; CacheBytes the largest working set still read at least halfway
-// from Memory's rate to Cache's (0, with Cache 0, when the sweep shows no cache level: no set
-// read 1.25 times faster than the largest).
-type MemoryLevels struct {
-	Cache, CacheBytes, Memory float64
-}
-
-// Levels derives the memory levels from the read sweep (zero without one).
-func (b *HostBench) Levels() MemoryLevels {
-	if b == nil || len(b.Read) < 2 {
-		return MemoryLevels{}
-	}
-	last := b.Read[len(b.Read)-1]
-	l := MemoryLevels{Memory: last.Rate}
-	for _, p := range b.Read[:len(b.Read)-1] {
-		l.Cache = math.Max(l.Cache, p.Rate)
-	}
-	if l.Cache < 1.25*l.Memory {
-		return MemoryLevels{Memory: last.Rate}
-	}
-	mid := (l.Cache + l.Memory) / 2
-	for _, p := range b.Read[:len(b.Read)-1] {
-		if p.Rate >= mid {
-			l.CacheBytes = float64(p.Bytes)
-		}
-	}
-	return l
-}
-
 // readSweepFact lists the read sweep, e.g. "1 MiB 82 GB/s, 2 MiB 80 GB/s, …".
-func readSweepFact(r []ReadPoint) string {
+func readSweepFact(r []profile.ReadPoint) string {
 	var parts []string
 	for _, p := range r {
-		parts = append(parts, FormatQuantity(float64(p.Bytes), Bytes)+" "+FormatQuantity(p.Rate, Rate))
+		parts = append(parts, profile.FormatQuantity(float64(p.Bytes), profile.Bytes)+" "+profile.FormatQuantity(p.Rate, profile.Rate))
 	}
 	return "one thread reading a working set of " + strings.Join(parts, ", ")
 }
@@ -503,7 +435,7 @@ func isaFlags() []string {
 	return out
 }
 
-func hasFlag(h *Host, f string) bool {
+func hasFlag(h *profile.Host, f string) bool {
 	for _, x := range h.Flags {
 		if x == f {
 			return true
@@ -514,7 +446,7 @@ func hasFlag(h *Host, f string) bool {
 
 // flopsPerCycle is the nominal fp32 FLOP per cycle and core from the ISA: two FMA units of
 // the widest vector width.
-func flopsPerCycle(h *Host) (float64, string) {
+func flopsPerCycle(h *profile.Host) (float64, string) {
 	switch {
 	case hasFlag(h, "avx512f"):
 		return 64, "2 × AVX-512 FMA"
@@ -527,7 +459,7 @@ func flopsPerCycle(h *Host) (float64, string) {
 }
 
 // vectorWidth is the fp32 lane count of the widest vectors the ISA flags promise.
-func vectorWidth(h *Host) int {
+func vectorWidth(h *profile.Host) int {
 	switch {
 	case hasFlag(h, "avx512f"):
 		return 16
@@ -563,15 +495,15 @@ func interp(one, all float64, t, cores int) float64 {
 // times too slow before calibration. Memory bandwidth is the copy microbenchmark's; the read
 // sweep gives ReadBandwidth (its largest working set), Cache and CacheBandwidth (see
 // HostBench.Levels) and Reads, the weight rates of WeightRate.
-func (h *Host) Device(name string, threads int) Device {
+func HostDevice(h *profile.Host, name string, threads int) profile.Device {
 	if threads <= 0 || threads > h.Cores {
 		threads = h.Cores
 	}
-	d := Device{Name: name, Model: h.Model, Kind: CPU, Threads: threads, Host: true, Memory: h.Memory,
+	d := profile.Device{Name: name, Model: h.Model, Kind: profile.CPU, Threads: threads, Host: true, Memory: h.Memory,
 		VectorWidth: vectorWidth(h)}
-	d.fact("cores", fmt.Sprintf("%d logical CPUs, figures for %d thread(s)", h.Cores, threads), SourceHost)
+	d.Fact("cores", fmt.Sprintf("%d logical CPUs, figures for %d thread(s)", h.Cores, threads), profile.SourceHost)
 	if len(h.Flags) > 0 {
-		d.fact("isa", strings.Join(h.Flags, " "), SourceHost)
+		d.Fact("isa", strings.Join(h.Flags, " "), profile.SourceHost)
 	}
 	per, isa := flopsPerCycle(h)
 	mhz := cpuMHz()
@@ -580,22 +512,22 @@ func (h *Host) Device(name string, threads int) Device {
 	case b != nil && b.Clock > 0:
 		mhz = b.Clock / 1e6
 		fp32 = float64(threads) * b.Clock * per
-		d.Peak[FP32] = fig(fp32, SourceMeasured, fmt.Sprintf("%d thread(s) × %.0f MHz (measured: dependent adds; /proc/cpuinfo says %.0f) × %g FLOP/cycle (%s)",
+		d.Peak[profile.FP32] = fig(fp32, profile.SourceMeasured, fmt.Sprintf("%d thread(s) × %.0f MHz (measured: dependent adds; /proc/cpuinfo says %.0f) × %g FLOP/cycle (%s)",
 			threads, mhz, cpuMHz(), per, isa))
 	case mhz > 0:
 		fp32 = float64(threads) * mhz * 1e6 * per
-		d.Peak[FP32] = fig(fp32, SourceHost, fmt.Sprintf("%d thread(s) × %.0f MHz (/proc/cpuinfo) × %g FLOP/cycle (%s)", threads, mhz, per, isa))
+		d.Peak[profile.FP32] = fig(fp32, profile.SourceHost, fmt.Sprintf("%d thread(s) × %.0f MHz (/proc/cpuinfo) × %g FLOP/cycle (%s)", threads, mhz, per, isa))
 	}
 	if b := h.Bench; b != nil {
 		gemm := interp(b.GEMM1, b.GEMMAll, threads, h.Cores)
-		d.fact("gemm microbenchmark", fmt.Sprintf("gorgonia/gonum f32: %s on 1 thread, %s on %d", FormatQuantity(b.GEMM1, FLOPRate),
-			FormatQuantity(b.GEMMAll, FLOPRate), h.Cores), SourceMeasured)
+		d.Fact("gemm microbenchmark", fmt.Sprintf("gorgonia/gonum f32: %s on 1 thread, %s on %d", profile.FormatQuantity(b.GEMM1, profile.FLOPRate),
+			profile.FormatQuantity(b.GEMMAll, profile.FLOPRate), h.Cores), profile.SourceMeasured)
 		if fp32 == 0 {
 			fp32 = gemm
-			d.Peak[FP32] = fig(fp32, SourceMeasured, "gorgonia/gonum f32 GEMM (clock unknown)")
+			d.Peak[profile.FP32] = fig(fp32, profile.SourceMeasured, "gorgonia/gonum f32 GEMM (clock unknown)")
 		}
-		d.Bandwidth = fig(interp(b.Copy1, b.CopyAll, threads, h.Cores), SourceMeasured,
-			fmt.Sprintf("copy: %s on 1 thread, %s on %d", FormatQuantity(b.Copy1, Rate), FormatQuantity(b.CopyAll, Rate), h.Cores))
+		d.Bandwidth = fig(interp(b.Copy1, b.CopyAll, threads, h.Cores), profile.SourceMeasured,
+			fmt.Sprintf("copy: %s on 1 thread, %s on %d", profile.FormatQuantity(b.Copy1, profile.Rate), profile.FormatQuantity(b.CopyAll, profile.Rate), h.Cores))
 		if l := b.Levels(); l.Memory > 0 {
 			// Reads scale with threads as the copy does from memory; each core reads its
 			// own share of the cache at the one-thread rate.
@@ -603,13 +535,13 @@ func (h *Host) Device(name string, threads int) Device {
 			if b.Copy1 > 0 {
 				scale = d.Bandwidth.Value / b.Copy1
 			}
-			d.ReadBandwidth = fig(l.Memory*scale, SourceMeasured, fmt.Sprintf("read: %s on 1 thread over %s (weights streamed from memory)",
-				FormatQuantity(l.Memory, Rate), FormatQuantity(float64(b.Read[len(b.Read)-1].Bytes), Bytes)))
+			d.ReadBandwidth = fig(l.Memory*scale, profile.SourceMeasured, fmt.Sprintf("read: %s on 1 thread over %s (weights streamed from memory)",
+				profile.FormatQuantity(l.Memory, profile.Rate), profile.FormatQuantity(float64(b.Read[len(b.Read)-1].Bytes), profile.Bytes)))
 			if l.CacheBytes > 0 {
-				d.Cache = fig(l.CacheBytes, SourceMeasured, fmt.Sprintf("largest working set read ≥ halfway between the memory's %s and the cache's %s",
-					FormatQuantity(l.Memory, Rate), FormatQuantity(l.Cache, Rate)))
-				d.CacheBandwidth = fig(l.Cache*float64(threads), SourceMeasured, fmt.Sprintf("read: %s on 1 thread, best over 1 MiB–%s",
-					FormatQuantity(l.Cache, Rate), FormatQuantity(float64(b.Read[len(b.Read)-2].Bytes), Bytes)))
+				d.Cache = fig(l.CacheBytes, profile.SourceMeasured, fmt.Sprintf("largest working set read ≥ halfway between the memory's %s and the cache's %s",
+					profile.FormatQuantity(l.Memory, profile.Rate), profile.FormatQuantity(l.Cache, profile.Rate)))
+				d.CacheBandwidth = fig(l.Cache*float64(threads), profile.SourceMeasured, fmt.Sprintf("read: %s on 1 thread, best over 1 MiB–%s",
+					profile.FormatQuantity(l.Cache, profile.Rate), profile.FormatQuantity(float64(b.Read[len(b.Read)-2].Bytes), profile.Bytes)))
 			}
 			// The sweep itself, for sizes between the levels: sets that fit in the cache
 			// are read by every thread from its own share; larger ones scale as memory.
@@ -618,32 +550,32 @@ func (h *Host) Device(name string, threads int) Device {
 				if float64(p.Bytes) <= l.CacheBytes {
 					f = float64(threads)
 				}
-				d.Reads = append(d.Reads, ReadPoint{Bytes: p.Bytes, Rate: p.Rate * f})
+				d.Reads = append(d.Reads, profile.ReadPoint{Bytes: p.Bytes, Rate: p.Rate * f})
 			}
-			d.fact("read sweep", readSweepFact(b.Read), SourceMeasured)
+			d.Fact("read sweep", readSweepFact(b.Read), profile.SourceMeasured)
 		}
 		how := "measured " + b.When.Format("2006-01-02")
 		if h.Cached {
 			how += ", cached in " + h.CacheAt
 		}
-		d.fact("microbenchmarks", how, SourceMeasured)
+		d.Fact("microbenchmarks", how, profile.SourceMeasured)
 	} else {
 		if fp32 == 0 {
 			fp32 = float64(threads) * 2500e6 * per
-			d.Peak[FP32] = fig(fp32, SourceDefault, fmt.Sprintf("%d thread(s) × 2.5 GHz (assumed) × %g FLOP/cycle (%s)", threads, per, isa))
+			d.Peak[profile.FP32] = fig(fp32, profile.SourceDefault, fmt.Sprintf("%d thread(s) × 2.5 GHz (assumed) × %g FLOP/cycle (%s)", threads, per, isa))
 		}
 		bw := math.Min(10e9*float64(threads), 40e9)
-		d.Bandwidth = fig(bw, SourceDefault, "10 GB/s per thread up to 40 GB/s; not measured")
+		d.Bandwidth = fig(bw, profile.SourceDefault, "10 GB/s per thread up to 40 GB/s; not measured")
 	}
-	d.Peak[TF32] = fig(fp32, SourceDefault, "no TF32 on CPUs: the fp32 rate")
-	d.Peak[FP16] = fig(fp32, SourceDefault, "ONNX Runtime's CPU provider computes fp16 in fp32")
+	d.Peak[profile.TF32] = fig(fp32, profile.SourceDefault, "no TF32 on CPUs: the fp32 rate")
+	d.Peak[profile.FP16] = fig(fp32, profile.SourceDefault, "ONNX Runtime's CPU provider computes fp16 in fp32")
 	switch {
 	case hasFlag(h, "amx-int8") && mhz > 0:
-		d.Peak[INT8] = fig(float64(threads)*mhz*1e6*2048, SourceHost, "AMX-INT8: 2048 OP/cycle per core")
+		d.Peak[profile.INT8] = fig(float64(threads)*mhz*1e6*2048, profile.SourceHost, "AMX-INT8: 2048 OP/cycle per core")
 	case hasFlag(h, "avx512-vnni") || hasFlag(h, "avx-vnni"):
-		d.Peak[INT8] = fig(4*fp32, SourceDefault, "VNNI: 4 int8 MACs per fp32 FMA lane")
+		d.Peak[profile.INT8] = fig(4*fp32, profile.SourceDefault, "VNNI: 4 int8 MACs per fp32 FMA lane")
 	default:
-		d.Peak[INT8] = fig(2*fp32, SourceDefault, "no VNNI: about 2× the fp32 rate")
+		d.Peak[profile.INT8] = fig(2*fp32, profile.SourceDefault, "no VNNI: about 2× the fp32 rate")
 	}
 	applyKindDefaults(&d)
 	return d

@@ -1,13 +1,14 @@
-package profile
+package measure
 
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/stats"
 	"io"
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/onnxpart/onnxpart/internal/stats"
 
 	"github.com/onnxpart/onnxpart/graph"
 )

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/profile"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,7 +75,7 @@ func AllowedCPUs() []int {
 // pinHostDevices gives every host device of devs its own consecutive share of the allowed
 // CPUs (Device.CPUs, Threads of them each) when there are several; a lone host device is
 // left unpinned. It fails when the devices' threads add up to more CPUs than there are.
-func pinHostDevices(devs []Device, what string) error {
+func pinHostDevices(devs []profile.Device, what string) error {
 	var hosts []int
 	need := 0
 	for i := range devs {
@@ -101,7 +102,7 @@ func pinHostDevices(devs []Device, what string) error {
 		t := max(d.Threads, 1)
 		d.CPUs = append([]int(nil), cpus[next:next+t]...)
 		next += t
-		d.fact("pinned", fmt.Sprintf("logical CPU(s) %s, of %d; no other device of the host runs there", FormatCPUs(d.CPUs), len(cpus)), SourceHost)
+		d.Fact("pinned", fmt.Sprintf("logical CPU(s) %s, of %d; no other device of the host runs there", FormatCPUs(d.CPUs), len(cpus)), profile.SourceHost)
 	}
 	return nil
 }
@@ -128,14 +129,14 @@ func FormatCPUs(cpus []int) string {
 
 // hostMemoryLink connects two devices carved out of the host CPU: a tensor moves as one copy
 // in the host's memory.
-func hostMemoryLink(a, b *Device) Link {
+func hostMemoryLink(a, b *profile.Device) profile.Link {
 	bw := a.Bandwidth
 	if b.Bandwidth.Value > 0 && b.Bandwidth.Value < bw.Value {
 		bw = b.Bandwidth
 	}
 	bw.Note = "two devices of the host CPU share its memory: one copy at the copy bandwidth"
-	return Link{Kind: LinkMemory, Name: "host memory", Bandwidth: bw,
-		Latency: fig(defaultLatency[LinkMemory], SourceDefault, latencyNote)}
+	return profile.Link{Kind: profile.LinkMemory, Name: "host memory", Bandwidth: bw,
+		Latency: fig(profile.DefaultLatency[profile.LinkMemory], profile.SourceDefault, profile.LatencyNote)}
 }
 
 // PinThread binds the calling OS thread to cpus (the caller must hold it with

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	_ "embed"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/onnxpart/onnxpart/profile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -19,16 +20,16 @@ type CatalogEntry struct {
 	ID      string
 	Aliases []string
 	Model   string
-	Kind    Kind
+	Kind    profile.Kind
 	Form    string // "sxm" or "pcie" for GPUs
 	Cores   int    // CPU cores
 	Vector  int    // CPU fp32 vector lanes (see Device.VectorWidth)
-	Memory  Figure
+	Memory  profile.Figure
 	// Bandwidth is device memory bandwidth; NVLink the aggregate NVLink bandwidth per
 	// direction (0 when none).
-	Bandwidth Figure
-	NVLink    Figure
-	Peak      [NumPrecisions]Figure
+	Bandwidth profile.Figure
+	NVLink    profile.Figure
+	Peak      [profile.NumPrecisions]profile.Figure
 	PCIe      string // host link preset ("pcie3", "pcie4", "pcie5")
 	Source    string // the cited document
 	Note      string
@@ -38,7 +39,7 @@ type CatalogEntry struct {
 // LinkPreset is a named link of the catalog (pcie3, pcie4, pcie5, ib100, eth10).
 type LinkPreset struct {
 	ID        string
-	Kind      LinkKind
+	Kind      profile.LinkKind
 	Bandwidth float64 // bytes/s per direction
 	Source    string
 }
@@ -87,8 +88,8 @@ func parseCatalog(file string, data []byte) (*catalogData, error) {
 		f := d.fields(ln, path, "id", "kind", "bandwidth", "source")
 		p := LinkPreset{
 			ID:        d.str(f["id"][1], join(path, "id")),
-			Kind:      LinkKind(d.str(f["kind"][1], join(path, "kind"))),
-			Bandwidth: d.positive(f["bandwidth"][1], join(path, "bandwidth"), Rate),
+			Kind:      profile.LinkKind(d.str(f["kind"][1], join(path, "kind"))),
+			Bandwidth: d.positive(f["bandwidth"][1], join(path, "bandwidth"), profile.Rate),
 			Source:    d.str(f["source"][1], join(path, "source")),
 		}
 		out.links = append(out.links, p)
@@ -129,17 +130,17 @@ func parseCatalog(file string, data []byte) (*catalogData, error) {
 		if n, ok := f["vector_width"]; ok {
 			e.Vector = d.integer(n[1], join(path, "vector_width"), 1, 1024)
 		}
-		k, ok := parseKind(d.str(f["kind"][1], join(path, "kind")))
+		k, ok := profile.ParseKind(d.str(f["kind"][1], join(path, "kind")))
 		if !ok && d.err == nil {
 			d.failf(f["kind"][1], join(path, "kind"), "want gpu, cpu or accelerator")
 		}
 		e.Kind = k
-		e.Memory = d.catalogFigure(f["memory"][1], join(path, "memory"), Bytes)
-		e.Bandwidth = d.catalogFigure(f["bandwidth"][1], join(path, "bandwidth"), Rate)
+		e.Memory = d.catalogFigure(f["memory"][1], join(path, "memory"), profile.Bytes)
+		e.Bandwidth = d.catalogFigure(f["bandwidth"][1], join(path, "bandwidth"), profile.Rate)
 		if n, ok := f["nvlink"]; ok {
-			e.NVLink = d.catalogFigure(n[1], join(path, "nvlink"), Rate)
+			e.NVLink = d.catalogFigure(n[1], join(path, "nvlink"), profile.Rate)
 		} else {
-			e.NVLink = fig(0, SourceCatalog, "no NVLink")
+			e.NVLink = fig(0, profile.SourceCatalog, "no NVLink")
 		}
 		if n, ok := f["pcie"]; ok {
 			e.PCIe = d.str(n[1], join(path, "pcie"))
@@ -147,8 +148,8 @@ func parseCatalog(file string, data []byte) (*catalogData, error) {
 				d.failf(n[1], join(path, "pcie"), "want pcie3, pcie4 or pcie5")
 			}
 		}
-		pf := d.fields(f["peak"][1], join(path, "peak"), precisionNames[:]...)
-		for p := FP32; p < NumPrecisions; p++ {
+		pf := d.fields(f["peak"][1], join(path, "peak"), profile.PrecisionNames[:]...)
+		for p := profile.FP32; p < profile.NumPrecisions; p++ {
 			n, ok := pf[p.String()]
 			if !ok {
 				if d.err == nil {
@@ -156,7 +157,7 @@ func parseCatalog(file string, data []byte) (*catalogData, error) {
 				}
 				continue
 			}
-			e.Peak[p] = d.catalogFigure(n[1], join(path, "peak."+p.String()), FLOPRate)
+			e.Peak[p] = d.catalogFigure(n[1], join(path, "peak."+p.String()), profile.FLOPRate)
 		}
 		if d.err != nil {
 			break
@@ -185,9 +186,9 @@ func parseCatalog(file string, data []byte) (*catalogData, error) {
 
 // catalogFigure reads `123GB/s` (source catalog) or `{value: 123GB/s, derived: "why"}`
 // (source default: not on the cited sheet).
-func (d *dec) catalogFigure(n *yaml.Node, path string, u Unit) Figure {
+func (d *dec) catalogFigure(n *yaml.Node, path string, u profile.Unit) profile.Figure {
 	if d.err != nil {
-		return Figure{}
+		return profile.Figure{}
 	}
 	if n.Kind == yaml.MappingNode {
 		f := d.fields(n, path, "value", "derived")
@@ -198,9 +199,9 @@ func (d *dec) catalogFigure(n *yaml.Node, path string, u Unit) Figure {
 		} else if d.err == nil {
 			d.failf(n, join(path, "derived"), "missing: say how the figure was derived")
 		}
-		return fig(v, SourceDefault, "derived: "+why)
+		return fig(v, profile.SourceDefault, "derived: "+why)
 	}
-	return fig(d.quantity(n, path, u), SourceCatalog, "")
+	return fig(d.quantity(n, path, u), profile.SourceCatalog, "")
 }
 
 func (c *catalogData) preset(id string) (LinkPreset, bool) {
@@ -213,18 +214,18 @@ func (c *catalogData) preset(id string) (LinkPreset, bool) {
 }
 
 // presetLink turns a catalog link preset into a Link with the kind's default latency.
-func presetLink(id string) Link {
+func presetLink(id string) profile.Link {
 	p, ok := mustCatalog().preset(id)
 	if !ok {
 		panic("profile: no link preset " + id)
 	}
-	lat := defaultLatency[p.Kind]
+	lat := profile.DefaultLatency[p.Kind]
 	if id == "eth10" {
-		lat = ethLatency
+		lat = profile.EthLatency
 	}
-	return Link{Kind: p.Kind, Name: id,
-		Bandwidth: fig(p.Bandwidth, SourceCatalog, p.Source),
-		Latency:   fig(lat, SourceDefault, latencyNote)}
+	return profile.Link{Kind: p.Kind, Name: id,
+		Bandwidth: fig(p.Bandwidth, profile.SourceCatalog, p.Source),
+		Latency:   fig(lat, profile.SourceDefault, profile.LatencyNote)}
 }
 
 // normID folds a device name for lookups: lower case, without spaces, dashes, underscores.
@@ -304,19 +305,19 @@ func MatchNVML(name string) (*CatalogEntry, bool) {
 
 // Device makes a device from the entry, every figure with source catalog (or default for
 // the derived ones), overheads from the device kind.
-func (e *CatalogEntry) Device(name string) Device {
-	d := Device{
+func (e *CatalogEntry) Device(name string) profile.Device {
+	d := profile.Device{
 		Name: name, Model: e.Model, Catalog: e.ID, Kind: e.Kind,
 		Memory: e.Memory, Bandwidth: e.Bandwidth, NVLink: e.NVLink, Peak: e.Peak,
 	}
-	d.fact("catalog", e.ID, SourceCatalog)
-	d.fact("data sheet", e.Source, SourceCatalog)
+	d.Fact("catalog", e.ID, profile.SourceCatalog)
+	d.Fact("data sheet", e.Source, profile.SourceCatalog)
 	if e.Note != "" {
-		d.fact("note", e.Note, SourceCatalog)
+		d.Fact("note", e.Note, profile.SourceCatalog)
 	}
-	if e.Kind == CPU {
+	if e.Kind == profile.CPU {
 		d.Threads, d.VectorWidth = e.Cores, e.Vector
-		d.fact("cores", fmt.Sprint(e.Cores), SourceCatalog)
+		d.Fact("cores", fmt.Sprint(e.Cores), profile.SourceCatalog)
 	}
 	if e.PCIe != "" {
 		d.HostLink = presetLink(e.PCIe)
@@ -324,6 +325,21 @@ func (e *CatalogEntry) Device(name string) Device {
 	}
 	applyKindDefaults(&d)
 	return d
+}
+
+// applyKindDefaults is profile.ApplyKindDefaults, and an accelerator whose host link is
+// unknown gets the catalog's PCIe 4.0 x16.
+func applyKindDefaults(d *profile.Device) {
+	profile.ApplyKindDefaults(d)
+	if d.HostLink.Kind == "" && d.Kind != profile.CPU {
+		d.HostLink = presetLink("pcie4")
+		d.HostLink.Bandwidth.Source = profile.SourceDefault
+		d.HostLink.Bandwidth.Note = "host link unknown: PCIe 4.0 x16 assumed"
+	}
+}
+
+func fig(v float64, s profile.Source, note string) profile.Figure {
+	return profile.Figure{Value: v, Source: s, Note: note}
 }
 
 // SuggestCatalog is the catalog name (id or alias, as the catalog spells it) closest to a

@@ -1,10 +1,12 @@
-package profile
+package devices
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestWorkspaceReserve: a spec file's workspace_reserve sets a device's reserve (0 included);
@@ -20,7 +22,7 @@ func TestWorkspaceReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []float64{512 << 20, 0, DefaultGPUReserve, 0} {
+	for i, want := range []float64{512 << 20, 0, profile.DefaultGPUReserve, 0} {
 		if got := c.Devices[i].Reserve(); got != want {
 			t.Errorf("%s: reserve %g, want %g", c.Devices[i].Name, got, want)
 		}

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/profile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -68,7 +69,7 @@ var deviceFields = []string{"name", "type", "kind", "model", "count", "memory", 
 
 // readSpecFile loads a spec file into a cluster. host is called (at most once) when a device
 // has type host.
-func readSpecFile(ctx context.Context, path string, opts Options) (*Cluster, error) {
+func readSpecFile(ctx context.Context, path string, opts Options) (*profile.Cluster, error) {
 	limit := opts.MaxSpecBytes
 	if limit <= 0 {
 		limit = DefaultMaxSpecBytes
@@ -98,7 +99,7 @@ func lineOf(data []byte, off int64) int {
 	return 1 + bytes.Count(data[:off], []byte("\n"))
 }
 
-func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cluster, error) {
+func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*profile.Cluster, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, specErr(file, 0, "", "empty file")
 	}
@@ -136,9 +137,9 @@ func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cl
 	if !ok {
 		return nil, specErr(file, root.Content[0].Line, "devices", "missing: list the devices")
 	}
-	c := &Cluster{Spec: file}
-	var host *Host
-	getHost := func() (*Host, error) {
+	c := &profile.Cluster{Spec: file}
+	var host *profile.Host
+	getHost := func() (*profile.Host, error) {
 		if host == nil {
 			h, err := ProbeHost(ctx, opts.Host)
 			if err != nil {
@@ -193,12 +194,12 @@ func parseSpec(ctx context.Context, file string, data []byte, opts Options) (*Cl
 }
 
 // specDevice reads one device entry (several with count).
-func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error), opts Options) ([]Device, error) {
+func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*profile.Host, error), opts Options) ([]profile.Device, error) {
 	f := d.fields(n, path, deviceFields...)
 	if d.err != nil {
 		return nil, nil
 	}
-	var dv Device
+	var dv profile.Device
 	name := ""
 	if v, ok := f["name"]; ok {
 		name = d.str(v[1], join(path, "name"))
@@ -221,7 +222,7 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 			if t, ok := f["threads"]; ok {
 				threads = d.integer(t[1], join(path, "threads"), 1, 1<<16)
 			}
-			dv = h.Device(name, threads)
+			dv = HostDevice(h, name, threads)
 		default:
 			e, ok := LookupCatalog(typ)
 			if !ok {
@@ -241,7 +242,7 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 			d.failf(n, join(path, "type"), "missing: give a catalog type, or kind, peak.fp32 and bandwidth")
 			return nil, nil
 		}
-		k, kok := parseKind(d.str(kv[1], join(path, "kind")))
+		k, kok := profile.ParseKind(d.str(kv[1], join(path, "kind")))
 		if d.err == nil && !kok {
 			d.failf(kv[1], join(path, "kind"), "want gpu, cpu or accelerator")
 		}
@@ -256,7 +257,7 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 		return nil, nil
 	}
 	if v, ok := f["kind"]; ok && f["type"][1] != nil {
-		k, kok := parseKind(d.str(v[1], join(path, "kind")))
+		k, kok := profile.ParseKind(d.str(v[1], join(path, "kind")))
 		if d.err == nil && (!kok || k != dv.Kind) {
 			d.failf(v[1], join(path, "kind"), "contradicts the type's kind %s", dv.Kind)
 		}
@@ -264,70 +265,70 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	if v, ok := f["model"]; ok {
 		dv.Model = d.str(v[1], join(path, "model"))
 	}
-	spec := func(key string, u Unit) (Figure, bool) {
+	spec := func(key string, u profile.Unit) (profile.Figure, bool) {
 		v, ok := f[key]
 		if !ok {
-			return Figure{}, false
+			return profile.Figure{}, false
 		}
 		x := d.quantity(v[1], join(path, key), u)
-		return fig(x, SourceSpec, "line "+fmt.Sprint(v[1].Line)), true
+		return fig(x, profile.SourceSpec, "line "+fmt.Sprint(v[1].Line)), true
 	}
-	positive := func(key string, u Unit) (Figure, bool) {
+	positive := func(key string, u profile.Unit) (profile.Figure, bool) {
 		v, ok := f[key]
 		if !ok {
-			return Figure{}, false
+			return profile.Figure{}, false
 		}
 		x := d.positive(v[1], join(path, key), u)
-		return fig(x, SourceSpec, "line "+fmt.Sprint(v[1].Line)), true
+		return fig(x, profile.SourceSpec, "line "+fmt.Sprint(v[1].Line)), true
 	}
-	if x, ok := positive("memory", Bytes); ok {
+	if x, ok := positive("memory", profile.Bytes); ok {
 		dv.Memory = x
 	}
-	if x, ok := positive("memory_cap", Bytes); ok {
+	if x, ok := positive("memory_cap", profile.Bytes); ok {
 		dv.MemoryCap = x
 	}
-	if x, ok := spec("workspace_reserve", Bytes); ok {
+	if x, ok := spec("workspace_reserve", profile.Bytes); ok {
 		dv.WorkspaceReserve = x
 	}
-	if x, ok := positive("bandwidth", Rate); ok {
+	if x, ok := positive("bandwidth", profile.Rate); ok {
 		dv.Bandwidth = x
 	}
 	// The weight-streaming figures (see WeightRate); given ones replace a measured read sweep.
 	for _, w := range []struct {
 		key  string
-		u    Unit
-		dest *Figure
-	}{{"read_bandwidth", Rate, &dv.ReadBandwidth}, {"last_level_cache", Bytes, &dv.Cache}, {"last_level_cache_bandwidth", Rate, &dv.CacheBandwidth}} {
+		u    profile.Unit
+		dest *profile.Figure
+	}{{"read_bandwidth", profile.Rate, &dv.ReadBandwidth}, {"last_level_cache", profile.Bytes, &dv.Cache}, {"last_level_cache_bandwidth", profile.Rate, &dv.CacheBandwidth}} {
 		if x, ok := positive(w.key, w.u); ok {
 			*w.dest = x
 			dv.Reads = nil
 		}
 	}
-	if x, ok := spec("launch", Seconds); ok {
+	if x, ok := spec("launch", profile.Seconds); ok {
 		dv.Launch = x
 		// The file's launch replaces the kind's per-class defaults (defaultOverhead) too.
-		kept := map[string]Figure{}
+		kept := map[string]profile.Figure{}
 		for k, f := range dv.Overhead {
-			if f.Source != SourceDefault {
+			if f.Source != profile.SourceDefault {
 				kept[k] = f
 			}
 		}
 		dv.Overhead = kept
 
 	}
-	if x, ok := spec("run_overhead", Seconds); ok {
+	if x, ok := spec("run_overhead", profile.Seconds); ok {
 		dv.RunOverhead = x
 	}
-	if x, ok := spec("nvlink", Rate); ok {
+	if x, ok := spec("nvlink", profile.Rate); ok {
 		dv.NVLink = x
 	}
-	if x, ok := spec("io_bandwidth", Rate); ok {
+	if x, ok := spec("io_bandwidth", profile.Rate); ok {
 		dv.IOBandwidth = x
 	}
-	if x, ok := spec("layout_bandwidth", Rate); ok {
+	if x, ok := spec("layout_bandwidth", profile.Rate); ok {
 		dv.LayoutBandwidth = x
 	}
-	if v, ok := f["threads"]; ok && dv.Kind != CPU {
+	if v, ok := f["threads"]; ok && dv.Kind != profile.CPU {
 		d.failf(v[1], join(path, "threads"), "only CPU devices have threads")
 	} else if ok && !dv.Host {
 		dv.Threads = d.integer(v[1], join(path, "threads"), 1, 1<<16)
@@ -335,32 +336,32 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	if v, ok := f["peak"]; ok {
 		pf := d.fields(v[1], join(path, "peak"), "fp32", "tf32", "fp16", "bf16", "int8")
 		for _, key := range slices.Sorted(maps.Keys(pf)) {
-			p, _ := parsePrecision(key)
-			x := d.positive(pf[key][1], join(path, "peak."+key), FLOPRate)
-			dv.Peak[p] = fig(x, SourceSpec, "line "+fmt.Sprint(pf[key][1].Line))
+			p, _ := profile.ParsePrecision(key)
+			x := d.positive(pf[key][1], join(path, "peak."+key), profile.FLOPRate)
+			dv.Peak[p] = fig(x, profile.SourceSpec, "line "+fmt.Sprint(pf[key][1].Line))
 		}
-		if d.err == nil && !dv.Peak[FP32].Known() {
+		if d.err == nil && !dv.Peak[profile.FP32].Known() {
 			d.failf(v[1], join(path, "peak.fp32"), "missing")
 		}
 	}
 	if v, ok := f["host_link"]; ok {
-		dv.HostLink = d.linkValue(v[1], join(path, "host_link"), LinkPCIe)
+		dv.HostLink = d.linkValue(v[1], join(path, "host_link"), profile.LinkPCIe)
 	}
 	if v, ok := f["efficiency"]; ok {
 		ef := d.fields(v[1], join(path, "efficiency"))
-		dv.Efficiency = map[string]Figure{}
+		dv.Efficiency = map[string]profile.Figure{}
 		for _, key := range slices.Sorted(maps.Keys(ef)) {
 			kp := join(path, "efficiency."+key)
-			if !isClass(key) && (key == "" || key[0] < 'A' || key[0] > 'Z') {
+			if !profile.IsClass(key) && (key == "" || key[0] < 'A' || key[0] > 'Z') {
 				d.failf(ef[key][0], kp, "not an op class (%s) nor an ONNX op type", classList())
 				break
 			}
-			one := func(n *yaml.Node, path string) Figure {
-				x := d.quantity(n, path, Plain)
+			one := func(n *yaml.Node, path string) profile.Figure {
+				x := d.quantity(n, path, profile.Plain)
 				if d.err == nil && (x <= 0 || x > 10) {
 					d.failf(n, path, "want a fraction of the roofline in (0, 10], got %g", x)
 				}
-				return fig(x, SourceSpec, "line "+fmt.Sprint(n.Line))
+				return fig(x, profile.SourceSpec, "line "+fmt.Sprint(n.Line))
 			}
 			if vn := ef[key][1]; vn.Kind == yaml.MappingNode {
 				cm := d.fields(vn, kp, "compute", "memory")
@@ -373,7 +374,7 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 					break
 				}
 				if dv.MemEfficiency == nil {
-					dv.MemEfficiency = map[string]Figure{}
+					dv.MemEfficiency = map[string]profile.Figure{}
 				}
 				dv.Efficiency[key] = one(c[1], join(kp, "compute"))
 				dv.MemEfficiency[key] = one(m[1], join(kp, "memory"))
@@ -400,9 +401,9 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 	}
 	if count == 1 {
 		dv.Name = name
-		return []Device{dv}, nil
+		return []profile.Device{dv}, nil
 	}
-	out := make([]Device, count)
+	out := make([]profile.Device, count)
 	for i := range out {
 		out[i] = cloneDevice(dv)
 		out[i].Name = fmt.Sprintf("%s%d", name, i)
@@ -412,26 +413,26 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*Host, error
 
 func classList() string {
 	var s []string
-	for _, c := range Classes() {
+	for _, c := range profile.Classes() {
 		s = append(s, string(c))
 	}
 	return strings.Join(s, ", ")
 }
 
-func cloneDevice(d Device) Device {
+func cloneDevice(d profile.Device) profile.Device {
 	c := d
-	c.Facts = append([]Fact(nil), d.Facts...)
+	c.Facts = append([]profile.Fact(nil), d.Facts...)
 	c.Efficiency = copyFigures(d.Efficiency)
 	c.MemEfficiency = copyFigures(d.MemEfficiency)
 	c.Overhead = copyFigures(d.Overhead)
 	return c
 }
 
-func copyFigures(m map[string]Figure) map[string]Figure {
+func copyFigures(m map[string]profile.Figure) map[string]profile.Figure {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]Figure, len(m))
+	out := make(map[string]profile.Figure, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
@@ -439,24 +440,24 @@ func copyFigures(m map[string]Figure) map[string]Figure {
 }
 
 // linkValue reads a link: a preset name (pcie4, ib100, …) or {bandwidth, latency, kind}.
-func (d *dec) linkValue(n *yaml.Node, path string, kind LinkKind) Link {
+func (d *dec) linkValue(n *yaml.Node, path string, kind profile.LinkKind) profile.Link {
 	if d.err != nil {
-		return Link{}
+		return profile.Link{}
 	}
 	if n.Kind == yaml.ScalarNode {
 		name := d.str(n, path)
 		if _, ok := mustCatalog().preset(name); !ok {
 			d.failf(n, path, "unknown link %q (want pcie3, pcie4, pcie5, ib100, eth10, or {bandwidth, latency})", name)
-			return Link{}
+			return profile.Link{}
 		}
 		return presetLink(name)
 	}
 	f := d.fields(n, path, "bandwidth", "latency", "kind")
-	l := Link{Kind: kind, Name: "spec"}
+	l := profile.Link{Kind: kind, Name: "spec"}
 	if v, ok := f["kind"]; ok {
-		k := LinkKind(d.str(v[1], join(path, "kind")))
+		k := profile.LinkKind(d.str(v[1], join(path, "kind")))
 		switch k {
-		case LinkNVLink, LinkPCIe, LinkStaged, LinkNetwork, LinkMemory, LinkCustom:
+		case profile.LinkNVLink, profile.LinkPCIe, profile.LinkStaged, profile.LinkNetwork, profile.LinkMemory, profile.LinkCustom:
 			l.Kind = k
 		default:
 			d.failf(v[1], join(path, "kind"), "want nvlink, pcie, host-staged, network, memory or custom")
@@ -465,26 +466,26 @@ func (d *dec) linkValue(n *yaml.Node, path string, kind LinkKind) Link {
 	v, ok := f["bandwidth"]
 	if !ok {
 		d.failf(n, join(path, "bandwidth"), "missing")
-		return Link{}
+		return profile.Link{}
 	}
-	l.Bandwidth = fig(d.positive(v[1], join(path, "bandwidth"), Rate), SourceSpec, "line "+fmt.Sprint(v[1].Line))
+	l.Bandwidth = fig(d.positive(v[1], join(path, "bandwidth"), profile.Rate), profile.SourceSpec, "line "+fmt.Sprint(v[1].Line))
 	if v, ok := f["latency"]; ok {
-		l.Latency = fig(d.quantity(v[1], join(path, "latency"), Seconds), SourceSpec, "line "+fmt.Sprint(v[1].Line))
+		l.Latency = fig(d.quantity(v[1], join(path, "latency"), profile.Seconds), profile.SourceSpec, "line "+fmt.Sprint(v[1].Line))
 	} else {
-		l.Latency = fig(defaultLatency[l.Kind], SourceDefault, latencyNote)
+		l.Latency = fig(profile.DefaultLatency[l.Kind], profile.SourceDefault, profile.LatencyNote)
 	}
 	return l
 }
 
 // defaultLinks connects every pair by a --link choice.
-func (d *dec) defaultLinks(n *yaml.Node, path string, c *Cluster, choice string) [][]Link {
+func (d *dec) defaultLinks(n *yaml.Node, path string, c *profile.Cluster, choice string) [][]profile.Link {
 	k := len(c.Devices)
-	links := make([][]Link, k)
+	links := make([][]profile.Link, k)
 	for i := range k {
-		links[i] = make([]Link, k)
+		links[i] = make([]profile.Link, k)
 		for j := range k {
 			if i == j {
-				links[i][j] = Link{Kind: LinkSelf}
+				links[i][j] = profile.Link{Kind: profile.LinkSelf}
 				continue
 			}
 			l, err := autoLink(&c.Devices[i], &c.Devices[j], choice)
@@ -498,7 +499,7 @@ func (d *dec) defaultLinks(n *yaml.Node, path string, c *Cluster, choice string)
 	return links
 }
 
-func (d *dec) specLinks(n *yaml.Node, c *Cluster, opts Options) [][]Link {
+func (d *dec) specLinks(n *yaml.Node, c *profile.Cluster, opts Options) [][]profile.Link {
 	f := d.fields(n, "links", "default", "unit", "latency", "matrix", "pairs")
 	if d.err != nil {
 		return nil
@@ -517,15 +518,15 @@ func (d *dec) specLinks(n *yaml.Node, c *Cluster, opts Options) [][]Link {
 	unit := 1.0
 	if v, ok := f["unit"]; ok {
 		u := d.str(v[1], "links.unit")
-		x, err := ParseQuantity("1"+u, Rate)
+		x, err := profile.ParseQuantity("1"+u, profile.Rate)
 		if d.err == nil && err != nil {
 			d.failf(v[1], "links.unit", "want a bandwidth unit such as Gbps, GB/s, MiB/s")
 		}
 		unit = x
 	}
-	lat := fig(defaultLatency[LinkCustom], SourceDefault, latencyNote)
+	lat := fig(profile.DefaultLatency[profile.LinkCustom], profile.SourceDefault, profile.LatencyNote)
 	if v, ok := f["latency"]; ok {
-		lat = fig(d.quantity(v[1], "links.latency", Seconds), SourceSpec, "line "+fmt.Sprint(v[1].Line))
+		lat = fig(d.quantity(v[1], "links.latency", profile.Seconds), profile.SourceSpec, "line "+fmt.Sprint(v[1].Line))
 	}
 	k := len(c.Devices)
 	if v, ok := f["matrix"]; ok {
@@ -553,11 +554,11 @@ func (d *dec) specLinks(n *yaml.Node, c *Cluster, opts Options) [][]Link {
 					continue
 				}
 				if empty {
-					links[i][j] = Link{Kind: LinkNone, Name: "no direct link"}
+					links[i][j] = profile.Link{Kind: profile.LinkNone, Name: "no direct link"}
 					continue
 				}
 				s := d.str(cell, cp)
-				x, err := ParseQuantity(s, Rate)
+				x, err := profile.ParseQuantity(s, profile.Rate)
 				if err != nil && d.err == nil {
 					d.failf(cell, cp, "%v", err)
 					return nil
@@ -566,11 +567,11 @@ func (d *dec) specLinks(n *yaml.Node, c *Cluster, opts Options) [][]Link {
 					x *= unit // a bare number: in links.unit
 				}
 				if x == 0 {
-					links[i][j] = Link{Kind: LinkNone, Name: "no direct link"}
+					links[i][j] = profile.Link{Kind: profile.LinkNone, Name: "no direct link"}
 					continue
 				}
-				links[i][j] = Link{Kind: LinkCustom, Name: "spec matrix",
-					Bandwidth: fig(x, SourceSpec, "line "+fmt.Sprint(cell.Line)), Latency: lat}
+				links[i][j] = profile.Link{Kind: profile.LinkCustom, Name: "spec matrix",
+					Bandwidth: fig(x, profile.SourceSpec, "line "+fmt.Sprint(cell.Line)), Latency: lat}
 			}
 		}
 	}
@@ -604,7 +605,7 @@ func (d *dec) specLinks(n *yaml.Node, c *Cluster, opts Options) [][]Link {
 					sub.Content = append(sub.Content, kv[0], kv[1])
 				}
 			}
-			l := d.linkValue(sub, pp, LinkCustom)
+			l := d.linkValue(sub, pp, profile.LinkCustom)
 			if _, ok := pf["latency"]; !ok {
 				l.Latency = lat
 			}
@@ -625,7 +626,7 @@ func (d *dec) specLinks(n *yaml.Node, c *Cluster, opts Options) [][]Link {
 		return nil
 	}
 	// Every device must be able to reach every other, directly or through others.
-	bw, _ := routes(links)
+	bw, _ := profile.Routes(links)
 	for i := range k {
 		for j := range k {
 			if i != j && !(bw[i][j] > 0) && !math.IsInf(bw[i][j], 1) {

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func devicesDir(t *testing.T) string {
@@ -57,11 +58,11 @@ func TestMoiraiInterServer(t *testing.T) {
 		gbps float64
 	}{{0, 1, 44.26}, {1, 0, 42.39}, {2, 3, 32.95}, {3, 2, 33.28}} {
 		l := c.Links[e.i][e.j]
-		if l.Kind != LinkCustom || l.Bandwidth.Source != SourceSpec || !near(l.Bandwidth.Value, e.gbps*1e9/8, 1e-12) || !near(l.Latency.Value, 5e-6, 1e-9) {
+		if l.Kind != profile.LinkCustom || l.Bandwidth.Source != profile.SourceSpec || !near(l.Bandwidth.Value, e.gbps*1e9/8, 1e-12) || !near(l.Latency.Value, 5e-6, 1e-9) {
 			t.Errorf("links[%d][%d] = %+v, want %g Gbps", e.i, e.j, l, e.gbps)
 		}
 	}
-	m := NewCostModel(c, CostOptions{})
+	m := profile.NewCostModel(c, profile.CostOptions{})
 	if a, b := m.TransferTime(1e9, 0, 1), m.TransferTime(1e9, 1, 0); a >= b {
 		t.Errorf("A→B (44.26 Gbps) %g s should beat B→A (42.39) %g s", a, b)
 	}
@@ -76,23 +77,23 @@ func TestSpecDevicesAndOverrides(t *testing.T) {
 		t.Fatalf("devices %d, last %s", len(c.Devices), c.Devices[len(c.Devices)-1].Name)
 	}
 	d := &c.Devices[2]
-	if d.Capacity() != 60<<30 || d.Memory.Value != 80<<30 || d.MemoryCap.Source != SourceSpec {
+	if d.Capacity() != 60<<30 || d.Memory.Value != 80<<30 || d.MemoryCap.Source != profile.SourceSpec {
 		t.Errorf("capacity %g memory %g", d.Capacity(), d.Memory.Value)
 	}
-	if e, m := EfficiencyOf(d, "Conv", ClassConv); e.Value != 0.55 || m.Value != 0.55 || e.Source != SourceSpec {
+	if e, m := profile.EfficiencyOf(d, "Conv", profile.ClassConv); e.Value != 0.55 || m.Value != 0.55 || e.Source != profile.SourceSpec {
 		t.Errorf("Conv efficiency %+v %+v", e, m)
 	}
-	if e, m := EfficiencyOf(d, "LayerNormalization", ClassNorm); e.Value != 0.3 || m.Value != 0.7 {
+	if e, m := profile.EfficiencyOf(d, "LayerNormalization", profile.ClassNorm); e.Value != 0.3 || m.Value != 0.7 {
 		t.Errorf("LayerNormalization efficiency %g/%g", e.Value, m.Value)
 	}
-	if e, _ := EfficiencyOf(d, "Softmax", ClassNorm); e.Source != SourceDefault {
+	if e, _ := profile.EfficiencyOf(d, "Softmax", profile.ClassNorm); e.Source != profile.SourceDefault {
 		t.Errorf("Softmax efficiency %+v", e)
 	}
-	if l := c.Links[0][7]; l.Kind != LinkNVLink || l.Bandwidth.Value != 300e9 {
+	if l := c.Links[0][7]; l.Kind != profile.LinkNVLink || l.Bandwidth.Value != 300e9 {
 		t.Errorf("link %+v", l)
 	}
 	// Replicated devices do not share maps.
-	c.Devices[0].Efficiency["Conv"] = fig(0.1, SourceSpec, "")
+	c.Devices[0].Efficiency["Conv"] = fig(0.1, profile.SourceSpec, "")
 	if c.Devices[1].Efficiency["Conv"].Value != 0.55 {
 		t.Error("count: devices share their efficiency map")
 	}
@@ -104,7 +105,7 @@ func TestSpecJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	npu := c.Devices[0]
-	if npu.Kind != Accelerator || npu.Peak[INT8].Value != 4e12 || npu.Peak[TF32].Source != SourceDefault ||
+	if npu.Kind != profile.Accelerator || npu.Peak[profile.INT8].Value != 4e12 || npu.Peak[profile.TF32].Source != profile.SourceDefault ||
 		!near(npu.Launch.Value, 20e-6, 1e-9) || npu.HostLink.Bandwidth.Value != 4e9 || npu.Memory.Value != 2<<30 {
 		t.Errorf("npu %+v", npu)
 	}

@@ -1,9 +1,11 @@
-package profile
+package devices
 
 import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // The devices the catalog must cover (issue 4), by the names users type.
@@ -29,26 +31,26 @@ func TestCatalogCoverage(t *testing.T) {
 func TestCatalogFigures(t *testing.T) {
 	for _, e := range Catalog() {
 		d := e.Device("x")
-		for p := FP32; p < NumPrecisions; p++ {
+		for p := profile.FP32; p < profile.NumPrecisions; p++ {
 			f := d.Peak[p]
-			if !(f.Value > 0) || (f.Source != SourceCatalog && f.Source != SourceDefault) {
+			if !(f.Value > 0) || (f.Source != profile.SourceCatalog && f.Source != profile.SourceDefault) {
 				t.Errorf("%s: peak %s = %+v", e.ID, p, f)
 			}
-			if f.Source == SourceDefault && !strings.HasPrefix(f.Note, "derived: ") {
+			if f.Source == profile.SourceDefault && !strings.HasPrefix(f.Note, "derived: ") {
 				t.Errorf("%s: peak %s has source default without saying how it was derived", e.ID, p)
 			}
 		}
 		// Tensor rates are never below the fp32 rate; a published int8 rate never below fp16.
-		if d.Peak[FP16].Value < d.Peak[FP32].Value || d.Peak[INT8].Source == SourceCatalog && d.Peak[INT8].Value < d.Peak[FP16].Value {
-			t.Errorf("%s: implausible peaks fp32 %g fp16 %g int8 %g", e.ID, d.Peak[FP32].Value, d.Peak[FP16].Value, d.Peak[INT8].Value)
+		if d.Peak[profile.FP16].Value < d.Peak[profile.FP32].Value || d.Peak[profile.INT8].Source == profile.SourceCatalog && d.Peak[profile.INT8].Value < d.Peak[profile.FP16].Value {
+			t.Errorf("%s: implausible peaks fp32 %g fp16 %g int8 %g", e.ID, d.Peak[profile.FP32].Value, d.Peak[profile.FP16].Value, d.Peak[profile.INT8].Value)
 		}
 		if !(d.Memory.Value > 1<<30) || !(d.Bandwidth.Value > 1e10) {
 			t.Errorf("%s: memory %g bandwidth %g", e.ID, d.Memory.Value, d.Bandwidth.Value)
 		}
-		if e.Kind == GPU && (d.HostLink.Kind != LinkPCIe || d.HostLink.Bandwidth.Source != SourceCatalog) {
+		if e.Kind == profile.GPU && (d.HostLink.Kind != profile.LinkPCIe || d.HostLink.Bandwidth.Source != profile.SourceCatalog) {
 			t.Errorf("%s: host link %+v", e.ID, d.HostLink)
 		}
-		if !d.Launch.Known() || d.Launch.Source != SourceDefault {
+		if !d.Launch.Known() || d.Launch.Source != profile.SourceDefault {
 			t.Errorf("%s: launch %+v", e.ID, d.Launch)
 		}
 	}
@@ -61,12 +63,12 @@ func TestCatalogAgreesWithArchTable(t *testing.T) {
 		id           string
 		major, minor int
 		sms, mhz     float64
-		precs        []Precision
+		precs        []profile.Precision
 	}{
-		{"a100-40g-sxm", 8, 0, 108, 1410, []Precision{FP32, TF32, FP16, INT8}},
-		{"t4", 7, 5, 40, 1590, []Precision{FP16, INT8}},
-		{"a10", 8, 6, 72, 1695, []Precision{FP32, FP16, INT8}},
-		{"l4", 8, 9, 58, 2040, []Precision{FP32, FP16, INT8}},
+		{"a100-40g-sxm", 8, 0, 108, 1410, []profile.Precision{profile.FP32, profile.TF32, profile.FP16, profile.INT8}},
+		{"t4", 7, 5, 40, 1590, []profile.Precision{profile.FP16, profile.INT8}},
+		{"a10", 8, 6, 72, 1695, []profile.Precision{profile.FP32, profile.FP16, profile.INT8}},
+		{"l4", 8, 9, 58, 2040, []profile.Precision{profile.FP32, profile.FP16, profile.INT8}},
 	} {
 		e, _ := LookupCatalog(c.id)
 		a, ok := archFor(c.major, c.minor)

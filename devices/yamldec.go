@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/profile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -180,12 +181,12 @@ func (d *dec) boolean(n *yaml.Node, path string) bool {
 }
 
 // quantity reads a number with an optional unit (see ParseQuantity).
-func (d *dec) quantity(n *yaml.Node, path string, u Unit) float64 {
+func (d *dec) quantity(n *yaml.Node, path string, u profile.Unit) float64 {
 	s, ok := d.scalar(n, path)
 	if !ok {
 		return 0
 	}
-	v, err := ParseQuantity(s, u)
+	v, err := profile.ParseQuantity(s, u)
 	if err != nil {
 		d.failf(n, path, "%v", err)
 		return 0
@@ -194,7 +195,7 @@ func (d *dec) quantity(n *yaml.Node, path string, u Unit) float64 {
 }
 
 // positive reads a quantity that must be greater than zero.
-func (d *dec) positive(n *yaml.Node, path string, u Unit) float64 {
+func (d *dec) positive(n *yaml.Node, path string, u profile.Unit) float64 {
 	v := d.quantity(n, path, u)
 	if d.err == nil && v <= 0 {
 		d.failf(n, path, "must be greater than zero")

@@ -1,13 +1,15 @@
-package profile
+package measure
 
 import (
 	"context"
 	"path/filepath"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func corpusModel(t *testing.T, name string) (string, *graph.Graph) {
@@ -15,7 +17,7 @@ func corpusModel(t *testing.T, name string) (string, *graph.Graph) {
 	if _, err := ort.LibraryPath(); err != nil {
 		t.Skip(err)
 	}
-	p, _ := filepath.Abs(filepath.Join("..", "..", "shared", "models", name))
+	p, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models", name))
 	m, err := ingest.Load(p, ingest.Options{})
 	if err != nil {
 		t.Skip(err)
@@ -61,7 +63,7 @@ func TestMapKernelsCorpus(t *testing.T) {
 				}
 			}
 			for v := range g.Nodes {
-				if c := ClassOf(g, &g.Nodes[v]); (c == ClassConv || c == ClassMatMul) && !covered[v] {
+				if c := profile.ClassOf(g, &g.Nodes[v]); (c == profile.ClassConv || c == profile.ClassMatMul) && !covered[v] {
 					t.Errorf("%s (%s) is computed by no kernel", g.Nodes[v].Label(), g.Nodes[v].OpType)
 				}
 			}
@@ -90,16 +92,16 @@ func TestMeasureORT(t *testing.T) {
 			t.Errorf("static %s: %g", n.Label(), m.Node[v])
 		}
 	}
-	h, err := ProbeHost(context.Background(), HostOptions{NoBench: true})
+	h, err := devices.ProbeHost(context.Background(), devices.HostOptions{NoBench: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := h.Device("cpu", 1)
-	cal := Calibrate(&d, []Sample{{Graph: g, Measured: m}})
-	if _, ok := cal.Classes[ClassConv]; !ok {
+	d := devices.HostDevice(h, "cpu", 1)
+	cal := profile.Calibrate(&d, []profile.Sample{{Graph: g, Measured: m}})
+	if _, ok := cal.Classes[profile.ClassConv]; !ok {
 		t.Errorf("no conv fit: %+v", cal)
 	}
-	cm := NewCostModel(oneDevice(d), CostOptions{Measured: [][]float64{m.NodeTimes()}})
+	cm := profile.NewCostModel(oneDevice(d), profile.CostOptions{Measured: [][]float64{m.NodeTimes()}})
 	for v := range g.Nodes {
 		if cm.NodeTime(g, v, 0) != m.Node[v] {
 			t.Fatalf("measured node times not used")

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func TestResolveCatalogList(t *testing.T) {
@@ -19,12 +20,12 @@ func TestResolveCatalogList(t *testing.T) {
 	for i := range 4 {
 		for j := range 4 {
 			l := c.Links[i][j]
-			if i != j && (l.Kind != LinkNVLink || l.Bandwidth.Value != 450e9 || l.Bandwidth.Source != SourceCatalog) {
+			if i != j && (l.Kind != profile.LinkNVLink || l.Bandwidth.Value != 450e9 || l.Bandwidth.Source != profile.SourceCatalog) {
 				t.Errorf("links[%d][%d] = %+v, want NVLink 450 GB/s from the catalog", i, j, l)
 			}
 		}
 	}
-	if c.Devices[0].Peak[FP16].Value != 989.5e12 || c.Devices[0].Memory.Value != 80<<30 {
+	if c.Devices[0].Peak[profile.FP16].Value != 989.5e12 || c.Devices[0].Memory.Value != 80<<30 {
 		t.Errorf("H100 figures %+v", c.Devices[0])
 	}
 }
@@ -41,10 +42,10 @@ func TestResolveMixedList(t *testing.T) {
 		t.Error("cpu is not the host")
 	}
 	// A100 (PCIe 4) ↔ T4 (PCIe 3): P2P at the slower link; GPU ↔ CPU over the GPU's own link.
-	if l := c.Links[0][1]; l.Kind != LinkPCIe || l.Bandwidth.Value != 15.75e9 {
+	if l := c.Links[0][1]; l.Kind != profile.LinkPCIe || l.Bandwidth.Value != 15.75e9 {
 		t.Errorf("a100→t4 %+v", l)
 	}
-	if l := c.Links[0][2]; l.Kind != LinkPCIe || l.Bandwidth.Value != 31.5e9 {
+	if l := c.Links[0][2]; l.Kind != profile.LinkPCIe || l.Bandwidth.Value != 31.5e9 {
 		t.Errorf("a100→cpu %+v", l)
 	}
 	if l := c.Links[2][1]; l.Bandwidth.Value != 15.75e9 {
@@ -55,19 +56,19 @@ func TestResolveMixedList(t *testing.T) {
 func TestResolveLinkChoices(t *testing.T) {
 	for _, c := range []struct {
 		spec, link string
-		kind       LinkKind
+		kind       profile.LinkKind
 		bw         float64
 	}{
-		{"2xa100", "", LinkNVLink, 300e9},
-		{"2xa100-pcie", "", LinkPCIe, 31.5e9}, // PCIe cards: no NVLink unless asked
-		{"2xa100-pcie", "nvlink", LinkNVLink, 300e9},
-		{"2xh100", "pcie5", LinkPCIe, 63e9},
-		{"2xa100", "pcie5", LinkPCIe, 31.5e9}, // capped by the A100's PCIe 4
-		{"2xa100", "staged", LinkStaged, 31.5e9},
-		{"2xa100", "ib100", LinkNetwork, 12.5e9},
-		{"2xa100", "eth10", LinkNetwork, 1.25e9},
-		{"2xcpu-generic", "", LinkNetwork, 12.5e9},
-		{"v100,p100", "", LinkNVLink, 80e9},
+		{"2xa100", "", profile.LinkNVLink, 300e9},
+		{"2xa100-pcie", "", profile.LinkPCIe, 31.5e9}, // PCIe cards: no NVLink unless asked
+		{"2xa100-pcie", "nvlink", profile.LinkNVLink, 300e9},
+		{"2xh100", "pcie5", profile.LinkPCIe, 63e9},
+		{"2xa100", "pcie5", profile.LinkPCIe, 31.5e9}, // capped by the A100's PCIe 4
+		{"2xa100", "staged", profile.LinkStaged, 31.5e9},
+		{"2xa100", "ib100", profile.LinkNetwork, 12.5e9},
+		{"2xa100", "eth10", profile.LinkNetwork, 1.25e9},
+		{"2xcpu-generic", "", profile.LinkNetwork, 12.5e9},
+		{"v100,p100", "", profile.LinkNVLink, 80e9},
 	} {
 		opts := noBench()
 		opts.Link = c.link
@@ -141,12 +142,12 @@ func TestGPUClassOverheads(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := &c.Devices[0]
-	for cl, want := range map[OpClass]float64{ClassEpilogue: 1.6e-6, ClassConv: 6e-6, ClassView: 0.5e-6} {
-		if f := OverheadOf(g, cl); f.Value != want || f.Source != SourceDefault {
+	for cl, want := range map[profile.OpClass]float64{profile.ClassEpilogue: 1.6e-6, profile.ClassConv: 6e-6, profile.ClassView: 0.5e-6} {
+		if f := profile.OverheadOf(g, cl); f.Value != want || f.Source != profile.SourceDefault {
 			t.Errorf("h100 overhead %s = %+v, want %g s (default)", cl, f, want)
 		}
 	}
-	if f := OverheadOf(g, ClassControl); f.Value != g.Launch.Value {
+	if f := profile.OverheadOf(g, profile.ClassControl); f.Value != g.Launch.Value {
 		t.Errorf("h100 overhead control = %+v, want the launch figure %g", f, g.Launch.Value)
 	}
 	if cpu := &c.Devices[1]; len(cpu.Overhead) != 0 || cpu.Launch.Value != 0.4e-6 {
@@ -157,8 +158,8 @@ func TestGPUClassOverheads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cl := range []OpClass{ClassEpilogue, ClassConv} {
-		if f := OverheadOf(&s.Devices[0], cl); f.Value != 8e-6 {
+	for _, cl := range []profile.OpClass{profile.ClassEpilogue, profile.ClassConv} {
+		if f := profile.OverheadOf(&s.Devices[0], cl); f.Value != 8e-6 {
 			t.Errorf("spec launch 8us: overhead %s = %+v, want 8 µs", cl, f)
 		}
 	}

@@ -1,4 +1,4 @@
-package profile
+package measure
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // ErrNoHost is CalibrateHost's error for a cluster without the host CPU.
@@ -14,9 +15,9 @@ var ErrNoHost = errors.New("no host CPU among the devices")
 // HostCalibration is what CalibrateHost measured and applied.
 type HostCalibration struct {
 	// Measurement is the model's ONNX Runtime profile on the host CPU.
-	Measurement *Measurement
+	Measurement *profile.Measurement
 	// Calibration is what was fitted on it and applied to every host device.
-	Calibration *Calibration
+	Calibration *profile.Calibration
 	// Measured holds, per device of the cluster, the measured node times (nil for devices
 	// other than the host CPU's): CostOptions.Measured.
 	Measured [][]float64
@@ -33,7 +34,7 @@ type HostCalibration struct {
 // that profile (Calibrate) and applies the fit to every host device of c in place
 // (Calibration.Apply: run overhead, IOBandwidth, LayoutBandwidth, blocked layout). The
 // measured node times are returned for CostOptions.Measured. ErrNoHost when c has no host CPU.
-func CalibrateHost(ctx context.Context, c *Cluster, path string, g *graph.Graph, threads int) (*HostCalibration, error) {
+func CalibrateHost(ctx context.Context, c *profile.Cluster, path string, g *graph.Graph, threads int) (*HostCalibration, error) {
 	host := -1
 	for i := range c.Devices {
 		if c.Devices[i].Host {
@@ -53,7 +54,7 @@ func CalibrateHost(ctx context.Context, c *Cluster, path string, g *graph.Graph,
 		return nil, fmt.Errorf("measuring %s in ONNX Runtime: %w", path, err)
 	}
 	h := &HostCalibration{Measurement: meas, Host: host, Measured: make([][]float64, len(c.Devices))}
-	h.Calibration = Calibrate(&c.Devices[host], []Sample{{Graph: g, Measured: meas}})
+	h.Calibration = profile.Calibrate(&c.Devices[host], []profile.Sample{{Graph: g, Measured: meas}})
 	for i := range c.Devices {
 		if c.Devices[i].Host {
 			h.Calibration.Apply(&c.Devices[i])
@@ -62,12 +63,4 @@ func CalibrateHost(ctx context.Context, c *Cluster, path string, g *graph.Graph,
 		}
 	}
 	return h, nil
-}
-
-// CallCalibrated reports whether d's costs of a call (run overhead, I/O and layout
-// bandwidths) were measured on this machine (Calibration.Apply) rather than assumed: the
-// planner then prices a stage's boundary as StageTime does (see CutTime).
-func (d *Device) CallCalibrated() bool {
-	return d.Kind == CPU && (d.RunOverhead.Source == SourceMeasured || d.IOBandwidth.Source == SourceMeasured ||
-		d.LayoutBandwidth.Source == SourceMeasured)
 }

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 func TestProbeHostWithoutBench(t *testing.T) {
@@ -19,23 +21,23 @@ func TestProbeHostWithoutBench(t *testing.T) {
 	if h.Model == "" || h.Cores < 1 || h.Bench != nil {
 		t.Fatalf("host %+v", h)
 	}
-	d := h.Device("cpu", 1)
-	if d.Kind != CPU || !d.Host || d.Threads != 1 || !(d.Peak[FP32].Value > 0) || d.Bandwidth.Source != SourceDefault {
+	d := HostDevice(h, "cpu", 1)
+	if d.Kind != profile.CPU || !d.Host || d.Threads != 1 || !(d.Peak[profile.FP32].Value > 0) || d.Bandwidth.Source != profile.SourceDefault {
 		t.Errorf("device %+v", d)
 	}
-	if d.Peak[FP32].Source != SourceHost && d.Peak[FP32].Source != SourceDefault {
-		t.Errorf("peak source %s", d.Peak[FP32].Source)
+	if d.Peak[profile.FP32].Source != profile.SourceHost && d.Peak[profile.FP32].Source != profile.SourceDefault {
+		t.Errorf("peak source %s", d.Peak[profile.FP32].Source)
 	}
-	all := h.Device("cpu", 0)
-	if all.Threads != h.Cores || !near(all.Peak[FP32].Value, float64(h.Cores)*d.Peak[FP32].Value, 1e-9) {
-		t.Errorf("all cores: %d threads, peak %g vs one %g", all.Threads, all.Peak[FP32].Value, d.Peak[FP32].Value)
+	all := HostDevice(h, "cpu", 0)
+	if all.Threads != h.Cores || !near(all.Peak[profile.FP32].Value, float64(h.Cores)*d.Peak[profile.FP32].Value, 1e-9) {
+		t.Errorf("all cores: %d threads, peak %g vs one %g", all.Threads, all.Peak[profile.FP32].Value, d.Peak[profile.FP32].Value)
 	}
 	if runtime.GOARCH == "amd64" && d.VectorWidth < 4 {
 		t.Errorf("vector width %d", d.VectorWidth)
 	}
 }
 
-func writeBench(t *testing.T, path string, b HostBench) {
+func writeBench(t *testing.T, path string, b profile.HostBench) {
 	t.Helper()
 	data, _ := json.Marshal(b)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -51,7 +53,7 @@ func TestHostBenchCache(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := ProbeHost(context.Background(), HostOptions{NoBench: true})
 	path := filepath.Join(dir, benchKey(h))
-	sentinel := HostBench{Version: benchVersion, CPU: h.Model, Cores: h.Cores, Arch: runtime.GOARCH,
+	sentinel := profile.HostBench{Version: benchVersion, CPU: h.Model, Cores: h.Cores, Arch: runtime.GOARCH,
 		GEMM1: 1.25e9, GEMMAll: 2.5e9, Copy1: 3.5e9, CopyAll: 7e9}
 	writeBench(t, path, sentinel)
 	start := time.Now()
@@ -62,7 +64,7 @@ func TestHostBenchCache(t *testing.T) {
 	if !h2.Cached || h2.CacheAt != path || h2.Bench.GEMM1 != 1.25e9 || time.Since(start) > 500*time.Millisecond {
 		t.Fatalf("cache not used: %+v", h2.Bench)
 	}
-	if d := h2.Device("cpu", 1); d.Bandwidth.Value != 3.5e9 || d.Bandwidth.Source != SourceMeasured {
+	if d := HostDevice(h2, "cpu", 1); d.Bandwidth.Value != 3.5e9 || d.Bandwidth.Source != profile.SourceMeasured {
 		t.Errorf("bandwidth %+v", d.Bandwidth)
 	}
 
@@ -76,7 +78,7 @@ func TestHostBenchCache(t *testing.T) {
 	if h3.Cached || h3.Bench.GEMM1 == 1.25e9 || !(h3.Bench.GEMM1 > 0) || !(h3.Bench.Copy1 > 0) || !(h3.Bench.CopyAll > 0) {
 		t.Fatalf("stale cache reused or bad rerun: %+v", h3.Bench)
 	}
-	var back HostBench
+	var back profile.HostBench
 	data, _ := os.ReadFile(path)
 	if err := json.Unmarshal(data, &back); err != nil || back.Version != benchVersion || back.GEMM1 != h3.Bench.GEMM1 {
 		t.Errorf("cache not rewritten: %s", data)

@@ -1,4 +1,4 @@
-package profile
+package measure
 
 import (
 	"reflect"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // A trace in ONNX Runtime's format: session events, two runs, kernels with the arguments ORT
@@ -138,7 +139,7 @@ func TestSummarize(t *testing.T) {
 		unprof = append(unprof, 40e-6)
 	}
 	// 40 µs per call: 5 fixed, 1000 bytes at 5 ns, 20 in kernels: 5 µs per kernel remain.
-	io := IOCost{Fixed: 5e-6, PerByte: 5e-9}
+	io := profile.IOCost{Fixed: 5e-6, PerByte: 5e-9}
 	m := summarize(g, km, runs, cpus, walls, unprof, io, 1000, "m.onnx", 1, 2)
 	if m.Clean != 6 || !near(m.KernelOverhead, 5e-6, 1e-9) || !near(m.Node[2], 15e-6, 1e-9) || !near(m.Node[3], 15e-6, 1e-9) ||
 		!near(m.Call, 40e-6, 1e-9) || m.RunOverhead() != 5e-6 {
@@ -170,7 +171,7 @@ func TestSummarizeProfilerOverhead(t *testing.T) {
 		walls = append(walls, 115e-6)
 		unprof = append(unprof, 107e-6) // 5 µs fixed + 102 µs of kernels
 	}
-	m := summarize(g, km, runs, cpus, walls, unprof, IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
+	m := summarize(g, km, runs, cpus, walls, unprof, profile.IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
 	if !near(m.Node[2], 2e-6, 1e-6) || !near(m.Node[3], 100e-6, 1e-6) || !near(m.ProfilerOverhead, 3e-6, 1e-6) {
 		t.Errorf("pool %g, add %g, profiler %g per kernel; want 2 µs, 100 µs, 3 µs", m.Node[2], m.Node[3], m.ProfilerOverhead)
 	}
@@ -179,7 +180,7 @@ func TestSummarizeProfilerOverhead(t *testing.T) {
 	for i := range runs {
 		runs[i].Kernels = []ORTKernel{{Node: "pool", Dur: 10e-6}, {Node: "add", Dur: 206e-6}}
 	}
-	m = summarize(g, km, runs, cpus, walls, unprof, IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
+	m = summarize(g, km, runs, cpus, walls, unprof, profile.IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
 	if !near(m.ProfilerOverhead, 4e-6, 1e-6) || !near(m.NodeSum, 102e-6, 1e-6) || !near(m.Node[2]/m.Node[3], 6.0/202, 1e-3) {
 		t.Errorf("pool %g, add %g, profiler %g per kernel", m.Node[2], m.Node[3], m.ProfilerOverhead)
 	}
@@ -201,7 +202,7 @@ func TestSummarizeMediansAddUp(t *testing.T) {
 		walls = append(walls, 50e-6)
 		unprof = append(unprof, 45e-6) // 5 µs fixed, 40 µs of kernels
 	}
-	m := summarize(g, km, runs, cpus, walls, unprof, IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
+	m := summarize(g, km, runs, cpus, walls, unprof, profile.IOCost{Fixed: 5e-6}, 0, "m.onnx", 1, 2)
 	if !near(m.NodeSum, 40e-6, 1e-6) || !near(m.Node[2], m.Node[3], 1e-6) {
 		t.Errorf("pool %g, add %g, sum %g; want 20, 20, 40 µs", m.Node[2], m.Node[3], m.NodeSum)
 	}

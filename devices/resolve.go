@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Options control Resolve.
@@ -64,7 +65,7 @@ func IsSpecFile(spec string) bool {
 //
 // Devices of a list are named gpu0, gpu1, … (accelerators acc0, …; CPUs cpu, or cpu0, …) in
 // order, and connected according to opts.Link.
-func Resolve(ctx context.Context, spec string, opts Options) (*Cluster, error) {
+func Resolve(ctx context.Context, spec string, opts Options) (*profile.Cluster, error) {
 	if opts.Link != "" && !validLinkChoice(opts.Link) {
 		return nil, usagef("%s: want one of %s", opts.Names.Say("Link", strconv.Quote(opts.Link)), strings.Join(LinkChoices, ", ")).About(diag.Option, opts.Names.Name("Link"))
 	}
@@ -72,7 +73,7 @@ func Resolve(ctx context.Context, spec string, opts Options) (*Cluster, error) {
 	if spec == "" {
 		spec = "auto"
 	}
-	var c *Cluster
+	var c *profile.Cluster
 	var err error
 	if IsSpecFile(spec) {
 		c, err = readSpecFile(ctx, spec, opts)
@@ -124,16 +125,16 @@ func knownNames() string {
 	return strings.Join(ids, ", ")
 }
 
-func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, error) {
+func resolveList(ctx context.Context, spec string, opts Options) (*profile.Cluster, error) {
 	devicesName := opts.Names.Or("Devices", "devices") // what errors call spec
 	items, err := parseList(spec, devicesName)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{}
+	c := &profile.Cluster{}
 	// fixed[i][j] holds links NVML already described (between its own GPUs).
 	type fixedLink struct{ i, j int }
-	fixed := map[fixedLink]Link{}
+	fixed := map[fixedLink]profile.Link{}
 	explicitHost := false
 	for _, it := range items {
 		k := normID(it.name)
@@ -154,7 +155,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		if err := probe(); err != nil {
 			return err
 		}
-		c.Devices = append(c.Devices, c.Host.Device("", opts.Threads))
+		c.Devices = append(c.Devices, HostDevice(c.Host, "", opts.Threads))
 		return nil
 	}
 	// addHosts splits the host CPU into n devices of threads each (threads 0: an equal
@@ -178,7 +179,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 			return usagef("%s: %q: %d device(s) of %d thread(s) need %d cores on their own, this machine has %d", devicesName, raw, n, threads, n*threads, c.Host.Cores).About(diag.Option, devicesName)
 		}
 		for range n {
-			c.Devices = append(c.Devices, c.Host.Device("", threads))
+			c.Devices = append(c.Devices, HostDevice(c.Host, "", threads))
 		}
 		return nil
 	}
@@ -258,12 +259,12 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 		return nil, err
 	}
 	k := len(c.Devices)
-	c.Links = make([][]Link, k)
+	c.Links = make([][]profile.Link, k)
 	for i := range k {
-		c.Links[i] = make([]Link, k)
+		c.Links[i] = make([]profile.Link, k)
 		for j := range k {
 			if i == j {
-				c.Links[i][j] = Link{Kind: LinkSelf}
+				c.Links[i][j] = profile.Link{Kind: profile.LinkSelf}
 				continue
 			}
 			if l, ok := fixed[fixedLink{i, j}]; ok {
@@ -285,12 +286,12 @@ func resolveList(ctx context.Context, spec string, opts Options) (*Cluster, erro
 
 // nameDevices names unnamed devices gpu0…, acc0…, cpu/cpu0… in order; NVML devices keep
 // their index-based names.
-func nameDevices(devs []Device) {
-	count := map[Kind]int{}
+func nameDevices(devs []profile.Device) {
+	count := map[profile.Kind]int{}
 	for _, d := range devs {
 		count[d.Kind]++
 	}
-	next := map[Kind]int{}
+	next := map[profile.Kind]int{}
 	taken := map[string]bool{}
 	for _, d := range devs {
 		if d.Name != "" {
@@ -302,8 +303,8 @@ func nameDevices(devs []Device) {
 		if d.Name != "" {
 			continue
 		}
-		prefix := map[Kind]string{GPU: "gpu", CPU: "cpu", Accelerator: "acc"}[d.Kind]
-		if d.Kind == CPU && count[CPU] == 1 {
+		prefix := map[profile.Kind]string{profile.GPU: "gpu", profile.CPU: "cpu", profile.Accelerator: "acc"}[d.Kind]
+		if d.Kind == profile.CPU && count[profile.CPU] == 1 {
 			d.Name = "cpu"
 			continue
 		}

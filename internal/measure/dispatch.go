@@ -1,4 +1,4 @@
-package profile
+package measure
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
@@ -94,7 +95,7 @@ func MeasureKernels(ctx context.Context, threads, runs int) (*KernelBench, error
 						return nil, err
 					}
 				}
-				_, c, err := TimeCall(f)
+				_, c, err := devices.TimeCall(f)
 				if err != nil {
 					return nil, err
 				}

@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // wiring describes what a mock GPU answers beyond go-nvml's own mock servers, which only
@@ -154,25 +155,25 @@ func TestNVMLDGXA100(t *testing.T) {
 	}
 	cat, _ := LookupCatalog("a100-40g-sxm")
 	for i, d := range c.Devices {
-		if d.Name != fmt.Sprintf("gpu%d", i) || d.Kind != GPU || d.Catalog != "a100-40g-sxm" {
+		if d.Name != fmt.Sprintf("gpu%d", i) || d.Kind != profile.GPU || d.Catalog != "a100-40g-sxm" {
 			t.Errorf("device %d: %s %s %s", i, d.Name, d.Kind, d.Catalog)
 		}
-		check := func(what string, f Figure, want float64) {
+		check := func(what string, f profile.Figure, want float64) {
 			t.Helper()
-			if f.Source != SourceNVML || !near(f.Value, want, 1e-9) {
+			if f.Source != profile.SourceNVML || !near(f.Value, want, 1e-9) {
 				t.Errorf("%s %s = %g (%s), want %g from nvml", d.Name, what, f.Value, f.Source, want)
 			}
 		}
 		check("memory", d.Memory, 40<<30)
-		check("fp32", d.Peak[FP32], 108*1410e6*128)
-		check("tf32", d.Peak[TF32], 108*1410e6*1024)
-		check("fp16", d.Peak[FP16], 108*1410e6*2048)
-		check("int8", d.Peak[INT8], 108*1410e6*4096)
+		check("fp32", d.Peak[profile.FP32], 108*1410e6*128)
+		check("tf32", d.Peak[profile.TF32], 108*1410e6*1024)
+		check("fp16", d.Peak[profile.FP16], 108*1410e6*2048)
+		check("int8", d.Peak[profile.INT8], 108*1410e6*4096)
 		check("bandwidth", d.Bandwidth, 5120.0/8*1215e6*2)
 		check("host link", d.HostLink.Bandwidth, 16*1.969e9)
 		check("nvlink", d.NVLink, 12*25e9)
 		// NVML's figures agree with the data sheet to 1%.
-		for p := FP32; p < NumPrecisions; p++ {
+		for p := profile.FP32; p < profile.NumPrecisions; p++ {
 			if !near(d.Peak[p].Value, cat.Peak[p].Value, 0.01) {
 				t.Errorf("%s %s: nvml %g vs data sheet %g", d.Name, p, d.Peak[p].Value, cat.Peak[p].Value)
 			}
@@ -183,18 +184,18 @@ func TestNVMLDGXA100(t *testing.T) {
 		for j := range c.Devices {
 			l := c.Links[i][j]
 			if i == j {
-				if l.Kind != LinkSelf {
+				if l.Kind != profile.LinkSelf {
 					t.Errorf("links[%d][%d] = %s", i, j, l.Kind)
 				}
 				continue
 			}
-			if l.Kind != LinkNVLink || l.Bandwidth.Source != SourceNVML || !near(l.Bandwidth.Value, 300e9, 1e-9) || !strings.Contains(l.Name, "NVSwitch") {
+			if l.Kind != profile.LinkNVLink || l.Bandwidth.Source != profile.SourceNVML || !near(l.Bandwidth.Value, 300e9, 1e-9) || !strings.Contains(l.Name, "NVSwitch") {
 				t.Errorf("links[%d][%d] = %+v, want NVLink 300 GB/s via NVSwitch", i, j, l)
 			}
 		}
 	}
-	m := NewCostModel(c, CostOptions{})
-	if got := m.TransferTime(300e6, 0, 5); !near(got, 1e-3+defaultLatency[LinkNVLink], 1e-9) {
+	m := profile.NewCostModel(c, profile.CostOptions{})
+	if got := m.TransferTime(300e6, 0, 5); !near(got, 1e-3+profile.DefaultLatency[profile.LinkNVLink], 1e-9) {
 		t.Errorf("300 MB over NVLink: %g s", got)
 	}
 }
@@ -210,12 +211,12 @@ func TestNVMLDGXH100(t *testing.T) {
 		t.Fatalf("%d devices", len(c.Devices))
 	}
 	d := c.Devices[3]
-	if d.Catalog != "h100-sxm" || !near(d.Memory.Value, 80<<30, 1e-9) || !near(d.Peak[FP32].Value, 132*1980e6*256, 1e-9) ||
+	if d.Catalog != "h100-sxm" || !near(d.Memory.Value, 80<<30, 1e-9) || !near(d.Peak[profile.FP32].Value, 132*1980e6*256, 1e-9) ||
 		!near(d.Bandwidth.Value, 5120.0/8*2619e6*2, 1e-9) || !near(d.NVLink.Value, 18*25e9, 1e-9) ||
 		!near(d.HostLink.Bandwidth.Value, 16*3.938e9, 1e-9) {
 		t.Errorf("H100 described as %+v", d)
 	}
-	if l := c.Links[2][6]; l.Kind != LinkNVLink || !near(l.Bandwidth.Value, 450e9, 1e-9) {
+	if l := c.Links[2][6]; l.Kind != profile.LinkNVLink || !near(l.Bandwidth.Value, 450e9, 1e-9) {
 		t.Errorf("H100 link %+v", l)
 	}
 }
@@ -236,13 +237,13 @@ func TestNVMLDirectLinksAndP2P(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := c.Links[0][1]; l.Kind != LinkNVLink || !near(l.Bandwidth.Value, 100e9, 1e-9) {
+	if l := c.Links[0][1]; l.Kind != profile.LinkNVLink || !near(l.Bandwidth.Value, 100e9, 1e-9) {
 		t.Errorf("paired link %+v", l)
 	}
-	if l := c.Links[1][2]; l.Kind != LinkPCIe || !near(l.Bandwidth.Value, 16*0.985e9, 1e-9) {
+	if l := c.Links[1][2]; l.Kind != profile.LinkPCIe || !near(l.Bandwidth.Value, 16*0.985e9, 1e-9) {
 		t.Errorf("cross-pair link %+v, want PCIe P2P", l)
 	}
-	if d := c.Devices[0]; !near(d.Peak[FP16].Value, 80*1530e6*1024, 1e-9) || d.Catalog != "v100-sxm2" {
+	if d := c.Devices[0]; !near(d.Peak[profile.FP16].Value, 80*1530e6*1024, 1e-9) || d.Catalog != "v100-sxm2" {
 		t.Errorf("V100 %+v", d.Peak)
 	}
 }
@@ -259,13 +260,13 @@ func TestNVMLNoP2PIsStaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.Links[0][1]
-	if l.Kind != LinkStaged || !near(l.Bandwidth.Value, 16*1.969e9, 1e-9) || l.Latency.Value != defaultLatency[LinkStaged] {
+	if l.Kind != profile.LinkStaged || !near(l.Bandwidth.Value, 16*1.969e9, 1e-9) || l.Latency.Value != profile.DefaultLatency[profile.LinkStaged] {
 		t.Errorf("link %+v, want host-staged at the PCIe 4 rate", l)
 	}
 	d := c.Devices[0]
 	// GeForce: tf32 and fp16 (fp32 accumulate) at half rate: 71 TFLOP/s fp16 as the sheet says.
-	if !near(d.Peak[FP16].Value, 82*1695e6*512, 1e-9) || !near(d.Peak[FP16].Value, 71e12, 0.01) {
-		t.Errorf("3090 fp16 %g", d.Peak[FP16].Value)
+	if !near(d.Peak[profile.FP16].Value, 82*1695e6*512, 1e-9) || !near(d.Peak[profile.FP16].Value, 71e12, 0.01) {
+		t.Errorf("3090 fp16 %g", d.Peak[profile.FP16].Value)
 	}
 	if !near(d.Bandwidth.Value, 936e9, 0.01) {
 		t.Errorf("3090 bandwidth %g", d.Bandwidth.Value)
@@ -286,11 +287,11 @@ func TestNVMLBareMock(t *testing.T) {
 		t.Fatalf("%d devices", len(c.Devices))
 	}
 	d := c.Devices[0]
-	if d.Memory.Source != SourceNVML || d.Peak[FP16].Source != SourceCatalog || d.Peak[FP16].Value != 312e12 ||
-		d.Bandwidth.Source != SourceCatalog {
+	if d.Memory.Source != profile.SourceNVML || d.Peak[profile.FP16].Source != profile.SourceCatalog || d.Peak[profile.FP16].Value != 312e12 ||
+		d.Bandwidth.Source != profile.SourceCatalog {
 		t.Errorf("bare mock device %+v", d)
 	}
-	if l := c.Links[0][1]; l.Kind != LinkStaged {
+	if l := c.Links[0][1]; l.Kind != profile.LinkStaged {
 		t.Errorf("bare mock link %+v", l)
 	}
 }
@@ -325,7 +326,7 @@ func TestNVMLFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(cl.Devices) != 1 || cl.Devices[0].Kind != CPU || !cl.Devices[0].Host || cl.Host == nil {
+			if len(cl.Devices) != 1 || cl.Devices[0].Kind != profile.CPU || !cl.Devices[0].Host || cl.Host == nil {
 				t.Fatalf("fallback cluster %+v", cl.Devices)
 			}
 			if n := len(cl.Notes); n == 0 || cl.Notes[n-1] != c.want || strings.Contains(cl.Notes[n-1], "\n") {
@@ -342,7 +343,7 @@ func TestNVMLSystemLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Devices[0].Kind == CPU && (len(c.Notes) == 0 || !strings.Contains(c.Notes[len(c.Notes)-1], "using the host CPU")) {
+	if c.Devices[0].Kind == profile.CPU && (len(c.Notes) == 0 || !strings.Contains(c.Notes[len(c.Notes)-1], "using the host CPU")) {
 		t.Errorf("CPU fallback without a reason: %q", c.Notes)
 	}
 }

@@ -1,4 +1,4 @@
-package profile
+package measure
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // reluModel writes a one-node ONNX model, y = Relu(x) with x float32 [1, c, h, w]; with
@@ -64,28 +65,17 @@ func writeOneNode(path string, node *onnxpb.NodeProto, inits []*onnxpb.TensorPro
 	return os.WriteFile(path, data, 0o644)
 }
 
-// IOCost is what one ONNX Runtime call costs on top of its kernels: Fixed seconds plus
-// PerByte seconds for every byte of input it is given and output it returns (the binding's
-// copies on both sides of the call), plus LayoutPerByte for every byte of a 4-D input or
-// output that a convolution or pooling kernel reads or writes in the blocked NCHWc layout.
-// ChannelBlock and ChannelAlign describe that layout as the runtime applies it (see
-// probeNCHWc; 0 when it uses none).
-type IOCost struct {
-	Fixed, PerByte, LayoutPerByte float64
-	ChannelBlock, ChannelAlign    int
-}
-
 // MeasureIO times calls of a one-Relu model on a small and a large tensor in ONNX Runtime
 // (CPU time of the calling thread, median of runs) and takes the difference per byte moved,
 // less the Relu's own pass over the data at the given memory bandwidth (0: not subtracted);
 // and profiles a 1×1 convolution for the layout conversions around it (about a second).
-func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (IOCost, error) {
+func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (profile.IOCost, error) {
 	if err := ort.Init(); err != nil {
-		return IOCost{}, err
+		return profile.IOCost{}, err
 	}
 	dir, err := os.MkdirTemp("", "onnxpart-io-*")
 	if err != nil {
-		return IOCost{}, err
+		return profile.IOCost{}, err
 	}
 	defer os.RemoveAll(dir)
 	rng := rand.New(rand.NewSource(1))
@@ -112,11 +102,11 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (IOCos
 	}
 	t1, b1, err := time(8)
 	if err != nil {
-		return IOCost{}, err
+		return profile.IOCost{}, err
 	}
 	t2, b2, err := time(256)
 	if err != nil {
-		return IOCost{}, err
+		return profile.IOCost{}, err
 	}
 	per := (t2 - t1) / (b2 - b1)
 	if bandwidth > 0 {
@@ -125,13 +115,13 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (IOCos
 	per = math.Max(per, 0)
 	layout, err := layoutCost(ctx, threads, runs)
 	if err != nil {
-		return IOCost{}, err
+		return profile.IOCost{}, err
 	}
 	block, align, err := probeNCHWc(threads)
 	if err != nil {
-		return IOCost{}, err
+		return profile.IOCost{}, err
 	}
-	return IOCost{Fixed: math.Max(t1-per*b1, 0), PerByte: per, LayoutPerByte: layout, ChannelBlock: block, ChannelAlign: align}, nil
+	return profile.IOCost{Fixed: math.Max(t1-per*b1, 0), PerByte: per, LayoutPerByte: layout, ChannelBlock: block, ChannelAlign: align}, nil
 }
 
 // convModel writes a one-Conv ONNX model: x float32 [1, cin, 8, 8], weights [cout, cin/group,

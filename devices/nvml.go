@@ -1,4 +1,4 @@
-package profile
+package devices
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/onnxpart/onnxpart/profile"
 )
 
 // errNoGPU is returned when NVML works but reports no device.
@@ -48,7 +49,7 @@ func nvmlReason(ret nvml.Return) string {
 }
 
 type nvmlGPU struct {
-	dev      Device
+	dev      profile.Device
 	handle   nvml.Device
 	busID    string
 	arch     archRates
@@ -60,7 +61,7 @@ type nvmlGPU struct {
 
 // discoverNVML lists the GPUs NVML sees and the links between them. A failure to initialise
 // NVML, or finding no GPU, is an error whose text is the one-line reason.
-func discoverNVML(lib nvml.Interface) (devs []Device, links [][]Link, notes []string, err error) {
+func discoverNVML(lib nvml.Interface) (devs []profile.Device, links [][]profile.Link, notes []string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			devs, links, err = nil, nil, fmt.Errorf("NVML query failed: %v", r)
@@ -90,7 +91,7 @@ func discoverNVML(lib nvml.Interface) (devs []Device, links [][]Link, notes []st
 			notes = append(notes, fmt.Sprintf("gpu%d skipped: %v", i, err))
 			continue
 		}
-		g.dev.NVML = &NVMLIdentity{Index: i, BusID: g.busID}
+		g.dev.NVML = &profile.NVMLIdentity{Index: i, BusID: g.busID}
 		if uuid, ret := nvmlCall(h.GetUUID); ret == nvml.SUCCESS {
 			g.dev.NVML.UUID = uuid
 		}
@@ -138,29 +139,29 @@ func normBusID(s string) string {
 func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 	g := &nvmlGPU{handle: h, toPeer: map[string]int{}}
 	d := &g.dev
-	d.Name, d.Kind = name, GPU
+	d.Name, d.Kind = name, profile.GPU
 	model, ret := nvmlCall(h.GetName)
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("no product name (%v)", ret)
 	}
 	d.Model = model
-	d.fact("product", model, SourceNVML)
+	d.Fact("product", model, profile.SourceNVML)
 	if driver != "" {
-		d.fact("driver", driver, SourceNVML)
+		d.Fact("driver", driver, profile.SourceNVML)
 	}
 	cat, haveCat := MatchNVML(model)
 	if haveCat {
 		d.Catalog = cat.ID
-		d.fact("catalog match", cat.ID, SourceCatalog)
+		d.Fact("catalog match", cat.ID, profile.SourceCatalog)
 	}
 	if p, ret := nvmlCall(h.GetPciInfo); ret == nvml.SUCCESS {
 		g.busID = normBusID(busIDOf(p))
 		if g.busID != "" {
-			d.fact("pci bus", g.busID, SourceNVML)
+			d.Fact("pci bus", g.busID, profile.SourceNVML)
 		}
 	}
 	if m, ret := nvmlCall(h.GetMemoryInfo); ret == nvml.SUCCESS && m.Total > 0 {
-		d.Memory = fig(float64(m.Total), SourceNVML, "total device memory")
+		d.Memory = fig(float64(m.Total), profile.SourceNVML, "total device memory")
 	} else if haveCat {
 		d.Memory = cat.Memory
 	}
@@ -172,10 +173,10 @@ func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 		return r
 	})
 	if ccRet == nvml.SUCCESS {
-		d.fact("compute capability", fmt.Sprintf("%d.%d", major, minor), SourceNVML)
+		d.Fact("compute capability", fmt.Sprintf("%d.%d", major, minor), profile.SourceNVML)
 		g.arch, g.hasArch = archFor(major, minor)
 		if g.hasArch {
-			d.fact("architecture", g.arch.name, SourceNVML)
+			d.Fact("architecture", g.arch.name, profile.SourceNVML)
 		}
 	}
 	brand, _ := nvmlCall(h.GetBrand)
@@ -186,28 +187,28 @@ func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 	if a, ret := nvmlCall(h.GetAttributes); ret == nvml.SUCCESS && a.MultiprocessorCount > 0 {
 		sms = int(a.MultiprocessorCount)
 	} else if cores, ret := nvmlCall(h.GetNumGpuCores); ret == nvml.SUCCESS && cores > 0 && g.hasArch {
-		sms = cores / int(g.arch.rate[FP32]/2)
+		sms = cores / int(g.arch.rate[profile.FP32]/2)
 	}
 	smClock, smRet := nvmlCall(func() (uint32, nvml.Return) { return h.GetMaxClockInfo(nvml.CLOCK_SM) })
 	if sms > 0 {
-		d.fact("SMs", fmt.Sprint(sms), SourceNVML)
+		d.Fact("SMs", fmt.Sprint(sms), profile.SourceNVML)
 	}
 	if smRet == nvml.SUCCESS && smClock > 0 {
-		d.fact("max SM clock", fmt.Sprintf("%d MHz", smClock), SourceNVML)
+		d.Fact("max SM clock", fmt.Sprintf("%d MHz", smClock), profile.SourceNVML)
 	}
 	if g.hasArch && sms > 0 && smRet == nvml.SUCCESS && smClock > 0 {
-		for p := FP32; p < NumPrecisions; p++ {
+		for p := profile.FP32; p < profile.NumPrecisions; p++ {
 			r := g.arch.rate[p]
-			if geforce && (p == TF32 || p == FP16) && major >= 7 && !(major == 7 && minor < 5) {
+			if geforce && (p == profile.TF32 || p == profile.FP16) && major >= 7 && !(major == 7 && minor < 5) {
 				r /= 2 // GeForce: half-rate tf32 and fp16 with fp32 accumulate
 			}
-			d.Peak[p] = fig(float64(sms)*float64(smClock)*1e6*r, SourceNVML,
+			d.Peak[p] = fig(float64(sms)*float64(smClock)*1e6*r, profile.SourceNVML,
 				fmt.Sprintf("%d SMs × %d MHz × %g/clock (%s)", sms, smClock, r, g.arch.name))
 		}
 	} else if haveCat {
 		d.Peak = cat.Peak
 		for p := range d.Peak {
-			if d.Peak[p].Source == SourceCatalog {
+			if d.Peak[p].Source == profile.SourceCatalog {
 				d.Peak[p].Note = "NVML gives no SM count or clock; catalog figure for " + cat.ID
 			}
 		}
@@ -220,9 +221,9 @@ func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 	if bwRet == nvml.SUCCESS && mcRet == nvml.SUCCESS && busWidth > 0 && memClock > 0 {
 		// NVML's memory clock is the command clock; data moves on both edges (×2) for HBM and,
 		// in NVML's convention, for GDDR6/6X as well.
-		d.Bandwidth = fig(float64(busWidth)/8*float64(memClock)*1e6*2, SourceNVML,
+		d.Bandwidth = fig(float64(busWidth)/8*float64(memClock)*1e6*2, profile.SourceNVML,
 			fmt.Sprintf("%d-bit bus × %d MHz × 2", busWidth, memClock))
-		d.fact("memory bus", fmt.Sprintf("%d bit, %d MHz", busWidth, memClock), SourceNVML)
+		d.Fact("memory bus", fmt.Sprintf("%d bit, %d MHz", busWidth, memClock), profile.SourceNVML)
 	} else if haveCat {
 		d.Bandwidth = cat.Bandwidth
 	} else {
@@ -232,10 +233,10 @@ func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 	gen, genRet := nvmlCall(h.GetMaxPcieLinkGeneration)
 	width, wRet := nvmlCall(h.GetMaxPcieLinkWidth)
 	if genRet == nvml.SUCCESS && wRet == nvml.SUCCESS && pcieLaneRate[gen] > 0 && width > 0 {
-		d.HostLink = Link{Kind: LinkPCIe, Name: fmt.Sprintf("pcie%d x%d", gen, width),
-			Bandwidth: fig(pcieLaneRate[gen]*float64(width), SourceNVML, fmt.Sprintf("PCIe gen %d × %d lanes", gen, width)),
-			Latency:   fig(defaultLatency[LinkPCIe], SourceDefault, latencyNote)}
-		d.fact("pcie", fmt.Sprintf("gen %d x%d", gen, width), SourceNVML)
+		d.HostLink = profile.Link{Kind: profile.LinkPCIe, Name: fmt.Sprintf("pcie%d x%d", gen, width),
+			Bandwidth: fig(pcieLaneRate[gen]*float64(width), profile.SourceNVML, fmt.Sprintf("PCIe gen %d × %d lanes", gen, width)),
+			Latency:   fig(profile.DefaultLatency[profile.LinkPCIe], profile.SourceDefault, profile.LatencyNote)}
+		d.Fact("pcie", fmt.Sprintf("gen %d x%d", gen, width), profile.SourceNVML)
 	} else if haveCat && cat.PCIe != "" {
 		d.HostLink = presetLink(cat.PCIe)
 		d.HostLink.Name = cat.PCIe + " x16"
@@ -268,13 +269,13 @@ func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 		}
 	}
 	if g.nvlinks > 0 {
-		d.NVLink = fig(float64(g.nvlinks)*perLink, SourceNVML,
-			fmt.Sprintf("%d links × %s per direction", g.nvlinks, FormatQuantity(perLink, Rate)))
+		d.NVLink = fig(float64(g.nvlinks)*perLink, profile.SourceNVML,
+			fmt.Sprintf("%d links × %s per direction", g.nvlinks, profile.FormatQuantity(perLink, profile.Rate)))
 		where := fmt.Sprintf("%d links", g.nvlinks)
 		if g.toSwitch > 0 {
 			where += fmt.Sprintf(", %d to NVSwitch", g.toSwitch)
 		}
-		d.fact("nvlink", where, SourceNVML)
+		d.Fact("nvlink", where, profile.SourceNVML)
 	}
 	applyKindDefaults(d)
 	return g, nil
@@ -282,7 +283,7 @@ func probeGPU(h nvml.Device, name, driver string) (*nvmlGPU, error) {
 
 // gpuLinks builds the link matrix: NVLink through NVSwitch or direct, else PCIe P2P when
 // NVML reports it, else a copy staged through host memory.
-func gpuLinks(gpus []*nvmlGPU) [][]Link {
+func gpuLinks(gpus []*nvmlGPU) [][]profile.Link {
 	byBus := map[string]int{}
 	for i, g := range gpus {
 		if g.busID != "" {
@@ -299,12 +300,12 @@ func gpuLinks(gpus []*nvmlGPU) [][]Link {
 		}
 	}
 	k := len(gpus)
-	links := make([][]Link, k)
+	links := make([][]profile.Link, k)
 	for i, a := range gpus {
-		links[i] = make([]Link, k)
+		links[i] = make([]profile.Link, k)
 		for j, b := range gpus {
 			if i == j {
-				links[i][j] = Link{Kind: LinkSelf}
+				links[i][j] = profile.Link{Kind: profile.LinkSelf}
 				continue
 			}
 			links[i][j] = pairLink(a, b)
@@ -313,7 +314,7 @@ func gpuLinks(gpus []*nvmlGPU) [][]Link {
 	return links
 }
 
-func pairLink(a, b *nvmlGPU) Link {
+func pairLink(a, b *nvmlGPU) profile.Link {
 	perLink := 25e9
 	if a.hasArch {
 		perLink = a.arch.nvlinkPerDir
@@ -321,36 +322,36 @@ func pairLink(a, b *nvmlGPU) Link {
 	if b.hasArch {
 		perLink = math.Min(perLink, b.arch.nvlinkPerDir)
 	}
-	lat := fig(defaultLatency[LinkNVLink], SourceDefault, latencyNote)
+	lat := fig(profile.DefaultLatency[profile.LinkNVLink], profile.SourceDefault, profile.LatencyNote)
 	if c := a.toPeer[b.busID]; c > 0 && b.busID != "" {
-		return Link{Kind: LinkNVLink, Name: fmt.Sprintf("nvlink ×%d", c),
-			Bandwidth: fig(float64(c)*perLink, SourceNVML, fmt.Sprintf("%d direct links × %s", c, FormatQuantity(perLink, Rate))),
+		return profile.Link{Kind: profile.LinkNVLink, Name: fmt.Sprintf("nvlink ×%d", c),
+			Bandwidth: fig(float64(c)*perLink, profile.SourceNVML, fmt.Sprintf("%d direct links × %s", c, profile.FormatQuantity(perLink, profile.Rate))),
 			Latency:   lat}
 	}
 	if a.toSwitch > 0 && b.toSwitch > 0 {
 		c := min(a.toSwitch, b.toSwitch)
-		return Link{Kind: LinkNVLink, Name: fmt.Sprintf("nvlink ×%d via NVSwitch", c),
-			Bandwidth: fig(float64(c)*perLink, SourceNVML, fmt.Sprintf("%d switch links × %s", c, FormatQuantity(perLink, Rate))),
+		return profile.Link{Kind: profile.LinkNVLink, Name: fmt.Sprintf("nvlink ×%d via NVSwitch", c),
+			Bandwidth: fig(float64(c)*perLink, profile.SourceNVML, fmt.Sprintf("%d switch links × %s", c, profile.FormatQuantity(perLink, profile.Rate))),
 			Latency:   lat}
 	}
 	bw := math.Min(a.dev.HostLink.Bandwidth.Value, b.dev.HostLink.Bandwidth.Value)
-	src := SourceNVML
-	if a.dev.HostLink.Bandwidth.Source != SourceNVML || b.dev.HostLink.Bandwidth.Source != SourceNVML {
-		src = SourceDefault
+	src := profile.SourceNVML
+	if a.dev.HostLink.Bandwidth.Source != profile.SourceNVML || b.dev.HostLink.Bandwidth.Source != profile.SourceNVML {
+		src = profile.SourceDefault
 	}
 	st, ret := nvmlCall(func() (nvml.GpuP2PStatus, nvml.Return) {
 		return a.handle.GetP2PStatus(b.handle, nvml.P2P_CAPS_INDEX_READ)
 	})
 	if ret == nvml.SUCCESS && st == nvml.P2P_STATUS_OK {
-		return Link{Kind: LinkPCIe, Name: "pcie p2p",
+		return profile.Link{Kind: profile.LinkPCIe, Name: "pcie p2p",
 			Bandwidth: fig(bw, src, "slower of the two PCIe links (NVML reports P2P read)"),
-			Latency:   fig(defaultLatency[LinkPCIe], SourceDefault, latencyNote)}
+			Latency:   fig(profile.DefaultLatency[profile.LinkPCIe], profile.SourceDefault, profile.LatencyNote)}
 	}
 	why := "NVML reports no P2P"
 	if ret != nvml.SUCCESS {
 		why = "P2P status unknown"
 	}
-	return Link{Kind: LinkStaged, Name: "via host",
+	return profile.Link{Kind: profile.LinkStaged, Name: "via host",
 		Bandwidth: fig(bw, src, "staged through host memory: slower of the two PCIe links ("+why+")"),
-		Latency:   fig(defaultLatency[LinkStaged], SourceDefault, latencyNote)}
+		Latency:   fig(profile.DefaultLatency[profile.LinkStaged], profile.SourceDefault, profile.LatencyNote)}
 }
