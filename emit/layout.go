@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/dag"
@@ -431,7 +432,7 @@ func classify(g *graph.Graph, order []int) (role []int, sources [][]int) {
 		if n.Domain != "" || n.Subgraphs > 0 {
 			continue
 		}
-		if (n.OpType == "Shape" || n.OpType == "Size") && len(n.Inputs) > 0 && n.Inputs[0] >= 0 {
+		if (n.OpType == optype.Shape || n.OpType == optype.Size) && len(n.Inputs) > 0 && n.Inputs[0] >= 0 {
 			x := n.Inputs[0]
 			if p := g.Tensors[x].Producer; p >= 0 && role[p] == roleShapeOnly {
 				sources[v] = sources[p]

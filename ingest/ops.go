@@ -7,6 +7,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ops"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -547,7 +548,7 @@ func binaryArith(f func(a, b graph.Dim) graph.Dim) shapeFunc {
 			ff = floatArith[c.n.OpType]
 		}
 		fi := f
-		if c.n.OpType == "Mod" && c.n.AttrInt("fmod", 0) != 0 {
+		if c.n.OpType == optype.Mod && c.n.AttrInt("fmod", 0) != 0 {
 			fi = fmodInt // the remainder takes the dividend's sign
 		}
 		return elementwise2(c, graph.Undefined, fi, ff)
@@ -570,7 +571,7 @@ func compare(f func(a, b int64) bool) shapeFunc {
 
 func minMax(c *nctx) error {
 	if c.nin() == 2 {
-		return elementwise2(c, graph.Undefined, minMaxDim(c.n.OpType == "Max"), nil)
+		return elementwise2(c, graph.Undefined, minMaxDim(c.n.OpType == optype.Max), nil)
 	}
 	return variadicArith(c)
 }
@@ -602,7 +603,7 @@ func variadicArith(c *nctx) error {
 	case "Sum":
 		f = intArith["Add"]
 	case "Min", "Max":
-		f = minMaxDim(c.n.OpType == "Max")
+		f = minMaxDim(c.n.OpType == optype.Max)
 	}
 	if _, small := foldSize(s); t == nil || f == nil || !small || dt.IsFloat() {
 		return nil
@@ -917,7 +918,7 @@ func ones(n int) []int64 {
 
 func conv(c *nctx) error {
 	x, w := c.in(0), c.in(1)
-	if c.n.OpType == "QLinearConv" {
+	if c.n.OpType == optype.QLinearConv {
 		w = c.in(3)
 	}
 	if x == nil || w == nil {

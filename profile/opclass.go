@@ -3,6 +3,7 @@ package profile
 import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ops"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // OpClass groups ONNX op types that behave alike under the roofline: one efficiency (and,
@@ -100,7 +101,7 @@ func (d *Device) Blocked(g *graph.Graph, n *graph.Node) bool {
 	default:
 		return true
 	}
-	if n.OpType != "Conv" && n.OpType != "FusedConv" || len(n.Inputs) < 2 || n.Inputs[1] < 0 {
+	if n.OpType != optype.Conv && n.OpType != optype.FusedConv || len(n.Inputs) < 2 || n.Inputs[1] < 0 {
 		return false
 	}
 	w := g.Tensors[n.Inputs[1]].Shape

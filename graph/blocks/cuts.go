@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // analysis holds the state of one Find.
@@ -174,7 +175,7 @@ var random = map[string]bool{
 // shapeOnly reports whether a node reads only the shape of its input (Shape, Size), so that
 // its output carries no data of it.
 func shapeOnly(nd *graph.Node) bool {
-	return (nd.Domain == "" || nd.Domain == "ai.onnx") && (nd.OpType == "Shape" || nd.OpType == "Size")
+	return (nd.Domain == "" || nd.Domain == "ai.onnx") && (nd.OpType == optype.Shape || nd.OpType == optype.Size)
 }
 
 func (a *analysis) set(v int) []uint64 { return a.dset[v*a.words : (v+1)*a.words] }

@@ -1,6 +1,10 @@
 package ops
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
@@ -73,5 +77,42 @@ func TestOfFallsBackByName(t *testing.T) {
 	}
 	if got := ClassOf(&graph.Node{OpType: "NoSuchOp"}); got != ClassOther {
 		t.Errorf("unknown op: class %q", got)
+	}
+}
+
+// TestOptypeNamesEveryOp: package optype has one constant, spelt as the op, per op name in
+// the table and no other.
+func TestOptypeNamesEveryOp(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "optype/optype.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]bool{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range gd.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); !ok || lit.Value != strconv.Quote(n.Name) {
+					t.Errorf("optype.%s is not %q", n.Name, n.Name)
+				}
+				consts[n.Name] = true
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, e := range All() {
+		names[e.Name] = true
+		if !consts[e.Name] {
+			t.Errorf("optype has no constant for %s", e.Name)
+		}
+	}
+	for c := range consts {
+		if !names[c] {
+			t.Errorf("optype.%s names no registered op", c)
+		}
 	}
 }
