@@ -620,6 +620,15 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		for _, v := range sp.nodes {
 			st.Nodes = append(st.Nodes, g.Nodes[v].Label())
 			st.FLOPs += g.Nodes[v].FLOPs
+			// Weights the stage holds besides its initializers, counted as the model's
+			// params are (graph.ParamBytes): Constant-node values and the weights inside
+			// control-flow subgraphs.
+			st.ParamsBytes += max(g.Nodes[v].SubgraphParamBytes, 0)
+			for _, t := range g.Nodes[v].Outputs {
+				if t >= 0 && g.IsParam(t) && len(g.Tensors[t].Consumers) > 0 {
+					st.ParamsBytes += max(g.Tensors[t].Bytes, 0)
+				}
+			}
 			if len(emitted[v]) > 1 {
 				st.DuplicatedNodes = append(st.DuplicatedNodes, g.Nodes[v].Label())
 			}
