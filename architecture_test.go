@@ -53,3 +53,22 @@ func TestArchitectureDoc(t *testing.T) {
 		t.Errorf("docs/architecture.md lists %s, which `go list ./...` does not find", p)
 	}
 }
+
+// TestPlanningAPIImportsNoRuntime keeps ONNX Runtime and NVML out of the planning API: the
+// root package and the planner take devices and costs as data, and measurement and
+// discovery happen in packages the command calls.
+func TestPlanningAPIImportsNoRuntime(t *testing.T) {
+	for _, pkg := range []string{".", "./internal/planner"} {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Skipf("go list: %v", err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, banned := range []string{"/internal/ort", "onnxruntime_go", "go-nvml"} {
+				if strings.Contains(dep, banned) {
+					t.Errorf("%s imports %s", pkg, dep)
+				}
+			}
+		}
+	}
+}

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
 )
 
@@ -37,7 +37,7 @@ func TestBatchedPlan(t *testing.T) {
 		{"a100-80g,t4,cpu", 12, 1}, // 12 = 6 granules of 2
 	} {
 		t.Run(tc.devices, func(t *testing.T) {
-			c, err := profile.Resolve(context.Background(), tc.devices, profile.Options{})
+			c, err := hw.Resolve(context.Background(), tc.devices, hw.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestBatchUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestBatchStageCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "a100-80g,t4,t4,cpu", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "a100-80g,t4,t4,cpu", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
@@ -20,7 +21,6 @@ import (
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/pipebench"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestBatchedStagesRunTheBatch (issue 40): a plan that prices a batch of N as batched kernels
@@ -33,7 +33,7 @@ func TestBatchedStagesRunTheBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestBatchThroughPinningReshape(t *testing.T) {
 	}}
 	path := testmodel.WriteModel(t, mp)
 	m := testmodel.LoadPath(t, path)
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestBenchRunsBatchedPlanAsPriced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

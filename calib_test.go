@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
-// fixedCalibration is a calibration of the host CPU as profile.CalibrateHost would fit it,
+// fixedCalibration is a calibration of the host CPU as measure.CalibrateHost would fit it,
 // with made-up figures: no timing in tests.
 var fixedCalibration = profile.Calibration{
 	RunOverhead: 40e-6,
@@ -28,7 +29,7 @@ var fixedCalibration = profile.Calibration{
 // deterministic.
 func calibratedCPUs(t *testing.T, g *ingestModel) (*profile.Cluster, [][]float64) {
 	t.Helper()
-	c, err := profile.Resolve(context.Background(), "cpu:2x1", profile.Options{Host: profile.HostOptions{NoBench: true}})
+	c, err := hw.Resolve(context.Background(), "cpu:2x1", hw.Options{Host: hw.HostOptions{NoBench: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
 )
 
@@ -23,7 +23,7 @@ func ExamplePlan() {
 		fmt.Println(err)
 		return
 	}
-	c, err := profile.Resolve(ctx, "2xA100-80G", profile.Options{})
+	c, err := hw.Resolve(ctx, "2xA100-80G", hw.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -51,11 +53,11 @@ func TestMeasuredCostsSurviveFusion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := profile.Resolve(ctx, "cpu:1", profile.Options{Host: profile.HostOptions{NoBench: true}})
+			c, err := hw.Resolve(ctx, "cpu:1", hw.Options{Host: hw.HostOptions{NoBench: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			meas, err := profile.MeasureORT(ctx, path, m.Graph, profile.MeasureOptions{Threads: 1, Runs: 8, Warmup: 2})
+			meas, err := measure.MeasureORT(ctx, path, m.Graph, measure.MeasureOptions{Threads: 1, Runs: 8, Warmup: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

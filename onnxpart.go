@@ -1,7 +1,7 @@
 // Package onnxpart plans how to split an ONNX model across devices, in a few lines:
 //
 //	m, _ := ingest.Load("model.onnx", ingest.Options{})
-//	c, _ := profile.Resolve(ctx, "4xA100-80G", profile.Options{})
+//	c, _ := devices.Resolve(ctx, "4xA100-80G", devices.Options{})
 //	r, _ := onnxpart.Plan(ctx, m, c, onnxpart.Options{TimeLimit: 30 * time.Second})
 //	l, _ := onnxpart.Prepare(m, r, emit.Options{}, 0)
 //	_ = l.WriteDir("out")                       // stage files, manifest.json

@@ -11,11 +11,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/onnxpb"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/schedule/instances"
 )
 
@@ -75,7 +75,7 @@ func randWireModel(t *testing.T, n int, p float64, ch, size int64, seed uint64) 
 // --stages-per-device 0 (NoStageCap) still gives the uncapped plan.
 func TestDefaultStageCap(t *testing.T) {
 	m := randWireModel(t, 48, 0.2, 64, 56, 3)
-	c, err := profile.Resolve(context.Background(), "a100-80g,t4,cpu", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "a100-80g,t4,cpu", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/partition/instances"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestTimeLimit measures how well Plan honours its time limit on solves that would run
@@ -58,7 +58,7 @@ func TestTimeLimit(t *testing.T) {
 			}
 			loaded[r.model] = m
 		}
-		c, err := profile.Resolve(context.Background(), r.devices, profile.Options{})
+		c, err := hw.Resolve(context.Background(), r.devices, hw.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

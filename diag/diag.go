@@ -284,6 +284,15 @@ func (n Names) Say(field, value string) string {
 // Name is the option's name alone: Say(field, "").
 func (n Names) Name(field string) string { return n.Say(field, "") }
 
+// Or is the caller's name for field, else fallback: for what is no Go option field, such as
+// a positional argument ("--devices", else "devices").
+func (n Names) Or(field, fallback string) string {
+	if name, ok := n[field]; ok {
+		return name
+	}
+	return fallback
+}
+
 // SayKey names one entry of a map-valued option with its value ("--dim batch=4", or
 // Options.Dims["batch"] = 4); value "" names the entry alone.
 func (n Names) SayKey(field, key, value string) string {

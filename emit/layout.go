@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/dag"
@@ -431,7 +432,7 @@ func classify(g *graph.Graph, order []int) (role []int, sources [][]int) {
 		if n.Domain != "" || n.Subgraphs > 0 {
 			continue
 		}
-		if (n.OpType == "Shape" || n.OpType == "Size") && len(n.Inputs) > 0 && n.Inputs[0] >= 0 {
+		if (n.OpType == optype.Shape || n.OpType == optype.Size) && len(n.Inputs) > 0 && n.Inputs[0] >= 0 {
 			x := n.Inputs[0]
 			if p := g.Tensors[x].Producer; p >= 0 && role[p] == roleShapeOnly {
 				sources[v] = sources[p]
@@ -619,6 +620,15 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		for _, v := range sp.nodes {
 			st.Nodes = append(st.Nodes, g.Nodes[v].Label())
 			st.FLOPs += g.Nodes[v].FLOPs
+			// Weights the stage holds besides its initializers, counted as the model's
+			// params are (graph.ParamBytes): Constant-node values and the weights inside
+			// control-flow subgraphs.
+			st.ParamsBytes += max(g.Nodes[v].SubgraphParamBytes, 0)
+			for _, t := range g.Nodes[v].Outputs {
+				if t >= 0 && g.IsParam(t) && len(g.Tensors[t].Consumers) > 0 {
+					st.ParamsBytes += max(g.Tensors[t].Bytes, 0)
+				}
+			}
 			if len(emitted[v]) > 1 {
 				st.DuplicatedNodes = append(st.DuplicatedNodes, g.Nodes[v].Label())
 			}

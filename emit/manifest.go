@@ -275,8 +275,10 @@ type Stage struct {
 	Nodes           []string `json:"nodes"`
 	DuplicatedNodes []string `json:"duplicated_nodes"`
 	FLOPs           int64    `json:"flops"`
-	// Weights counts the initializers copied into the stage, ParamsBytes their bytes;
-	// DuplicatedWeights lists those also copied into other stages.
+	// Weights counts the initializers copied into the stage; ParamsBytes the bytes of every
+	// weight the stage holds, counted as the model's params are: those initializers, its
+	// Constant nodes' values and the weights inside its control-flow subgraphs.
+	// DuplicatedWeights lists the initializers also copied into other stages.
 	Weights           int            `json:"weights"`
 	ParamsBytes       int64          `json:"params_bytes"`
 	DuplicatedWeights []SharedWeight `json:"duplicated_weights"`

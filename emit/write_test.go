@@ -471,3 +471,18 @@ func isInput(err error) bool {
 	var de *diag.Error
 	return errors.As(err, &de) && de.Kind == diag.KindInput
 }
+
+// A one-stage plan holds every weight of the model: its params equal the model's, counted
+// the same way (initializers, Constant-node values, weights inside subgraphs).
+func TestOneStageParamsAreTheModels(t *testing.T) {
+	for _, name := range []string{"bert_base_like_small.onnx", "squeezenet1_1_small.onnx", "googlenet_small.onnx"} {
+		m := testmodel.LoadPath(t, testmodel.Corpus(t, name).Path)
+		man, err := Write(m, &Assignment{Stage: make([]int, len(m.Graph.Nodes))}, filepath.Join(t.TempDir(), "out"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := man.Stages[0].ParamsBytes, m.Graph.ParamBytes(); got != want {
+			t.Errorf("%s: one stage holds %d bytes of params, the model %d", name, got, want)
+		}
+	}
+}

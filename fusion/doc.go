@@ -43,7 +43,9 @@
 //	absorb: true                    # absorb constants and shape arithmetic (default true)
 //	views: [Reshape, Squeeze]       # ops whose output aliases their input
 //	transparent_views: false        # patterns see through folded views
-//	classes: {act: [Relu, Clip]}    # named op lists, referenced as "@act"
+//	classes: {act: [Relu, Clip]}    # named op lists, referenced as "@act"; "@anchor",
+//	                                # "@epilogue", "@view" and "@fused" name the op registry's
+//	                                # fusion roles unless the file defines them
 //	rules:                          # priority order
 //	  - name: conv-bn-act
 //	    source: text                # the backend code or document that performs this fusion

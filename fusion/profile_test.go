@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -19,7 +20,7 @@ func TestProfileKernelTime(t *testing.T) {
 	if len(files) == 0 {
 		t.Skip("model corpus not found")
 	}
-	cl, err := profile.Resolve(context.Background(), "t4", profile.Options{})
+	cl, err := hw.Resolve(context.Background(), "t4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

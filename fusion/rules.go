@@ -14,6 +14,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
+	opreg "github.com/onnxpart/onnxpart/internal/ops"
 )
 
 // RuleSet is one backend's fusion behaviour, as data: which ops it folds away before run time
@@ -277,7 +278,12 @@ func ParseRuleSet(data []byte, file string) (*RuleSet, error) {
 			if strings.HasPrefix(o, "@") {
 				cls, ok := f.Classes[o[1:]]
 				if !ok {
-					return nil, errf("%s: unknown class %q", where, o)
+					// The op registry's fusion roles are classes every file may use.
+					r, isRole := opreg.RoleByName[o[1:]]
+					if !isRole {
+						return nil, errf("%s: unknown class %q", where, o)
+					}
+					cls = opreg.WithRole(r)
 				}
 				for _, c := range cls {
 					if strings.HasPrefix(c, "@") {

@@ -14,6 +14,7 @@ package graph
 import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph/dag"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 
 	"fmt"
 )
@@ -287,7 +288,7 @@ func (g *Graph) IsParam(t int) bool {
 		return false
 	}
 	n := &g.Nodes[tn.Producer]
-	return n.OpType == "Constant" && (n.Domain == "" || n.Domain == "ai.onnx")
+	return n.OpType == optype.Constant && (n.Domain == "" || n.Domain == "ai.onnx")
 }
 
 // Builder assembles a Graph. Tensors are created on first mention by name.

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // StatePair is state a model carries from one call to the next: a graph input (a decoder's
@@ -56,7 +57,7 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 			return nil, diag.Usage("state pair %s=%s: output %q is already the state of another input", inName, outName, outName).About(diag.Tensor, outName)
 		}
 		p := StatePair{In: in, Out: o, Concat: -1, Axis: -1, Given: true}
-		if c := g.Tensors[o].Producer; c >= 0 && g.Nodes[c].OpType == "Concat" && g.Nodes[c].Domain == "" {
+		if c := g.Tensors[o].Producer; c >= 0 && g.Nodes[c].OpType == optype.Concat && g.Nodes[c].Domain == "" {
 			p.Concat, p.Axis = c, g.concatAxis(c)
 		}
 		usedIn[in], usedOut[o] = true, true
@@ -73,7 +74,7 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 				out = append(out, StatePair{In: in, Out: o, Concat: c, Axis: 2})
 				break
 			}
-			if n.OpType != "Concat" || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
+			if n.OpType != optype.Concat || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
 				continue
 			}
 			o := g.passThrough(n.Outputs[0])
@@ -136,7 +137,7 @@ func (g *Graph) passThrough(t int) int {
 			return -1
 		}
 		n := &g.Nodes[cs[0]]
-		if (n.OpType != "Identity" && n.OpType != "Cast") || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
+		if (n.OpType != optype.Identity && n.OpType != optype.Cast) || n.Domain != "" || len(n.Outputs) != 1 || n.Outputs[0] < 0 {
 			return -1
 		}
 		t = n.Outputs[0]
@@ -163,5 +164,5 @@ func (g *Graph) concatAxis(c int) int {
 // their values.
 func (g *Graph) ShapeOnly(v int) bool {
 	n := &g.Nodes[v]
-	return n.Domain == "" && (n.OpType == "Shape" || n.OpType == "Size")
+	return n.Domain == "" && (n.OpType == optype.Shape || n.OpType == optype.Size)
 }

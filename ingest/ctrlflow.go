@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -84,7 +85,7 @@ func (sc *subgraphCosts) controlFLOPs(n *graph.Node, np *onnxpb.NodeProto) (int6
 				return mulSat(f, trips), ""
 			}
 			what := "trip count"
-			if n.OpType == "Scan" {
+			if n.OpType == optype.Scan {
 				what = "scanned length"
 			}
 			return f, fmt.Sprintf("%s: %s unknown, its body (%d FLOPs) counted once", label, what, f)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -14,140 +16,112 @@ import (
 // contradict the operator's rules.
 type shapeFunc func(c *nctx) error
 
-var onnxOps = map[string]shapeFunc{}
-var msOps = map[string]shapeFunc{} // com.microsoft contrib ops that ORT's exporters emit
-
-func opShapeFunc(domain, op string) shapeFunc {
-	switch domain {
-	case "", "ai.onnx":
-		return onnxOps[op]
-	case "com.microsoft":
-		if f := msOps[op]; f != nil {
-			return f
-		}
-	}
-	return nil
-}
-
-func reg(f shapeFunc, ops ...string) {
-	for _, op := range ops {
-		onnxOps[op] = f
-	}
-}
+// shapeRules binds the registry's shape rules (ops.Entry.Shape) to their functions.
+var shapeRules map[ops.ShapeRule]shapeFunc
 
 func init() {
-	reg(sameAsInput0,
-		"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Neg", "Abs",
-		"Reciprocal", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Tan", "Asin", "Acos",
-		"Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "Elu", "Selu",
-		"Celu", "HardSigmoid", "HardSwish", "Gelu", "Mish", "ThresholdedRelu", "Clip",
-		"Softmax", "LogSoftmax", "Hardmax", "LRN", "InstanceNormalization", "LpNormalization",
-		"MeanVarianceNormalization", "Shrink", "BitwiseNot", "PRelu", "CumSum", "Trilu",
-		"ReverseSequence", "ScatterND", "ScatterElements", "Scatter", "Swish", "Binarizer",
-		"RMSNormalization")
-	for op := range unaryFloat {
-		reg(unaryFold, op)
+	shapeRules = map[ops.ShapeRule]shapeFunc{
+		"affineGrid":           affineGrid,
+		"argReduce":            argReduce,
+		"arith":                func(c *nctx) error { return binaryArith(intArith[c.n.OpType])(c) },
+		"attention":            attention,
+		"batchNorm":            batchNorm,
+		"boolSame":             boolSame,
+		"cast":                 cast,
+		"castLike":             castLike,
+		"centerCropPad":        centerCropPad,
+		"col2Im":               col2Im,
+		"compare":              func(c *nctx) error { return compare(intCompare[c.n.OpType])(c) },
+		"compress":             compress,
+		"concat":               concat,
+		"constant":             constant,
+		"constantOfShape":      constantOfShape,
+		"conv":                 conv,
+		"convTranspose":        convTranspose,
+		"depthToSpace":         depthToSpace,
+		"dequantize":           dequantize,
+		"det":                  det,
+		"dft":                  dft,
+		"dropout":              dropout,
+		"dynQuantize":          dynQuantize,
+		"einsum":               einsum,
+		"expand":               expand,
+		"eyeLike":              eyeLike,
+		"flatten":              flatten,
+		"fusedMatmul":          fusedMatmul,
+		"gather":               gather,
+		"gatherElements":       gatherElements,
+		"gatherND":             gatherND,
+		"gemm":                 gemm,
+		"globalPool":           globalPool,
+		"gridSample":           gridSample,
+		"groupNorm":            groupNorm,
+		"identity":             identity,
+		"ifOp":                 ifOp,
+		"layerNorm":            layerNorm,
+		"loopOp":               loopOp,
+		"lossOp":               lossOp,
+		"matmul":               matmul(graph.Undefined),
+		"matmulInteger":        matmul(graph.Int32),
+		"maxUnpool":            maxUnpool,
+		"melWeightMatrix":      melWeightMatrix,
+		"minMax":               minMax,
+		"multinomial":          multinomial,
+		"nms":                  nms,
+		"nonZero":              nonZero,
+		"not":                  not,
+		"oneHot":               oneHot,
+		"optionalOp":           optionalOp,
+		"pad":                  pad,
+		"pool":                 pool,
+		"qlinearMatmul":        qlinearMatmul,
+		"quantize":             quantize,
+		"randomLike":           randomLike,
+		"randomShape":          randomShape,
+		"rangeOp":              rangeOp,
+		"reduce":               reduce,
+		"reshape":              reshape,
+		"resize":               resize,
+		"rnn":                  rnn,
+		"roiPool":              roiPool,
+		"sameAsInput0":         sameAsInput0,
+		"scanOp":               scanOp,
+		"sequenceOp":           sequenceOp,
+		"shapeOp":              shapeOp,
+		"sizeOp":               sizeOp,
+		"skipLayerNorm":        skipLayerNorm,
+		"slice":                slice,
+		"spaceToDepth":         spaceToDepth,
+		"split":                split,
+		"squeeze":              squeeze,
+		"stft":                 stft,
+		"stringOp":             stringOp,
+		"tile":                 tile,
+		"topK":                 topK,
+		"transpose":            transpose,
+		"unaryFold":            unaryFold,
+		"unique":               unique,
+		"unsqueeze":            unsqueeze,
+		"variadicArith":        variadicArith,
+		"where":                where,
+		"groupQueryAttention":  groupQueryAttention,
+		"multiHeadAttention":   multiHeadAttention,
+		"msAttention":          msAttention,
+		"matMulNBits":          matMulNBits,
+		"gatherBlockQuantized": gatherBlockQuantized,
+		"embedLayerNorm":       embedLayerNorm,
+		"matMulToFloat":        matMulToFloat,
+		"window":               window,
 	}
-	reg(identity, "Identity")
-	reg(boolSame, "IsNaN", "IsInf")
-	reg(not, "Not")
-	reg(dropout, "Dropout")
-	reg(batchNorm, "BatchNormalization")
-	reg(layerNorm, "LayerNormalization", "SimplifiedLayerNormalization") // the latter: ORT's, in the ONNX domain
-	reg(groupNorm, "GroupNormalization")
-	reg(cast, "Cast")
-	reg(castLike, "CastLike")
-	for op, f := range intArith {
-		reg(binaryArith(f), op)
-	}
-	reg(binaryArith(nil), "Pow", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
-	reg(variadicArith, "Sum", "Mean")
-	for op, f := range intCompare {
-		reg(compare(f), op)
-	}
-	reg(where, "Where")
-	reg(matmul(graph.Undefined), "MatMul")
-	reg(matmul(graph.Int32), "MatMulInteger")
-	reg(qlinearMatmul, "QLinearMatMul")
-	reg(gemm, "Gemm")
-	reg(conv, "Conv", "ConvInteger", "QLinearConv")
-	reg(convTranspose, "ConvTranspose")
-	reg(pool, "MaxPool", "AveragePool", "LpPool")
-	reg(globalPool, "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
-	reg(flatten, "Flatten")
-	reg(reshape, "Reshape")
-	reg(transpose, "Transpose")
-	reg(concat, "Concat")
-	reg(split, "Split")
-	reg(slice, "Slice")
-	reg(gather, "Gather")
-	reg(gatherElements, "GatherElements")
-	reg(gatherND, "GatherND")
-	reg(squeeze, "Squeeze")
-	reg(unsqueeze, "Unsqueeze")
-	reg(expand, "Expand")
-	reg(shapeOp, "Shape")
-	reg(sizeOp, "Size")
-	reg(constantOfShape, "ConstantOfShape")
-	reg(constant, "Constant")
-	reg(rangeOp, "Range")
-	reg(tile, "Tile")
-	reg(pad, "Pad")
-	reg(resize, "Resize", "Upsample")
-	reg(reduce, "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-		"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
-	reg(argReduce, "ArgMax", "ArgMin")
-	reg(topK, "TopK")
-	reg(nonZero, "NonZero")
-	reg(oneHot, "OneHot")
-	reg(depthToSpace, "DepthToSpace")
-	reg(spaceToDepth, "SpaceToDepth")
-	reg(einsum, "Einsum")
-	reg(rnn, "RNN", "GRU", "LSTM")
-	reg(ifOp, "If")
-	reg(loopOp, "Loop")
-	reg(scanOp, "Scan")
-	reg(quantize, "QuantizeLinear")
-	reg(dequantize, "DequantizeLinear")
-	reg(dynQuantize, "DynamicQuantizeLinear")
-	reg(compress, "Compress")
-	reg(nms, "NonMaxSuppression")
-	reg(eyeLike, "EyeLike")
-	reg(randomLike, "RandomNormalLike", "RandomUniformLike", "Bernoulli")
-	reg(multinomial, "Multinomial")
-	reg(randomShape, "RandomNormal", "RandomUniform")
-	reg(minMax, "Min", "Max")
-	reg(affineGrid, "AffineGrid")
-	reg(centerCropPad, "CenterCropPad")
-	reg(gridSample, "GridSample")
-	reg(col2Im, "Col2Im")
-	reg(dft, "DFT")
-	reg(stft, "STFT")
-	reg(window, "HannWindow", "HammingWindow", "BlackmanWindow")
-	reg(melWeightMatrix, "MelWeightMatrix")
-	reg(maxUnpool, "MaxUnpool")
-	reg(roiPool, "RoiAlign", "MaxRoiPool")
-	reg(unique, "Unique")
-	reg(det, "Det")
-	reg(lossOp, "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss")
-	reg(conv, "DeformConv")
-	reg(attention, "Attention")
-	reg(sameAsInput0, "RotaryEmbedding", "TensorScatter")
-	reg(sequenceOp, "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt",
-		"SequenceLength", "ConcatFromSequence", "SplitToSequence")
-	reg(optionalOp, "Optional", "OptionalHasElement", "OptionalGetElement")
-	reg(stringOp, "RegexFullMatch", "StringConcat", "StringSplit", "StringNormalizer")
+}
 
-	for _, op := range []string{"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd", "Rotary"} {
-		msOps[op] = sameAsInput0
+// opShapeFunc is the shape function of op in domain, nil when the registry has no shape
+// rule for it.
+func opShapeFunc(domain, op string) shapeFunc {
+	if e := ops.Lookup(domain, op, 0); e != nil {
+		return shapeRules[e.Shape]
 	}
-	msOps["FusedMatMul"] = fusedMatmul
-	msOps["FusedGemm"] = gemm
-	msOps["FusedConv"] = conv
-	msOps["LayerNormalization"] = layerNorm
-	msOps["SimplifiedLayerNormalization"] = layerNorm
-	msOps["SkipLayerNormalization"] = skipLayerNorm
-	msOps["SkipSimplifiedLayerNormalization"] = skipLayerNorm
+	return nil
 }
 
 // --- elementwise -----------------------------------------------------------------------
@@ -574,7 +548,7 @@ func binaryArith(f func(a, b graph.Dim) graph.Dim) shapeFunc {
 			ff = floatArith[c.n.OpType]
 		}
 		fi := f
-		if c.n.OpType == "Mod" && c.n.AttrInt("fmod", 0) != 0 {
+		if c.n.OpType == optype.Mod && c.n.AttrInt("fmod", 0) != 0 {
 			fi = fmodInt // the remainder takes the dividend's sign
 		}
 		return elementwise2(c, graph.Undefined, fi, ff)
@@ -597,7 +571,7 @@ func compare(f func(a, b int64) bool) shapeFunc {
 
 func minMax(c *nctx) error {
 	if c.nin() == 2 {
-		return elementwise2(c, graph.Undefined, minMaxDim(c.n.OpType == "Max"), nil)
+		return elementwise2(c, graph.Undefined, minMaxDim(c.n.OpType == optype.Max), nil)
 	}
 	return variadicArith(c)
 }
@@ -629,7 +603,7 @@ func variadicArith(c *nctx) error {
 	case "Sum":
 		f = intArith["Add"]
 	case "Min", "Max":
-		f = minMaxDim(c.n.OpType == "Max")
+		f = minMaxDim(c.n.OpType == optype.Max)
 	}
 	if _, small := foldSize(s); t == nil || f == nil || !small || dt.IsFloat() {
 		return nil
@@ -944,7 +918,7 @@ func ones(n int) []int64 {
 
 func conv(c *nctx) error {
 	x, w := c.in(0), c.in(1)
-	if c.n.OpType == "QLinearConv" {
+	if c.n.OpType == optype.QLinearConv {
 		w = c.in(3)
 	}
 	if x == nil || w == nil {

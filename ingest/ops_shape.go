@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -1019,11 +1021,11 @@ func resize(c *nctx) error {
 	var scales []float64
 	var sizes []int64
 	switch {
-	case c.n.OpType == "Upsample" && c.opset < 9:
+	case c.n.OpType == optype.Upsample && c.opset < 9:
 		for _, f := range c.n.Attr("scales").Floats {
 			scales = append(scales, f)
 		}
-	case c.n.OpType == "Upsample" || c.opset < 11:
+	case c.n.OpType == optype.Upsample || c.opset < 11:
 		scales, _ = c.in(1).numbers()
 	default:
 		if s := c.in(3); s != nil {
@@ -1104,7 +1106,7 @@ func reduce(c *nctx) error {
 		return nil
 	}
 	since := int64(18)
-	if c.n.OpType == "ReduceSum" {
+	if c.n.OpType == optype.ReduceSum {
 		since = 13
 	}
 	axes, present, known := axesArg(c, "axes", 1, since)
@@ -1258,18 +1260,8 @@ func spaceToDepth(c *nctx) error {
 	return nil
 }
 
-// parseEinsum splits "ij,jk->ik" into input terms and the output term ("" when implicit).
-func parseEinsum(eq string) (ins []string, out string, explicit bool) {
-	eq = strings.ReplaceAll(eq, " ", "")
-	lhs := eq
-	if i := strings.Index(eq, "->"); i >= 0 {
-		lhs, out, explicit = eq[:i], eq[i+2:], true
-	}
-	return strings.Split(lhs, ","), out, explicit
-}
-
 func einsum(c *nctx) error {
-	ins, outTerm, explicit := parseEinsum(c.n.AttrString("equation", ""))
+	ins, outTerm, explicit := ops.ParseEinsum(c.n.AttrString("equation", ""))
 	if len(ins) != c.nin() {
 		return c.errorf("equation has %d operands for %d inputs", len(ins), c.nin())
 	}
@@ -1374,7 +1366,7 @@ func rnn(c *nctx) error {
 		batch = moreKnown(batch, lens.shape[0])
 	}
 	states := []int{5} // initial_h, and LSTM's initial_c
-	if c.n.OpType == "LSTM" {
+	if c.n.OpType == optype.LSTM {
 		states = append(states, 6)
 	}
 	for _, i := range states {
@@ -2064,7 +2056,7 @@ func roiPool(c *nctx) error {
 		ch = x.shape[1]
 	}
 	h, w := c.n.AttrInt("output_height", 1), c.n.AttrInt("output_width", 1)
-	if c.n.OpType == "MaxRoiPool" {
+	if c.n.OpType == optype.MaxRoiPool {
 		ps := c.n.AttrInts("pooled_shape")
 		if len(ps) != 2 {
 			return c.errorf("pooled_shape needs 2 entries")

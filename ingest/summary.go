@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
 )
 
 // Summary is what `onnxpart inspect` reports about a model; its JSON form is a contract
@@ -28,7 +29,11 @@ type Summary struct {
 	// Constant-node values, each once, and the weights inside control-flow subgraphs), ParamsBytes their bytes. FLOPs sums the nodes' FLOPs
 	// (nodes with tensors of unknown shape count 0) and ActivationBytes the sizes of the
 	// other node outputs whose size is known.
-	Params          int64 `json:"params"`
+	Params int64 `json:"params"`
+	// QuantParams counts the quantisation metadata among the weights (scales and zero
+	// points of quantised weights), which Params leaves out; a packed weight counts in Params
+	// by its logical values (MatMulNBits' int4 B: N·K), not its bytes.
+	QuantParams     int64 `json:"quant_params,omitempty"`
 	ParamsBytes     int64 `json:"params_bytes"`
 	FLOPs           int64 `json:"flops"`
 	ActivationBytes int64 `json:"activation_bytes"`
@@ -37,10 +42,19 @@ type Summary struct {
 	Outputs []TensorInfo `json:"outputs"`
 	// UnsupportedOps are the op types shape inference does not know.
 	UnsupportedOps []string `json:"unsupported_ops"`
-	// UnknownShapeTensors counts the tensors whose shape is not fully known (symbolic
-	// dimensions included); UnknownShapeNames names them, sorted.
-	UnknownShapeTensors int      `json:"unknown_shape_tensors"`
-	UnknownShapeNames   []string `json:"unknown_shape_names,omitempty"`
+	// UnknownShapeTensors counts the tensors whose shape is not known, in rank or in a dim
+	// that no symbol names; UnknownShapeNames names them, sorted. SymbolicShapeTensors
+	// counts those known up to the symbolic dims (batch, seq, …): binding the dims sizes
+	// them.
+	UnknownShapeTensors  int      `json:"unknown_shape_tensors"`
+	UnknownShapeNames    []string `json:"unknown_shape_names,omitempty"`
+	SymbolicShapeTensors int      `json:"symbolic_shape_tensors"`
+	// FLOPsAt are the dim sizes FLOPs were counted at: the dims bound when the model was
+	// loaded (given, derived or defaults); empty when none was. FLOPsUncounted counts the
+	// nodes whose FLOPs could not be counted because a tensor they read or write has no
+	// known size (an unbound dim): FLOPs leaves them out.
+	FLOPsAt        map[string]int64 `json:"flops_at,omitempty"`
+	FLOPsUncounted int              `json:"flops_uncounted_nodes"`
 	// SymbolicDims are the dim_param names left unbound (see Options.Dims).
 	SymbolicDims []string `json:"symbolic_dims"`
 	// ExternalData is true when some weight lives in an external data file.
@@ -137,17 +151,35 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 		t := &g.Tensors[i]
 		if isParam(g, i) && len(t.Consumers) > 0 && t.Shape.Known() {
 			n, _ := t.Shape.NumElements()
-			s.Params += n
+			p, q := weightParams(g, i, n)
+			s.Params += p
+			s.QuantParams += q
 		}
 		if t.Kind == graph.Activation && t.Bytes > 0 && !isParam(g, i) {
 			s.ActivationBytes += t.Bytes
 		}
 		if (!t.Shape.Known() || t.Bytes < 0) && t.NonTensor == "" && (len(t.Consumers) > 0 || t.Producer >= 0 || t.IsOutput) {
-			s.UnknownShapeTensors++
-			s.UnknownShapeNames = append(s.UnknownShapeNames, t.Name)
+			if symbolicShape(t.Shape) {
+				s.SymbolicShapeTensors++
+			} else {
+				s.UnknownShapeTensors++
+				s.UnknownShapeNames = append(s.UnknownShapeNames, t.Name)
+			}
 		}
 	}
 	sort.Strings(s.UnknownShapeNames)
+	if d := m.Dims(); len(d) > 0 {
+		s.FLOPsAt = d
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		for _, t := range append(append([]int{}, n.Inputs...), n.Outputs...) {
+			if t >= 0 && g.Tensors[t].NonTensor == "" && !g.Tensors[t].Shape.Known() {
+				s.FLOPsUncounted++
+				break
+			}
+		}
+	}
 	for _, id := range g.Inputs {
 		s.Inputs = append(s.Inputs, Info(g, id, false))
 	}
@@ -160,4 +192,32 @@ func (m *Model) Summarize(withTensors bool) *Summary {
 		}
 	}
 	return s
+}
+
+// weightParams splits weight t (n stored elements) into logical parameters and quantisation
+// metadata by the registry entry of the first node that reads it.
+func weightParams(g *graph.Graph, t int, n int64) (params, quant int64) {
+	for _, c := range g.Tensors[t].Consumers {
+		nd := &g.Nodes[c]
+		for i, in := range nd.Inputs {
+			if in == t {
+				return ops.WeightParams(g, nd, i, n)
+			}
+		}
+	}
+	return n, 0
+}
+
+// symbolicShape reports whether a shape that is not fully known has a rank and names every
+// dim it does not size.
+func symbolicShape(sh graph.Shape) bool {
+	if sh == nil {
+		return false
+	}
+	for _, d := range sh {
+		if !d.Known() && d.Param == "" {
+			return false
+		}
+	}
+	return true
 }

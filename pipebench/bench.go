@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
@@ -449,7 +450,7 @@ func (b *bench) work(w *worker, ready chan<- error) {
 			}
 		}
 	}()
-	if err := profile.PinThread(w.cpus); err != nil {
+	if err := devices.PinThread(w.cpus); err != nil {
 		ready <- fmt.Errorf("device %s: %w", w.name, err)
 		return
 	}
@@ -790,7 +791,7 @@ func (b *bench) deviceNames() []string {
 // and `cpu:NxT` plan them), or, with more devices than CPUs, one thread each, unpinned.
 func DefaultDevices(names []string) map[string]Device {
 	out := map[string]Device{}
-	cpus := profile.AllowedCPUs()
+	cpus := devices.AllowedCPUs()
 	if len(names) == 1 {
 		out[names[0]] = Device{Name: names[0], Threads: len(cpus)}
 		return out

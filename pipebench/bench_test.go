@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/devices"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
@@ -37,7 +39,7 @@ func needORT(t *testing.T) {
 // hostDevices is the host CPU as two one-thread devices where there are two CPUs, else two
 // catalog CPUs (the bench then runs both on the one CPU).
 func hostDevices() string {
-	if len(profile.AllowedCPUs()) >= 2 {
+	if len(devices.AllowedCPUs()) >= 2 {
 		return "cpu:2x1"
 	}
 	return "2xcpu-generic"
@@ -57,7 +59,7 @@ func planDirOpt(t *testing.T, devices string, opt onnxpart.Options) (string, *pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(ctx, devices, profile.Options{Host: profile.HostOptions{NoBench: true}})
+	c, err := hw.Resolve(ctx, devices, hw.Options{Host: hw.HostOptions{NoBench: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func TestBenchInterrupted(t *testing.T) {
 
 // Without --devices, one device gets every CPU and several share them, each pinned apart.
 func TestDefaultDevices(t *testing.T) {
-	cpus := profile.AllowedCPUs()
+	cpus := devices.AllowedCPUs()
 	one := pipebench.DefaultDevices([]string{"cpu"})
 	if d := one["cpu"]; d.Threads != len(cpus) || d.CPUs != nil {
 		t.Errorf("one device: %+v", d)

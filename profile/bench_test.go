@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
@@ -17,7 +18,7 @@ func benchModel(b *testing.B) (*graph.Graph, *profile.CostModel) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "a100-80g,t4,cpu", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "a100-80g,t4,cpu", hw.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
-	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
 // convs builds one convolution per spec, each reading x: {cout, cin per group, group, k}.
@@ -84,7 +83,7 @@ func TestDepthwisePlainCost(t *testing.T) {
 	d.Bandwidth = fig(20e9, SourceSpec, "")
 	d.Launch = fig(1e-6, SourceSpec, "")
 	d.Efficiency = map[string]Figure{"conv-depthwise": fig(0.5, SourceSpec, ""), "conv-depthwise-plain": fig(0.05, SourceSpec, "")}
-	applyKindDefaults(&d)
+	ApplyKindDefaults(&d)
 	m := NewCostModel(oneDevice(d), CostOptions{})
 	b := m.Explain(g, 0, 0)
 	if b.Class != ClassDepthwisePlain || !near(b.Time, 1e6/(100e9*0.05)+1e-6, 1e-12) {
@@ -114,7 +113,7 @@ func TestCalibrateDepthwisePlain(t *testing.T) {
 	d := Device{Name: "cpu", Kind: CPU, VectorWidth: 16}
 	d.Peak[FP32] = fig(100e9, SourceSpec, "")
 	d.Bandwidth = fig(20e9, SourceSpec, "")
-	applyKindDefaults(&d)
+	ApplyKindDefaults(&d)
 	times := make([]float64, len(g.Nodes))
 	for v := range g.Nodes {
 		g.Nodes[v].FLOPs = int64(v+1) * 1e6 // compute-bound, of different sizes
@@ -139,25 +138,4 @@ func TestCalibrateDepthwisePlain(t *testing.T) {
 	if d.ChannelAlign != 4 || d.VectorWidth != 16 {
 		t.Errorf("Apply: channel alignment %d, vector width %d; want 4, 16", d.ChannelAlign, d.VectorWidth)
 	}
-}
-
-// The probe finds ONNX Runtime's NCHWc block and an alignment that divides it.
-func TestProbeNCHWc(t *testing.T) {
-	if _, err := ort.LibraryPath(); err != nil {
-		t.Skip(err)
-	}
-	if err := ort.Init(); err != nil {
-		t.Skip(err)
-	}
-	block, align, err := probeNCHWc(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if block == 0 {
-		t.Skip("ONNX Runtime uses no blocked layout on this CPU")
-	}
-	if block < 4 || align < 1 || block%align != 0 {
-		t.Errorf("block %d, alignment %d: want a block of at least 4 channels and an alignment dividing it", block, align)
-	}
-	t.Logf("NCHWc block %d channels, alignment %d", block, align)
 }

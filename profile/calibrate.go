@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/stats"
 )
 
 // Sample is one model's measured per-node times on a device, for calibration.
@@ -120,7 +121,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 		}
 		priorM := 1.0
 		if len(memEffs) > 0 {
-			priorM = median(memEffs)
+			priorM = stats.Median(memEffs)
 		}
 		f := fitWeighted(p, c == ClassView, priorC, priorM)
 		cal.Classes[c] = f
@@ -132,7 +133,7 @@ func Calibrate(d *Device, samples []Sample) *Calibration {
 		}
 	}
 	if len(runs) > 0 {
-		cal.RunOverhead = median(runs)
+		cal.RunOverhead = stats.Median(runs)
 	}
 	return cal
 }

@@ -55,7 +55,7 @@ type CostModel struct {
 // afterwards.
 func NewCostModel(c *Cluster, opts CostOptions) *CostModel {
 	m := &CostModel{c: c, opts: opts}
-	m.routeBW, m.routeLat = routes(c.Links)
+	m.routeBW, m.routeLat = Routes(c.Links)
 	return m
 }
 
@@ -229,9 +229,9 @@ func transfer(b, bw, lat float64, same bool) float64 {
 	return b/bw + lat
 }
 
-// routes computes, for every ordered pair, the widest path's bottleneck bandwidth and its
+// Routes computes, for every ordered pair, the widest path's bottleneck bandwidth and its
 // summed latency (Floyd–Warshall on the max-min semiring, ties broken by lower latency).
-func routes(links [][]Link) (bw, lat [][]float64) {
+func Routes(links [][]Link) (bw, lat [][]float64) {
 	n := len(links)
 	bw = make([][]float64, n)
 	lat = make([][]float64, n)

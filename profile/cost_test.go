@@ -54,7 +54,7 @@ func testDevice() Device {
 	d.Launch = fig(5e-6, SourceSpec, "")
 	d.Efficiency = map[string]Figure{"conv": fig(0.5, SourceSpec, ""), "elementwise": fig(0.8, SourceSpec, ""),
 		"epilogue": fig(0.8, SourceSpec, ""), "matmul": fig(0.25, SourceSpec, "")}
-	applyKindDefaults(&d)
+	ApplyKindDefaults(&d)
 	return d
 }
 

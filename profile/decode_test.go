@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -290,7 +291,7 @@ func TestSpecWeightFigures(t *testing.T) {
 	if err := os.WriteFile(p, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), p, profile.Options{Host: profile.HostOptions{NoBench: true}})
+	c, err := hw.Resolve(context.Background(), p, hw.Options{Host: hw.HostOptions{NoBench: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

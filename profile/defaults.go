@@ -100,7 +100,7 @@ const (
 )
 
 // Link latencies by link kind, seconds per transfer (not spec-sheet figures).
-var defaultLatency = map[LinkKind]float64{
+var DefaultLatency = map[LinkKind]float64{
 	LinkNVLink:  5e-6,
 	LinkPCIe:    10e-6,
 	LinkStaged:  20e-6,
@@ -110,9 +110,9 @@ var defaultLatency = map[LinkKind]float64{
 }
 
 // Ethernet has a much higher per-message latency than InfiniBand (kernel TCP stack).
-const ethLatency = 50e-6
+const EthLatency = 50e-6
 
-const latencyNote = "typical per-transfer latency of the link kind"
+const LatencyNote = "typical per-transfer latency of the link kind"
 
 func defaultEff(k Kind, c OpClass) float64 {
 	m := defaultEfficiency[k]
@@ -125,8 +125,8 @@ func defaultEff(k Kind, c OpClass) float64 {
 	return m[ClassOther]
 }
 
-// applyKindDefaults fills the overheads a device lacks from its kind.
-func applyKindDefaults(d *Device) {
+// ApplyKindDefaults fills the overheads a device lacks from its kind.
+func ApplyKindDefaults(d *Device) {
 	if !d.Launch.Known() {
 		note := launchNote
 		if d.Kind == CPU {
@@ -170,11 +170,7 @@ func applyKindDefaults(d *Device) {
 	if d.HostLink.Kind == "" {
 		if d.Kind == CPU {
 			d.HostLink = Link{Kind: LinkMemory, Name: "host memory", Bandwidth: d.Bandwidth,
-				Latency: fig(defaultLatency[LinkMemory], SourceDefault, latencyNote)}
-		} else {
-			d.HostLink = presetLink("pcie4")
-			d.HostLink.Bandwidth.Source = SourceDefault
-			d.HostLink.Bandwidth.Note = "host link unknown: PCIe 4.0 x16 assumed"
+				Latency: fig(DefaultLatency[LinkMemory], SourceDefault, LatencyNote)}
 		}
 	}
 }

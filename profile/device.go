@@ -43,7 +43,7 @@ const (
 	Accelerator Kind = "accelerator"
 )
 
-func parseKind(s string) (Kind, bool) {
+func ParseKind(s string) (Kind, bool) {
 	switch Kind(s) {
 	case GPU, CPU, Accelerator:
 		return Kind(s), true
@@ -64,22 +64,22 @@ const (
 	NumPrecisions
 )
 
-var precisionNames = [NumPrecisions]string{"fp32", "tf32", "fp16", "int8"}
+var PrecisionNames = [NumPrecisions]string{"fp32", "tf32", "fp16", "int8"}
 
 // String returns the precision's name: fp32, tf32, fp16 or int8.
 func (p Precision) String() string {
 	if p >= 0 && p < NumPrecisions {
-		return precisionNames[p]
+		return PrecisionNames[p]
 	}
 	return fmt.Sprintf("precision(%d)", int(p))
 }
 
-func parsePrecision(s string) (Precision, bool) {
+func ParsePrecision(s string) (Precision, bool) {
 	switch s {
 	case "bf16":
 		return FP16, true
 	}
-	for i, n := range precisionNames {
+	for i, n := range PrecisionNames {
 		if n == s {
 			return Precision(i), true
 		}
@@ -269,7 +269,8 @@ func (d *Device) PeakFor(p Precision) Figure {
 	return d.Peak[FP32]
 }
 
-func (d *Device) fact(key, value string, src Source) {
+// Fact records a fact about the device (Device.Facts) with its source.
+func (d *Device) Fact(key, value string, src Source) {
 	d.Facts = append(d.Facts, Fact{Key: key, Value: value, Source: src})
 }
 
@@ -348,4 +349,12 @@ func (c *Cluster) Validate() error {
 		}
 	}
 	return nil
+}
+
+// CallCalibrated reports whether d's costs of a call (run overhead, I/O and layout
+// bandwidths) were measured on this machine (Calibration.Apply) rather than assumed: the
+// planner then prices a stage's boundary as StageTime does (see CutTime).
+func (d *Device) CallCalibrated() bool {
+	return d.Kind == CPU && (d.RunOverhead.Source == SourceMeasured || d.IOBandwidth.Source == SourceMeasured ||
+		d.LayoutBandwidth.Source == SourceMeasured)
 }

@@ -1,5 +1,7 @@
-// Package profile describes devices and predicts how long graph nodes, pipeline stages and
-// transfers take on them.
+// Package profile is the cost model: it describes devices and predicts how long graph nodes,
+// pipeline stages and transfers take on them. It has no runtime dependency: package devices
+// resolves --devices into a Cluster (NVML, catalog, spec files, host CPU), and
+// internal/measure measures in ONNX Runtime; both hand their results here as data.
 //
 // What goes in: a --devices value — "auto" (NVML discovery through go-nvml, falling back to
 // the host CPU with a one-line reason), a list of built-in catalog devices ("4xH100-SXM",

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"log"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Resolve describes devices from a --devices value; every figure carries its source.
 func ExampleResolve() {
-	cl, err := profile.Resolve(context.Background(), "a100-80g,t4", profile.Options{})
+	cl, err := hw.Resolve(context.Background(), "a100-80g,t4", hw.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func ExampleNewCostModel() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cl, err := profile.Resolve(context.Background(), "a100-80g,t4", profile.Options{})
+	cl, err := hw.Resolve(context.Background(), "a100-80g,t4", hw.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func ExampleNewCostModel() {
 
 // LookupCatalog finds a built-in device by id or alias (Catalog lists them all).
 func ExampleLookupCatalog() {
-	e, ok := profile.LookupCatalog("h100")
+	e, ok := hw.LookupCatalog("h100")
 	if !ok {
 		log.Fatal("no h100 in the catalog")
 	}

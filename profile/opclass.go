@@ -2,10 +2,13 @@ package profile
 
 import (
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // OpClass groups ONNX op types that behave alike under the roofline: one efficiency (and,
-// after calibration, one per-node overhead) per class and device.
+// after calibration, one per-node overhead) per class and device. Each op's class is its
+// entry's in the op registry (internal/ops); ClassOf refines it by the node's context.
 type OpClass string
 
 // Op classes.
@@ -31,52 +34,13 @@ func Classes() []OpClass {
 		ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther, ClassStatic}
 }
 
-func isClass(s string) bool {
+func IsClass(s string) bool {
 	for _, c := range Classes() {
 		if string(c) == s {
 			return true
 		}
 	}
 	return false
-}
-
-var opClass = map[string]OpClass{}
-
-func init() {
-	set := func(c OpClass, ops ...string) {
-		for _, o := range ops {
-			opClass[o] = c
-		}
-	}
-	set(ClassMatMul, "MatMul", "Gemm", "MatMulInteger", "QLinearMatMul", "FusedMatMul", "Einsum",
-		"Attention", "MultiHeadAttention", "GroupQueryAttention", "MatMulNBits", "DynamicQuantizeMatMul",
-		"QGemm", "MatMulIntegerToFloat", "FusedGemm")
-	set(ClassConv, "Conv", "ConvTranspose", "QLinearConv", "ConvInteger", "FusedConv", "NhwcConv")
-	set(ClassPool, "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool",
-		"GlobalLpPool", "MaxRoiPool", "RoiAlign", "MaxUnpool", "QLinearAveragePool", "QLinearGlobalAveragePool")
-	set(ClassNorm, "BatchNormalization", "LayerNormalization", "InstanceNormalization",
-		"GroupNormalization", "LpNormalization", "MeanVarianceNormalization", "LRN", "Softmax",
-		"LogSoftmax", "Hardmax", "SkipLayerNormalization", "SimplifiedLayerNormalization",
-		"SkipSimplifiedLayerNormalization", "EmbedLayerNormalization", "RMSNormalization",
-		"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-		"ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK", "CumSum")
-	set(ClassData, "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements", "GatherND",
-		"Scatter", "ScatterElements", "ScatterND", "Expand", "Tile", "Pad", "Resize", "Upsample",
-		"DepthToSpace", "SpaceToDepth", "ReverseSequence", "OneHot", "NonZero", "Compress", "Trilu",
-		"ConcatFromSequence", "SplitToSequence", "Range", "ConstantOfShape", "EyeLike", "Col2Im",
-		"GridSample", "Unique", "NonMaxSuppression", "CenterCropPad")
-	set(ClassView, "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout", "Shape",
-		"Size", "Constant", "Optional", "OptionalGetElement", "OptionalHasElement")
-	set(ClassControl, "If", "Loop", "Scan")
-	set(ClassElementwise, "Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Sum", "Mean", "Relu",
-		"LeakyRelu", "PRelu", "Clip", "Neg", "Abs", "Floor", "Ceil", "Round", "Sign", "Where",
-		"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not",
-		"ThresholdedRelu", "Shrink", "BitShift", "IsNaN", "IsInf", "BiasAdd", "QuantizeLinear",
-		"DequantizeLinear", "DynamicQuantizeLinear", "Cast", "CastLike", "Exp", "Log", "Erf", "Tanh",
-		"Sigmoid", "Sqrt", "Pow", "Gelu", "Softplus", "Softsign", "Elu", "Selu", "Celu", "Mish",
-		"HardSwish", "HardSigmoid", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-		"Asinh", "Acosh", "Atanh", "Reciprocal", "FastGelu", "BiasGelu", "QuickGelu", "Swish",
-		"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot")
 }
 
 // ClassOf classifies node n of g. Static nodes (whose value is known before run time) are
@@ -93,10 +57,7 @@ func classOf(g *graph.Graph, n *graph.Node, depth int) OpClass {
 	if n.Static {
 		return ClassStatic
 	}
-	c, ok := opClass[n.OpType]
-	if !ok {
-		return ClassOther
-	}
+	c := OpClass(ops.ClassOf(n))
 	if c == ClassElementwise && depth < 4 && isEpilogue(g, n, depth) {
 		return ClassEpilogue
 	}
@@ -140,7 +101,7 @@ func (d *Device) Blocked(g *graph.Graph, n *graph.Node) bool {
 	default:
 		return true
 	}
-	if n.OpType != "Conv" && n.OpType != "FusedConv" || len(n.Inputs) < 2 || n.Inputs[1] < 0 {
+	if n.OpType != optype.Conv && n.OpType != optype.FusedConv || len(n.Inputs) < 2 || n.Inputs[1] < 0 {
 		return false
 	}
 	w := g.Tensors[n.Inputs[1]].Shape
@@ -206,9 +167,7 @@ func tensorClass(c OpClass) bool {
 // fp16 for float16/bfloat16 data, fp32 otherwise (TF32 is never assumed: runtimes leave it
 // off by default).
 func PrecisionOf(g *graph.Graph, n *graph.Node) Precision {
-	switch n.OpType {
-	case "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul",
-		"MatMulIntegerToFloat", "QGemm":
+	if e := ops.Of(n); e != nil && e.Int8 {
 		return INT8
 	}
 	dt := graph.Undefined

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart"
@@ -29,7 +31,6 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
@@ -261,7 +262,7 @@ func verifySplit(t *testing.T, dir string, files map[string]string) {
 // planAndVerify plans the model on two A100s, writes the stage files and verifies them.
 func planAndVerify(t *testing.T, m *ingest.Model, files map[string]string, dir string) {
 	ctx := context.Background()
-	c, err := profile.Resolve(ctx, "2xA100-80G", profile.Options{})
+	c, err := hw.Resolve(ctx, "2xA100-80G", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -305,12 +305,15 @@ type barChart struct {
 }
 
 type barRow struct {
-	Label                string
-	LabelY               float64
-	Track, Bar           svgRect
-	Parts                []svgRect // segments of Bar (a stage memory's parts), drawn over it
-	Marker               *svgRect
-	Text                 svgText
+	Label      string
+	LabelY     float64
+	Track, Bar svgRect
+	Parts      []svgRect // segments of Bar (a stage memory's parts), drawn over it
+	Marker     *svgRect
+	Text       svgText
+	// Sub is a second line under the bar (a stage memory's parts), nil for none: too long to
+	// stand beside the bar within the page's width.
+	Sub                  *svgText
 	Over, Best, Emphasis bool
 }
 
@@ -325,6 +328,8 @@ const (
 	boxGap       = 70.0
 	pipeMarginX  = 64.0
 	barChartRowH = 34.0
+	// memPartsLineH is the extra height of a memory bar with its parts on a line below it.
+	memPartsLineH = 18.0
 )
 
 // palette colours devices (Tableau 10).
@@ -1456,23 +1461,24 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 		br.Track = svgRect{X: ganttLabelW, Y: y + 4, W: trackW, H: 18, Class: "track"}
 		uw := plotW * float64(r.used) / float64(scale)
 		br.Bar = svgRect{X: ganttLabelW, Y: y + 4, W: math.Max(uw, 1), H: 18, Fill: color[r.name], Class: "used"}
-		what := "weights"
+		what, parts := "weights", ""
 		if r.parts != nil {
-			what = fmt.Sprintf("(weights %s + activations %s + buffers %s + state %s + reserve %s)",
+			what = "in all"
+			parts = fmt.Sprintf("weights %s + activations %s + buffers %s + inputs/outputs %s + reserve %s",
 				units.Bytes(r.parts.WeightsBytes), units.Bytes(r.parts.ActivationsBytes), units.Bytes(r.parts.BuffersBytes),
 				units.Bytes(r.parts.StateBytes), units.Bytes(r.parts.ReserveBytes))
 			x := float64(ganttLabelW)
 			for _, p := range []struct {
-				name  string
-				bytes int64
-			}{{"weights", r.parts.WeightsBytes}, {"activations", r.parts.ActivationsBytes}, {"buffers", r.parts.BuffersBytes},
-				{"state", r.parts.StateBytes}, {"reserve", r.parts.ReserveBytes}} {
+				name, label string
+				bytes       int64
+			}{{"weights", "weights", r.parts.WeightsBytes}, {"activations", "activations", r.parts.ActivationsBytes}, {"buffers", "buffers", r.parts.BuffersBytes},
+				{"state", "inputs/outputs", r.parts.StateBytes}, {"reserve", "reserve", r.parts.ReserveBytes}} {
 				if p.bytes <= 0 {
 					continue
 				}
 				w := plotW * float64(p.bytes) / float64(scale)
 				br.Parts = append(br.Parts, svgRect{X: x, Y: y + 4, W: w, H: 18, Fill: color[r.name], Class: "used mem-" + p.name,
-					Title: fmt.Sprintf("%s: %s %s", r.name, p.name, units.Bytes(p.bytes))})
+					Title: fmt.Sprintf("%s: %s %s", r.name, p.label, units.Bytes(p.bytes))})
 				x += w
 			}
 			br.Bar.Fill = "#fff" // under the parts, which draw the device's colour by part
@@ -1493,7 +1499,15 @@ func buildMemory(m *emit.Manifest, color map[string]string) memoryView {
 			text += ", capacity unknown"
 		}
 		br.Bar.Title = fmt.Sprintf("%s: %s", r.name, text)
+		if parts != "" {
+			br.Bar.Title += " (" + parts + ")"
+		}
 		br.Text = svgText{X: ganttLabelW + math.Max(uw, trackW) + 8, Y: y + 17, Text: text, Anchor: "start", Class: "bar-label"}
+		if parts != "" {
+			// The parts go under the bar, where the page's whole width holds them.
+			br.Sub = &svgText{X: ganttLabelW, Y: y + 38, Text: parts, Anchor: "start", Class: "bar-parts"}
+			y += memPartsLineH
+		}
 		ch.Rows = append(ch.Rows, br)
 		y += barChartRowH
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,20 +22,35 @@ func TestReportStageMemoryParts(t *testing.T) {
 			t.Errorf("%d %s segments, want %d", len(got), part, want)
 		}
 	}
-	var label string
+	var label, parts string
+	for _, e := range find(els, "text", "bar-parts") {
+		if strings.Contains(e.text, "weights 1.00 MiB + activations 2.00 MiB + buffers 0 B + inputs/outputs 3.00 MiB + reserve 1.00 MiB") {
+			parts = e.text
+		}
+	}
 	for _, e := range find(els, "text", "bar-label") {
-		if strings.Contains(e.text, "weights 1.00 MiB + activations 2.00 MiB + buffers 0 B + state 3.00 MiB + reserve 1.00 MiB") {
+		if strings.Contains(e.text, "7.00 MiB in all of 8.00 MiB") {
 			label = e.text
 		}
 	}
-	if !strings.Contains(label, "7.00 MiB") || !strings.Contains(label, "of 8.00 MiB") {
-		t.Errorf("no bar label with the parts, the total and the capacity; got %q", label)
+	if parts == "" || label == "" {
+		t.Errorf("no parts line (%q) or no bar label with the total and the capacity (%q)", parts, label)
+	}
+	// Every label stands inside the page (about 6.5 px a character at 12 px, as the page's font sets them).
+	for _, class := range []string{"bar-label", "bar-parts"} {
+		for _, e := range find(els, "text", class) {
+			var x float64
+			fmt.Sscan(e.attr["x"], &x)
+			if end := x + 6.5*float64(len([]rune(e.text))); end > reportWidth {
+				t.Errorf("label %q ends near x=%.0f, past the page's %v px", e.text, end, reportWidth)
+			}
+		}
 	}
 	// Over capacity, the device's bar says so (the fixture's gpu2 estimate is over already).
 	m.Stages[0].Memory.StateBytes, m.Stages[0].Memory.TotalBytes = 6<<20, 10<<20
 	over := 0
 	for _, e := range find(parseReport(t, mustReport(t, m)), "rect", "used over") {
-		if strings.Contains(e.text, m.Stages[0].Device+": 10.00 MiB (weights") && strings.Contains(e.text, "over capacity") {
+		if strings.Contains(e.text, m.Stages[0].Device+": 10.00 MiB in all") && strings.Contains(e.text, "(weights") && strings.Contains(e.text, "over capacity") {
 			over++
 		}
 	}

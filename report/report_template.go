@@ -53,6 +53,7 @@ svg.defs { position: absolute; width: 0; height: 0; }
 .bar-text { font-size: 10.5px; fill: #ffffff; font-weight: 600; }
 .bar-text.dark { fill: var(--ink); }
 .bar-label { font-size: 12px; }
+.bar-parts { font-size: 12px; fill: var(--muted); }
 .track { fill: #eef1f4; stroke: #c5ced6; }
 .used { fill-opacity: .85; }
 .used.over { stroke: var(--bad); stroke-width: 2; }
@@ -324,7 +325,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 <div class="scroll">
 <svg class="bars" width="{{f1 .Width}}" height="{{f1 .Height}}" viewBox="0 0 {{f1 .Width}} {{f1 .Height}}" role="img" aria-label="bar chart">
 {{- range .Rows}}
-<g class="chart-row{{if .Best}} best{{end}}{{if .Emphasis}} emph{{end}}{{if .Over}} over{{end}}"><text x="180" y="{{f1 .LabelY}}" text-anchor="end" class="row-label">{{.Label}}</text>{{with .Track}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" class="{{.Class}}"></rect>{{end}}{{with .Bar}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"{{if .Fill}} fill="{{.Fill}}"{{end}} class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{range .Parts}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}" class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{with .Text}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}</g>
+<g class="chart-row{{if .Best}} best{{end}}{{if .Emphasis}} emph{{end}}{{if .Over}} over{{end}}"><text x="180" y="{{f1 .LabelY}}" text-anchor="end" class="row-label">{{.Label}}</text>{{with .Track}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" class="{{.Class}}"></rect>{{end}}{{with .Bar}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}"{{if .Fill}} fill="{{.Fill}}"{{end}} class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{range .Parts}}<rect x="{{f1 .X}}" y="{{f1 .Y}}" width="{{f1 .W}}" height="{{f1 .H}}" fill="{{.Fill}}" class="{{.Class}}"><title>{{.Title}}</title></rect>{{end}}{{with .Text}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}{{with .Sub}}<text x="{{f1 .X}}" y="{{f1 .Y}}" text-anchor="{{.Anchor}}" class="{{.Class}}">{{.Text}}</text>{{end}}</g>
 {{- end}}
 </svg>
 </div>

@@ -410,9 +410,18 @@ func (in *inst) coupledFixed(ctx context.Context, limit time.Duration, integral 
 // coupled adds the coupled LP's bound (latency mode), within a share of the time limit, and
 // keeps its assignment for the search (s.hlp).
 func (s *solver) coupled() {
+	switch s.o.Method {
+	case Auto, MILP, Split:
+	default:
+		// The searches and the constructive methods keep their whole budget (and the
+		// planner's reproducible EA/SA runs, which have no deadline, stay fast).
+		if !coupledMIPAlways {
+			return
+		}
+	}
 	var limit time.Duration
 	if !s.deadline.IsZero() {
-		limit = time.Until(s.deadline) / 5
+		limit = time.Until(s.deadline) / 8
 		if limit <= 0 {
 			return
 		}
@@ -432,9 +441,7 @@ func (s *solver) coupled() {
 		}
 	}
 	if h.x != nil {
-		if pl := s.in.roundPlans(h.x); pl != nil {
-			s.add("coupled", pl, time.Now(), 0, "the coupled LP's assignment, rounded")
-		}
+		s.hlpPlan = s.in.roundPlans(h.x) // a candidate after the constructive ones (run)
 	}
 }
 

@@ -76,10 +76,15 @@
 //   - the lower bounds (bounds.go): the communication critical path adds a call to every
 //     cross-device input and ends every task of positive time no earlier than its device's
 //     call; the load LP charges each device it uses one call; the serial horizon one call per
-//     task. Each argument is written beside its code.
+//     task. Each argument is written beside its code;
+//   - the coupled bounds (bounds_coupled.go, latency mode): the HLP relaxation (fractional
+//     devices, completion times along every edge, loads) with transfers, calls, head/tail
+//     rows and congestion loads (coupled-lp); the same LP with every node fixed off the
+//     devices where its head + tail reaches θ, max over θ of min(θ, LP(θ)) (coupled-lp-fixed);
+//     and the model with binary devices (coupled-mip, HiGHS's dual bound).
 //
 // Certificates: a Result's LowerBound (and every entry of Bounds) is proved — each bound's
-// argument is stated where it is computed (bounds.go, split.go) —, Optimal means the plan is
+// argument is stated where it is computed (bounds.go, bounds_coupled.go, split.go) —, Optimal means the plan is
 // within RelGap of that bound, and Solve returns an error of kind diag.KindInfeasible only
 // with a proof (a node that fits nowhere, more memory needed than the devices hold, or the
 // full MILP infeasible over a horizon valid for every plan); when nothing is proved and no

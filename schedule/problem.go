@@ -97,14 +97,14 @@ type inst struct {
 	free         []bool  // free[e]: the edge never needs a transfer
 	// routeBW, routeLat: the effective link u→v after routing (bw 0 = unreachable).
 	routeBW, routeLat [][]float64
-	topo              []int   // Kahn by index
-	succCSR, predCSR  dag.CSR // preds and succs in graph/dag's form (for its Kahn)
-	bfs               []int   // breadth-first topological order (the thesis's gene order)
-	topoPos           []int   // topoPos[i]: index of i in topo
+	topo              []int             // Kahn by index
+	succCSR, predCSR  dag.CSR           // preds and succs in graph/dag's form (for its Kahn)
+	bfs               []int             // breadth-first topological order (the thesis's gene order)
+	topoPos           []int             // topoPos[i]: index of i in topo
 	reach             *dag.Reachability // from graph/dag (a node reaches itself); see reaches
-	capacity          []float64 // capacity[u]: memory of device u; +Inf when unlimited
-	callCost          []float64 // callCost[u]: Devices[u].CallCost
-	source            []bool    // source[i]: node i has no non-free in-edge (it reads no transfer)
+	capacity          []float64         // capacity[u]: memory of device u; +Inf when unlimited
+	callCost          []float64         // callCost[u]: Devices[u].CallCost
+	source            []bool            // source[i]: node i has no non-free in-edge (it reads no transfer)
 	// sourceCalls: a source that is its device's first task pays the device's call (true
 	// but in MILP-SPLIT's sub-problems, whose devices may have run earlier modules).
 	sourceCalls bool

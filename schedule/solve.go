@@ -242,8 +242,10 @@ type solver struct {
 	// infeasible is the proof that no plan fits memory (the full MILP proved its model
 	// infeasible), empty when nothing was proved.
 	infeasible string
-	// hlp is the coupled LP's solution (latency mode), nil when not solved.
-	hlp *hlp
+	// hlp is the coupled LP's solution (latency mode), nil when not solved; hlpPlan its
+	// rounding, judged after the constructive heuristics (so that they win ties).
+	hlp     *hlp
+	hlpPlan *Placement
 }
 
 type candidate struct {
@@ -346,6 +348,9 @@ func (s *solver) run() {
 		heur = in.constructive()
 		for _, h := range heur {
 			s.add(h.method, h.pl, t0, 0, "")
+		}
+		if s.hlpPlan != nil {
+			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
 		}
 	}
 	switch o.Method {

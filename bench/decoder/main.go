@@ -15,7 +15,7 @@
 // and GEMMs of the projections, attention and KV-cache reads, elementwise and normalisation,
 // data movement) and the fixed per-kernel and per-call overheads.
 //
-// Measured time is the median over runs of the calling thread's CPU time (profile.TimeCall,
+// Measured time is the median over runs of the calling thread's CPU time (hw.TimeCall,
 // as bench/fidelity measures): with one intra-op thread ONNX Runtime computes on the calling
 // thread, so this is the run's cost without the time other processes held the core. Inputs
 // and outputs are bound once (ort.Session.Prepare): a run copies no tensor in Go, as a
@@ -25,7 +25,7 @@
 // shared machine spread over all of them; a scan of 256 MiB between blocks reports the
 // memory's read rate at the time, against the host microbenchmark's the predictions use.
 //
-// Flags: -micro first runs profile.MeasureKernels, the ONNX Runtime microbenchmarks behind
+// Flags: -micro first runs ortmeasure.MeasureKernels, the ONNX Runtime microbenchmarks behind
 // the CPU defaults (GEMM and GEMV efficiency, one more kernel's cost in situ); -gpu prices
 // TinyLlama-1.1B's decode step on catalog GPUs (no measurement); -trace profiles every phase
 // in ONNX Runtime and prints its kernels per op type and the measured against predicted time
@@ -39,7 +39,6 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/stats"
 	"math"
 	"math/rand"
 	"os"
@@ -49,10 +48,14 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	hw "github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/internal/stats"
+
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
+	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
 
@@ -100,7 +103,7 @@ type row struct {
 func main() {
 	runs := flag.Int("runs", 100, "timed runs per model and phase (in blocks of 4 after 6 untimed calls, round-robin over every row)")
 	only := flag.String("only", "", "comma list of model names (all by default)")
-	micro := flag.Bool("micro", false, "run the ONNX Runtime kernel microbenchmarks behind the CPU defaults (profile.MeasureKernels) first")
+	micro := flag.Bool("micro", false, "run the ONNX Runtime kernel microbenchmarks behind the CPU defaults (ortmeasure.MeasureKernels) first")
 	trace := flag.Bool("trace", false, "also profile every phase in ONNX Runtime and print its kernels per op type")
 	gpu := flag.String("gpu", "", "also predict TinyLlama-1.1B's decode step (past=1024) on these catalog devices, e.g. a100-80g (no measurement: no GPU here)")
 	gpuModel := flag.String("gpu-model", "", "with -gpu: the TinyLlama-1.1B model to use (default: generate it, 2 GiB, in the work directory)")
@@ -110,11 +113,11 @@ func main() {
 	if err := ort.Init(); err != nil {
 		fail(err)
 	}
-	host, err := profile.ProbeHost(ctx, profile.HostOptions{})
+	host, err := hw.ProbeHost(ctx, hw.HostOptions{})
 	if err != nil {
 		fail(err)
 	}
-	dev := host.Device("cpu", 1)
+	dev := hw.HostDevice(host, "cpu", 1)
 	fmt.Printf("host: %s, %d logical CPUs; CPU device for 1 thread:\n", host.Model, host.Cores)
 	for _, f := range []struct {
 		name string
@@ -131,12 +134,12 @@ func main() {
 		}
 	}
 	if *micro {
-		kb, err := profile.MeasureKernels(ctx, 1, 50)
+		kb, err := ortmeasure.MeasureKernels(ctx, 1, 50)
 		if err != nil {
 			fail(err)
 		}
 		peak := dev.Peak[profile.FP32].Value
-		fmt.Printf("ONNX Runtime kernels, 1 thread (profile.MeasureKernels):\n")
+		fmt.Printf("ONNX Runtime kernels, 1 thread (ortmeasure.MeasureKernels):\n")
 		fmt.Printf("  GEMM 64×512·512×1408   %s = %.2f of the fp32 peak\n", profile.FormatQuantity(kb.GEMM64, profile.FLOPRate), kb.GEMM64/peak)
 		fmt.Printf("  GEMM 256×512·512×1408  %s = %.2f of the fp32 peak\n", profile.FormatQuantity(kb.GEMM256, profile.FLOPRate), kb.GEMM256/peak)
 		fmt.Printf("  GEMV over 184 MB       %s of weights, a scan of as many bytes %s: %.2f of it\n", profile.FormatQuantity(kb.GEMV, profile.Rate),
@@ -301,7 +304,7 @@ func measure(ctx context.Context, rows []*row, runs int) ([]float64, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			_, c, _ := profile.TimeCall(func() error {
+			_, c, _ := hw.TimeCall(func() error {
 				if bytes.IndexByte(buf, 0) >= 0 {
 					return fmt.Errorf("scan buffer holds a zero")
 				}
@@ -314,7 +317,7 @@ func measure(ctx context.Context, rows []*row, runs int) ([]float64, error) {
 				}
 			}
 			for range timedCalls {
-				_, cpu, err := profile.TimeCall(r.b.Run)
+				_, cpu, err := hw.TimeCall(r.b.Run)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", r.model, phaseName(r.ph), err)
 				}
@@ -496,7 +499,7 @@ func traceKernels(c llamagen.Config, path string, p phase, runs int) error {
 	if err != nil {
 		return err
 	}
-	prof, err := profile.ParseORTProfile(f)
+	prof, err := ortmeasure.ParseORTProfile(f)
 	f.Close()
 	if err != nil {
 		return err
@@ -549,7 +552,7 @@ func traceKernels(c llamagen.Config, path string, p phase, runs int) error {
 	return nil
 }
 
-// attribute profiles a phase with profile.MeasureORT (kernel times attributed to the original
+// attribute profiles a phase with ortmeasure.MeasureORT (kernel times attributed to the original
 // nodes, the profiler's own cost taken off) and prints, per kernel kind of the coarse graph,
 // the measured and the predicted time.
 func attribute(ctx context.Context, c llamagen.Config, path string, p phase, cm *profile.CostModel, rs *fusion.RuleSet) error {
@@ -559,7 +562,7 @@ func attribute(ctx context.Context, c llamagen.Config, path string, p phase, cm 
 	}
 	g := m.Graph
 	feeds, _ := feedsFor(c, p)
-	meas, err := profile.MeasureORT(ctx, path, g, profile.MeasureOptions{Threads: 1, Runs: 20, Feeds: feeds})
+	meas, err := ortmeasure.MeasureORT(ctx, path, g, ortmeasure.MeasureOptions{Threads: 1, Runs: 20, Feeds: feeds})
 	if err != nil {
 		return err
 	}
@@ -615,7 +618,7 @@ func predictGPU(ctx context.Context, spec, path, work string) error {
 		return err
 	}
 	g := m.Graph
-	cl, err := profile.Resolve(ctx, spec, profile.Options{Host: profile.HostOptions{NoBench: true}})
+	cl, err := hw.Resolve(ctx, spec, hw.Options{Host: hw.HostOptions{NoBench: true}})
 	if err != nil {
 		return err
 	}

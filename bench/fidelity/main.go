@@ -58,8 +58,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/stats"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -131,18 +134,18 @@ func main() {
 	if len(paths) == 0 {
 		fail(fmt.Errorf("no models in %s", *modelsDir))
 	}
-	host, err := profile.ProbeHost(ctx, profile.HostOptions{})
+	host, err := devices.ProbeHost(ctx, devices.HostOptions{})
 	if err != nil {
 		fail(err)
 	}
-	base := host.Device("cpu", 1)
+	base := hw.HostDevice(host, "cpu", 1)
 	fmt.Printf("host: %s, %d logical CPUs; CPU device for 1 thread: fp32 peak %s (%s), bandwidth %s (%s)\n",
 		host.Model, host.Cores, profile.FormatQuantity(base.Peak[profile.FP32].Value, profile.FLOPRate), base.Peak[profile.FP32].Source,
 		profile.FormatQuantity(base.Bandwidth.Value, profile.Rate), base.Bandwidth.Source)
 
 	// 1. Calibration data: the cost of a call's inputs and outputs, and an ONNX Runtime
 	// profile of every whole model.
-	io, err := profile.MeasureIO(ctx, 1, 30, base.Bandwidth.Value)
+	io, err := measure.MeasureIO(ctx, 1, 30, base.Bandwidth.Value)
 	if err != nil {
 		fail(err)
 	}
@@ -163,7 +166,7 @@ func main() {
 			continue
 		}
 		t0 := time.Now()
-		meas, err := profile.MeasureORT(ctx, p, m.Graph, profile.MeasureOptions{Threads: 1, Runs: *profRuns, Feeds: feeds, IO: &io})
+		meas, err := measure.MeasureORT(ctx, p, m.Graph, measure.MeasureOptions{Threads: 1, Runs: *profRuns, Feeds: feeds, IO: &io})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
 			continue
@@ -381,11 +384,11 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 		}
 		for i, x := range sr {
 			call := func() error { _, err := x.s.Run(x.feeds, x.hints); return err }
-			w, c, err := profile.TimeCall(call)
+			w, c, err := devices.TimeCall(call)
 			if err != nil {
 				return nil, err
 			}
-			_, cw, err := profile.TimeCall(call)
+			_, cw, err := devices.TimeCall(call)
 			if err != nil {
 				return nil, err
 			}

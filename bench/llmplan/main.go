@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 		configs = append(configs, llamagen.TinyLlama1B)
 	}
 	ctx := context.Background()
-	c, err := profile.Resolve(ctx, *devices, profile.Options{})
+	c, err := hw.Resolve(ctx, *devices, hw.Options{})
 	check(err)
 	fmt.Printf("Devices: %s. Each plan: --seed 1, --time-limit %s.\n\n", *devices, *limit)
 	for _, cfg := range configs {

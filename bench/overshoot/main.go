@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/profile"
@@ -35,7 +36,7 @@ func main() {
 		p    *schedule.Problem
 	}
 	var list []inst
-	cl, err := profile.Resolve(context.Background(), "cpu,t4,a100-80g", profile.Options{})
+	cl, err := devices.Resolve(context.Background(), "cpu,t4,a100-80g", devices.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -17,7 +17,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,6 +26,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/internal/stats"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -296,7 +298,7 @@ func onnxTable(dir string, limit time.Duration, seed int64) {
 	fmt.Println("Costs: roofline work = max(FLOPs / 1 TFLOP/s, bytes / 100 GB/s), link B = 10 GB/s, activation bytes from ingest; bounds fast, BoundGap 0.01.")
 	fmt.Println("Problems are the planner's own (internal/planner.PipelineProblem) on k A100-80GB: memory per node is its weights and state, capped at the device's capacity less its reserve.")
 	fmt.Println()
-	cl, err := profile.Resolve(context.Background(), "8xA100-80G", profile.Options{})
+	cl, err := devices.Resolve(context.Background(), "8xA100-80G", devices.Options{})
 	if err != nil {
 		fmt.Printf("not run: %v\n\n", err)
 		return

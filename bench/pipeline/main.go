@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/stats"
 	"github.com/onnxpart/onnxpart/pipebench"
 	"github.com/onnxpart/onnxpart/profile"
@@ -54,7 +56,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fidelity: no models found")
 		os.Exit(1)
 	}
-	c, err := profile.Resolve(ctx, *devices, profile.Options{})
+	c, err := hw.Resolve(ctx, *devices, hw.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
 		os.Exit(1)
@@ -77,7 +79,7 @@ func main() {
 		if i > 0 {
 			fmt.Print(", ")
 		}
-		fmt.Printf("%s: %d thread on CPU %s", d.Name, d.Threads, profile.FormatCPUs(d.CPUs))
+		fmt.Printf("%s: %d thread on CPU %s", d.Name, d.Threads, hw.FormatCPUs(d.CPUs))
 	}
 	fmt.Printf("); ONNX Runtime optimizations on; %d requests per bench, 2 in flight, workers spin %v; best of %d runs.\n", *requests, *spin, *repeat)
 	fmt.Printf("Load average before %s, after %s; %s in all.\n\n", strings.Fields(string(load1))[0], strings.Fields(string(load2))[0], time.Since(start).Round(time.Second))
@@ -169,7 +171,7 @@ func one(ctx context.Context, path string, c *profile.Cluster, requests int, spi
 	cc := *c
 	cc.Devices = make([]profile.Device, len(c.Devices))
 	copy(cc.Devices, c.Devices) // Calibration.Apply copies the figure maps it writes
-	h, err := profile.CalibrateHost(ctx, &cc, path, m.Graph, c.Devices[0].Threads)
+	h, err := ortmeasure.CalibrateHost(ctx, &cc, path, m.Graph, c.Devices[0].Threads)
 	if err != nil {
 		return fail(err)
 	}

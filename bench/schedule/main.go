@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/profile"
@@ -294,7 +295,7 @@ func corpus(dir, devices string, budget time.Duration, seed uint64) {
 	fmt.Printf("## Corpus ONNX models on --devices %s (latency, roofline cost model, no fusion)\n\n", devices)
 	fmt.Println("Problems are the planner's own (internal/planner.PlacementProblem): every node (weight-only ones with free outputs), each stage's runtime call, congested transfers, capacities less the devices' reserves.")
 	fmt.Println()
-	cl, err := profile.Resolve(context.Background(), devices, profile.Options{})
+	cl, err := hw.Resolve(context.Background(), devices, hw.Options{})
 	if err != nil {
 		fmt.Printf("not run: %v\n\n", err)
 		return

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/pipebench"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 func init() {
@@ -127,7 +127,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if *devices != "" {
-		cl, err := profile.Resolve(ctx, *devices, profile.Options{Host: profile.HostOptions{NoBench: true}})
+		cl, err := hw.Resolve(ctx, *devices, hw.Options{Host: hw.HostOptions{NoBench: true}, Names: profileFlags})
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func printBench(w io.Writer, r *pipebench.Report) {
 			s += "s"
 		}
 		if len(d.CPUs) > 0 {
-			s += " on CPU " + profile.FormatCPUs(d.CPUs)
+			s += " on CPU " + hw.FormatCPUs(d.CPUs)
 		}
 		devs = append(devs, s+")")
 	}

@@ -78,3 +78,7 @@ func parseInputShapes(list []string) (map[string][]int64, error) {
 // ingestFlags are the flags that set ingest.Options, by field, for its errors to name; and
 // AllowUnknownShapes, the way past ingest's RequireKnownShapes.
 var ingestFlags = diag.Names{"Dims": "--dim", "InputShapes": "--input-shape", "AllowUnknownShapes": "--allow-unknown-shapes"}
+
+// profileFlags are the flags behind devices.Resolve's spec and options, for its errors to
+// name.
+var profileFlags = diag.Names{"Devices": "--devices", "Link": "--link"}

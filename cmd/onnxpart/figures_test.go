@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,9 +70,12 @@ func TestFiguresAgree(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
 			base := append([]string{c.model, "--seed", "1", "--time-limit", "4s", "-q"}, c.args...)
 			var text, jsonOut, stderr bytes.Buffer
-			if code := run(context.Background(), &env{stdout: &text, stderr: &stderr}, append(base, "-o", dir)); code != 0 {
+			// The text run shows its progress (off a terminal, as in a log).
+			textArgs := append(slices.DeleteFunc(slices.Clone(base), func(a string) bool { return a == "-q" }), "-o", dir)
+			if code := run(context.Background(), &env{stdout: &text, stderr: &stderr}, textArgs); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr.String())
 			}
+			progressOut := stderr.String()
 			if code := run(context.Background(), &env{stdout: &jsonOut, stderr: &stderr}, append(base, "-o", "-", "--json")); code != 0 {
 				t.Fatalf("--json: exit %d: %s", code, stderr.String())
 			}
@@ -153,6 +158,15 @@ func TestFiguresAgree(t *testing.T) {
 				if e, l := seconds(t, end[1], end[2]), seconds(t, lat[1], lat[2]); !near(e, man.Predicted.LatencyS) || !near(l, man.Predicted.LatencyS) {
 					t.Errorf("one inference ends at %g, latency card %g; manifest latency %g", e, l, man.Predicted.LatencyS)
 				}
+			}
+
+			// The last progress line states the result: the objective, bound and gap printed.
+			lines := strings.Split(strings.TrimSpace(progressOut), "\n")
+			last := lines[len(lines)-1]
+			if m := regexp.MustCompile(`\] result: best ([0-9.]+) ?(ns|µs|ms|s), bound ([0-9.]+) ?(ns|µs|ms|s), gap ([0-9.]+)%$`).FindStringSubmatch(last); m == nil {
+				t.Errorf("last progress line %q does not state the result", last)
+			} else if b, l, g := seconds(t, m[1], m[2]), seconds(t, m[3], m[4]), m[5]; !near(b, f.Upper) || !near(l, f.Lower) || g != fmt.Sprintf("%.1f", 100*f.Gap) {
+				t.Errorf("last progress line %q; result %g, bound %g, gap %.1f%%", last, f.Upper, f.Lower, 100*f.Gap)
 			}
 
 			// The text's bound line: both figures, labelled, as the manifest's.

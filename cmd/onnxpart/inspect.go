@@ -14,6 +14,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/outdir"
 	"github.com/onnxpart/onnxpart/internal/units"
 )
 
@@ -105,7 +106,26 @@ func runInspect(ctx context.Context, e *env, args []string) error {
 			StageList []inspectStage  `json:"stage_list,omitempty"`
 		}{s, fsum, rows, stages})
 	}
-	printSummary(e.stdout, s, blocksLine(m.Graph), *tensors)
+	flops, acts := flopsLine(s), units.Bytes(s.ActivationBytes)
+	if s.SymbolicShapeTensors > 0 {
+		acts = "unknown (bind the symbolic dims with --dim NAME=SIZE)"
+	}
+	if s.FLOPsUncounted > 0 && len(s.SymbolicDims) > 0 && man == nil {
+		// Count them at a stated binding: every unbound dim at 1.
+		ones := map[string]int64{}
+		for _, d := range s.SymbolicDims {
+			ones[d] = 1
+		}
+		if b, err := ingest.Load(fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, DefaultDims: ones, Names: ingestFlags}); err == nil {
+			if bs := b.Summarize(false); bs.FLOPsUncounted == 0 {
+				flops = fmt.Sprintf("%s at %s (unbound dims at 1, derived dims from them; bind with --dim NAME=SIZE)", flopsStr(bs.FLOPs), outdir.DimList(bs.FLOPsAt))
+				if bs.SymbolicShapeTensors == 0 {
+					acts = fmt.Sprintf("%s at %s", units.Bytes(bs.ActivationBytes), outdir.DimList(bs.FLOPsAt))
+				}
+			}
+		}
+	}
+	printSummary(e.stdout, s, flops, acts, blocksLine(m.Graph), *tensors)
 	if *nodes {
 		printNodes(e.stdout, rows, stages, man)
 	}
@@ -148,13 +168,33 @@ func blocksLine(g *graph.Graph) string {
 	return line
 }
 
-func printSummary(w io.Writer, s *ingest.Summary, blocksDesc string, tensors bool) {
+// flopsLine states the model's FLOPs with the binding they were counted at, or says they are
+// unknown until the dims are bound: never a count that silently leaves nodes out.
+func flopsLine(s *ingest.Summary) string {
+	at := ""
+	if len(s.FLOPsAt) > 0 {
+		at = " at " + outdir.DimList(s.FLOPsAt)
+	}
+	switch {
+	case s.FLOPsUncounted == 0:
+		return flopsStr(s.FLOPs) + at
+	case len(s.SymbolicDims) > 0:
+		return fmt.Sprintf("unknown (bind with --dim %s=SIZE)", s.SymbolicDims[0])
+	}
+	return fmt.Sprintf("%s%s, without %s of unknown size", flopsStr(s.FLOPs), at, plural(s.FLOPsUncounted, "node"))
+}
+
+func printSummary(w io.Writer, s *ingest.Summary, flops, acts, blocksDesc string, tensors bool) {
 	fmt.Fprintf(w, "model      %s\n", s.Path)
 	fmt.Fprintf(w, "producer   %s, IR %d, opsets %s\n", orDash(s.Producer), s.IRVersion, opsetList(s.Opsets))
 	fmt.Fprintf(w, "nodes      %d (%d edges)\n", s.Nodes, s.Edges)
-	fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), units.Bytes(s.ParamsBytes))
-	fmt.Fprintf(w, "flops      %s\n", flopsStr(s.FLOPs))
-	fmt.Fprintf(w, "activations %s\n", units.Bytes(s.ActivationBytes))
+	if s.QuantParams > 0 {
+		fmt.Fprintf(w, "params     %s (%s; quantisation scales and zero points %s more)\n", count(s.Params), units.Bytes(s.ParamsBytes), count(s.QuantParams))
+	} else {
+		fmt.Fprintf(w, "params     %s (%s)\n", count(s.Params), units.Bytes(s.ParamsBytes))
+	}
+	fmt.Fprintf(w, "flops      %s\n", flops)
+	fmt.Fprintf(w, "activations %s\n", acts)
 	fmt.Fprintf(w, "blocks     %s\n", blocksDesc)
 	for _, t := range s.Inputs {
 		fmt.Fprintf(w, "input      %s %s %s\n", t.Name, t.DType, shapeStr(t.Shape))
@@ -167,6 +207,9 @@ func printSummary(w io.Writer, s *ingest.Summary, blocksDesc string, tensors boo
 	}
 	if len(s.UnsupportedOps) > 0 {
 		fmt.Fprintf(w, "unsupported ops (no shape inference) %s\n", strings.Join(s.UnsupportedOps, ", "))
+	}
+	if s.SymbolicShapeTensors > 0 {
+		fmt.Fprintf(w, "symbolic shapes %s (known up to the symbolic dims)\n", plural(s.SymbolicShapeTensors, "tensor"))
 	}
 	fmt.Fprintf(w, "unknown shapes %s\n", plural(s.UnknownShapeTensors, "tensor"))
 	for _, n := range firstN(s.UnknownShapeNames, 10) {

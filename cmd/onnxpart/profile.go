@@ -12,8 +12,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
+	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -53,7 +55,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	c := commands["profile"]
 	fs := newFlags(e, c)
 	devices := fs.String("devices", "auto", "auto, a catalog list such as 4xH100-SXM or a100-80g,t4,cpu, or a .yaml/.json spec file")
-	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(hw.LinkChoices, ", "))
 	costs := fs.String("costs", "roofline", "roofline, or measured (profile the model in ONNX Runtime on this CPU)")
 	threads := fs.Int("threads", 1, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension of the model, NAME=SIZE (repeatable)")
@@ -99,8 +101,8 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if l == "auto" {
 		l = ""
 	}
-	cl, err := profile.Resolve(ctx, *devices, profile.Options{Link: l, Threads: *threads,
-		Host: profile.HostOptions{NoBench: *noBench, Refresh: *refresh}})
+	cl, err := hw.Resolve(ctx, *devices, hw.Options{Link: l, Threads: *threads, Names: profileFlags,
+		Host: hw.HostOptions{NoBench: *noBench, Refresh: *refresh}})
 	if err != nil {
 		return err
 	}
@@ -289,9 +291,9 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: costs}
 	var opts profile.CostOptions
 	if costs == "measured" {
-		h, err := profile.CalibrateHost(ctx, cl, path, g, threads)
+		h, err := ortmeasure.CalibrateHost(ctx, cl, path, g, threads)
 		switch {
-		case errors.Is(err, profile.ErrNoHost):
+		case errors.Is(err, ortmeasure.ErrNoHost):
 			rep.Notes = append(rep.Notes, "--costs measured: no host CPU among the devices (add cpu to --devices); every device keeps roofline costs")
 		case err != nil:
 			return diag.Wrap(diag.KindInput, err)
@@ -492,7 +494,7 @@ func timeStr(t float64) string {
 }
 
 func printCatalog(w io.Writer, asJSON bool) error {
-	entries := profile.Catalog()
+	entries := hw.Catalog()
 	if asJSON {
 		type entry struct {
 			ID        string   `json:"id"`
@@ -540,7 +542,7 @@ func printCatalog(w io.Writer, asJSON bool) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nlinks (--link): auto, nvlink (per device), staged;")
-	for _, p := range profile.LinkPresets() {
+	for _, p := range hw.LinkPresets() {
 		fmt.Fprintf(w, "  %-6s %s per direction  (%s)\n", p.ID, profile.FormatQuantity(p.Bandwidth, profile.Rate), p.Source)
 	}
 	fmt.Fprintln(w, "\nsources (dense figures; see profile/catalog.yaml):")

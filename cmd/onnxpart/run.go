@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -19,9 +18,11 @@ import (
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/deploy/genai"
 	"github.com/onnxpart/onnxpart/deploy/triton"
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
+	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/units"
 	"github.com/onnxpart/onnxpart/partition"
 	"github.com/onnxpart/onnxpart/profile"
@@ -96,7 +97,7 @@ type runFlags struct {
 
 func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringVar(&f.devices, "devices", "auto", "auto, catalog devices (4xA100-80G, a100-80g,t4,cpu) or a .yaml/.json spec file")
-	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(profile.LinkChoices, ", "))
+	fs.StringVar(&f.link, "link", "auto", "how catalog devices connect: "+strings.Join(hw.LinkChoices, ", "))
 	fs.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "CUDA ordinals of the GPUs, in --devices order, for the manifest's device_id and Triton's gpus (default: NVML's index under auto, else each GPU's position)")
 	fs.IntVar(&f.stagesPerDevice, "stages-per-device", 0, fmt.Sprintf("the most stages (runtime calls) on one device of a latency or --batch placement; 0: no cap (default: %d on mixed devices unless -k is given)", onnxpart.DefaultStagesPerDevice))
 	fs.IntVarP(&f.k, "stages", "k", 0, "number of pipeline stages, or the most stages (runtime calls) of a latency or --batch placement, at least 1 (default: number of devices; placements: --stages-per-device)")
@@ -235,7 +236,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.phase("devices " + f.devices)
-	cluster, err := profile.Resolve(ctx, f.devices, profile.Options{Link: f.link})
+	cluster, err := hw.Resolve(ctx, f.devices, hw.Options{Link: f.link, Names: profileFlags})
 	if err != nil {
 		return err
 	}
@@ -267,7 +268,6 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return planError(err)
 	}
-	prog.done()
 	if !fs.Changed("seed") {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
@@ -277,6 +277,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	fig := report.PlanFigures(layout.Manifest)
+	prog.result(fig.Upper, fig.Lower, fig.Gap)
+	prog.done()
 	if f.out != "-" {
 		if err := layout.WriteDir(f.out); err != nil {
 			return err
@@ -322,7 +325,7 @@ func planError(err error) error {
 }
 
 // measure profiles the model on the host CPU and calibrates every host device of the
-// cluster on that profile as `onnxpart profile --costs measured` does (profile.CalibrateHost:
+// cluster on that profile as `onnxpart profile --costs measured` does (ortmeasure.CalibrateHost:
 // call cost, I/O and layout bandwidths, op classes), and returns per-node times for every
 // host device.
 func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]float64, error) {
@@ -332,8 +335,8 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 			threads = c.Devices[i].Threads
 		}
 	}
-	h, err := profile.CalibrateHost(ctx, c, m.Path, m.Graph, threads)
-	if errors.Is(err, profile.ErrNoHost) {
+	h, err := ortmeasure.CalibrateHost(ctx, c, m.Path, m.Graph, threads)
+	if errors.Is(err, ortmeasure.ErrNoHost) {
 		return nil, diag.Usage("--costs measured needs the host CPU among the devices (add cpu to --devices)").About(diag.Flag, "--costs")
 	}
 	if err != nil {
@@ -549,224 +552,6 @@ func dur(s float64) string {
 		return fmt.Sprintf("%.3gms", s*1e3)
 	}
 	return fmt.Sprintf("%.3gµs", s*1e6)
-}
-
-// progress prints phases and solver improvements on stderr. On a terminal it keeps one live
-// line, redrawn at least every progressTick with the elapsed time against the time limit,
-// the current phase and the best plan, bound and gap so far; off a terminal it prints one
-// line per phase. Nothing shows during the first progressDelay: a usage or input error found
-// at once then prints alone, and what was held back is dropped with it (stop) or shown once
-// planning has produced a plan (done).
-type progress struct {
-	e     *env
-	quiet bool
-	start time.Time
-	limit time.Duration // the planning time limit shown beside the elapsed time; 0: none
-
-	mu      sync.Mutex
-	live    bool     // a live line is on the terminal
-	shown   bool     // lines go out as they come
-	ended   bool     // done or stop was called
-	pending []string // held back before shown; notes start with "note: "
-	timer   *time.Timer
-	quit    chan struct{} // ends the redraw loop
-	// The state the line shows: the phase, and the best plan and bound reported in it.
-	phaseName        string
-	best, bound, gap float64
-	lastPrintedPhase string
-}
-
-// progressDelay is how long progress is held back; progressTick how often a terminal's live
-// line is redrawn.
-const (
-	progressDelay = time.Second
-	progressTick  = 250 * time.Millisecond
-)
-
-func newProgress(e *env, quiet bool, limit time.Duration) *progress {
-	p := &progress{e: e, quiet: quiet, start: time.Now(), limit: limit, quit: make(chan struct{})}
-	p.timer = time.AfterFunc(progressDelay, p.show)
-	if e.isTTY && !quiet {
-		go p.redraw()
-	}
-	return p
-}
-
-// redraw keeps a terminal's live line current, so that the elapsed time moves while a solver
-// reports nothing.
-func (p *progress) redraw() {
-	t := time.NewTicker(progressTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.quit:
-			return
-		case <-t.C:
-			p.mu.Lock()
-			if p.shown && !p.ended && p.phaseName != "" {
-				p.print(p.render())
-			}
-			p.mu.Unlock()
-		}
-	}
-}
-
-// render is the progress line: "[ 12.3s of 30s] split: best 670µs, bound 572µs, gap 14.7%".
-func (p *progress) render() string {
-	el := time.Since(p.start).Seconds()
-	s := fmt.Sprintf("[%5.1fs", el)
-	if p.limit > 0 {
-		s += " of " + p.limit.String()
-	}
-	s += "] " + p.phaseName
-	if p.best > 0 {
-		s += ": best " + dur(p.best)
-		if p.bound > 0 {
-			s += fmt.Sprintf(", bound %s, gap %.1f%%", dur(p.bound), 100*p.gap)
-		}
-	}
-	return s
-}
-
-func (p *progress) phase(s string) {
-	if p.quiet {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.phaseName, p.best, p.bound, p.gap = s, 0, 0, 0
-	p.emit()
-}
-
-// note prints a fact the user should know (even with -q), held back like progress.
-func (p *progress) note(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.shown {
-		p.pending = append(p.pending, "note: "+s)
-		return
-	}
-	p.clearLive()
-	fmt.Fprintf(p.e.stderr, "note: %s\n", s)
-}
-
-func (p *progress) update(pr onnxpart.Progress) {
-	if p.quiet {
-		return
-	}
-	if pr.Objective == 0 && pr.Phase != "" {
-		p.phase(pr.Phase) // one of onnxpart.Plan's phases starts
-		return
-	}
-	if math.IsInf(pr.Objective, 0) || pr.Objective <= 0 {
-		return // nothing found yet
-	}
-	if pr.Phase == "" {
-		pr.Phase = "search"
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.phaseName, p.best, p.bound, p.gap = pr.Phase, pr.Objective, pr.LowerBound, pr.Gap
-	p.emit()
-}
-
-// emit shows the state: on a terminal the live line is redrawn; off a terminal a line
-// goes out when the phase changes. p.mu is held.
-func (p *progress) emit() {
-	if !p.e.isTTY {
-		if p.phaseName == p.lastPrintedPhase {
-			return
-		}
-		p.lastPrintedPhase = p.phaseName
-	}
-	s := p.render()
-	if !p.shown {
-		p.pending = append(p.pending, s)
-		return
-	}
-	p.print(s)
-}
-
-// print writes one progress line: on a terminal it replaces the live line.
-func (p *progress) print(s string) {
-	if p.e.isTTY {
-		fmt.Fprintf(p.e.stderr, "\r\033[K%s", s)
-		p.live = true
-		return
-	}
-	fmt.Fprintln(p.e.stderr, s)
-}
-
-func (p *progress) clearLive() {
-	if p.live {
-		fmt.Fprint(p.e.stderr, "\r\033[K")
-		p.live = false
-	}
-}
-
-// show lets lines out: the held-back notes, and the progress lines (on a terminal only the
-// current state, which a live line would have shown).
-func (p *progress) show() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.flush()
-}
-
-func (p *progress) flush() {
-	if p.shown {
-		return
-	}
-	p.shown = true
-	for _, s := range p.pending {
-		switch {
-		case strings.HasPrefix(s, "note: "):
-			p.clearLive()
-			fmt.Fprintln(p.e.stderr, s)
-		case !p.e.isTTY:
-			p.print(s)
-		}
-	}
-	if p.e.isTTY && p.phaseName != "" && !p.ended {
-		p.print(p.render())
-	}
-	p.pending = nil
-}
-
-// done ends the progress once a plan is found: what was held back is shown, then the live
-// line is cleared.
-func (p *progress) done() {
-	p.timer.Stop()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.flush()
-	p.end()
-}
-
-// end stops the redraws and clears the live line. p.mu is held.
-func (p *progress) end() {
-	if !p.ended {
-		p.ended = true
-		close(p.quit)
-	}
-	p.clearLive()
-}
-
-// stop ends the progress on any path: held-back progress lines are dropped (an error
-// follows, and prints alone), notes are kept.
-func (p *progress) stop() {
-	p.timer.Stop()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.shown {
-		p.shown = true
-		for _, s := range p.pending {
-			if strings.HasPrefix(s, "note: ") {
-				fmt.Fprintln(p.e.stderr, s)
-			}
-		}
-		p.pending = nil
-	}
-	p.end()
 }
 
 // plural is "1 input", "2 inputs".

@@ -249,8 +249,8 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 	d := &cfg.Model.Decoder
 	d.Inputs, d.Outputs = gio.in, gio.out
 	d.NumHiddenLayers, d.NumKeyValueHeads, d.HeadSize = gio.layers, gio.kvHeads, gio.headSize
-	d.NumAttentionHeads = attentionHeads(g, gio.headSize, gio.kvHeads)
 	vocab, hidden := embedding(g, gio.idsTensor)
+	d.NumAttentionHeads = attentionHeads(g, gio.headSize, gio.kvHeads, hidden)
 	if vocab == 0 && gio.logitsTensor >= 0 {
 		if s := g.Tensors[gio.logitsTensor].Shape; len(s) > 0 && s[len(s)-1].Known() {
 			vocab = s[len(s)-1].Value
@@ -700,7 +700,12 @@ func embedding(g *graph.Graph, ids int) (vocab, hidden int64) {
 // operator (com.microsoft's, ONNX's q_num_heads), else the most heads a Reshape splits a
 // tensor into, [batch, seq, heads, headSize] (the queries; keys and values may have fewer
 // heads). 0 when neither is found.
-func attentionHeads(g *graph.Graph, headSize, kvHeads int64) int64 {
+//
+// A Reshape's split is the queries' only where heads × headSize is the model's width
+// (hidden, when known): grouped-query exports also reshape the repeated keys to [batch,
+// heads, total, headSize], whose axis 2 is the sequence length (the planned size, not a
+// head count). Without hidden, or when no split matches it, the most heads found is taken.
+func attentionHeads(g *graph.Graph, headSize, kvHeads, hidden int64) int64 {
 	var best int64
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
@@ -713,6 +718,7 @@ func attentionHeads(g *graph.Graph, headSize, kvHeads int64) int64 {
 	if best > 0 || headSize <= 0 {
 		return best
 	}
+	var width int64
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
 		if n.OpType != "Reshape" || n.Domain != "" || len(n.Outputs) == 0 || n.Outputs[0] < 0 {
@@ -727,7 +733,13 @@ func attentionHeads(g *graph.Graph, headSize, kvHeads int64) int64 {
 		}
 		if h := dims[2]; kvHeads <= 0 || h%kvHeads == 0 {
 			best = max(best, h)
+			if hidden > 0 && h*headSize == hidden {
+				width = max(width, h)
+			}
 		}
+	}
+	if width > 0 {
+		return width
 	}
 	return best
 }

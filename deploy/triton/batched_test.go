@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
+
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // TestTritonBatchedPlan (issue 40): `--devices 2xT4 --batch 8 --emit triton` wrote triton/
@@ -34,7 +35,7 @@ func TestTritonBatchedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xT4", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestTritonEveryObjective(t *testing.T) {
 		{"batched", "a100-80g,t4,t4", onnxpart.Options{Batch: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := profile.Resolve(context.Background(), tc.devices, profile.Options{})
+			c, err := hw.Resolve(context.Background(), tc.devices, hw.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // analysis holds the state of one Find.
@@ -115,7 +116,7 @@ func newAnalysis(g *graph.Graph) *analysis {
 			continue
 		}
 		for _, t := range g.Nodes[v].Deps() {
-			if a.carried(t) {
+			if a.carried(t) && !sideInput(&g.Nodes[v], t) {
 				p := g.Tensors[t].Producer
 				height[p] = max(height[p], height[v]+1)
 			}
@@ -129,7 +130,7 @@ func newAnalysis(g *graph.Graph) *analysis {
 			continue
 		}
 		for _, t := range g.Nodes[v].Deps() {
-			if i := a.inputIdx[t]; i >= 0 {
+			if i := a.inputIdx[t]; i >= 0 && !sideInput(&g.Nodes[v], t) {
 				inputHeight[i] = max(inputHeight[i], height[v]+1)
 				top = max(top, inputHeight[i])
 			}
@@ -146,6 +147,17 @@ func newAnalysis(g *graph.Graph) *analysis {
 // sideOf reports whether tensor t can be a side tensor beside a stream whose data depends on
 // the graph inputs ds: t depends on a strict subset of them, and on no trunk input.
 func (a *analysis) sideOf(t int, ds []uint64) bool {
+	if cs := a.g.Tensors[t].Consumers; len(cs) > 0 {
+		// read only where an attention op takes a mask or lengths (EmbedLayerNormalization's
+		// mask_index): a side tensor by the ops' semantics, whatever it depends on
+		all := true
+		for _, c := range cs {
+			all = all && sideInput(&a.g.Nodes[c], t)
+		}
+		if all {
+			return true
+		}
+	}
 	dt := a.set(a.g.Tensors[t].Producer)
 	for k := range dt {
 		if dt[k]&a.trunk[k] != 0 {
@@ -163,7 +175,7 @@ var random = map[string]bool{
 // shapeOnly reports whether a node reads only the shape of its input (Shape, Size), so that
 // its output carries no data of it.
 func shapeOnly(nd *graph.Node) bool {
-	return (nd.Domain == "" || nd.Domain == "ai.onnx") && (nd.OpType == "Shape" || nd.OpType == "Size")
+	return (nd.Domain == "" || nd.Domain == "ai.onnx") && (nd.OpType == optype.Shape || nd.OpType == optype.Size)
 }
 
 func (a *analysis) set(v int) []uint64 { return a.dset[v*a.words : (v+1)*a.words] }
@@ -258,7 +270,9 @@ func (a *analysis) sweep(key []int, hint []bool) []cut {
 		}
 		best := -1
 		for _, t := range live {
-			if c := popcount(a.set(g.Tensors[t].Producer)); c > best {
+			c := popcount(a.set(g.Tensors[t].Producer))
+			// of a fused residual's two outputs, the normalized one (output 0) is the stream
+			if c > best || c == best && residualPair(g, s, t) && g.Nodes[g.Tensors[t].Producer].Outputs[0] == t {
 				s, best = t, c
 			}
 		}
@@ -266,6 +280,9 @@ func (a *analysis) sweep(key []int, hint []bool) []cut {
 		for _, t := range live {
 			if t == s {
 				continue
+			}
+			if residualPair(g, s, t) {
+				continue // the other half of a fused residual: it crosses with s
 			}
 			if !a.sideOf(t, ds) {
 				return -1, nil
@@ -591,4 +608,51 @@ func (a *analysis) cone(v int, mode int, keep func(int) bool) (cone []int, ok bo
 		}
 	}
 	return sortedInts(cone), true
+}
+
+// residualOps are ONNX Runtime's fused residual normalizations: output 0 is the normalized
+// sum, output 3 the sum itself (input + skip + bias), which the next layer's one takes as
+// its skip. Exporters that fuse the residual this way (ORT's transformer optimizer, GenAI's
+// model builder) have no single tensor between layers: the two outputs of one such node
+// cross the boundary together, and count as one cut.
+var residualOps = map[string]bool{"SkipLayerNormalization": true, "SkipSimplifiedLayerNormalization": true}
+
+// residualPair reports whether s and t are two outputs of one fused residual normalization.
+func residualPair(g *graph.Graph, s, t int) bool {
+	p := g.Tensors[s].Producer
+	if p < 0 || p != g.Tensors[t].Producer {
+		return false
+	}
+	n := &g.Nodes[p]
+	return n.Domain == "com.microsoft" && residualOps[n.OpType]
+}
+
+// attentionSide lists, for ONNX Runtime's attention contrib ops, the input slots that are
+// not the stream by the op's semantics: sequence lengths, masks, biases, rotary tables and
+// positions. A mask computed in a few steps from attention_mask (the model builder's
+// ReduceSum, Sub, Cast into GroupQueryAttention's seqlens_k) may reach the op by a path
+// longer than the embedding's; the trunk is where the stream starts, not the mask.
+var attentionSide = map[string]map[int]bool{
+	"GroupQueryAttention": {5: true, 6: true, 7: true, 8: true, 9: true, 10: true},
+	"MultiHeadAttention":  {4: true, 5: true},
+	"Attention":           {3: true, 5: true},
+	"RotaryEmbedding":     {1: true, 2: true, 3: true},
+}
+
+// sideInput reports whether node n reads t only in side slots (attentionSide).
+func sideInput(n *graph.Node, t int) bool {
+	slots, ok := attentionSide[n.OpType]
+	if !ok || n.Domain != "com.microsoft" {
+		return false
+	}
+	found := false
+	for i, in := range n.Inputs {
+		if in == t {
+			if !slots[i] {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -18,7 +19,7 @@ func TestBatchedScalingUsesClassOverhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "a100-80g", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "a100-80g", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

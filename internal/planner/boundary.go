@@ -29,7 +29,7 @@ type stageBoundary struct {
 // newStageBoundary returns the boundary pricing of a throughput pipeline on devs, or nil
 // when the plan keeps the link model: StageTime's terms are priced when every device is a CPU
 // whose call costs were measured on this machine (profile.Device.CallCalibrated, which
-// profile.CalibrateHost makes so) and the devices are identical, with the same call figures.
+// measure.CalibrateHost makes so) and the devices are identical, with the same call figures.
 // Catalog and default devices have no such figures, so their plans do not change.
 func newStageBoundary(c *profile.Cluster, cm *profile.CostModel, g *graph.Graph, devs []int) *stageBoundary {
 	if len(devs) == 0 || !identicalDevices(c, devs) {

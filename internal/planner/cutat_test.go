@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	"github.com/onnxpart/onnxpart/internal/ort"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
 )
 
@@ -45,7 +45,7 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dev, err := profile.Resolve(context.Background(), spec, profile.Options{})
+	dev, err := hw.Resolve(context.Background(), spec, hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // The opt-in tier of issue 32 (make test-llm-large, ONNXPART_LLAMA_1B=1): TinyLlama-1.1B's
@@ -49,7 +49,7 @@ func TestLlama1BWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "4xA100-80G", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "4xA100-80G", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

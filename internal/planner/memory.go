@@ -25,8 +25,9 @@ type StageMemory struct {
 	Activations int64
 	// Buffers: the stage's input and output tensors that other stages produce or read.
 	Buffers int64
-	// State: the graph inputs the stage reads and the graph outputs it produces (such as a
-	// decoder's past_key_values.* and present.* KV cache), sized at the memory graph's dims.
+	// State: the graph inputs the stage reads and the graph outputs it produces (a decoder's
+	// past_key_values.* and present.* KV cache among them), sized at the memory graph's dims.
+	// Messages call it "inputs/outputs": it is not only the state a decoder carries.
 	State int64
 	// Reserve: the device's workspace reserve (profile.Device.Reserve).
 	Reserve int64
@@ -37,10 +38,10 @@ func (m StageMemory) Total() int64 {
 	return m.Weights + m.Activations + m.Buffers + m.State + m.Reserve
 }
 
-// Parts writes the sum part by part: "weights X + activations Y + buffers Z + state S +
-// reserve R = T".
+// Parts writes the sum part by part: "weights X + activations Y + buffers Z +
+// inputs/outputs S + reserve R = T".
 func (m StageMemory) Parts() string {
-	return fmt.Sprintf("weights %s + activations %s + buffers %s + state %s + reserve %s = %s",
+	return fmt.Sprintf("weights %s + activations %s + buffers %s + inputs/outputs %s + reserve %s = %s",
 		human(float64(m.Weights)), human(float64(m.Activations)), human(float64(m.Buffers)),
 		human(float64(m.State)), human(float64(m.Reserve)), human(float64(m.Total())))
 }
@@ -323,7 +324,7 @@ func checkMemoryFits(g, mg *graph.Graph, c *profile.Cluster, devs []int) error {
 		}
 	}
 	if need := weights + state; need > usable {
-		return diag.Infeasible("the model does not fit the devices' memory: weights %s + state %s = %s > %s in all (capacities %s less reserves %s; %s short)",
+		return diag.Infeasible("the model does not fit the devices' memory: weights %s + model inputs/outputs %s = %s > %s in all (capacities %s less reserves %s; %s short)",
 			human(weights), human(state), human(need), human(usable), human(total), human(reserve), human(need-usable))
 	}
 	return nil

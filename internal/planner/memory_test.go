@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
@@ -156,7 +157,7 @@ func twoDevices(t *testing.T, cap string) *profile.Cluster {
 	if err := os.WriteFile(spec, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), spec, profile.Options{})
+	c, err := hw.Resolve(context.Background(), spec, hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 		t.Fatalf("got %v, want a no-plan error", err)
 	}
 	t.Log(err)
-	for _, want := range []string{"the plan found does not fit", "no plan found within the limits", "stage ", " on gpu", ": weights ", " + activations ", " + buffers ", " + state ", " + reserve 4.0 KiB = ", " > capacity 800.0 KiB (", " short)"} {
+	for _, want := range []string{"the plan found does not fit", "no plan found within the limits", "stage ", " on gpu", ": weights ", " + activations ", " + buffers ", " + inputs/outputs ", " + reserve 4.0 KiB = ", " > capacity 800.0 KiB (", " short)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -240,7 +241,7 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 
 	// 300 KiB each: the weights fit, weights and state cannot: proved (exit 3).
 	_, err = Plan(context.Background(), m, twoDevices(t, "300KiB"), opt)
-	if diag.KindOf(err) != diag.KindInfeasible || !strings.Contains(err.Error(), "weights 48.0 KiB + state") {
+	if diag.KindOf(err) != diag.KindInfeasible || !strings.Contains(err.Error(), "weights 48.0 KiB + model inputs/outputs") {
 		t.Fatalf("got %v, want an infeasible error with the parts", err)
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/profile"
 )
 
 // Options are checked completely in the first phase: a bad solver, bound effort, cut, fusion
@@ -21,7 +21,7 @@ func TestOptionsCheckedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, devices := range []string{"2xA100-80G", "a100-80g,t4"} {
-		c, err := profile.Resolve(context.Background(), devices, profile.Options{})
+		c, err := hw.Resolve(context.Background(), devices, hw.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestOptionNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "2xA100-80G", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "2xA100-80G", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

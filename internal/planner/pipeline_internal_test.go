@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -20,7 +21,7 @@ func pipelineSetup(t *testing.T, devices string) (*graph.Graph, *profile.Cluster
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), devices, profile.Options{})
+	c, err := hw.Resolve(context.Background(), devices, hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

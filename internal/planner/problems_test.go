@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -19,7 +20,7 @@ func TestBenchmarkBuildersArePlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := profile.Resolve(context.Background(), "a100-80g,t4,cpu", profile.Options{})
+	c, err := hw.Resolve(context.Background(), "a100-80g,t4,cpu", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestBenchmarkBuildersArePlans(t *testing.T) {
 		t.Errorf("PlacementProblem differs from the problem Plan solved")
 	}
 
-	c4, err := profile.Resolve(context.Background(), "4xA100-80G", profile.Options{})
+	c4, err := hw.Resolve(context.Background(), "4xA100-80G", hw.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/ingest"
-	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/schedule"
 )
 
@@ -34,7 +34,7 @@ func TestNoStageMergePays(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c, err := profile.Resolve(context.Background(), devices, profile.Options{})
+				c, err := hw.Resolve(context.Background(), devices, hw.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +135,7 @@ func TestStageCallTable(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			c, err := profile.Resolve(context.Background(), devices, profile.Options{})
+			c, err := hw.Resolve(context.Background(), devices, hw.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
