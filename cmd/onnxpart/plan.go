@@ -81,6 +81,11 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 			if strings.HasPrefix(a, "--input-format=") {
 				continue
 			}
+			for _, w := range []string{"-o", "--output", "--emit", "--force"} {
+				if a == w || strings.HasPrefix(a, w+"=") || (w == "-o" && strings.HasPrefix(a, "-o") && !strings.HasPrefix(a, "--")) {
+					return diag.Usage("plan takes no %s: it prints the plan and writes nothing; the main command writes the stage files (onnxpart MODEL.onnx -o DIR)", w).About(diag.Flag, w)
+				}
+			}
 			pass = append(pass, a)
 		}
 		return runMain(ctx, e, append(pass, "-o", "-"))
@@ -103,6 +108,13 @@ func runPlan(ctx context.Context, e *env, args []string) error {
 		return diag.Usage("plan takes one instance file, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
+	// Each format's own flags; given to another, they would be ignored: say so instead.
+	for _, f := range []struct{ flag, only string }{{"stages", "dnn-partitioning"}, {"cpus", "dnn-partitioning"},
+		{"polish-window", "dnn-partitioning"}, {"bounds", "dnn-partitioning"}, {"solver", "moirai"}} {
+		if fs.Changed(f.flag) && format != f.only {
+			return diag.Usage("--%s applies to %s instances; %s is %s", f.flag, f.only, path, format).About(diag.Flag, "--"+f.flag)
+		}
+	}
 	if !fs.Changed("seed") {
 		*seed = 1 // the searches' start; givenSeed leaves it out of the JSON
 	}
