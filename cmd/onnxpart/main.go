@@ -259,6 +259,11 @@ func helpCommand(fs *pflag.FlagSet) string {
 	return "onnxpart " + fs.Name() + " --help"
 }
 
+// notTaken says why a subcommand does not take a flag the main command takes.
+var notTaken = map[string]map[string]string{
+	"split": {"time-limit": "it does not search", "objective": "it cuts equal-FLOP stages"},
+}
+
 // unknownFlag words an unknown flag, with "did you mean" when a known flag is close: a long
 // flag misspelt (--devics), or one given with a single dash (-devices, which pflag reads as
 // shorthands).
@@ -279,6 +284,9 @@ func unknownFlag(fs *pflag.FlagSet, ne *pflag.NotExistError) string {
 		given, word = "-"+group, group
 	}
 	word, _, _ = strings.Cut(word, "=")
+	if why, ok := notTaken[fs.Name()][word]; ok && group == "" {
+		return fmt.Sprintf("%s takes no %s: %s (see %s)", fs.Name(), given, why, helpCommand(fs))
+	}
 	if s := suggest(word, names); s != "" {
 		short = "--" + s
 	}
