@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/onnxpart/onnxpart/internal/typo"
 	"github.com/onnxpart/onnxpart/profile"
 	"gopkg.in/yaml.v3"
 )
@@ -350,38 +351,11 @@ func SuggestCatalog(name string) string {
 	best, bestD := "", 3
 	for _, e := range mustCatalog().devices {
 		for _, n := range append([]string{e.ID}, e.Aliases...) {
-			d := osaDistance(key, normID(n))
+			d := typo.Distance(key, normID(n))
 			if d < bestD && 3*d <= len(key) {
 				best, bestD = n, d
 			}
 		}
 	}
 	return best
-}
-
-// osaDistance is the optimal string alignment distance of a and b (insertions, deletions,
-// substitutions and swaps of neighbours), by runes.
-func osaDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }

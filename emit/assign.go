@@ -11,6 +11,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/typo"
 )
 
 // Assignment gives every node of a model a stage.
@@ -405,38 +406,11 @@ func closest(s string, candidates []string) string {
 		if d := abs(float64(len(c) - len(s))); int(d) >= bestD {
 			continue
 		}
-		if d := editDistance(s, c, bestD); d < bestD {
+		if d := typo.Distance(s, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance, or limit when it is at least limit.
-func editDistance(a, b string, limit int) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			c = min(c, prev[j]+1, cur[j-1]+1)
-			cur[j] = c
-			rowMin = min(rowMin, c)
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
 }
 
 var errNoStages = diag.Input("the assignment has no nodes")

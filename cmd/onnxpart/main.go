@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/internal/typo"
 )
 
 // Exit codes (documented in --help and the README).
@@ -306,7 +307,7 @@ func suggest(word string, candidates []string) string {
 	sort.Strings(candidates)
 	best, bestD := "", 3
 	for _, c := range candidates {
-		d := editDistance(strings.ToLower(word), c)
+		d := typo.Distance(strings.ToLower(word), c)
 		if d < bestD && 3*d <= len(word) {
 			best, bestD = c, d
 		}
@@ -319,34 +320,6 @@ func suggest(word string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance counts the insertions, deletions, substitutions and swaps of neighbours
-// that turn a into b (the optimal string alignment distance, by runes): "splti" is 1 from
-// "split".
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // inputShapeHelp describes --input-shape, which every command that loads a model takes.

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/onnxpart/onnxpart/internal/typo"
+)
 
 // TestSuggest: the "did you mean" of misspelt flags and commands.
 func TestSuggest(t *testing.T) {
@@ -8,8 +12,8 @@ func TestSuggest(t *testing.T) {
 		a, b string
 		want int
 	}{{"kitten", "sitting", 3}, {"splti", "split", 1}, {"devics", "devices", 1}, {"", "abc", 3}, {"µs", "ms", 1}, {"same", "same", 0}} {
-		if got := editDistance(c.a, c.b); got != c.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		if got := typo.Distance(c.a, c.b); got != c.want {
+			t.Errorf("typo.Distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 	flags := []string{"devices", "dim", "time-limit", "stages", "seed", "output"}
