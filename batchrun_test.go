@@ -29,26 +29,7 @@ import (
 // in ONNX Runtime on the route's whole batch at once (distinct inputs) and each input's slice
 // of every model output must equal the unmodified model's output for that input alone.
 func TestBatchedStagesRunTheBatch(t *testing.T) {
-	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := hw.Resolve(context.Background(), "2xT4", hw.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 8, Seed: 3, Reproducible: true, TimeLimit: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := onnxpart.Prepare(m, r, emit.Options{}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "out")
-	if err := l.WriteDir(out); err != nil {
-		t.Fatal(err)
-	}
+	m, r, out := resnetBatch8(t)
 	for i, rt := range r.Batch.Routes {
 		dir := filepath.Join(out, onnxpart.RouteDir(i))
 		man, err := emit.ReadManifest(dir)
@@ -247,6 +228,28 @@ func TestBenchRunsBatchedPlanAsPriced(t *testing.T) {
 	if err := ort.Init(); err != nil {
 		t.Skipf("ONNX Runtime not available: %v", err)
 	}
+	_, r, out := resnetBatch8(t)
+	rep, err := pipebench.Run(context.Background(), out, pipebench.Options{Requests: 6, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := r.Batch.Inputs, 0
+	for _, rt := range r.Batch.Routes {
+		lo, hi = min(lo, rt.Inputs), max(hi, rt.Inputs)
+	}
+	inputs := rep.Throughput.Measured * rep.Seconds
+	if inputs < float64(lo*rep.Requests)*0.999 || inputs > float64(hi*rep.Requests)*1.001 || hi < 2 {
+		t.Errorf("%d requests counted as %.1f inputs; each request should carry a route's share (%d to %d inputs)", rep.Requests, inputs, lo, hi)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "whole share of the batch") {
+		t.Errorf("notes do not say how the batch ran: %q", rep.Notes)
+	}
+}
+
+// resnetBatch8 plans resnet50_small (its input fixed at [1,3,224,224]) for a batch of 8 on
+// 2xT4, reproducibly, and writes the plan: the batched plan whose stage files the tests run.
+func resnetBatch8(t *testing.T) (*ingest.Model, *onnxpart.Result, string) {
+	t.Helper()
 	m, err := ingest.Load(filepath.Join("testdata", "models", "resnet50_small.onnx"), ingest.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -267,19 +270,5 @@ func TestBenchRunsBatchedPlanAsPriced(t *testing.T) {
 	if err := l.WriteDir(out); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := pipebench.Run(context.Background(), out, pipebench.Options{Requests: 6, Warmup: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := r.Batch.Inputs, 0
-	for _, rt := range r.Batch.Routes {
-		lo, hi = min(lo, rt.Inputs), max(hi, rt.Inputs)
-	}
-	inputs := rep.Throughput.Measured * rep.Seconds
-	if inputs < float64(lo*rep.Requests)*0.999 || inputs > float64(hi*rep.Requests)*1.001 || hi < 2 {
-		t.Errorf("%d requests counted as %.1f inputs; each request should carry a route's share (%d to %d inputs)", rep.Requests, inputs, lo, hi)
-	}
-	if !strings.Contains(strings.Join(rep.Notes, "\n"), "whole share of the batch") {
-		t.Errorf("notes do not say how the batch ran: %q", rep.Notes)
-	}
+	return m, r, out
 }
