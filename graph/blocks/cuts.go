@@ -168,8 +168,8 @@ func (a *analysis) sideOf(t int, ds []uint64) bool {
 }
 
 var random = map[string]bool{
-	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
-	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true,
+	optype.RandomNormal: true, optype.RandomUniform: true, optype.RandomNormalLike: true,
+	optype.RandomUniformLike: true, optype.Multinomial: true, optype.Bernoulli: true,
 }
 
 // shapeOnly reports whether a node reads only the shape of its input (Shape, Size), so that
@@ -662,7 +662,7 @@ func (a *analysis) cone(v int, mode int, keep func(int) bool) (cone []int, ok bo
 // its skip. Exporters that fuse the residual this way (ORT's transformer optimizer, GenAI's
 // model builder) have no single tensor between layers: the two outputs of one such node
 // cross the boundary together, and count as one cut.
-var residualOps = map[string]bool{"SkipLayerNormalization": true, "SkipSimplifiedLayerNormalization": true}
+var residualOps = map[string]bool{optype.SkipLayerNormalization: true, optype.SkipSimplifiedLayerNormalization: true}
 
 // normOps are the normalizations that start such a chain: the first layer of a pre-norm
 // model normalizes the embedding with one of them, and the embedding is the skip of the
@@ -706,10 +706,10 @@ func pairHead(g *graph.Graph, t, s int) bool {
 // ReduceSum, Sub, Cast into GroupQueryAttention's seqlens_k) may reach the op by a path
 // longer than the embedding's; the trunk is where the stream starts, not the mask.
 var attentionSide = map[string]map[int]bool{
-	"GroupQueryAttention": {5: true, 6: true, 7: true, 8: true, 9: true, 10: true},
-	"MultiHeadAttention":  {4: true, 5: true},
-	"Attention":           {3: true, 5: true},
-	"RotaryEmbedding":     {1: true, 2: true, 3: true},
+	optype.GroupQueryAttention: {5: true, 6: true, 7: true, 8: true, 9: true, 10: true},
+	optype.MultiHeadAttention:  {4: true, 5: true},
+	optype.Attention:           {3: true, 5: true},
+	optype.RotaryEmbedding:     {1: true, 2: true, 3: true},
 }
 
 // sideInput reports whether node n reads t only in side slots (attentionSide).
