@@ -667,7 +667,7 @@ var residualOps = map[string]bool{optype.SkipLayerNormalization: true, optype.Sk
 // normOps are the normalizations that start such a chain: the first layer of a pre-norm
 // model normalizes the embedding with one of them, and the embedding is the skip of the
 // first fused residual.
-var normOps = map[string]bool{"SimplifiedLayerNormalization": true, "LayerNormalization": true, "RMSNormalization": true}
+var normOps = map[string]bool{optype.SimplifiedLayerNormalization: true, optype.LayerNormalization: true, optype.RMSNormalization: true}
 
 // pairHead reports whether t is the stream member of a residual pair {s, t}, the two
 // tensors that carry a pre-norm model's residual stream between layers where a fused
