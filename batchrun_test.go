@@ -158,7 +158,7 @@ func TestBatchThroughPinningReshape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 4, K: 1, Seed: 1, Reproducible: true, TimeLimit: 5 * time.Second})
+	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 4, MaxStages: 1, Seed: 1, Reproducible: true, TimeLimit: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

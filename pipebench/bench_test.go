@@ -49,7 +49,7 @@ func hostDevices() string {
 // the stage files; it returns the directory and the cluster.
 func planDir(t *testing.T, devices string) (string, *profile.Cluster) {
 	t.Helper()
-	return planDirOpt(t, devices, onnxpart.Options{K: 2})
+	return planDirOpt(t, devices, onnxpart.Options{MaxStages: 2})
 }
 
 func planDirOpt(t *testing.T, devices string, opt onnxpart.Options) (string, *profile.Cluster) {
