@@ -83,12 +83,7 @@ func identicalDevices(c *profile.Cluster, devs []int) bool {
 func ruleSet(c *profile.Cluster, devs []int, opt Options) (*fusion.RuleSet, error) {
 	name := opt.Fusion
 	if opt.FusionRules == "" && name == "" {
-		name = "ort-cpu"
-		for _, d := range devs {
-			if c.Devices[d].Kind == profile.GPU {
-				name = "ort-cuda"
-			}
-		}
+		name = profile.DefaultRuleSet(c, devs)
 	}
 	if opt.FusionRules != "" && opt.Fusion != "" {
 		return nil, diag.Usage("give %s or %s, not both", opt.name("Fusion"), opt.name("FusionRules")).About(diag.Option, opt.name("FusionRules"))

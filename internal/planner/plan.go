@@ -246,7 +246,7 @@ func (p *run) options() error {
 	}
 	if batched && p.m != nil {
 		// Batched kernels are priced only where the stage files can run them.
-		if err := emit.CheckBatch(p.m, opt.Batch); err != nil {
+		if err := emit.CheckBatch(p.m, opt.Batch, opt.Names); err != nil {
 			return err
 		}
 	}
@@ -336,26 +336,13 @@ func (p *run) price() error {
 		p.overs = make([][]float64, len(c.Devices))
 	}
 	for _, d := range p.devs {
-		if coarse != nil {
-			d := d
-			p.times[d] = coarse.Times(func(_ int, members []int, kernel *graph.Node) float64 {
-				return cm.KernelTime(g, members, kernel, d)
-			}, nil)
-			if p.batched {
-				p.overs[d] = coarse.Times(func(_ int, members []int, _ *graph.Node) float64 {
-					return cm.KernelOverhead(g, members, d)
-				}, nil)
-			}
-			continue
-		}
-		p.times[d] = make([]float64, len(g.Nodes))
-		for v := range g.Nodes {
-			p.times[d][v] = cm.NodeTime(g, v, d)
+		var err error
+		if p.times[d], err = cm.KernelTimes(g, coarse, d); err != nil {
+			return err
 		}
 		if p.batched {
-			p.overs[d] = make([]float64, len(g.Nodes))
-			for v := range g.Nodes {
-				p.overs[d][v] = cm.NodeOverhead(g, v, d)
+			if p.overs[d], err = cm.KernelOverheads(g, coarse, d); err != nil {
+				return err
 			}
 		}
 	}
