@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -39,10 +40,10 @@ type dimRelation struct {
 
 // broadcastOps are the ops whose inputs broadcast against each other (multidirectionally).
 var broadcastOps = map[string]bool{
-	"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true, "Mod": true, "PRelu": true,
-	"Where": true, "Equal": true, "Less": true, "Greater": true, "LessOrEqual": true, "GreaterOrEqual": true,
-	"And": true, "Or": true, "Xor": true, "BitShift": true, "BitwiseAnd": true, "BitwiseOr": true,
-	"BitwiseXor": true, "Max": true, "Min": true, "Sum": true, "Mean": true,
+	optype.Add: true, optype.Sub: true, optype.Mul: true, optype.Div: true, optype.Pow: true, optype.Mod: true, optype.PRelu: true,
+	optype.Where: true, optype.Equal: true, optype.Less: true, optype.Greater: true, optype.LessOrEqual: true, optype.GreaterOrEqual: true,
+	optype.And: true, optype.Or: true, optype.Xor: true, optype.BitShift: true, optype.BitwiseAnd: true, optype.BitwiseOr: true,
+	optype.BitwiseXor: true, optype.Max: true, optype.Min: true, optype.Sum: true, optype.Mean: true,
 }
 
 // collectRelations finds the ties in g, a graph inferred with the input dims unbound; params
@@ -428,9 +429,9 @@ func attentionTies(g *graph.Graph, pg *onnxpb.GraphProto, v int, add func(atom, 
 	}
 	pastAt, keyAt := -1, 1
 	switch n.OpType {
-	case "GroupQueryAttention":
+	case optype.GroupQueryAttention:
 		pastAt = 3
-	case "MultiHeadAttention":
+	case optype.MultiHeadAttention:
 		pastAt = 6
 	default:
 		return
@@ -468,7 +469,7 @@ func attentionTies(g *graph.Graph, pg *onnxpb.GraphProto, v int, add func(atom, 
 		}
 	}
 	// total_sequence_length (input 6) traced to the axis of a graph input it measures
-	if n.OpType == "GroupQueryAttention" && len(n.Inputs) > 6 && n.Inputs[6] >= 0 {
+	if n.OpType == optype.GroupQueryAttention && len(n.Inputs) > 6 && n.Inputs[6] >= 0 {
 		if d, ok := measuredDim(g, n.Inputs[6]); ok {
 			add(d, sum, at)
 		}
@@ -489,15 +490,15 @@ func measuredDim(g *graph.Graph, t int) (graph.Dim, bool) {
 			return graph.Dim{}, false
 		}
 		switch n.OpType {
-		case "Cast", "Squeeze", "Unsqueeze", "Reshape", "Identity":
+		case optype.Cast, optype.Squeeze, optype.Unsqueeze, optype.Reshape, optype.Identity:
 			t = n.Inputs[0]
-		case "Gather":
+		case optype.Gather:
 			if len(n.Inputs) < 2 || n.Inputs[1] < 0 || n.AttrInt("axis", 0) != 0 {
 				return graph.Dim{}, false
 			}
 			idx := g.Tensors[n.Inputs[1]]
 			sp := g.Tensors[n.Inputs[0]].Producer
-			if len(idx.Value) != 1 || sp < 0 || g.Nodes[sp].OpType != "Shape" || g.Nodes[sp].Domain != "" {
+			if len(idx.Value) != 1 || sp < 0 || g.Nodes[sp].OpType != optype.Shape || g.Nodes[sp].Domain != "" {
 				return graph.Dim{}, false
 			}
 			shape := g.Tensors[g.Nodes[sp].Inputs[0]].Shape
