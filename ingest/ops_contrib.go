@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // Shape rules of ONNX Runtime's contrib ops (com.microsoft) that its transformer optimizer,
@@ -332,7 +333,7 @@ func qlinearPool(c *nctx) error {
 		c.set(0, x.dt, nil)
 		return nil
 	}
-	if c.n.OpType == "QLinearGlobalAveragePool" {
+	if c.n.OpType == optype.QLinearGlobalAveragePool {
 		return globalPool(c)
 	}
 	return pool(c)
@@ -361,7 +362,7 @@ func nhwcConv(c *nctx) error {
 	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
 	out := graph.Shape{x.shape[0]}
 	for i := 0; i < nsp; i++ {
-		d, err := windowOut("Conv", x.shape[1+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, false)
+		d, err := windowOut(optype.Conv, x.shape[1+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, false)
 		if err != nil {
 			return c.errorf("spatial axis %d: %v", i, err)
 		}
