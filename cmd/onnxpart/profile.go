@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/onnxpart/onnxpart/costs"
 	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -23,7 +24,8 @@ func init() {
 	register(&command{
 		name:    "profile",
 		summary: "describe the devices and predict a model's time per op class on each",
-		usage: `Usage: onnxpart profile [--devices SPEC] [--link KIND] [--costs roofline|measured] [flags] [MODEL.onnx]
+		usage: `Usage: onnxpart profile [--devices SPEC] [--link KIND] [--costs roofline|measured|FILE[,FILE]] [flags] [MODEL.onnx]
+       onnxpart profile --devices SPEC --costs measured -o COSTS.json [--only NAME] [--merge] MODEL.onnx...
 
 Prints the devices onnxpart would plan for, every figure with its source (nvml, catalog,
 spec, measured, host, default), the links between them, and, given a model, the predicted
@@ -39,6 +41,13 @@ time of each op class on each device.
 
 --costs measured profiles the model in ONNX Runtime on this machine's CPU, uses the measured
 per-node times for the host CPU device and calibrates its roofline efficiencies with them.
+--costs measured -o COSTS.json measures each model in ONNX Runtime on every device of
+--devices it can reach (the host CPU devices; --only names some) and writes a cost file
+(schema costs.v1): per node signature the measured time, each device's identity, call
+costs, roofline figures and fitted op-class efficiencies. --merge adds to an existing file.
+Plans priced from it are reproducible: onnxpart MODEL --devices … --costs COSTS.json.
+A GPU needs a GPU build of ONNX Runtime, which this onnxpart does not load: it is left out.
+--costs FILE[,FILE] predicts from cost files, as the planner prices.
 --nodes adds each node's predicted time on each device (JSON: model.node_times), in graph order.
 
 Examples:
@@ -46,6 +55,8 @@ Examples:
   onnxpart profile --devices 4xH100-SXM --link nvlink resnet50.onnx
   onnxpart profile --devices testdata/devices/moirai-inter-server.yaml --json
   onnxpart profile --devices cpu --costs measured squeezenet.onnx
+  onnxpart profile --devices cpu:2x1 --costs measured -o costs.json resnet50.onnx bert.onnx
+  onnxpart profile --devices cpu:2x1 --costs costs.json resnet50.onnx
 `,
 		run: runProfile,
 	})
@@ -56,7 +67,10 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, c)
 	devices := fs.String("devices", "auto", "auto, a catalog list such as 4xH100-SXM or a100-80g,t4,cpu, or a .yaml/.json spec file")
 	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(hw.LinkChoices, ", "))
-	costs := fs.String("costs", "roofline", "roofline, or measured (profile the model in ONNX Runtime on this CPU)")
+	costsFlag := fs.String("costs", "roofline", "roofline; measured (profile the model in ONNX Runtime on this CPU); or cost files FILE[,FILE]")
+	out := fs.StringP("output", "o", "", "with --costs measured: write the measurements to this cost file (costs.v1) instead of predicting")
+	only := fs.StringSlice("only", nil, "with -o: measure only these devices (names as --devices gives them, e.g. cpu0)")
+	merge := fs.Bool("merge", false, "with -o: add to the cost file if it exists (its entries are kept; new signatures and devices are added)")
 	threads := fs.Int("threads", 1, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension of the model, NAME=SIZE (repeatable)")
 	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
@@ -74,17 +88,30 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		}
 		return printCatalog(e.stdout, *asJSON)
 	}
-	if fs.NArg() > 1 {
-		return diag.Usage("profile takes at most one model file, got %d arguments", fs.NArg())
+	if *out != "" {
+		switch {
+		case *costsFlag != "measured":
+			return diag.Usage("-o writes a cost file: give --costs measured").About(diag.Flag, "-o")
+		case fs.NArg() == 0:
+			return diag.Usage("-o %s: give the models to measure", *out).About(diag.Flag, "-o")
+		case *asJSON || *nodes:
+			return diag.Usage("-o writes a cost file and prints a summary: leave out --json and --nodes").About(diag.Flag, "-o")
+		}
+	} else if len(*only) > 0 || *merge {
+		return diag.Usage("--only and --merge go with -o COSTS.json").About(diag.Flag, "-o")
 	}
-	if *costs != "roofline" && *costs != "measured" {
-		return diag.Usage("--costs %q: want roofline or measured", *costs).About(diag.Flag, "--costs")
+	if fs.NArg() > 1 && *out == "" {
+		return diag.Usage("profile takes at most one model file, got %d arguments (several models go into a cost file: --costs measured -o FILE)", fs.NArg())
+	}
+	cspec, err := parseCosts(*costsFlag)
+	if err != nil {
+		return err
 	}
 	if *nodes && fs.NArg() == 0 {
 		return diag.Usage("--nodes needs a model").About(diag.Flag, "--nodes")
 	}
-	if *costs == "measured" && fs.NArg() == 0 {
-		return diag.Usage("--costs measured needs a model to profile").About(diag.Flag, "--costs")
+	if cspec.mode != "roofline" && fs.NArg() == 0 {
+		return diag.Usage("--costs %s needs a model", *costsFlag).About(diag.Flag, "--costs")
 	}
 	if *threads < 1 {
 		return diag.Usage("--threads %d: want at least 1", *threads).About(diag.Flag, "--threads")
@@ -106,6 +133,12 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *out != "" {
+		for _, n := range cl.Notes {
+			fmt.Fprintf(e.stderr, "onnxpart profile: %s\n", n)
+		}
+		return measureCostFile(ctx, e, cl, fs.Args(), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *only, *out, *merge)
+	}
 	rep := &profileReport{Devices: *devices, Notes: cl.Notes}
 	for i := range cl.Devices {
 		rep.Device = append(rep.Device, deviceJSON(&cl.Devices[i]))
@@ -118,7 +151,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		rep.Links = append(rep.Links, row)
 	}
 	if fs.NArg() == 1 {
-		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *costs, *threads, *nodes); err != nil {
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, cspec, *threads, *nodes); err != nil {
 			return err
 		}
 	}
@@ -187,7 +220,9 @@ type modelReport struct {
 	Overhead  []float64  `json:"run_overhead_seconds"`
 	Measured  *float64   `json:"measured_call_seconds,omitempty"`
 	Calibrate []string   `json:"calibrated,omitempty"`
-	NodeRows  []nodeRow  `json:"node_times,omitempty"`
+	// CostShares, with cost files, says per device what priced the model's nodes.
+	CostShares []string  `json:"cost_shares,omitempty"`
+	NodeRows   []nodeRow `json:"node_times,omitempty"`
 }
 
 type profileReport struct {
@@ -282,15 +317,16 @@ func deviceJSON(d *profile.Device) deviceReport {
 }
 
 // predictModel fills rep.Model: per op class, the predicted time on every device.
-func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, costs string, threads int, perNode bool) error {
+func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, cspec *costSpec, threads int, perNode bool) error {
+	mode := cspec.mode
 	m, err := ingest.Load(path, opt)
 	if err != nil {
 		return err
 	}
 	g := m.Graph
-	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: costs}
+	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: mode}
 	var opts profile.CostOptions
-	if costs == "measured" {
+	if mode == "measured" {
 		h, err := ortmeasure.CalibrateHost(ctx, cl, path, g, threads)
 		switch {
 		case errors.Is(err, ortmeasure.ErrNoHost):
@@ -313,8 +349,31 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 			}
 		}
 	}
+	var applied *costs.Applied
+	if mode == "files" {
+		mr.Costs = strings.Join(cspec.paths, ",")
+		applied = cspec.apply(cl, g)
+		rep.Notes = append(rep.Notes, applied.Notes...)
+		opts.Measured = applied.Measured
+		for i := range cl.Devices {
+			if applied.Calibrated[i] >= 0 {
+				mr.Calibrate = append(mr.Calibrate, cl.Devices[i].Name)
+				rep.Device[i] = deviceJSON(&cl.Devices[i])
+			}
+		}
+	}
 	cm := profile.NewCostModel(cl, opts)
 	k := len(cl.Devices)
+	if applied != nil {
+		for d := range k {
+			on := make([]int, len(g.Nodes))
+			for v := range on {
+				on[v] = d
+			}
+			line := applied.Line(applied.Shares(g, cm, on))
+			mr.CostShares = append(mr.CostShares, cl.Devices[d].Name+" "+line)
+		}
+	}
 	rows := map[profile.OpClass]*classRow{}
 	mr.Total = make([]float64, k)
 	mr.Overhead = make([]float64, k)
@@ -435,6 +494,9 @@ func printProfile(w io.Writer, rep *profileReport) {
 		fmt.Fprintf(w, "\nmodel %s: %d nodes, %s, costs %s", m.Path, m.Nodes, flopsStr(m.FLOPs), m.Costs)
 		if len(m.Calibrate) > 0 {
 			fmt.Fprintf(w, " (measured and calibrated: %s)", strings.Join(m.Calibrate, ", "))
+		}
+		for _, l := range m.CostShares {
+			fmt.Fprintf(w, "\n%s", l)
 		}
 		fmt.Fprintln(w, "\npredicted time per op class:")
 		tw := newTable(w, tabwriter.AlignRight)
