@@ -173,7 +173,7 @@ type Loaded struct {
 func Read(path string) (*Loaded, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, diag.Usage("--costs %s: %v", path, unwrapPath(err)).About(diag.File, path)
+		return nil, diag.Usage("cannot read the cost file: %v", unwrapPath(err)).About(diag.File, path)
 	}
 	sum := sha256.Sum256(data)
 	l := &Loaded{Path: path, SHA256: hex.EncodeToString(sum[:])}

@@ -255,10 +255,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	case "files":
-		applied = cspec.apply(cluster, m.Graph)
-		for _, n := range applied.Notes {
-			prog.note(n)
-		}
+		applied = cspec.apply(cluster, m.Graph) // its notes go with the plan's
 		measured = applied.Measured
 	}
 	seed := int64(1) // unseeded searches start from 1 too, but the clock decides where they stop
@@ -286,7 +283,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	case "files":
 		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
 		shares := applied.Shares(m.Graph, cm, nodeDevices(res))
-		res.Notes = append(res.Notes, applied.Line(shares))
+		res.Notes = append(append(res.Notes, applied.Notes...), applied.Line(shares))
 		costsInfo = costsManifest(applied, cluster, shares)
 	}
 	if !fs.Changed("seed") {
