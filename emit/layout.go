@@ -468,8 +468,8 @@ func classify(g *graph.Graph, order []int) (role []int, sources [][]int) {
 }
 
 var nondeterministicOp = map[string]bool{
-	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
-	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true, "Dropout": true,
+	optype.RandomNormal: true, optype.RandomUniform: true, optype.RandomNormalLike: true,
+	optype.RandomUniformLike: true, optype.Multinomial: true, optype.Bernoulli: true, optype.Dropout: true,
 }
 
 func allPresent(xs []int, s int, present func(x, s int) bool) bool {

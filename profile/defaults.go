@@ -1,5 +1,7 @@
 package profile
 
+import "github.com/onnxpart/onnxpart/internal/ops/optype"
+
 // Defaults: assumptions used where no data sheet, NVML query, spec file or measurement
 // gives a figure. They are reported with source "default" and a note, and they are what
 // calibration (--costs measured) replaces for the host CPU.
@@ -57,8 +59,8 @@ const effNote = "nominal for the device kind; calibrate with --costs measured or
 // (the device copy of bench/gpucheck reached 0.89 of an H100's HBM figure). A device's own
 // entry for the class or the op type (calibration, a spec file) wins.
 var defaultOpEfficiency = map[Kind]map[string]float64{
-	CPU: {"Concat": 1, "Expand": 1, "Tile": 1, "Split": 1},
-	GPU: {"Concat": 0.89, "Expand": 0.89, "Tile": 0.89, "Split": 0.89},
+	CPU: {optype.Concat: 1, optype.Expand: 1, optype.Tile: 1, optype.Split: 1},
+	GPU: {optype.Concat: 0.89, optype.Expand: 0.89, optype.Tile: 0.89, optype.Split: 0.89},
 }
 
 const opEffNote = "a block copy: the copy microbenchmark's rate (see defaultOpEfficiency)"

@@ -16,6 +16,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/internal/outdir"
 )
 
@@ -638,7 +639,7 @@ func through(g *graph.Graph, t int) int {
 		}
 		n := &g.Nodes[p]
 		switch n.OpType {
-		case "Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze":
+		case optype.Cast, optype.Identity, optype.Reshape, optype.Squeeze, optype.Unsqueeze:
 			if n.Domain != "" || len(n.Inputs) == 0 {
 				return -1
 			}
@@ -655,7 +656,7 @@ func through(g *graph.Graph, t int) int {
 func embeddings(g *graph.Graph) (nodes []int) {
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if n.OpType != "Gather" || n.Domain != "" || len(n.Inputs) < 2 || n.Inputs[0] < 0 || n.Inputs[1] < 0 {
+		if n.OpType != optype.Gather || n.Domain != "" || len(n.Inputs) < 2 || n.Inputs[0] < 0 || n.Inputs[1] < 0 {
 			continue
 		}
 		w := &g.Tensors[n.Inputs[0]]
@@ -709,9 +710,9 @@ func attentionHeads(g *graph.Graph, headSize, kvHeads, hidden int64) int64 {
 	var best int64
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if n.Domain == "com.microsoft" && strings.Contains(n.OpType, "Attention") {
+		if n.Domain == "com.microsoft" && strings.Contains(n.OpType, optype.Attention) {
 			best = max(best, n.AttrInt("num_heads", 0))
-		} else if n.Domain == "" && n.OpType == "Attention" {
+		} else if n.Domain == "" && n.OpType == optype.Attention {
 			best = max(best, n.AttrInt("q_num_heads", 0))
 		}
 	}
@@ -721,7 +722,7 @@ func attentionHeads(g *graph.Graph, headSize, kvHeads, hidden int64) int64 {
 	var width int64
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if n.OpType != "Reshape" || n.Domain != "" || len(n.Outputs) == 0 || n.Outputs[0] < 0 {
+		if n.OpType != optype.Reshape || n.Domain != "" || len(n.Outputs) == 0 || n.Outputs[0] < 0 {
 			continue
 		}
 		dims := g.Tensors[n.Outputs[0]].Shape.Dims() // -1 where unknown

@@ -14,6 +14,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -364,7 +365,7 @@ func splitModel(ins []emit.TensorRef, shares []int64, share func(string, int) st
 			return nil, err
 		}
 		g.Input = append(g.Input, vi)
-		n := &onnxpb.NodeProto{OpType: proto.String("Split"), Name: proto.String("split_" + t.Name), Input: []string{t.Name, "shares"},
+		n := &onnxpb.NodeProto{OpType: proto.String(optype.Split), Name: proto.String("split_" + t.Name), Input: []string{t.Name, "shares"},
 			Attribute: []*onnxpb.AttributeProto{{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)}}}
 		for r, s := range shares {
 			o := t
@@ -386,7 +387,7 @@ func splitModel(ins []emit.TensorRef, shares []int64, share func(string, int) st
 func concatModel(outs []emit.TensorRef, routes int, share func(string, int) string) ([]byte, error) {
 	g := &onnxpb.GraphProto{Name: proto.String("concat")}
 	for _, t := range outs {
-		n := &onnxpb.NodeProto{OpType: proto.String("Concat"), Name: proto.String("concat_" + t.Name), Output: []string{t.Name},
+		n := &onnxpb.NodeProto{OpType: proto.String(optype.Concat), Name: proto.String("concat_" + t.Name), Output: []string{t.Name},
 			Attribute: []*onnxpb.AttributeProto{{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)}}}
 		for r := range routes {
 			i := t
