@@ -4,7 +4,7 @@ import "github.com/onnxpart/onnxpart/internal/ops/optype"
 
 // Defaults: assumptions used where no data sheet, NVML query, spec file or measurement
 // gives a figure. They are reported with source "default" and a note, and they are what
-// calibration (--costs measured) replaces for the host CPU.
+// calibration (measured costs) replaces for the host CPU.
 
 // defaultEfficiency is the fraction of the roofline a node of each op class reaches on a
 // device kind before calibration: GEMM-like classes reach a good share of the tensor peak on
@@ -49,7 +49,7 @@ const memEffNote = "memory term, measured on an H100 (bench/gpucheck)"
 // weights at 0.77–0.96 of the rate a vectorised scan reads as many bytes. See
 // docs/benchmarks-decoder.md.
 
-const effNote = "nominal for the device kind; calibrate with --costs measured or set it in a spec file"
+const effNote = "nominal for the device kind; measure it (ONNX Runtime, host CPU) or set it in a spec file"
 
 // defaultOpEfficiency holds op types whose efficiency is known better than their class's:
 // the data movement ops that copy contiguous blocks (a Concat of a KV cache and the new
