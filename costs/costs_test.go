@@ -233,10 +233,10 @@ func TestApply(t *testing.T) {
 	c = cluster(cpu("cpu0", "Example CPU", 1), cpu("cpu1", "Example CPU", 2))
 	ap = Apply(c, g, []*Loaded{lx, lg}, "1.30.0")
 	want := []string{
-		"--costs other.json: measured with ONNX Runtime 1.17.0, this onnxpart runs 1.30.0",
-		"--costs other.json: applied by device name to a device other than the one measured: cpu0 (measured on Other CPU, 1 thread(s); here Example CPU, 1 thread(s))",
-		"--costs gpu.json describes none of the devices (it has gpu0 (Some GPU)): unused",
-		"--costs: no cost file describes cpu1 (Example CPU, 2 thread(s))",
+		"cost file other.json: measured with ONNX Runtime 1.17.0, this onnxpart runs 1.30.0",
+		"cost file other.json: applied by device name to a device other than the one measured: cpu0 (measured on Other CPU, 1 thread(s); here Example CPU, 1 thread(s))",
+		"cost file gpu.json describes none of the devices (it has gpu0 (Some GPU)): unused",
+		"no cost file describes cpu1 (Example CPU, 2 thread(s))",
 	}
 	if len(ap.Notes) != len(want) {
 		t.Fatalf("notes:\n%s", strings.Join(ap.Notes, "\n"))

@@ -182,7 +182,7 @@ func Read(path string) (*Loaded, error) {
 		if line > 0 {
 			e = e.AtLine(line)
 		}
-		return e.Note("write one with onnxpart profile MODEL --devices DEVICES --costs measured -o FILE (schema: onnxpart schema %s)", SchemaName)
+		return e.Note("schema: %s", SchemaName)
 	}
 	var probe any
 	if err := json.Unmarshal(data, &probe); err != nil {
