@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
@@ -88,7 +89,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 			}
 		}
 		for _, n := range sm.DerivedNotes() {
-			if !containsString(notes, n) {
+			if !slices.Contains(notes, n) {
 				notes = append(notes, n)
 			}
 		}
@@ -114,17 +115,6 @@ func (b *bench) derivedNote(notes []string) {
 	b.notes = append(b.notes, fmt.Sprintf("derived: %s (the model ties it to the other sizes)", strings.Join(parts, ", ")))
 }
 
-func containsString(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-// bind returns the concrete shape of s with dims bound; ok is false when a dimension stays
-// unknown.
 // tileFeeds repeats every model input n times along its leading axis (the batch).
 func tileFeeds(set map[string]*ort.Tensor, inputs []emit.TensorRef, n int) map[string]*ort.Tensor {
 	out := map[string]*ort.Tensor{}
@@ -143,6 +133,8 @@ func tileFeeds(set map[string]*ort.Tensor, inputs []emit.TensorRef, n int) map[s
 	return out
 }
 
+// bind returns the concrete shape of s with dims bound; ok is false when a dimension stays
+// unknown.
 func bind(s emit.Shape, dims map[string]int64) ([]int64, bool) {
 	if s == nil {
 		return nil, false

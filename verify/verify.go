@@ -31,7 +31,7 @@ import (
 // subdirectory is verified the same way, and reported in Routes.
 //
 // Its errors are *diag.Error: kind usage for inputs or sizes the model refuses (a bad
-// --input file, --input-shape or --dim, an input nothing sizes), kind input for everything
+// input file, input shape or dim, an input nothing sizes; named as Options.Names says), kind input for everything
 // else that stops it (a bad output directory, a missing or different original model, a
 // failure of ONNX Runtime), kind interrupted when ctx is cancelled.
 func Run(ctx context.Context, dir string, opt Options) (*Report, error) {
