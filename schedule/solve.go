@@ -104,6 +104,8 @@ type Result struct {
 	Notes    []string      `json:"notes,omitempty"`
 	Seconds  float64       `json:"seconds"`
 	Elapsed  time.Duration `json:"-"`
+	// phases and searchIters count the work run after the constructive heuristics (tests).
+	phases, searchIters int
 }
 
 // UncappedPlan is the plan a stage cap replaced (Result.Uncapped).
@@ -222,7 +224,6 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
 	s.bounds = in.simpleBounds(ctx)
 	s.report("", "lower bounds computed")
-	s.coupled()
 	s.run()
 	return s.result()
 }
@@ -246,6 +247,57 @@ type solver struct {
 	// rounding, judged after the constructive heuristics (so that they win ties).
 	hlp     *hlp
 	hlpPlan *Placement
+	// phases counts the phases run after the constructive heuristics (bounds, searches,
+	// MILPs); stopped is set once the best plan met the best bound and the rest was skipped.
+	phases      int
+	stopped     bool
+	searchIters int // EA's or SA's iterations
+}
+
+// stopGap is the relative gap at which the best plan meets the best bound: Options.RelGap,
+// or 1e-9 (rounding) without one.
+func (s *solver) stopGap() float64 {
+	if s.o.RelGap > 0 {
+		return s.o.RelGap
+	}
+	return 1e-9
+}
+
+// target is the makespan at or below which a plan meets the best bound within stopGap (0:
+// no bound yet).
+func (s *solver) target() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb := maxBound(s.bounds)
+	if lb <= 0 {
+		return 0
+	}
+	return lb / (1 - s.stopGap())
+}
+
+// closed reports whether the best plan meets the best bound: no method can find a better
+// one, so there is nothing left to run. A bound above the plan (a fault, which result
+// discards) closes nothing.
+func (s *solver) closed() bool {
+	t := s.target()
+	s.mu.Lock()
+	best, lb := s.best, maxBound(s.bounds)
+	s.mu.Unlock()
+	return t > 0 && !math.IsInf(best, 1) && best <= t && lb <= best*(1+1e-6)
+}
+
+// next reports whether the next phase should run — not once the best plan meets the best
+// bound — and counts it.
+func (s *solver) next(phase string) bool {
+	if s.stopped || s.closed() {
+		if !s.stopped {
+			s.stopped = true
+			s.report("", fmt.Sprintf("the plan meets the lower bound: %s and the rest skipped", phase))
+		}
+		return false
+	}
+	s.phases++
+	return true
 }
 
 type candidate struct {
@@ -335,6 +387,7 @@ func (s *solver) run() {
 	var heur []named
 	switch o.Method {
 	case BestDevice, MET, Greedy, HEFT:
+		s.coupled() // only with coupledMIPAlways (the certificate harness)
 		for _, h := range in.constructive() {
 			if h.method == o.Method {
 				s.add(h.method, h.pl, t0, 0, "")
@@ -349,24 +402,41 @@ func (s *solver) run() {
 		for _, h := range heur {
 			s.add(h.method, h.pl, t0, 0, "")
 		}
+		if o.Method != EA && o.Method != SA && s.next("the coupled LP") {
+			s.coupled()
+		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
 		}
 	}
 	switch o.Method {
 	case EA, SA:
-		s.search(o.Method, heur)
+		if s.next(o.Method) {
+			s.search(o.Method, heur)
+		}
 	case MILP:
-		s.milp()
+		if s.next(MILP) {
+			s.milp()
+		}
 	case Split:
-		s.coupledMIP(0.1)
-		s.split()
+		if s.next("the coupled MIP") {
+			s.coupledMIP(0.1)
+		}
+		if s.next(Split) {
+			s.split()
+		}
 	case Auto:
 		if s.small() {
-			s.milp()
+			if s.next(MILP) {
+				s.milp()
+			}
 		} else {
-			s.coupledMIP(0.1)
-			s.split()
+			if s.next("the coupled MIP") {
+				s.coupledMIP(0.1)
+			}
+			if s.next(Split) {
+				s.split()
+			}
 		}
 	}
 }
@@ -393,7 +463,7 @@ func (s *solver) search(method string, heur []named) {
 		s.add(method, nil, t0, 0, "no MET plan to start from")
 		return
 	}
-	b := &budget{ctx: s.ctx, iters: o.Iterations, start: t0, deadline: s.deadline}
+	b := &budget{ctx: s.ctx, iters: o.Iterations, start: t0, deadline: s.deadline, target: s.target()}
 	if b.iters == 0 && b.deadline.IsZero() {
 		b.iters = DefaultIterations
 	}
@@ -410,6 +480,7 @@ func (s *solver) search(method string, heur []named) {
 	} else {
 		genes, _ = sp.sa(sp.genesOf(start), o.Seed, b, improved)
 	}
+	s.searchIters = b.ran
 	s.add(method, sp.placement(genes), t0, 0, "")
 }
 
@@ -478,6 +549,7 @@ func (s *solver) split() {
 		log: log, deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
 		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.2, polishShare: 0.2,
 		progress: func(msg string) { s.report(Split, msg) },
+		met:      func(ub float64) bool { t := s.target(); return t > 0 && ub <= t },
 	})
 	s.notes = append(s.notes, log.notes()...)
 	if err != nil {
@@ -625,6 +697,7 @@ func (s *solver) result() (*Result, error) {
 	}
 	r.Notes = s.notes
 	r.Nodes, r.Devices = in.summary(chosen.pl, chosen.sc)
+	r.phases, r.searchIters = s.phases, s.searchIters
 	r.Elapsed = time.Since(s.begin)
 	r.Seconds = r.Elapsed.Seconds()
 	return r, nil
