@@ -263,28 +263,42 @@ func (s *solver) stopGap() float64 {
 	return 1e-9
 }
 
-// target is the makespan at or below which a plan meets the best bound within stopGap (0:
-// no bound yet).
+// target is the makespan at or below which a plan meets the best bound within stopGap: 0
+// when there is no bound yet, or the bound exceeds the best plan (a fault, which result
+// discards: it closes nothing), or with runToLimit.
 func (s *solver) target() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lb := maxBound(s.bounds)
-	if lb <= 0 {
+	if lb <= 0 || runToLimit || (!math.IsInf(s.best, 1) && lb > s.best*(1+1e-6)) {
 		return 0
 	}
 	return lb / (1 - s.stopGap())
 }
 
 // closed reports whether the best plan meets the best bound: no method can find a better
-// one, so there is nothing left to run. A bound above the plan (a fault, which result
-// discards) closes nothing.
+// one, so there is nothing left to run.
 func (s *solver) closed() bool {
+	s.mu.Lock()
+	best := s.best
+	s.mu.Unlock()
+	return s.meets(best)
+}
+
+// meets reports whether a plan of makespan mk meets the best bound within stopGap. A bound
+// above the plan (a fault, which result discards) closes nothing.
+func (s *solver) meets(mk float64) bool {
 	t := s.target()
 	s.mu.Lock()
-	best, lb := s.best, maxBound(s.bounds)
+	lb := maxBound(s.bounds)
 	s.mu.Unlock()
-	return t > 0 && !math.IsInf(best, 1) && best <= t && lb <= best*(1+1e-6)
+	return t > 0 && !math.IsInf(mk, 1) && mk <= t && lb <= mk*(1+1e-6)
 }
+
+// runToLimit makes Solve run every phase whatever the bounds say (the certificate
+// harness's switch, export_test.go: it checks every bound, not only those computed before
+// the plan met one).
+var runToLimit bool
 
 // next reports whether the next phase should run — not once the best plan meets the best
 // bound — and counts it.
@@ -422,6 +436,9 @@ func (s *solver) run() {
 		if s.next("the coupled MIP") {
 			s.coupledMIP(0.1)
 		}
+		if s.next("region moves") {
+			s.moves(Split, s.movesDeadline())
+		}
 		if s.next(Split) {
 			s.split()
 		}
@@ -434,10 +451,49 @@ func (s *solver) run() {
 			if s.next("the coupled MIP") {
 				s.coupledMIP(0.1)
 			}
+			if s.next("region moves") {
+				s.moves("moves", s.movesDeadline())
+			}
 			if s.next(Split) {
 				s.split()
 			}
 		}
+	}
+}
+
+// movesDeadline is the deadline of the region moves before MILP-SPLIT: 15% of the time
+// left; zero (none: until a pass improves nothing) without a time limit.
+func (s *solver) movesDeadline() time.Time {
+	if s.deadline.IsZero() {
+		return s.deadline
+	}
+	return time.Now().Add(time.Until(s.deadline) * 15 / 100)
+}
+
+// moves improves the best plan so far by region moves (regionSearch) until deadline and adds
+// the result as method's candidate when it is better (latency mode, several devices).
+func (s *solver) moves(method string, deadline time.Time) {
+	in := s.in
+	if !in.latency() || in.numDevices < 2 {
+		return
+	}
+	c := s.bestCandidate()
+	if c == nil {
+		return
+	}
+	t0 := time.Now()
+	s.report(method, "region moves")
+	dev := append([]int(nil), c.pl.Device...)
+	work := 0
+	stop := func() bool {
+		if work&15 == 0 && (s.ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline))) {
+			return true
+		}
+		return false
+	}
+	f := in.regionSearch(dev, stop, &work)
+	if f < c.Makespan*(1-1e-12) {
+		s.add(method, &Placement{Device: dev, Order: positions(in.bfs)}, t0, 0, fmt.Sprintf("region moves from %s's plan (%d moves judged)", c.Method, work))
 	}
 }
 
@@ -549,7 +605,7 @@ func (s *solver) split() {
 		log: log, deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
 		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.2, polishShare: 0.2,
 		progress: func(msg string) { s.report(Split, msg) },
-		met:      func(ub float64) bool { t := s.target(); return t > 0 && ub <= t },
+		met:      s.meets,
 	})
 	s.notes = append(s.notes, log.notes()...)
 	if err != nil {
