@@ -99,14 +99,25 @@ func (in *inst) regions() [][]int {
 
 // regionSearch improves the latency placement dev (changed in place) by region moves and
 // returns its makespan in the simulator's breadth-first order; stop is asked before every
-// move. work counts the moves judged.
-func (in *inst) regionSearch(dev []int, stop func() bool, work *int) float64 {
+// move. Plans over the stage cap c, or over memory, are not kept. work counts the moves
+// judged.
+func (in *inst) regionSearch(dev []int, c stageCap, stop func() bool, work *int) float64 {
 	sim := newLatSim(in)
 	eval := func() float64 {
 		*work++
 		f := sim.eval(dev, in.bfs)
 		if math.IsNaN(f) || in.overflow(in.memoryLatency(dev)) > 0 {
 			return math.Inf(1)
+		}
+		if c.total > 0 && sim.nstages > c.total {
+			return math.Inf(1)
+		}
+		if c.perDevice > 0 {
+			for _, n := range sim.perDev {
+				if n > c.perDevice {
+					return math.Inf(1)
+				}
+			}
 		}
 		return f
 	}

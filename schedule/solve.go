@@ -491,7 +491,9 @@ func (s *solver) moves(method string, deadline time.Time) {
 		}
 		return false
 	}
-	f := in.regionSearch(dev, stop, &work)
+	// Within the stage caps: the plan kept is merged into them (result), which would undo
+	// moves that need more stages.
+	f := in.regionSearch(dev, stageCap{total: s.o.MaxStages, perDevice: s.o.MaxStagesPerDevice}, stop, &work)
 	if f < c.Makespan*(1-1e-12) {
 		s.add(method, &Placement{Device: dev, Order: positions(in.bfs)}, t0, 0, fmt.Sprintf("region moves from %s's plan (%d moves judged)", c.Method, work))
 	}
