@@ -100,8 +100,8 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 // DecoderMaskedMultiHeadAttention (past 6, 7 → present 1, 2). Each appends this call's keys
 // and values to the past on axis 2 (BNSH).
 var attentionKV = map[string]map[int]int{
-	"GroupQueryAttention":             {3: 1, 4: 2},
-	"MultiHeadAttention":              {6: 1, 7: 2},
+	optype.GroupQueryAttention:        {3: 1, 4: 2},
+	optype.MultiHeadAttention:         {6: 1, 7: 2},
 	"DecoderMaskedMultiHeadAttention": {6: 1, 7: 2},
 }
 

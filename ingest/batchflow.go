@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -136,7 +137,7 @@ func (m *Model) flowOf(clone *onnxpb.ModelProto, dims map[string]int64, name str
 	// reduced over it; only ops that read shapes (Shape, Size) may drop it.
 	for v := range u.Graph.Nodes {
 		n := &u.Graph.Nodes[v]
-		if n.OpType == "Shape" || n.OpType == "Size" || len(n.Outputs) == 0 {
+		if n.OpType == optype.Shape || n.OpType == optype.Size || len(n.Outputs) == 0 {
 			continue
 		}
 		in, out := -1, false
@@ -204,7 +205,7 @@ func pinningReshapes(u *Model, clone *onnxpb.ModelProto, name string) map[string
 			if byName[in] == nil {
 				continue
 			}
-			if n.GetOpType() != "Reshape" || n.GetDomain() != "" || i != 1 {
+			if n.GetOpType() != optype.Reshape || n.GetDomain() != "" || i != 1 {
 				bad[in] = true
 				continue
 			}

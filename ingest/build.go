@@ -6,6 +6,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -285,6 +286,6 @@ func (m *Model) markStatic() {
 }
 
 var nondeterministic = map[string]bool{
-	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
-	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true,
+	optype.RandomNormal: true, optype.RandomUniform: true, optype.RandomNormalLike: true,
+	optype.RandomUniformLike: true, optype.Multinomial: true, optype.Bernoulli: true,
 }

@@ -72,11 +72,11 @@ func (sc *subgraphCosts) controlFLOPs(n *graph.Node, np *onnxpb.NodeProto) (int6
 	label := fmt.Sprintf("node %s (%s)", n.Label(), n.OpType)
 	if n.Domain == "" || n.Domain == "ai.onnx" {
 		switch n.OpType {
-		case "If":
+		case optype.If:
 			_, th := sub("then_branch")
 			_, el := sub("else_branch")
 			return max(th, el), fmt.Sprintf("%s costs its costlier branch: then_branch %d FLOPs, else_branch %d FLOPs", label, th, el)
-		case "Loop", "Scan":
+		case optype.Loop, optype.Scan:
 			body, f := sub("body")
 			if body == nil {
 				return 0, ""
@@ -158,7 +158,7 @@ func subgraphWeights(np *onnxpb.NodeProto) (elems, bytes int64) {
 		}
 		for _, n := range g.Node {
 			for _, a := range n.Attribute {
-				if n.GetOpType() == "Constant" && (n.GetDomain() == "" || n.GetDomain() == "ai.onnx") && a.GetName() == "value" {
+				if n.GetOpType() == optype.Constant && (n.GetDomain() == "" || n.GetDomain() == "ai.onnx") && a.GetName() == "value" {
 					tensor(a.GetT())
 				}
 				walk(a.GetG(), depth+1)

@@ -1,6 +1,9 @@
 package ingest
 
-import "github.com/onnxpart/onnxpart/graph"
+import (
+	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
+)
 
 // Data propagation: the element-moving ops (Transpose, Slice, Gather, Concat, Split, Tile…)
 // carry a small tensor's value through at any rank, as onnx's data_prop and ONNX Runtime's
@@ -215,11 +218,11 @@ func reduceValues(op string, x *tinfo, sel map[int]bool) []graph.Dim {
 func reduceTerms(op string, ts []graph.Dim) (graph.Dim, bool) {
 	var neutral int64
 	switch op {
-	case "ReduceSum":
+	case optype.ReduceSum:
 		neutral = 0
-	case "ReduceProd":
+	case optype.ReduceProd:
 		neutral = 1
-	case "ReduceMin", "ReduceMax":
+	case optype.ReduceMin, optype.ReduceMax:
 		if len(ts) == 0 {
 			return graph.Dim{}, false
 		}
@@ -228,7 +231,7 @@ func reduceTerms(op string, ts []graph.Dim) (graph.Dim, bool) {
 			if !vKnown(acc) || !vKnown(e) {
 				return vUnknown(""), true
 			}
-			if (e.Value > acc.Value) == (op == "ReduceMax") {
+			if (e.Value > acc.Value) == (op == optype.ReduceMax) {
 				acc = e
 			}
 		}
@@ -237,9 +240,9 @@ func reduceTerms(op string, ts []graph.Dim) (graph.Dim, bool) {
 		return graph.Dim{}, false
 	}
 	// Symbolic terms fold as expressions (the product of a shape's B and S is B*S).
-	f := intArith["Add"]
-	if op == "ReduceProd" {
-		f = intArith["Mul"]
+	f := intArith[optype.Add]
+	if op == optype.ReduceProd {
+		f = intArith[optype.Mul]
 	}
 	acc := vInt(neutral)
 	for _, e := range ts {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -39,10 +40,10 @@ type dimRelation struct {
 
 // broadcastOps are the ops whose inputs broadcast against each other (multidirectionally).
 var broadcastOps = map[string]bool{
-	"Add": true, "Sub": true, "Mul": true, "Div": true, "Pow": true, "Mod": true, "PRelu": true,
-	"Where": true, "Equal": true, "Less": true, "Greater": true, "LessOrEqual": true, "GreaterOrEqual": true,
-	"And": true, "Or": true, "Xor": true, "BitShift": true, "BitwiseAnd": true, "BitwiseOr": true,
-	"BitwiseXor": true, "Max": true, "Min": true, "Sum": true, "Mean": true,
+	optype.Add: true, optype.Sub: true, optype.Mul: true, optype.Div: true, optype.Pow: true, optype.Mod: true, optype.PRelu: true,
+	optype.Where: true, optype.Equal: true, optype.Less: true, optype.Greater: true, optype.LessOrEqual: true, optype.GreaterOrEqual: true,
+	optype.And: true, optype.Or: true, optype.Xor: true, optype.BitShift: true, optype.BitwiseAnd: true, optype.BitwiseOr: true,
+	optype.BitwiseXor: true, optype.Max: true, optype.Min: true, optype.Sum: true, optype.Mean: true,
 }
 
 // collectRelations finds the ties in g, a graph inferred with the input dims unbound; params
@@ -56,6 +57,9 @@ func collectRelations(g *graph.Graph, pg *onnxpb.GraphProto, params map[string]b
 			return
 		}
 		p, ok := parsePoly(expr.Param)
+		if expr.Known() {
+			p, ok = symPoly{"": expr.Value}, expr.Value >= 0 // a size the op's semantics fix
+		}
 		if !ok {
 			return // a plain name: two names for one size are not a derivation
 		}
@@ -286,6 +290,10 @@ func conflict(rels []dimRelation, known map[string]int64, derived map[string]str
 		if e, ok := derived[r.dim]; ok {
 			how = fmt.Sprintf("is derived as %s =", e)
 		}
+		if len(at) == 0 { // a size the op fixes, not a sum of other dims
+			return usagef("dimension %s %s %d, but the model makes it %d (%s); bind %s=%d, or leave %s out and it is derived",
+				r.dim, how, v, want, r.at, r.dim, want, r.dim)
+		}
 		return usagef("dimension %s %s %d, but the model makes it %s = %d at %s (%s ties them); bind %s=%d, or leave %s out and it is derived",
 			r.dim, how, v, r.exprString(), want, strings.Join(at, ", "), r.at, r.dim, want, r.dim)
 	}
@@ -327,6 +335,10 @@ func (m *Model) relations() ([]dimRelation, error) {
 func (m *Model) DerivedNotes() []string {
 	var out []string
 	for _, d := range slices.Sorted(maps.Keys(m.DerivedDims)) {
+		if e := m.DerivedDims[d]; e == fmt.Sprint(m.dims[d]) {
+			out = append(out, fmt.Sprintf("%s = %d, the head size of the model's attention (derived)", d, m.dims[d]))
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s = %s = %d (derived)", d, m.DerivedDims[d], m.dims[d]))
 	}
 	return out
@@ -428,9 +440,9 @@ func attentionTies(g *graph.Graph, pg *onnxpb.GraphProto, v int, add func(atom, 
 	}
 	pastAt, keyAt := -1, 1
 	switch n.OpType {
-	case "GroupQueryAttention":
+	case optype.GroupQueryAttention:
 		pastAt = 3
-	case "MultiHeadAttention":
+	case optype.MultiHeadAttention:
 		pastAt = 6
 	default:
 		return
@@ -443,9 +455,11 @@ func attentionTies(g *graph.Graph, pg *onnxpb.GraphProto, v int, add func(atom, 
 	}
 	past := in(pastAt)
 	key := in(keyAt)
-	if len(key) != 3 {
+	packed := len(key) != 3
+	if packed {
 		key = in(0) // packed QKV in query
 	}
+	headSizeTie(g, pg, n, past, packed, add)
 	if len(past) != 4 || len(key) != 3 || past[2].Known() || key[1].Known() || past[2].Param == "" || key[1].Param == "" {
 		return
 	}
@@ -468,9 +482,51 @@ func attentionTies(g *graph.Graph, pg *onnxpb.GraphProto, v int, add func(atom, 
 		}
 	}
 	// total_sequence_length (input 6) traced to the axis of a graph input it measures
-	if n.OpType == "GroupQueryAttention" && len(n.Inputs) > 6 && n.Inputs[6] >= 0 {
+	if n.OpType == optype.GroupQueryAttention && len(n.Inputs) > 6 && n.Inputs[6] >= 0 {
 		if d, ok := measuredDim(g, n.Inputs[6]); ok {
 			add(d, sum, at)
+		}
+	}
+}
+
+// headSizeTie adds the tie of a KV cache's last axis: a float cache holds one head of keys
+// (values) per row, so its last axis is the head size, query's width over num_heads (over
+// num_heads + 2·kv_num_heads when query packs the projections). The model builder writes
+// that axis as the dim_param kv_cache_dim on past_key/past_value and present_key/
+// present_value, so that one export serves a quantized cache too; a quantized cache (the
+// op's k_quant_type set) is left alone.
+func headSizeTie(g *graph.Graph, pg *onnxpb.GraphProto, n *graph.Node, past graph.Shape, packed bool, add func(atom, expr graph.Dim, at string)) {
+	if len(past) != 4 || past[3].Known() || past[3].Param == "" || len(n.Inputs) == 0 || n.Inputs[0] < 0 {
+		return
+	}
+	if a := n.Attr("k_quant_type"); a != nil && a.Str != "" && a.Str != "NONE" {
+		return
+	}
+	q := g.Tensors[n.Inputs[0]].Shape
+	heads := n.AttrInt("num_heads", 0)
+	if packed {
+		kv := n.AttrInt("kv_num_heads", 0)
+		if n.OpType != optype.GroupQueryAttention || kv <= 0 {
+			return
+		}
+		heads += 2 * kv
+	}
+	if len(q) != 3 || !q[2].Known() || heads <= 0 || q[2].Value%heads != 0 {
+		return
+	}
+	head := graph.Static(q[2].Value / heads)
+	at := fmt.Sprintf("node %s (%s: a float KV cache's last axis is the head size, %d)", n.Label(), n.OpType, head.Value)
+	add(past[3], head, at)
+	if len(n.Outputs) > 1 && n.Outputs[1] >= 0 {
+		name := g.Tensors[n.Outputs[1]].Name
+		for _, l := range [][]*onnxpb.ValueInfoProto{pg.Output, pg.ValueInfo} {
+			for _, vi := range l {
+				if ds := tensorDims(vi.GetType()); vi.GetName() == name && len(ds) == 4 {
+					if p, ok := ds[3].Value.(*onnxpb.TensorShapeProto_Dimension_DimParam); ok {
+						add(graph.Symbolic(p.DimParam), head, at)
+					}
+				}
+			}
 		}
 	}
 }
@@ -489,15 +545,15 @@ func measuredDim(g *graph.Graph, t int) (graph.Dim, bool) {
 			return graph.Dim{}, false
 		}
 		switch n.OpType {
-		case "Cast", "Squeeze", "Unsqueeze", "Reshape", "Identity":
+		case optype.Cast, optype.Squeeze, optype.Unsqueeze, optype.Reshape, optype.Identity:
 			t = n.Inputs[0]
-		case "Gather":
+		case optype.Gather:
 			if len(n.Inputs) < 2 || n.Inputs[1] < 0 || n.AttrInt("axis", 0) != 0 {
 				return graph.Dim{}, false
 			}
 			idx := g.Tensors[n.Inputs[1]]
 			sp := g.Tensors[n.Inputs[0]].Producer
-			if len(idx.Value) != 1 || sp < 0 || g.Nodes[sp].OpType != "Shape" || g.Nodes[sp].Domain != "" {
+			if len(idx.Value) != 1 || sp < 0 || g.Nodes[sp].OpType != optype.Shape || g.Nodes[sp].Domain != "" {
 				return graph.Dim{}, false
 			}
 			shape := g.Tensors[g.Nodes[sp].Inputs[0]].Shape

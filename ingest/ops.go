@@ -138,10 +138,10 @@ func sameAsInput0(c *nctx) error {
 // unaryFloat and unaryInt fold elementwise ops on small known values (shape arithmetic
 // such as floor(S/2) computed in floats).
 var unaryFloat = map[string]func(float64) float64{
-	"Floor": math.Floor, "Ceil": math.Ceil, "Round": math.RoundToEven, "Neg": func(x float64) float64 { return -x },
-	"Abs": math.Abs, "Sqrt": math.Sqrt, "Reciprocal": func(x float64) float64 { return 1 / x },
-	"Relu": func(x float64) float64 { return math.Max(x, 0) },
-	"Sign": func(x float64) float64 {
+	optype.Floor: math.Floor, optype.Ceil: math.Ceil, optype.Round: math.RoundToEven, optype.Neg: func(x float64) float64 { return -x },
+	optype.Abs: math.Abs, optype.Sqrt: math.Sqrt, optype.Reciprocal: func(x float64) float64 { return 1 / x },
+	optype.Relu: func(x float64) float64 { return math.Max(x, 0) },
+	optype.Sign: func(x float64) float64 {
 		switch {
 		case x > 0:
 			return 1
@@ -153,15 +153,15 @@ var unaryFloat = map[string]func(float64) float64{
 }
 
 var unaryInt = map[string]func(int64) int64{
-	"Neg": func(x int64) int64 { return -x },
-	"Abs": func(x int64) int64 {
+	optype.Neg: func(x int64) int64 { return -x },
+	optype.Abs: func(x int64) int64 {
 		if x < 0 {
 			return -x
 		}
 		return x
 	},
-	"Relu": func(x int64) int64 { return max(x, 0) },
-	"Sign": func(x int64) int64 {
+	optype.Relu: func(x int64) int64 { return max(x, 0) },
+	optype.Sign: func(x int64) int64 {
 		switch {
 		case x > 0:
 			return 1
@@ -170,8 +170,8 @@ var unaryInt = map[string]func(int64) int64{
 		}
 		return 0
 	},
-	"Floor": func(x int64) int64 { return x }, "Ceil": func(x int64) int64 { return x },
-	"Round": func(x int64) int64 { return x },
+	optype.Floor: func(x int64) int64 { return x }, optype.Ceil: func(x int64) int64 { return x },
+	optype.Round: func(x int64) int64 { return x },
 }
 
 func unaryFold(c *nctx) error {
@@ -370,7 +370,7 @@ func b2i(b bool) int64 {
 // value encoding: unknown operands give unknown results except where an identity keeps a
 // symbolic name (x·1, x+0, x−0, x/1).
 var intArith = map[string]func(a, b graph.Dim) graph.Dim{
-	"Add": func(a, b graph.Dim) graph.Dim {
+	optype.Add: func(a, b graph.Dim) graph.Dim {
 		switch {
 		case vKnown(a) && vKnown(b):
 			return vInt(a.Value + b.Value)
@@ -381,7 +381,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		}
 		return symValue('+', a, b)
 	},
-	"Sub": func(a, b graph.Dim) graph.Dim {
+	optype.Sub: func(a, b graph.Dim) graph.Dim {
 		switch {
 		case vKnown(a) && vKnown(b):
 			return vInt(a.Value - b.Value)
@@ -392,7 +392,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		}
 		return symValue('-', a, b)
 	},
-	"Mul": func(a, b graph.Dim) graph.Dim {
+	optype.Mul: func(a, b graph.Dim) graph.Dim {
 		switch {
 		case vKnown(a) && vKnown(b):
 			return vInt(a.Value * b.Value)
@@ -405,7 +405,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		}
 		return symValue('*', a, b)
 	},
-	"Div": func(a, b graph.Dim) graph.Dim { // ONNX integer Div truncates toward zero
+	optype.Div: func(a, b graph.Dim) graph.Dim { // ONNX integer Div truncates toward zero
 		switch {
 		case vKnown(a) && vKnown(b) && b.Value != 0:
 			return vInt(a.Value / b.Value)
@@ -416,7 +416,7 @@ var intArith = map[string]func(a, b graph.Dim) graph.Dim{
 		}
 		return symValue('/', a, b) // exact quotients only (2*batch / 2)
 	},
-	"Mod": func(a, b graph.Dim) graph.Dim {
+	optype.Mod: func(a, b graph.Dim) graph.Dim {
 		if vKnown(a) && vKnown(b) && b.Value != 0 {
 			r := a.Value % b.Value
 			if r != 0 && (r < 0) != (b.Value < 0) {
@@ -444,14 +444,14 @@ func fmodInt(a, b graph.Dim) graph.Dim {
 }
 
 var intCompare = map[string]func(a, b int64) bool{
-	"Equal":          func(a, b int64) bool { return a == b },
-	"Less":           func(a, b int64) bool { return a < b },
-	"Greater":        func(a, b int64) bool { return a > b },
-	"LessOrEqual":    func(a, b int64) bool { return a <= b },
-	"GreaterOrEqual": func(a, b int64) bool { return a >= b },
-	"And":            func(a, b int64) bool { return a != 0 && b != 0 },
-	"Or":             func(a, b int64) bool { return a != 0 || b != 0 },
-	"Xor":            func(a, b int64) bool { return (a != 0) != (b != 0) },
+	optype.Equal:          func(a, b int64) bool { return a == b },
+	optype.Less:           func(a, b int64) bool { return a < b },
+	optype.Greater:        func(a, b int64) bool { return a > b },
+	optype.LessOrEqual:    func(a, b int64) bool { return a <= b },
+	optype.GreaterOrEqual: func(a, b int64) bool { return a >= b },
+	optype.And:            func(a, b int64) bool { return a != 0 && b != 0 },
+	optype.Or:             func(a, b int64) bool { return a != 0 || b != 0 },
+	optype.Xor:            func(a, b int64) bool { return (a != 0) != (b != 0) },
 }
 
 // elementwise2 broadcasts two inputs and folds their values with f when both are known.
@@ -535,10 +535,10 @@ func bcastIndex(i int64, out []int64, s graph.Shape) int64 {
 }
 
 var floatArith = map[string]func(a, b float64) float64{
-	"Add": func(a, b float64) float64 { return a + b },
-	"Sub": func(a, b float64) float64 { return a - b },
-	"Mul": func(a, b float64) float64 { return a * b },
-	"Div": func(a, b float64) float64 { return a / b },
+	optype.Add: func(a, b float64) float64 { return a + b },
+	optype.Sub: func(a, b float64) float64 { return a - b },
+	optype.Mul: func(a, b float64) float64 { return a * b },
+	optype.Div: func(a, b float64) float64 { return a / b },
 }
 
 func binaryArith(f func(a, b graph.Dim) graph.Dim) shapeFunc {
@@ -600,9 +600,9 @@ func variadicArith(c *nctx) error {
 	// Fold Sum, Min and Max of small integer values pairwise.
 	var f func(a, b graph.Dim) graph.Dim
 	switch c.n.OpType {
-	case "Sum":
-		f = intArith["Add"]
-	case "Min", "Max":
+	case optype.Sum:
+		f = intArith[optype.Add]
+	case optype.Min, optype.Max:
 		f = minMaxDim(c.n.OpType == optype.Max)
 	}
 	if _, small := foldSize(s); t == nil || f == nil || !small || dt.IsFloat() {
@@ -845,7 +845,7 @@ func windowOut(op string, in graph.Dim, k, stride, dil, padB, padE int64, autoPa
 		} else {
 			padB, padE = padB/2, padB-padB/2
 		}
-		if op == "MaxPool" && (padB < 0 || padE < 0) {
+		if op == optype.MaxPool && (padB < 0 || padE < 0) {
 			return unknownDim, errorString(fmt.Sprintf("auto_pad %s gives negative pads (kernel %d smaller than stride %d; ONNX Runtime rejects it)", autoPad, k, stride))
 		}
 	case autoPad == "VALID":
@@ -926,9 +926,9 @@ func conv(c *nctx) error {
 	}
 	dt := x.dt
 	switch c.n.OpType {
-	case "ConvInteger":
+	case optype.ConvInteger:
 		dt = graph.Int32
-	case "QLinearConv":
+	case optype.QLinearConv:
 		if zp := c.in(7); zp != nil {
 			dt = zp.dt
 		}
@@ -1058,7 +1058,7 @@ func pool(c *nctx) error {
 	}
 	ceilMode := c.n.AttrInt("ceil_mode", 0) != 0
 	op := c.n.OpType
-	if op == "MaxPool" && (!allOnes(dils) || (c.nout() > 1 && c.n.Outputs[1] >= 0)) {
+	if op == optype.MaxPool && (!allOnes(dils) || (c.nout() > 1 && c.n.Outputs[1] >= 0)) {
 		// Only ORT's MLAS MaxPool (undilated, without indices) refuses negative pads.
 		op = "DilatedMaxPool"
 	}

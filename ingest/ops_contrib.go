@@ -71,6 +71,9 @@ func groupQueryAttention(c *nctx) error {
 	switch {
 	case past != nil && past.shape != nil && len(past.shape) == 4:
 		p := past.shape[2]
+		if l := past.shape[3]; l.Known() && h.Known() && l.Value != h.Value && c.n.AttrString("k_quant_type", "NONE") == "NONE" {
+			return c.errorf("past_key's last axis %d is not the head size %d (query width %d over the heads)", l.Value, h.Value, d.Value)
+		}
 		switch {
 		case tOK && t.Known() && p.Known():
 			present = graph.Static(max(t.Value, p.Value))

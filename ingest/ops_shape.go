@@ -904,7 +904,7 @@ func rangeOp(c *nctx) error {
 			if d[0] == -1 {
 				a, b = b, a
 			}
-			n = dimOfVal(intArith["Sub"](b, a))
+			n = dimOfVal(intArith[optype.Sub](b, a))
 		}
 		c.set(0, start.dt, graph.Shape{n})
 		return nil
@@ -2196,9 +2196,9 @@ func (c *nctx) seqOf(i int) (tinfo, graph.Dim, bool) {
 
 func sequenceOp(c *nctx) error {
 	switch c.n.OpType {
-	case "SequenceEmpty":
+	case optype.SequenceEmpty:
 		c.setSeq(0, tinfo{dt: graph.DType(c.n.AttrInt("dtype", int64(graph.Float)))}, graph.Static(0))
-	case "SequenceConstruct":
+	case optype.SequenceConstruct:
 		var e tinfo
 		for i := 0; i < c.nin(); i++ {
 			x := c.in(i)
@@ -2212,7 +2212,7 @@ func sequenceOp(c *nctx) error {
 			}
 		}
 		c.setSeq(0, e, graph.Static(int64(c.nin())))
-	case "SequenceInsert":
+	case optype.SequenceInsert:
 		e, n, ok := c.seqOf(0)
 		x := c.in(1)
 		if !ok || x == nil {
@@ -2224,7 +2224,7 @@ func sequenceOp(c *nctx) error {
 			e = mergeInfo(e, *x)
 		}
 		c.setSeq(0, e, dimAdd(n, graph.Static(1)))
-	case "SequenceErase":
+	case optype.SequenceErase:
 		e, n, ok := c.seqOf(0)
 		if !ok {
 			return nil
@@ -2235,19 +2235,19 @@ func sequenceOp(c *nctx) error {
 			n = unknownDim
 		}
 		c.setSeq(0, e, n)
-	case "SequenceAt":
+	case optype.SequenceAt:
 		e, _, ok := c.seqOf(0)
 		if ok {
 			c.set(0, e.dt, e.shape.Clone())
 		}
-	case "SequenceLength":
+	case optype.SequenceLength:
 		_, n, ok := c.seqOf(0)
 		var val []graph.Dim
 		if ok && n.Known() {
 			val = []graph.Dim{n}
 		}
 		c.setInts(0, graph.Int64, graph.Shape{}, val)
-	case "ConcatFromSequence":
+	case optype.ConcatFromSequence:
 		e, n, ok := c.seqOf(0)
 		if !ok {
 			return nil
@@ -2272,7 +2272,7 @@ func sequenceOp(c *nctx) error {
 		out := e.shape.Clone()
 		out[a] = dimMul(n, e.shape[a])
 		c.set(0, e.dt, out)
-	case "SplitToSequence":
+	case optype.SplitToSequence:
 		return splitToSequence(c)
 	}
 	return nil
@@ -2333,7 +2333,7 @@ func splitToSequence(c *nctx) error {
 
 func optionalOp(c *nctx) error {
 	switch c.n.OpType {
-	case "Optional":
+	case optype.Optional:
 		x := c.in(0)
 		if x == nil {
 			if tp := c.attrProto("type"); tp != nil && tp.GetTp() != nil {
@@ -2355,9 +2355,9 @@ func optionalOp(c *nctx) error {
 			}
 			t.nonTensor, t.elem = "optional("+desc+")", &e
 		}
-	case "OptionalHasElement":
+	case optype.OptionalHasElement:
 		c.set(0, graph.Bool, graph.Shape{})
-	case "OptionalGetElement":
+	case optype.OptionalGetElement:
 		x := c.in(0)
 		if x == nil {
 			return nil
@@ -2381,11 +2381,11 @@ func stringOp(c *nctx) error {
 		return nil
 	}
 	switch c.n.OpType {
-	case "RegexFullMatch":
+	case optype.RegexFullMatch:
 		c.set(0, graph.Bool, x.shape.Clone())
-	case "StringConcat":
+	case optype.StringConcat:
 		return elementwise2(c, graph.String, nil, nil)
-	case "StringSplit":
+	case optype.StringSplit:
 		// The number of substrings depends on the data.
 		if x.shape != nil {
 			c.set(0, graph.String, append(x.shape.Clone(), unknownDim))
@@ -2393,7 +2393,7 @@ func stringOp(c *nctx) error {
 			c.set(0, graph.String, nil)
 		}
 		c.set(1, graph.Int64, x.shape.Clone())
-	case "StringNormalizer":
+	case optype.StringNormalizer:
 		// Stop words remove elements: the last dim depends on the data then.
 		s := x.shape.Clone()
 		if a := c.n.Attr("stopwords"); a != nil && len(a.Strings) > 0 && len(s) > 0 {

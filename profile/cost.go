@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // CostOptions configure a cost model.
@@ -148,7 +149,7 @@ func lanePadding(g *graph.Graph, n *graph.Node, c OpClass, width int) float64 {
 	var ch int64
 	switch c {
 	case ClassConv, ClassDepthwise:
-		if n.OpType == "ConvTranspose" {
+		if n.OpType == optype.ConvTranspose {
 			// Weight [Cin, Cout/group, k…]: output channels are dimension 1 × group.
 			if len(n.Inputs) > 1 && n.Inputs[1] >= 0 {
 				if w := g.Tensors[n.Inputs[1]].Shape; len(w) >= 2 && w[1].Known() {
@@ -888,7 +889,7 @@ func attentionGroup(g *graph.Graph, members []int) bool {
 			continue
 		}
 		switch {
-		case n.OpType == "Softmax":
+		case n.OpType == optype.Softmax:
 			softmax = true
 		case ClassOf(g, n) == ClassMatMul && n.ParamBytes == 0:
 			products++

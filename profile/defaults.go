@@ -1,8 +1,10 @@
 package profile
 
+import "github.com/onnxpart/onnxpart/internal/ops/optype"
+
 // Defaults: assumptions used where no data sheet, NVML query, spec file or measurement
 // gives a figure. They are reported with source "default" and a note, and they are what
-// calibration (--costs measured) replaces for the host CPU.
+// calibration (measured costs) replaces for the host CPU.
 
 // defaultEfficiency is the fraction of the roofline a node of each op class reaches on a
 // device kind before calibration: GEMM-like classes reach a good share of the tensor peak on
@@ -47,7 +49,7 @@ const memEffNote = "memory term, measured on an H100 (bench/gpucheck)"
 // weights at 0.77–0.96 of the rate a vectorised scan reads as many bytes. See
 // docs/benchmarks-decoder.md.
 
-const effNote = "nominal for the device kind; calibrate with --costs measured or set it in a spec file"
+const effNote = "nominal for the device kind; measure it (ONNX Runtime, host CPU) or set it in a spec file"
 
 // defaultOpEfficiency holds op types whose efficiency is known better than their class's:
 // the data movement ops that copy contiguous blocks (a Concat of a KV cache and the new
@@ -57,8 +59,8 @@ const effNote = "nominal for the device kind; calibrate with --costs measured or
 // (the device copy of bench/gpucheck reached 0.89 of an H100's HBM figure). A device's own
 // entry for the class or the op type (calibration, a spec file) wins.
 var defaultOpEfficiency = map[Kind]map[string]float64{
-	CPU: {"Concat": 1, "Expand": 1, "Tile": 1, "Split": 1},
-	GPU: {"Concat": 0.89, "Expand": 0.89, "Tile": 0.89, "Split": 0.89},
+	CPU: {optype.Concat: 1, optype.Expand: 1, optype.Tile: 1, optype.Split: 1},
+	GPU: {optype.Concat: 0.89, optype.Expand: 0.89, optype.Tile: 0.89, optype.Split: 0.89},
 }
 
 const opEffNote = "a block copy: the copy microbenchmark's rate (see defaultOpEfficiency)"

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // Weight streaming and what a runtime does around its kernels, for the roofline of LLM
@@ -57,7 +58,7 @@ func widensHalf(d *Device) bool {
 }
 
 // gatherOps read only the rows their indices select from their data input.
-var gatherOps = map[string]bool{"Gather": true, "GatherElements": true, "GatherND": true}
+var gatherOps = map[string]bool{optype.Gather: true, optype.GatherElements: true, optype.GatherND: true}
 
 // nodeWeights is the number of weight bytes node n reads from memory in one call on d: its
 // ParamBytes, except that a gather reads only the rows it selects (at most its output's
@@ -212,7 +213,7 @@ func isHalf(dt graph.DType) bool { return dt == graph.Float16 || dt == graph.BFl
 // node (not data movement, not a Cast, not folded) with a float16 activation among its inputs
 // or outputs.
 func widened(d *Device, g *graph.Graph, n *graph.Node) bool {
-	if !widensHalf(d) || n.OpType == "Cast" || n.OpType == "CastLike" || foldable(g, n) || dataClass(ClassOf(g, n)) {
+	if !widensHalf(d) || n.OpType == optype.Cast || n.OpType == optype.CastLike || foldable(g, n) || dataClass(ClassOf(g, n)) {
 		return false
 	}
 	for _, list := range [][]int{n.Inputs, n.Outputs} {
@@ -287,7 +288,7 @@ func castTime(d *Device, bytes, kernels float64) float64 {
 	if kernels == 0 {
 		return 0
 	}
-	_, memEff := EfficiencyOf(d, "Cast", ClassElementwise)
+	_, memEff := EfficiencyOf(d, optype.Cast, ClassElementwise)
 	t := kernels * OverheadOf(d, ClassElementwise).Value
 	if bw := d.Bandwidth.Value; bw > 0 {
 		t += bytes / bw / positive(memEff.Value)

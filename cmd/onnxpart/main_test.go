@@ -64,12 +64,12 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("llamagen: %v", err)
 				}
 			},
-			// genaigen FILE LAYERS [fp32|separate|novi]...: writes a decoder in ONNX Runtime
+			// genaigen FILE LAYERS [fp32|separate|novi|kvdim]...: writes a decoder in ONNX Runtime
 			// GenAI's model-builder form (internal/genaigen's Tiny, int4, with LAYERS layers)
 			// to FILE, and genai_config.json beside it.
 			"genaigen": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) < 2 || neg {
-					ts.Fatalf("usage: genaigen FILE LAYERS [fp32|separate|novi]...")
+					ts.Fatalf("usage: genaigen FILE LAYERS [fp32|separate|novi|kvdim]...")
 				}
 				c := genaigen.Tiny
 				n, err := strconv.Atoi(args[1])
@@ -86,6 +86,8 @@ func TestScripts(t *testing.T) {
 						c.Rotary = genaigen.RotarySeparate
 					case "novi":
 						c.ValueInfo = false
+					case "kvdim":
+						c.KVCacheDim = true
 					default:
 						ts.Fatalf("genaigen: option %q", o)
 					}

@@ -14,6 +14,7 @@ import (
 
 	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/ingest"
 	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/profile"
@@ -26,8 +27,15 @@ func init() {
 		usage: `Usage: onnxpart profile [--devices SPEC] [--link KIND] [--costs roofline|measured] [flags] [MODEL.onnx]
 
 Prints the devices onnxpart would plan for, every figure with its source (nvml, catalog,
-spec, measured, host, default), the links between them, and, given a model, the predicted
-time of each op class on each device.
+spec, measured, host, default), the links between them, and, given a model, its predicted
+time on each device and the share of each op class.
+
+A model is priced as the planner prices a stage: coarsened into the fused kernels of the
+rule set the plan would use (--fusion; by default ort-cuda when a device is a GPU, else
+ort-cpu), each kernel priced once, plus the device's run overhead. A stage file written by
+onnxpart, profiled with the plan's devices, dims and rule set, gets the manifest's figures:
+its compute is the stage's compute_s and the run overhead its call_s. The time to bind the
+inputs and outputs is shown apart: a plan counts it with a stage's communication.
 
 --devices takes:
   auto                 the GPUs NVML finds (NVLink, PCIe P2P); the host CPU when there are
@@ -39,7 +47,8 @@ time of each op class on each device.
 
 --costs measured profiles the model in ONNX Runtime on this machine's CPU, uses the measured
 per-node times for the host CPU device and calibrates its roofline efficiencies with them.
---nodes adds each node's predicted time on each device (JSON: model.node_times), in graph order.
+--nodes adds each kernel's predicted time (JSON: model.kernels) and each node's time priced
+alone (JSON: model.node_times), in graph order.
 
 Examples:
   onnxpart profile
@@ -57,14 +66,16 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	devices := fs.String("devices", "auto", "auto, a catalog list such as 4xH100-SXM or a100-80g,t4,cpu, or a .yaml/.json spec file")
 	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(hw.LinkChoices, ", "))
 	costs := fs.String("costs", "roofline", "roofline, or measured (profile the model in ONNX Runtime on this CPU)")
-	threads := fs.Int("threads", 1, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses")
+	threads := fs.Int("threads", 0, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses (default: all cores, as the planner)")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension of the model, NAME=SIZE (repeatable)")
 	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	catalog := fs.Bool("catalog", false, "list the built-in device catalog and exit")
 	noBench := fs.Bool("no-bench", false, "do not run the host CPU microbenchmarks (nominal figures)")
 	refresh := fs.Bool("refresh", false, "rerun the host CPU microbenchmarks instead of using the cache")
-	nodes := fs.Bool("nodes", false, "with a model, also list each node's predicted time on each device")
+	nodes := fs.Bool("nodes", false, "with a model, also list each kernel's and each node's predicted time on each device")
+	fusionSet := fs.String("fusion", "", "fusion rule set to coarsen the model with: "+strings.Join(fusion.BuiltinNames(), ", ")+", none (default: by device, as the planner)")
+	fusionRules := fs.String("fusion-rules", "", "coarsen by the rule set in `FILE` instead")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,8 +97,14 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if *costs == "measured" && fs.NArg() == 0 {
 		return diag.Usage("--costs measured needs a model to profile").About(diag.Flag, "--costs")
 	}
-	if *threads < 1 {
-		return diag.Usage("--threads %d: want at least 1", *threads).About(diag.Flag, "--threads")
+	if *threads < 0 {
+		return diag.Usage("--threads %d: want 0 (all cores) or more", *threads).About(diag.Flag, "--threads")
+	}
+	if *fusionSet != "" && *fusionRules != "" {
+		return diag.Usage("give --fusion or --fusion-rules, not both").About(diag.Flag, "--fusion-rules")
+	}
+	if (*fusionSet != "" || *fusionRules != "") && fs.NArg() == 0 {
+		return diag.Usage("--fusion and --fusion-rules need a model").About(diag.Flag, "--fusion")
 	}
 	dims, err := parseDims(*dimFlags)
 	if err != nil {
@@ -118,7 +135,23 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		rep.Links = append(rep.Links, row)
 	}
 	if fs.NArg() == 1 {
-		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *costs, *threads, *nodes); err != nil {
+		name := *fusionSet
+		if name == "" && *fusionRules == "" {
+			name = profile.DefaultRuleSet(cl, nil)
+		}
+		var rs *fusion.RuleSet
+		if name != "none" {
+			if rs, err = fusion.Resolve(name, *fusionRules); err != nil {
+				if name != "" {
+					var de *diag.Error
+					if errors.As(err, &de) && de.Kind == diag.KindUsage {
+						de.About(diag.Flag, "--fusion")
+					}
+				}
+				return err
+			}
+		}
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *costs, *threads, rs, *nodes); err != nil {
 			return err
 		}
 	}
@@ -161,33 +194,54 @@ type deviceReport struct {
 	Facts      []profile.Fact        `json:"facts"`
 }
 
+// classRow is the kernels of one op class (profile.KernelClass).
 type classRow struct {
-	Class string    `json:"class"`
-	Nodes int       `json:"nodes"`
-	Time  []float64 `json:"seconds"` // per device
+	Class   string    `json:"class"`
+	Kernels int       `json:"kernels"`
+	Nodes   int       `json:"nodes"`   // the kernels' nodes, absorbed constants included
+	Time    []float64 `json:"seconds"` // per device
 }
 
-// nodeRow is one node's prediction (--nodes).
-type nodeRow struct {
+// kernelRow is one kernel's prediction (--nodes): a fused group, or a node.
+type kernelRow struct {
 	Name  string    `json:"name"`
-	Op    string    `json:"op"`
+	Rule  string    `json:"rule"` // the fusion rule, or the node's op type
 	Class string    `json:"class"`
+	Nodes []string  `json:"members"`
 	FLOPs int64     `json:"flops"`
-	Bytes int64     `json:"bytes"`   // inputs, parameters and outputs
+	Bytes int64     `json:"bytes"`   // activations in and out, and weights
 	Time  []float64 `json:"seconds"` // per device
 }
 
+// nodeRow is one node's prediction priced alone (--nodes).
+type nodeRow struct {
+	Name   string    `json:"name"`
+	Op     string    `json:"op"`
+	Class  string    `json:"class"`
+	Kernel string    `json:"kernel"` // the kernel that computes it
+	FLOPs  int64     `json:"flops"`
+	Bytes  int64     `json:"bytes"`   // inputs, parameters and outputs
+	Time   []float64 `json:"seconds"` // per device, the node alone
+}
+
+// modelReport prices the model as the planner prices one stage holding all of it: Compute
+// (compute_s) + Overhead (call_s) = Total; Binding is apart (a plan's comm_s).
 type modelReport struct {
-	Path      string     `json:"path"`
-	Nodes     int        `json:"nodes"`
-	FLOPs     int64      `json:"flops"`
-	Costs     string     `json:"costs"`
-	Classes   []classRow `json:"classes"`
-	Total     []float64  `json:"total_seconds"`
-	Overhead  []float64  `json:"run_overhead_seconds"`
-	Measured  *float64   `json:"measured_call_seconds,omitempty"`
-	Calibrate []string   `json:"calibrated,omitempty"`
-	NodeRows  []nodeRow  `json:"node_times,omitempty"`
+	Path       string      `json:"path"`
+	Nodes      int         `json:"nodes"`
+	FLOPs      int64       `json:"flops"`
+	Costs      string      `json:"costs"`
+	Fusion     string      `json:"fusion"`
+	NumKernels int         `json:"kernels"`
+	Classes    []classRow  `json:"classes"`
+	Compute    []float64   `json:"compute_seconds"`
+	Overhead   []float64   `json:"run_overhead_seconds"`
+	Total      []float64   `json:"total_seconds"`
+	Binding    []float64   `json:"binding_seconds"`
+	Measured   *float64    `json:"measured_call_seconds,omitempty"`
+	Calibrate  []string    `json:"calibrated,omitempty"`
+	Kernels    []kernelRow `json:"kernel_times,omitempty"`
+	NodeRows   []nodeRow   `json:"node_times,omitempty"`
 }
 
 type profileReport struct {
@@ -281,8 +335,10 @@ func deviceJSON(d *profile.Device) deviceReport {
 	return r
 }
 
-// predictModel fills rep.Model: per op class, the predicted time on every device.
-func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, costs string, threads int, perNode bool) error {
+// predictModel fills rep.Model: the model's time on every device as the planner prices a
+// stage holding it (profile.CostModel.PriceGraph with the rule set rs; nil: node by node),
+// per op class, and with perNode per kernel and per node.
+func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, costs string, threads int, rs *fusion.RuleSet, perNode bool) error {
 	m, err := ingest.Load(path, opt)
 	if err != nil {
 		return err
@@ -291,6 +347,11 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: costs}
 	var opts profile.CostOptions
 	if costs == "measured" {
+		for i := range cl.Devices {
+			if cl.Devices[i].Host {
+				threads = cl.Devices[i].Threads // as the planner measures (run.go's measure)
+			}
+		}
 		h, err := ortmeasure.CalibrateHost(ctx, cl, path, g, threads)
 		switch {
 		case errors.Is(err, ortmeasure.ErrNoHost):
@@ -315,36 +376,52 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	}
 	cm := profile.NewCostModel(cl, opts)
 	k := len(cl.Devices)
+	mr.Compute, mr.Overhead, mr.Total, mr.Binding = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)
 	rows := map[profile.OpClass]*classRow{}
-	mr.Total = make([]float64, k)
-	mr.Overhead = make([]float64, k)
-	for v := range g.Nodes {
-		c := profile.ClassOf(g, &g.Nodes[v])
-		r := rows[c]
-		if r == nil {
-			r = &classRow{Class: string(c), Time: make([]float64, k)}
-			rows[c] = r
+	kernelOf := make([]string, len(g.Nodes))
+	for d := range k {
+		pr, err := cm.PriceGraph(g, rs, d)
+		if err != nil {
+			return err
 		}
-		r.Nodes++
-		var nr *nodeRow
-		if perNode {
-			n := &g.Nodes[v]
-			mr.NodeRows = append(mr.NodeRows, nodeRow{Name: n.Name, Op: n.OpType, Class: string(c), FLOPs: n.FLOPs,
-				Bytes: n.InputBytes + n.ParamBytes + n.OutputBytes, Time: make([]float64, k)})
-			nr = &mr.NodeRows[len(mr.NodeRows)-1]
-		}
-		for d := range k {
-			t := cm.NodeTime(g, v, d)
-			r.Time[d] += t
-			mr.Total[d] += t
-			if nr != nil {
-				nr.Time[d] = t
+		mr.Fusion, mr.NumKernels = pr.RuleSet, len(pr.Kernels)
+		mr.Compute[d], mr.Overhead[d], mr.Total[d], mr.Binding[d] = pr.Compute, pr.Call, pr.Total(), pr.Binding
+		for i, kp := range pr.Kernels {
+			r := rows[kp.Class]
+			if r == nil {
+				r = &classRow{Class: string(kp.Class), Time: make([]float64, k)}
+				rows[kp.Class] = r
 			}
+			r.Time[d] += kp.Time
+			if d > 0 {
+				mr.Kernels[i].Time[d] = kp.Time
+				continue
+			}
+			r.Kernels++
+			r.Nodes += len(kp.Members)
+			kr := kernelRow{Name: kp.Name, Rule: kp.Op, Class: string(kp.Class), FLOPs: kp.FLOPs, Bytes: kp.Bytes, Time: make([]float64, k)}
+			for _, v := range kp.Members {
+				kr.Nodes = append(kr.Nodes, g.Nodes[v].Name)
+				if kernelOf[v] == "" {
+					kernelOf[v] = kp.Name
+				}
+			}
+			kr.Time[0] = kp.Time
+			mr.Kernels = append(mr.Kernels, kr)
 		}
 	}
-	for d := range k {
-		mr.Overhead[d] = cl.Devices[d].RunOverhead.Value
-		mr.Total[d] += mr.Overhead[d]
+	if perNode {
+		for v := range g.Nodes {
+			n := &g.Nodes[v]
+			nr := nodeRow{Name: n.Name, Op: n.OpType, Class: string(profile.ClassOf(g, n)), Kernel: kernelOf[v], FLOPs: n.FLOPs,
+				Bytes: n.InputBytes + n.ParamBytes + n.OutputBytes, Time: make([]float64, k)}
+			for d := range k {
+				nr.Time[d] = cm.NodeTime(g, v, d)
+			}
+			mr.NodeRows = append(mr.NodeRows, nr)
+		}
+	} else {
+		mr.Kernels = nil
 	}
 	for _, c := range profile.Classes() {
 		if r := rows[c]; r != nil {
@@ -436,33 +513,60 @@ func printProfile(w io.Writer, rep *profileReport) {
 		if len(m.Calibrate) > 0 {
 			fmt.Fprintf(w, " (measured and calibrated: %s)", strings.Join(m.Calibrate, ", "))
 		}
-		fmt.Fprintln(w, "\npredicted time per op class:")
+		fmt.Fprintln(w)
+		if m.Fusion == "none" {
+			fmt.Fprintf(w, "%d kernels, one per node (--fusion none)\n", m.NumKernels)
+		} else {
+			fmt.Fprintf(w, "%d fused kernels (%s rules), priced as the planner prices a stage\n", m.NumKernels, m.Fusion)
+		}
+		fmt.Fprintln(w, "predicted time per op class (a kernel counts in its main node's class):")
 		tw := newTable(w, tabwriter.AlignRight)
-		fmt.Fprint(tw, "class\tnodes\t")
+		fmt.Fprint(tw, "class\tkernels\tnodes\t")
 		deviceCells(tw, rep.Device)
 		fmt.Fprintln(tw)
 		for _, r := range m.Classes {
-			fmt.Fprintf(tw, "%s\t%d\t", r.Class, r.Nodes)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t", r.Class, r.Kernels, r.Nodes)
 			timeCells(tw, r.Time)
 			fmt.Fprintln(tw)
 		}
-		fmt.Fprint(tw, "run overhead\t\t")
+		fmt.Fprintf(tw, "compute\t%d\t%d\t", m.NumKernels, m.Nodes)
+		timeCells(tw, m.Compute)
+		fmt.Fprintln(tw)
+		fmt.Fprint(tw, "run overhead\t\t\t")
 		timeCells(tw, m.Overhead)
 		fmt.Fprintln(tw)
-		fmt.Fprintf(tw, "total\t%d\t", m.Nodes)
+		fmt.Fprint(tw, "total\t\t\t")
 		timeCells(tw, m.Total)
 		fmt.Fprintln(tw)
 		tw.Flush()
+		fmt.Fprint(w, "binding of inputs and outputs (a plan counts it with a stage's communication):")
+		for i, b := range m.Binding {
+			fmt.Fprintf(w, " %s %s", rep.Device[i].Name, timeStr(b))
+		}
+		fmt.Fprintln(w)
+		if len(m.Kernels) > 0 {
+			fmt.Fprintln(w, "\npredicted time per kernel:")
+			tw := newTable(w, 0)
+			fmt.Fprint(tw, "kernel\trule\tclass\tnodes\tFLOPs\tbytes\t")
+			deviceCells(tw, rep.Device)
+			fmt.Fprintln(tw)
+			for _, r := range m.Kernels {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t", r.Name, r.Rule, r.Class, len(r.Nodes), r.FLOPs, r.Bytes)
+				timeCells(tw, r.Time)
+				fmt.Fprintln(tw)
+			}
+			tw.Flush()
+		}
 		if len(m.NodeRows) > 0 {
-			fmt.Fprintln(w, "\npredicted time per node:")
+			fmt.Fprintln(w, "\npredicted time per node, each priced alone (unfused):")
 			tw := newTable(w, 0)
 			fmt.Fprint(tw, "node\top\tclass\tFLOPs\tbytes\t")
 			deviceCells(tw, rep.Device)
-			fmt.Fprintln(tw)
+			fmt.Fprintln(tw, "kernel")
 			for _, r := range m.NodeRows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t", r.Name, r.Op, r.Class, r.FLOPs, r.Bytes)
 				timeCells(tw, r.Time)
-				fmt.Fprintln(tw)
+				fmt.Fprintln(tw, r.Kernel)
 			}
 			tw.Flush()
 		}

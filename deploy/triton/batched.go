@@ -14,6 +14,7 @@ import (
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 
@@ -77,7 +78,7 @@ func batchedRepo(routes []*emit.Manifest, dirs []string, opt Options) ([]Model, 
 		return nil, nil, tritonErrorf("the manifest's batch section lists %d routes, %d manifests given", len(b.Routes), len(routes))
 	}
 	if opt.MaxBatch > 0 {
-		return nil, nil, tritonErrorf("max_batch_size %d: a batched plan's ensemble takes the plan's batch of %d, split among %d routes; leave out --max-batch", opt.MaxBatch, b.Inputs, len(routes))
+		return nil, nil, tritonErrorf("max_batch_size %d: a batched plan's ensemble takes the plan's batch of %d, split among %d routes; leave out %s", opt.MaxBatch, b.Inputs, len(routes), opt.Names.Name("MaxBatch"))
 	}
 	base := opt.Name
 	if base == "" {
@@ -364,7 +365,7 @@ func splitModel(ins []emit.TensorRef, shares []int64, share func(string, int) st
 			return nil, err
 		}
 		g.Input = append(g.Input, vi)
-		n := &onnxpb.NodeProto{OpType: proto.String("Split"), Name: proto.String("split_" + t.Name), Input: []string{t.Name, "shares"},
+		n := &onnxpb.NodeProto{OpType: proto.String(optype.Split), Name: proto.String("split_" + t.Name), Input: []string{t.Name, "shares"},
 			Attribute: []*onnxpb.AttributeProto{{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)}}}
 		for r, s := range shares {
 			o := t
@@ -386,7 +387,7 @@ func splitModel(ins []emit.TensorRef, shares []int64, share func(string, int) st
 func concatModel(outs []emit.TensorRef, routes int, share func(string, int) string) ([]byte, error) {
 	g := &onnxpb.GraphProto{Name: proto.String("concat")}
 	for _, t := range outs {
-		n := &onnxpb.NodeProto{OpType: proto.String("Concat"), Name: proto.String("concat_" + t.Name), Output: []string{t.Name},
+		n := &onnxpb.NodeProto{OpType: proto.String(optype.Concat), Name: proto.String("concat_" + t.Name), Output: []string{t.Name},
 			Attribute: []*onnxpb.AttributeProto{{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)}}}
 		for r := range routes {
 			i := t

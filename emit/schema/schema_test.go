@@ -292,7 +292,7 @@ var knownConflicts = map[string]string{
 	"objective": "the objective's name (manifest; plan calls it objective_kind) but the plan's value (plan, as issue 6 specifies)",
 	"ops":       "the op histogram (inspect) but a group's op list (inspect fusion.largest[])",
 	"fusion":    "the coarsening summary (inspect --fusion) but the rule set's name (plan)",
-	"seconds":   "a duration, but per-device durations in profile model.classes[] and model.node_times[]",
+	"seconds":   "a duration, but per-device durations in profile model.classes[], model.kernel_times[] and model.node_times[]",
 	"shape":     "symbolic dimensions allowed (manifest, inspect) but only concrete sizes in verify, which runs them",
 	"stages":    "stage objects (manifest), stage indices (manifest duplicated_weights[]), node ids (plan), a count (verify)",
 }
@@ -351,7 +351,8 @@ func TestFieldNamesAgree(t *testing.T) {
 		})
 	}
 	// Durations are in seconds and named *_s, except where profile already says *_seconds.
-	knownSeconds := map[string]bool{"total_seconds": true, "run_overhead_seconds": true, "measured_call_seconds": true}
+	knownSeconds := map[string]bool{"total_seconds": true, "run_overhead_seconds": true, "measured_call_seconds": true,
+		"compute_seconds": true, "binding_seconds": true}
 	for field, per := range schemaTypes(t) {
 		if strings.HasSuffix(field, "_seconds") && !knownSeconds[field] {
 			t.Errorf("field %q (%v): durations are named *_s", field, per)

@@ -27,8 +27,14 @@
 //     and position_ids. (A block's entering tensor depends on the trunk, so it is never
 //     taken for a side tensor where the block's middle mixes in a mask or past keys.) A
 //     second chance makes a boundary a cut when all live tensors but one are side
-//     tensors found elsewhere: that finds the cut after the embedding, where the hidden
-//     state and the mask depend on different inputs.
+//     tensors found elsewhere, or computed only from graph inputs towards one (the steps
+//     from attention_mask to an attention op's sequence lengths): that finds the cut after
+//     the embedding, where the hidden state and the mask depend on different inputs. Where
+//     a fused residual normalization carries the residual (ORT's SkipLayerNormalization,
+//     SkipSimplifiedLayerNormalization), its normalized output and the sum it passes on
+//     count as one stream tensor; so do the first layer's normalization of the embedding
+//     and the embedding, when the embedding is the skip of the first fused residual: the
+//     first layer's cut then looks like the others'.
 //  2. Segments. A second sweep places the nodes that depend on no cut of the first as
 //     late as possible (a mask or rotary table computed where it is first read) and the
 //     others as early as possible. Its cuts, chained so that each cut's producer
@@ -50,7 +56,11 @@
 //     with the groups beside it that it absorbs (below). The best run is taken first
 //     (ties: the larger unit, then the earlier run); where a stretch leaves a choice of
 //     phase, the unit starts at the boundary tensor with the most readers (the fork of a
-//     residual connection), then at its largest segment, then as early as possible.
+//     residual connection), then at its largest segment, then as early as possible. A
+//     phase that gives up one unit of the stretch is taken only when it covers more nodes
+//     with the groups it absorbs: where the first and the last layer differ from the others
+//     by a head or a tail op, the middle layers repeat from the middle of a layer as well,
+//     and only the layer-aligned phase lets the first and last layers join as blocks.
 //     Further runs are taken, best first, when they do not overlap and their unit has at
 //     least half the nodes of the first run's unit: ResNet's stages give one run each.
 //     The first run must have units of two nodes or more and cover a tenth of the graph's
@@ -132,7 +142,8 @@ type Result struct {
 	// ascending. Without blocks every node is in Prologue.
 	Prologue, Epilogue []int
 	// Shared are the activations that cross a block boundary and are not its stream
-	// tensor (Block.In, Block.Out), ordered by the segment of their producer, then its
+	// tensor (Block.In, Block.Out) or the residual that crosses with it (the sum a fused
+	// residual normalization passes on beside its normalized output), ordered by the segment of their producer, then its
 	// depth (longest path from the graph's sources), then name.
 	Shared []SharedTensor
 	// Unit is the number of segments between single-tensor cuts per block of the best run

@@ -113,7 +113,12 @@ const (
 // residual Add, RMSNorm, a SwiGLU MLP and a residual Add. With kv, every layer also reads
 // its past keys and values and writes the present ones (graph inputs and outputs); with
 // fromHidden the mask takes its length from the shape of the embedding's output.
-func decoder(L int, kv, fromHidden bool) *spec {
+func decoder(L int, kv, fromHidden bool) *spec { return decoderHT(L, kv, fromHidden, false) }
+
+// decoderHT is decoder; with headTail its first layer scales the normalized input of its
+// attention once more and its last layer activates its MLP's output once more: the first and
+// last layers differ from the others by a head or tail op.
+func decoderHT(L int, kv, fromHidden, headTail bool) *spec {
 	s := newSpec()
 	act := dims(1, seqLen, hidden)
 	ids := s.input("input_ids", dims(1, seqLen))
@@ -162,6 +167,9 @@ func decoder(L int, kv, fromHidden bool) *spec {
 		p := fmt.Sprintf("layers.%d", i)
 		w := func(name string, d ...int64) string { return s.init(p+"."+name, dims(d...)) }
 		x := rms(p+"/input_layernorm", h, p+".ln1")
+		if headTail && i == 0 {
+			x = s.node(p+"/scale", "Mul", x, w("scale0", hidden))
+		}
 		q := s.node(p+"/q_proj", "MatMul", x, w("q", hidden, hidden))
 		s.flops(512)
 		k := s.node(p+"/k_proj", "MatMul", x, w("k", hidden, hidden))
@@ -190,6 +198,9 @@ func decoder(L int, kv, fromHidden bool) *spec {
 		gate = s.node(p+"/Mul", "Mul", gate, sg)
 		gate = s.node(p+"/Mul_1", "Mul", gate, up)
 		d := s.node(p+"/down_proj", "MatMul", gate, w("down", ffn, hidden))
+		if headTail && i == L-1 {
+			d = s.node(p+"/tail", "Tanh", d)
+		}
 		h = s.shape(s.node(p+"/Add_2", "Add", h, d), act)
 	}
 	x := rms("norm", h, "norm.weight")
@@ -522,6 +533,24 @@ func TestDecoder(t *testing.T) {
 			if !reflect.DeepEqual(s.Shared, want) {
 				t.Errorf("shared\n%+v\nwant\n%+v", s.Shared, want)
 			}
+		})
+	}
+}
+
+// TestHeadTailLayers: a first layer with an extra head op and a last layer with an extra tail
+// op differ from the others, and the middle layers' run may start in the middle of a layer
+// (after the attention half) with the same count; the run is phased so that the first and
+// last layers join it as blocks of their own, one layer a block.
+func TestHeadTailLayers(t *testing.T) {
+	for _, L := range []int{4, 5, 6} {
+		t.Run(fmt.Sprint(L), func(t *testing.T) {
+			g := decoderHT(L, false, false, true).build(t, nil)
+			r := blocks.Find(g)
+			checkResult(t, g, r)
+			if len(r.Blocks) != L {
+				t.Fatalf("%d blocks, want %d: %+v", len(r.Blocks), L, summarize(g, r).Blocks)
+			}
+			checkLayers(t, g, r, "layers.")
 		})
 	}
 }

@@ -168,8 +168,8 @@ func (a *analysis) sideOf(t int, ds []uint64) bool {
 }
 
 var random = map[string]bool{
-	"RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
-	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true,
+	optype.RandomNormal: true, optype.RandomUniform: true, optype.RandomNormalLike: true,
+	optype.RandomUniformLike: true, optype.Multinomial: true, optype.Bernoulli: true,
 }
 
 // shapeOnly reports whether a node reads only the shape of its input (Shape, Size), so that
@@ -272,7 +272,8 @@ func (a *analysis) sweep(key []int, hint []bool) []cut {
 		for _, t := range live {
 			c := popcount(a.set(g.Tensors[t].Producer))
 			// of a fused residual's two outputs, the normalized one (output 0) is the stream
-			if c > best || c == best && residualPair(g, s, t) && g.Nodes[g.Tensors[t].Producer].Outputs[0] == t {
+			// of a residual pair, the normalized member is the stream
+			if c > best || c == best && pairHead(g, t, s) {
 				s, best = t, c
 			}
 		}
@@ -281,8 +282,8 @@ func (a *analysis) sweep(key []int, hint []bool) []cut {
 			if t == s {
 				continue
 			}
-			if residualPair(g, s, t) {
-				continue // the other half of a fused residual: it crosses with s
+			if pairHead(g, s, t) {
+				continue // the other half of a residual pair: it crosses with s
 			}
 			if !a.sideOf(t, ds) {
 				return -1, nil
@@ -303,23 +304,30 @@ func (a *analysis) sweep(key []int, hint []bool) []cut {
 			}
 		}
 	})
+	a.closeSide(hint2)
 	var out []cut
 	a.live(nb, starts, ends, func(b int, live []int) {
 		s, side := rule1(live)
 		if s < 0 {
-			// Second chance: all live tensors but one are known side tensors.
+			// Second chance: all live tensors but one (or one residual pair) are known
+			// side tensors.
 			side = nil
+			var rest []int
 			for _, t := range live {
 				if hint2[t] {
 					side = append(side, t)
 					continue
 				}
-				if s >= 0 {
-					return
-				}
-				s = t
+				rest = append(rest, t)
 			}
-			if s < 0 {
+			switch {
+			case len(rest) == 1:
+				s = rest[0]
+			case len(rest) == 2 && pairHead(g, rest[0], rest[1]):
+				s = rest[0]
+			case len(rest) == 2 && pairHead(g, rest[1], rest[0]):
+				s = rest[1]
+			default:
 				return
 			}
 			side = sortedInts(side)
@@ -327,6 +335,45 @@ func (a *analysis) sweep(key []int, hint []bool) []cut {
 		out = append(out, cut{s, side})
 	})
 	return out
+}
+
+// closeSide adds to the side tensors in hint the carried tensors they are computed from that
+// depend on no trunk input: the steps from attention_mask to the lengths an attention op
+// reads (ReduceSum, Sub, Cast) are side tensors too where they are live beside the stream,
+// though they are never live beside a stream that has read the mask.
+func (a *analysis) closeSide(hint []bool) {
+	g := a.g
+	var stack []int
+	for t, h := range hint {
+		if h {
+			stack = append(stack, t)
+		}
+	}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		p := g.Tensors[t].Producer
+		if p < 0 || shapeOnly(&g.Nodes[p]) {
+			continue
+		}
+		for _, u := range g.Nodes[p].Deps() {
+			if hint[u] || !a.carried(u) || a.onTrunk(g.Tensors[u].Producer) {
+				continue
+			}
+			hint[u] = true
+			stack = append(stack, u)
+		}
+	}
+}
+
+// onTrunk reports whether node v's data depends on a trunk input.
+func (a *analysis) onTrunk(v int) bool {
+	for k, w := range a.set(v) {
+		if w&a.trunk[k] != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // live calls f at every boundary with the tensors live there (in no particular order).
@@ -615,16 +662,42 @@ func (a *analysis) cone(v int, mode int, keep func(int) bool) (cone []int, ok bo
 // its skip. Exporters that fuse the residual this way (ORT's transformer optimizer, GenAI's
 // model builder) have no single tensor between layers: the two outputs of one such node
 // cross the boundary together, and count as one cut.
-var residualOps = map[string]bool{"SkipLayerNormalization": true, "SkipSimplifiedLayerNormalization": true}
+var residualOps = map[string]bool{optype.SkipLayerNormalization: true, optype.SkipSimplifiedLayerNormalization: true}
 
-// residualPair reports whether s and t are two outputs of one fused residual normalization.
-func residualPair(g *graph.Graph, s, t int) bool {
-	p := g.Tensors[s].Producer
-	if p < 0 || p != g.Tensors[t].Producer {
+// normOps are the normalizations that start such a chain: the first layer of a pre-norm
+// model normalizes the embedding with one of them, and the embedding is the skip of the
+// first fused residual.
+var normOps = map[string]bool{optype.SimplifiedLayerNormalization: true, optype.LayerNormalization: true, optype.RMSNormalization: true}
+
+// pairHead reports whether t is the stream member of a residual pair {s, t}, the two
+// tensors that carry a pre-norm model's residual stream between layers where a fused
+// residual normalization carries it (residualOps):
+//   - t and s are outputs 0 and 3 of one fused residual normalization;
+//   - or t is the output of a normalization (normOps) of s, and s is the skip input of a
+//     fused residual normalization: the first layer's head, which normalizes the embedding
+//     before the chain begins. Its cut then matches the later layers' cuts.
+func pairHead(g *graph.Graph, t, s int) bool {
+	if t < 0 || s < 0 {
+		return false
+	}
+	p := g.Tensors[t].Producer
+	if p < 0 {
 		return false
 	}
 	n := &g.Nodes[p]
-	return n.Domain == "com.microsoft" && residualOps[n.OpType]
+	if p == g.Tensors[s].Producer {
+		return n.Domain == "com.microsoft" && residualOps[n.OpType] && n.Outputs[0] == t
+	}
+	if !normOps[n.OpType] || len(n.Inputs) == 0 || n.Inputs[0] != s || n.Outputs[0] != t {
+		return false
+	}
+	for _, c := range g.Tensors[s].Consumers {
+		k := &g.Nodes[c]
+		if k.Domain == "com.microsoft" && residualOps[k.OpType] && len(k.Inputs) > 1 && k.Inputs[1] == s {
+			return true
+		}
+	}
+	return false
 }
 
 // attentionSide lists, for ONNX Runtime's attention contrib ops, the input slots that are
@@ -633,10 +706,10 @@ func residualPair(g *graph.Graph, s, t int) bool {
 // ReduceSum, Sub, Cast into GroupQueryAttention's seqlens_k) may reach the op by a path
 // longer than the embedding's; the trunk is where the stream starts, not the mask.
 var attentionSide = map[string]map[int]bool{
-	"GroupQueryAttention": {5: true, 6: true, 7: true, 8: true, 9: true, 10: true},
-	"MultiHeadAttention":  {4: true, 5: true},
-	"Attention":           {3: true, 5: true},
-	"RotaryEmbedding":     {1: true, 2: true, 3: true},
+	optype.GroupQueryAttention: {5: true, 6: true, 7: true, 8: true, 9: true, 10: true},
+	optype.MultiHeadAttention:  {4: true, 5: true},
+	optype.Attention:           {3: true, 5: true},
+	optype.RotaryEmbedding:     {1: true, 2: true, 3: true},
 }
 
 // sideInput reports whether node n reads t only in side slots (attentionSide).

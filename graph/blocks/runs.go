@@ -138,7 +138,6 @@ func (a *analysis) signatures() {
 				shape(h, t)
 			}
 		}
-		put(h, uint64(len(nd.Outputs)))
 		nodeHash[v] = h.Sum64()
 	}
 	for j := range a.seg {
@@ -230,12 +229,22 @@ func (a *analysis) findRuns() {
 			}
 			var best run
 			bestFan, bestFirst := -1, -1
-			for o := 0; o <= length%u; o++ {
+			// Every phase: one that gives up a unit of the stretch may let extend absorb a
+			// first and a last layer that differ from the others by their head or tail op
+			// (a builder decoder's SimplifiedLayerNormalization before the Skip chain).
+			for o := 0; o < u && (length-o)/u >= 2; o++ {
 				r := run{start: a0 + o, unit: u, count: (length - o) / u}
 				r.unitNodes = prefix[r.start+u] - prefix[r.start]
 				from, to := a.extend(r)
 				r.nodes = prefix[to] - prefix[from]
 				f, first := fanout(r.start), len(seg[r.start].nodes)
+				if o > length%u {
+					// beyond the stretch's slack only when it covers more
+					if r.nodes > best.nodes {
+						best, bestFan, bestFirst = r, f, first
+					}
+					continue
+				}
 				if r.nodes > best.nodes || r.nodes == best.nodes && (f > bestFan || f == bestFan && first > bestFirst) {
 					best, bestFan, bestFirst = r, f, first
 				}
@@ -470,7 +479,7 @@ func (a *analysis) result() *Result {
 				readers = append(readers, b)
 			}
 		}
-		if to-from < 1 || to-from == 1 && stream(from) == t {
+		if to-from < 1 || to-from == 1 && (stream(from) == t || pairHead(g, stream(from), t)) {
 			continue
 		}
 		cone, _ := a.cone(p, coneCarried, nil)

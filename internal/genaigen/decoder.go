@@ -7,7 +7,9 @@
 //     Gather, Cast), the residual carried by SimplifiedLayerNormalization and
 //     SkipSimplifiedLayerNormalization (no residual Add), projections as MatMulNBits with
 //     4-bit block-quantized weights or as plain MatMul in float32, rotary embeddings inside
-//     GroupQueryAttention (do_rotary) or as separate RotaryEmbedding nodes, the embedding as
+//     GroupQueryAttention (do_rotary) or as separate RotaryEmbedding nodes, the KV caches'
+//     last axis as the head size or as the dim_param kv_cache_dim (the current builder's
+//     form, which serves float and quantized caches alike), the embedding as
 //     Gather or GatherBlockQuantized; node and tensor names in the builder's style
 //     (/model/layers.0/attn/GroupQueryAttention), and genai_config.json beside the model;
 //   - an int8 CNN in QDQ form (QuantizeLinear/DequantizeLinear around Conv and MatMul, as
@@ -70,6 +72,10 @@ type Config struct {
 	// ValueInfo writes every intermediate tensor's type and shape, as the builder's
 	// exports carry; without it, shapes must be inferred.
 	ValueInfo bool
+	// KVCacheDim writes the KV caches' last axis as the symbolic dim kv_cache_dim, as the
+	// current model builder does (one export serves a float cache, whose last axis is the
+	// head size, and a quantized one); otherwise it is the head size itself.
+	KVCacheDim bool
 	// Theta is the rotary base (0: 10000); Eps the RMSNorm ε (0: 1e-5).
 	Theta float64
 	Eps   float32
@@ -185,7 +191,17 @@ const (
 	Seq   = "sequence_length"
 	Past  = "past_sequence_length"
 	Total = "total_sequence_length"
+	// KVDim is the KV caches' last axis with Config.KVCacheDim.
+	KVDim = "kv_cache_dim"
 )
+
+// kvLast is the KV caches' last axis: the head size, or kv_cache_dim.
+func (c Config) kvLast() any {
+	if c.KVCacheDim {
+		return KVDim
+	}
+	return c.HeadSize()
+}
 
 // Write writes dir/<Name>.onnx and dir/genai_config.json and returns the model's path.
 func Write(dir string, c Config) (string, error) {
@@ -356,11 +372,11 @@ func (c Config) build() ([]byte, error) {
 		g.Input = append(g.Input, valueInfo("position_ids", graph.Int64, Batch, Seq))
 	}
 	for i := range c.Layers {
-		g.Input = append(g.Input, valueInfo(PastKey(i), graph.Float, Batch, KV, Past, hd), valueInfo(PastValue(i), graph.Float, Batch, KV, Past, hd))
+		g.Input = append(g.Input, valueInfo(PastKey(i), graph.Float, Batch, KV, Past, c.kvLast()), valueInfo(PastValue(i), graph.Float, Batch, KV, Past, c.kvLast()))
 	}
 	g.Output = append(g.Output, valueInfo("logits", graph.Float, Batch, Seq, c.Vocab))
 	for i := range c.Layers {
-		g.Output = append(g.Output, valueInfo(PresentKey(i), graph.Float, Batch, KV, Total, hd), valueInfo(PresentValue(i), graph.Float, Batch, KV, Total, hd))
+		g.Output = append(g.Output, valueInfo(PresentKey(i), graph.Float, Batch, KV, Total, c.kvLast()), valueInfo(PresentValue(i), graph.Float, Batch, KV, Total, c.kvLast()))
 	}
 
 	// seqlens_k = ReduceSum(attention_mask, 1) − 1, total_sequence_length = shape[1], as int32.
@@ -441,8 +457,8 @@ func (c Config) build() ([]byte, error) {
 			attrs = append(attrs, attrInt("do_rotary", 1), attrInt("rotary_interleaved", 0))
 		}
 		o := b.node(msDomain, "GroupQueryAttention", a+"/GroupQueryAttention", gqaIn, []out{{dt: graph.Float, shape: hs},
-			{name: PresentKey(i), dt: graph.Float, shape: dims{Batch, KV, Total, hd}},
-			{name: PresentValue(i), dt: graph.Float, shape: dims{Batch, KV, Total, hd}}}, attrs...)[0]
+			{name: PresentKey(i), dt: graph.Float, shape: dims{Batch, KV, Total, c.kvLast()}},
+			{name: PresentValue(i), dt: graph.Float, shape: dims{Batch, KV, Total, c.kvLast()}}}, attrs...)[0]
 		o = c.linear(b, a+"/o_proj", wp+"attn.o_proj.weight", o, H, H)
 		skipNorm(p+"/post_attention_layernorm/SkipLayerNorm", o, wp+"post_attention_layernorm.weight")
 		m := p + "/mlp"

@@ -136,7 +136,9 @@ func variants() []Config {
 	sep.Name, sep.Rotary = "genai-tiny-rotary", RotarySeparate
 	qe := Tiny
 	qe.Name, qe.QuantEmbed, qe.AccuracyLevel = "genai-tiny-qembed", true, 4
-	return []Config{Tiny, fp32, sep, qe}
+	kvd := Tiny
+	kvd.Name, kvd.KVCacheDim = "genai-tiny-kvdim", true
+	return []Config{Tiny, fp32, sep, qe, kvd}
 }
 
 // TestDecodeStepEqualsPrefill: the logits of a decode step after a prefill of n tokens

@@ -11,6 +11,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
@@ -216,36 +217,36 @@ func matmulChain(rows, k, n int64, l int, kind string, extra int) (*onnxpb.Model
 		}
 		wn := fmt.Sprintf("w%d", i)
 		inits = append(inits, &onnxpb.TensorProto{Name: proto.String(wn), Dims: []int64{in, out}, DataType: proto.Int32(int32(graph.Float)), FloatData: w})
-		h := node("MatMul", x, wn)
+		h := node(optype.MatMul, x, wn)
 		flops += 2 * float64(rows*in*out)
 		if i%2 == 1 || n == k {
 			for j := 0; j < extra; j++ {
 				switch kind {
 				case "view":
 					if j%2 == 0 {
-						h = node("Unsqueeze", h, "axis0")
+						h = node(optype.Unsqueeze, h, "axis0")
 					} else {
-						h = node("Squeeze", h, "axis0")
+						h = node(optype.Squeeze, h, "axis0")
 					}
 				case "add":
 					if j%2 == 0 { // a Mul first: ONNX Runtime fuses MatMul + Add into Gemm
-						h = node("Mul", h, "c")
+						h = node(optype.Mul, h, "c")
 					} else {
-						h = node("Add", h, "c")
+						h = node(optype.Add, h, "c")
 					}
 				case "shape":
 					if j%5 == 0 {
-						d := node("Unsqueeze", node("Gather", node("Shape", x), "zero"), "axis0")
-						cat := node("Concat", d, "cols")
+						d := node(optype.Unsqueeze, node(optype.Gather, node(optype.Shape, x), "zero"), "axis0")
+						cat := node(optype.Concat, d, "cols")
 						nodes[len(nodes)-1].Attribute = []*onnxpb.AttributeProto{{Name: proto.String("axis"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(0)}}
-						h = node("Reshape", h, cat)
+						h = node(optype.Reshape, h, cat)
 					}
 				}
 			}
 		}
 		x = h
 	}
-	nodes = append(nodes, &onnxpb.NodeProto{Name: proto.String("out"), OpType: proto.String("Identity"), Input: []string{x}, Output: []string{"y"}})
+	nodes = append(nodes, &onnxpb.NodeProto{Name: proto.String("out"), OpType: proto.String(optype.Identity), Input: []string{x}, Output: []string{"y"}})
 	vi := func(name string) *onnxpb.ValueInfoProto {
 		dims := []*onnxpb.TensorShapeProto_Dimension{
 			{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "rows"}},

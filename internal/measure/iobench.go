@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/profile"
@@ -21,14 +22,14 @@ import (
 // conv, y = Conv(x, 1×1 weights c→c) instead (a kernel ONNX Runtime runs in its blocked NCHWc
 // layout, converting x and y).
 func reluModel(path string, c, h, w int64, conv bool) error {
-	node := &onnxpb.NodeProto{Name: proto.String("relu"), OpType: proto.String("Relu"), Input: []string{"x"}, Output: []string{"y"}}
+	node := &onnxpb.NodeProto{Name: proto.String("relu"), OpType: proto.String(optype.Relu), Input: []string{"x"}, Output: []string{"y"}}
 	var inits []*onnxpb.TensorProto
 	if conv {
 		wt := make([]float32, c*c)
 		for i := range wt {
 			wt[i] = float32(i%7) * 0.01
 		}
-		node = &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"}}
+		node = &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String(optype.Conv), Input: []string{"x", "w"}, Output: []string{"y"}}
 		inits = []*onnxpb.TensorProto{{Name: proto.String("w"), Dims: []int64{c, c, 1, 1}, DataType: proto.Int32(int32(graph.Float)), FloatData: wt}}
 	}
 	return writeOneNode(path, node, inits, floatVI("x", 1, c, h, w), floatVI("y", 1, c, h, w))
@@ -132,7 +133,7 @@ func convModel(path string, cin, cout, group, k int64) error {
 		w[i] = float32(i%5) * 0.01
 	}
 	p := k / 2
-	node := &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String("Conv"), Input: []string{"x", "w"}, Output: []string{"y"},
+	node := &onnxpb.NodeProto{Name: proto.String("conv"), OpType: proto.String(optype.Conv), Input: []string{"x", "w"}, Output: []string{"y"},
 		Attribute: []*onnxpb.AttributeProto{
 			{Name: proto.String("group"), Type: onnxpb.AttributeProto_INT.Enum(), I: proto.Int64(group)},
 			{Name: proto.String("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{p, p, p, p}},
@@ -169,7 +170,7 @@ func blockedConv(dir string, threads int, cin, cout, group, k int64) (ok bool, p
 		dims[t.GetName()] = t.GetDims()
 	}
 	for _, n := range m.GetGraph().GetNode() {
-		if n.GetDomain() == nchwcDomain && n.GetOpType() == "Conv" && len(n.GetInput()) > 1 {
+		if n.GetDomain() == nchwcDomain && n.GetOpType() == optype.Conv && len(n.GetInput()) > 1 {
 			if d := dims[n.GetInput()[1]]; len(d) > 0 {
 				paddedOut = d[0]
 			}

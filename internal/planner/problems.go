@@ -24,12 +24,9 @@ func Price(g *graph.Graph, cm *profile.CostModel) Prices {
 	n := len(cm.Cluster().Devices)
 	p := Prices{Times: make([][]float64, n), Overheads: make([][]float64, n), Table: cm.Costs(&graph.Graph{})}
 	for d := range n {
-		p.Times[d] = make([]float64, len(g.Nodes))
-		p.Overheads[d] = make([]float64, len(g.Nodes))
-		for v := range g.Nodes {
-			p.Times[d][v] = cm.NodeTime(g, v, d)
-			p.Overheads[d][v] = cm.NodeOverhead(g, v, d)
-		}
+		// Unfused pricing cannot fail.
+		p.Times[d], _ = cm.KernelTimes(g, nil, d)
+		p.Overheads[d], _ = cm.KernelOverheads(g, nil, d)
 	}
 	return p
 }

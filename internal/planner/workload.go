@@ -92,25 +92,11 @@ func (p *run) workloadCosts() ([]phaseCosts, error) {
 	for i, ph := range phases {
 		pg := ph.Graph // checked with the options (checkPhases)
 		pc := phaseCosts{times: make([][]float64, nDev)}
-		var kernels *graph.Graph // the phase's kernels: the planned groups at its sizes
-		if coarse != nil {
-			var err error
-			if kernels, err = coarse.Resized(pg); err != nil {
-				return nil, fmt.Errorf("%s: %w", opt.say("Workload", ph.Name), err)
-			}
-		}
 		for _, d := range devs {
-			d := d
-			switch {
-			case coarse == nil:
-				pc.times[d] = make([]float64, len(pg.Nodes))
-				for v := range pg.Nodes {
-					pc.times[d][v] = cm.NodeTime(pg, v, d)
-				}
-			default:
-				pc.times[d] = coarse.Times(func(grp int, members []int, _ *graph.Node) float64 {
-					return cm.KernelTime(pg, members, &kernels.Nodes[grp], d)
-				}, nil)
+			// The planned groups at the phase's sizes (fusion.Coarse.Resized).
+			var err error
+			if pc.times[d], err = cm.KernelTimes(pg, coarse, d); err != nil {
+				return nil, fmt.Errorf("%s: %w", opt.say("Workload", ph.Name), err)
 			}
 		}
 		pc.bytes = make([]float64, len(work.Tensors))

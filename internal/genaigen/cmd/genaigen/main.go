@@ -46,6 +46,7 @@ func run(args []string) error {
 	rotary := fs.String("rotary", "fused", "fused (inside GroupQueryAttention) or separate (RotaryEmbedding nodes)")
 	acc := fs.Int("accuracy-level", -1, "MatMulNBits accuracy_level (default: the preset's)")
 	noVI := fs.Bool("no-value-info", false, "leave out the intermediate tensors' value_info")
+	kvDim := fs.Bool("kv-cache-dim", false, "the KV caches' last axis as the symbolic dim kv_cache_dim (the current builder's form)")
 	seed := fs.Uint64("seed", 0, "weight seed (default: the preset's)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -113,6 +114,7 @@ func run(args []string) error {
 	c.Dequantized = *deq
 	c.QuantEmbed = *qembed
 	c.ValueInfo = !*noVI
+	c.KVCacheDim = *kvDim
 	switch *rotary {
 	case "fused":
 		c.Rotary = genaigen.RotaryFused
