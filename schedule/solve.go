@@ -466,13 +466,13 @@ func (s *solver) run() {
 	}
 }
 
-// movesDeadline is the deadline of the region moves before MILP-SPLIT: 15% of the time
+// movesDeadline is the deadline of the region moves before MILP-SPLIT: 5% of the time
 // left; zero (none: until a pass improves nothing) without a time limit.
 func (s *solver) movesDeadline() time.Time {
 	if s.deadline.IsZero() {
 		return s.deadline
 	}
-	return time.Now().Add(time.Until(s.deadline) * 15 / 100)
+	return time.Now().Add(time.Until(s.deadline) * 5 / 100)
 }
 
 // moves improves the best plan so far by region moves (regionSearch) until deadline and adds
