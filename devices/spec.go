@@ -227,10 +227,10 @@ func (d *dec) specDevice(n *yaml.Node, path string, getHost func() (*profile.Hos
 			e, ok := LookupCatalog(typ)
 			if !ok {
 				if s := SuggestCatalog(typ); s != "" {
-					d.failf(v[1], join(path, "type"), "unknown device type %q; did you mean %s? (see `onnxpart profile --catalog`; or give kind, peak and bandwidth)", typ, s)
+					d.failf(v[1], join(path, "type"), "unknown device type %q; did you mean %s? (catalog: %s; or give kind, peak and bandwidth)", typ, s, knownNames())
 					return nil, nil
 				}
-				d.failf(v[1], join(path, "type"), "unknown device type %q (see `onnxpart profile --catalog`; or give kind, peak and bandwidth)", typ)
+				d.failf(v[1], join(path, "type"), "unknown device type %q (catalog: %s; or give kind, peak and bandwidth)", typ, knownNames())
 				return nil, nil
 			}
 			dv = e.Device(name)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/onnxpart/onnxpart/diag"
@@ -56,6 +57,11 @@ type Options struct {
 	// refuses, with the reason, a model whose graph does not let the batch flow along the
 	// leading axis (ingest.Model.BatchFlow), and Batch with FreezeDims.
 	Batch int
+	// Names are the caller's names of these options, by field ("FreezeDims":
+	// "--freeze-dims", "Force": "--force", "Batch": "--batch"): errors and manifest notes
+	// name an option so; without a name they say "Options.FreezeDims". The command passes
+	// its flags.
+	Names diag.Names
 }
 
 // ExternalDataMode says which weights are written to stage<i>.onnx.data.
@@ -334,7 +340,7 @@ func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	l := &Layout{m: m, opt: opt, graphOut: map[int]int{}, symbolic: append([]string{}, m.SymbolicDims...)}
 	if !opt.FreezeDims {
 		var note string
-		l.shapes, l.fixed, l.symbolic, note = symbolicShapes(m)
+		l.shapes, l.fixed, l.symbolic, note = symbolicShapes(m, l.opt.Names)
 		if note != "" {
 			notes = append(notes, note)
 		}
@@ -573,7 +579,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 			}
 		}
 		if len(kept) > 0 {
-			man.Notes = append(man.Notes, fmt.Sprintf("planned at %s; the stage files keep these dims symbolic and serve other sizes (--freeze-dims writes the planned sizes in)", strings.Join(kept, ", ")))
+			man.Notes = append(man.Notes, fmt.Sprintf("planned at %s; the stage files keep these dims symbolic and serve other sizes (%s writes the planned sizes in)", strings.Join(kept, ", "), l.opt.Names.Name("FreezeDims")))
 		}
 	}
 	for d, v := range g.Opsets {
@@ -658,7 +664,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		st.Pipeline = map[string]GenAIStage{fmt.Sprintf("stage%d", i): GenAIPipelineEntry(st)}
 		for _, t := range append(append([]int{}, sp.inputs...), sp.outputs...) {
 			if l.fixed[t] {
-				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q keeps its bound shape %s in the stage files: its shape is not inferred without the bindings (--freeze-dims writes every tensor so)", i, g.Tensors[t].Name, g.Tensors[t].Shape))
+				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q keeps its bound shape %s in the stage files: its shape is not inferred without the bindings (%s writes every tensor so)", i, g.Tensors[t].Name, g.Tensors[t].Shape, l.opt.Names.Name("FreezeDims")))
 			}
 			if l.shape(t) == nil && g.Tensors[t].NonTensor == "" {
 				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q has no inferred shape; its type carries only the element type (ONNX Runtime accepts this, onnx.checker does not)", i, g.Tensors[t].Name))
@@ -707,14 +713,15 @@ func (l *Layout) shape(t int) graph.Shape {
 // the same order (both follow the file); that is checked by name, and where it fails every
 // tensor keeps its bound shape and the note says why. A tensor whose unbound shape is unknown or disagrees with its
 // bound one in rank or in a fixed size keeps its bound shape (marked in fixed). symbolic
-// lists the dims the stage files keep. All nil when nothing was bound.
-func symbolicShapes(m *ingest.Model) (shapes []graph.Shape, fixed map[int]bool, symbolic []string, note string) {
+// lists the dims the stage files keep. All nil when nothing was bound. names name the
+// options in the note.
+func symbolicShapes(m *ingest.Model, names diag.Names) (shapes []graph.Shape, fixed map[int]bool, symbolic []string, note string) {
 	symbolic = append([]string{}, m.SymbolicDims...)
 	if len(m.Dims()) == 0 && len(m.InputShapes()) == 0 {
 		return nil, nil, symbolic, ""
 	}
 	g := m.Graph
-	frozen := "the stage files are written at the bound sizes, as with --freeze-dims: "
+	frozen := "the stage files are written at the bound sizes, as with " + names.Name("FreezeDims") + ": "
 	u, err := m.Unbound()
 	switch {
 	case err != nil:
@@ -835,9 +842,10 @@ func boundDims(m *ingest.Model) map[string]int64 {
 func (l *Layout) batchShapes() (string, error) {
 	m, g := l.m, l.m.Graph
 	if l.opt.FreezeDims {
-		return "", diag.Usage("--batch %d runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim (leave out one of them)", l.opt.Batch).About(diag.Flag, "--freeze-dims")
+		n := l.opt.Names
+		return "", diag.Usage("%s runs each stage call on a batch, so the stage files keep a symbolic batch dim, and %s fixes every dim (leave out one of them)", n.Say("Batch", strconv.Itoa(l.opt.Batch)), n.Name("FreezeDims")).About(diag.Option, n.Name("FreezeDims"))
 	}
-	name, flow, rewrites, err := batchFlow(m, l.opt.Batch)
+	name, flow, rewrites, err := batchFlow(m, l.opt.Batch, l.opt.Names)
 	if err != nil {
 		return "", err
 	}
@@ -880,17 +888,18 @@ func (l *Layout) batchShapes() (string, error) {
 
 // CheckBatch returns nil when the stage files of m can take a batch of n along the leading
 // axis (see Options.Batch), else the usage error Prepare would give, with the reason: the
-// planner asks before it prices batched kernels.
-func CheckBatch(m *ingest.Model, n int) error {
-	_, _, _, err := batchFlow(m, n)
+// planner asks before it prices batched kernels. names are the caller's names of the
+// options (Options.Names: "Batch").
+func CheckBatch(m *ingest.Model, n int, names diag.Names) error {
+	_, _, _, err := batchFlow(m, n, names)
 	return err
 }
 
-func batchFlow(m *ingest.Model, n int) (string, [][]ingest.BatchAxis, map[string]*onnxpb.TensorProto, error) {
+func batchFlow(m *ingest.Model, n int, names diag.Names) (string, [][]ingest.BatchAxis, map[string]*onnxpb.TensorProto, error) {
 	name := BatchDimName(m)
 	flow, rewrites, err := m.BatchFlow(name)
 	if err != nil {
-		return "", nil, nil, diag.Usage("--batch %d prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out --batch for a pipeline of single inputs", n, err).About(diag.Flag, "--batch")
+		return "", nil, nil, diag.Usage("%s prices each stage call as one batched kernel, but the stage files cannot take a batch: %v; export the model with a symbolic batch dim, or leave out %s for a pipeline of single inputs", names.Say("Batch", strconv.Itoa(n)), err, names.Name("Batch")).About(diag.Option, names.Name("Batch"))
 	}
 	return name, flow, rewrites, nil
 }

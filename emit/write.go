@@ -26,15 +26,16 @@ import (
 // when set, is the first entry of the directory that onnxpart did not write: Force would
 // not replace it either, so the message does not suggest it (the cause is then a
 // *ForeignFile).
-func existsErr(dir string, link bool, foreign *ForeignFile) *diag.Error {
+// force is the caller's name of Options.Force.
+func existsErr(dir string, link bool, foreign *ForeignFile, force string) *diag.Error {
 	switch {
 	case link:
-		return diag.Input("output directory %s is a symbolic link (use --force to replace the link itself; what it points to is left alone)", dir)
+		return diag.Input("output directory %s is a symbolic link (use %s to replace the link itself; what it points to is left alone)", dir, force)
 	case foreign != nil:
 		foreign.Dir = dir
 		return diag.Input("output directory %s already exists and holds %s, which onnxpart did not write (choose another directory)", dir, foreign.File).Wrap(foreign)
 	}
-	return diag.Input("output directory %s already exists (use --force to replace it)", dir)
+	return diag.Input("output directory %s already exists (use %s to replace it)", dir, force)
 }
 
 // ForeignFile is the cause of the error for an output directory that Force may not replace
@@ -48,6 +49,8 @@ type ForeignFile struct {
 	// Why says what is wrong with File when the name alone does not (a manifest that is
 	// not onnxpart's).
 	Why string
+	// force is the caller's name of Options.Force (empty: "Options.Force").
+	force string
 }
 
 // Error names the file and says why it is in the way.
@@ -56,13 +59,17 @@ func (e *ForeignFile) Error() string {
 	if e.Why != "" {
 		why = e.Why
 	}
-	return fmt.Sprintf("output directory %s holds %s, %s; --force replaces only an empty directory or onnxpart's own output (move the file or choose another directory)", e.Dir, e.File, why)
+	force := e.force
+	if force == "" {
+		force = diag.Names(nil).Name("Force")
+	}
+	return fmt.Sprintf("output directory %s holds %s, %s; %s replaces only an empty directory or onnxpart's own output (move the file or choose another directory)", e.Dir, e.File, why, force)
 }
 
 // foreignErr is the error for dir holding fe.File: a *diag.Error of kind input whose cause
-// is fe.
-func foreignErr(dir string, fe *ForeignFile) *diag.Error {
-	fe.Dir = dir
+// is fe; force is the caller's name of Options.Force.
+func foreignErr(dir string, fe *ForeignFile, force string) *diag.Error {
+	fe.Dir, fe.force = dir, force
 	return diag.Wrap(diag.KindInput, fe)
 }
 
@@ -95,7 +102,7 @@ func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, 
 // followed: it is refused, or with Force the link itself is replaced and what it points to
 // is left alone. The manifest's file hashes are filled in.
 func (l *Layout) WriteDir(dir string) (err error) {
-	o, err := checkOutput(dir, l.opt.Force, modelFiles(l.m))
+	o, err := checkOutput(dir, l.opt.Force, l.opt.Names.Name("Force"), modelFiles(l.m))
 	if err != nil {
 		return err
 	}
@@ -138,7 +145,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	}
 	if !o.exists {
 		if _, err := os.Lstat(abs); err == nil {
-			return existsErr(dir, false, nil)
+			return existsErr(dir, false, nil, l.opt.Names.Name("Force"))
 		}
 		if err := os.Rename(tmp, abs); err != nil {
 			return fail(err)
@@ -160,7 +167,7 @@ func (l *Layout) WriteDir(dir string) (err error) {
 	if err != nil {
 		var fe *ForeignFile
 		if errors.As(err, &fe) {
-			return foreignErr(dir, fe)
+			return foreignErr(dir, fe, l.opt.Names.Name("Force"))
 		}
 		return fail(err)
 	}
@@ -184,11 +191,11 @@ func (l *Layout) WriteDir(dir string) (err error) {
 // a bad output directory is reported at once; WriteDir checks again. The errors are those of
 // WriteDir, all *diag.Error of kind input: "cannot write DIR: …" (the model's directory, the
 // root, the current or home directory or a parent of them, a file in the way, no
-// permission), "output directory DIR already exists" (force is false) or "output directory
-// DIR holds FILE" (force, but dir holds a file onnxpart did not write; the cause is a
-// *ForeignFile).
-func CheckOutput(m *ingest.Model, dir string, force bool) error {
-	o, err := checkOutput(dir, force, modelFiles(m))
+// permission), "output directory DIR already exists" (opt.Force is false) or "output
+// directory DIR holds FILE" (opt.Force, but dir holds a file onnxpart did not write; the
+// cause is a *ForeignFile). Of opt only Force and Names are read.
+func CheckOutput(m *ingest.Model, dir string, opt Options) error {
+	o, err := checkOutput(dir, opt.Force, opt.Names.Name("Force"), modelFiles(m))
 	if err != nil {
 		return err
 	}
@@ -232,8 +239,9 @@ type outputDir struct {
 
 // checkOutput checks an output path: not one of the protected directories (see
 // refuseInputsInside and refuseProtected), not a file, and, when it exists, replaceable:
-// force is set and it is a symbolic link, an empty directory or a previous output.
-func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
+// force is set and it is a symbolic link, an empty directory or a previous output. forceName
+// is the caller's name of Options.Force.
+func checkOutput(dir string, force bool, forceName string, inputs []string) (*outputDir, error) {
 	if dir == "" {
 		return nil, writeErr(dir, errors.New("no output directory given"))
 	}
@@ -256,7 +264,7 @@ func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
 		return nil, writeErr(dir, err)
 	case fi.Mode()&os.ModeSymlink != 0:
 		if !force {
-			return nil, existsErr(dir, true, nil)
+			return nil, existsErr(dir, true, nil, forceName)
 		}
 		o.exists, o.link = true, true
 		return o, nil
@@ -267,13 +275,13 @@ func checkOutput(dir string, force bool, inputs []string) (*outputDir, error) {
 	var fe *ForeignFile
 	switch {
 	case errors.As(err, &fe) && !force:
-		return nil, existsErr(dir, false, fe)
+		return nil, existsErr(dir, false, fe, forceName)
 	case errors.As(err, &fe):
-		return nil, foreignErr(dir, fe)
+		return nil, foreignErr(dir, fe, forceName)
 	case err != nil:
 		return nil, writeErr(dir, err)
 	case !force:
-		return nil, existsErr(dir, false, nil)
+		return nil, existsErr(dir, false, nil, forceName)
 	}
 	o.exists, o.owned = true, owned
 	return o, nil

@@ -47,7 +47,7 @@ func TestWriteRefusesExistingDir(t *testing.T) {
 	dir := filepath.Join(parent, "out")
 	os.Mkdir(dir, 0o755)
 	l := prepared(t, "squeezenet1_1_small.onnx", 2, Options{})
-	if err := l.WriteDir(dir); !isInput(err) || errors.As(err, new(*ForeignFile)) || !strings.Contains(err.Error(), "already exists (use --force") {
+	if err := l.WriteDir(dir); !isInput(err) || errors.As(err, new(*ForeignFile)) || !strings.Contains(err.Error(), "already exists (use Options.Force") {
 		t.Fatalf("an empty directory: got %v, want an input error: it already exists", err)
 	}
 	// --force replaces an empty directory.
@@ -157,7 +157,7 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 				for _, check := range []struct {
 					name string
 					do   func() error
-				}{{"CheckOutput", func() error { return CheckOutput(l.m, dir, force) }}, {"WriteDir", func() error { return l.WriteDir(dir) }}} {
+				}{{"CheckOutput", func() error { return CheckOutput(l.m, dir, Options{Force: force}) }}, {"WriteDir", func() error { return l.WriteDir(dir) }}} {
 					err := check.do()
 					var fe *ForeignFile
 					switch {
@@ -165,7 +165,7 @@ func TestWriteForceKeepsUserFiles(t *testing.T) {
 						t.Errorf("%s (force %v): got %v, want an input error caused by a ForeignFile naming %s", check.name, force, err, c.foreign)
 					case !force && !strings.Contains(err.Error(), "already exists and holds"):
 						t.Errorf("%s: got %v, want: it already exists and holds %s", check.name, err, c.foreign)
-					case !strings.Contains(err.Error(), c.foreign) || strings.Contains(err.Error(), "use --force"):
+					case !strings.Contains(err.Error(), c.foreign) || strings.Contains(err.Error(), "use Options.Force"):
 						t.Errorf("%s: %v", check.name, err)
 					}
 					if got := testmodel.ListTree(t, parent); strings.Join(got, " ") != strings.Join(before, " ") {
@@ -222,8 +222,8 @@ func TestWriteProtectedDirs(t *testing.T) {
 	} {
 		for _, force := range []bool{false, true} {
 			l := layout(force)
-			for _, err := range []error{CheckOutput(l.m, c.out, force), l.WriteDir(c.out)} {
-				if !isInput(err) || !strings.HasPrefix(err.Error(), "cannot write ") || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "--force") {
+			for _, err := range []error{CheckOutput(l.m, c.out, Options{Force: force}), l.WriteDir(c.out)} {
+				if !isInput(err) || !strings.HasPrefix(err.Error(), "cannot write ") || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "Options.Force") {
 					t.Errorf("-o %s (force %v): got %v, want %q", c.out, force, err, c.want)
 				}
 			}
@@ -235,7 +235,7 @@ func TestWriteProtectedDirs(t *testing.T) {
 	// Beside them is fine, and so is a previous output there.
 	l := layout(true)
 	for _, out := range []string{"out", filepath.Join(home, "out"), filepath.Join(root, "work", "prev")} {
-		if err := CheckOutput(l.m, out, true); err != nil {
+		if err := CheckOutput(l.m, out, Options{Force: true}); err != nil {
 			t.Errorf("CheckOutput -o %s --force: %v", out, err)
 		}
 		if err := l.WriteDir(out); err != nil {
@@ -269,7 +269,7 @@ func TestCheckOutput(t *testing.T) {
 		if out != "" {
 			out = filepath.Join(parent, c.out)
 		}
-		err := CheckOutput(l.m, out, c.force)
+		err := CheckOutput(l.m, out, Options{Force: c.force, Names: diag.Names{"Force": "--force"}})
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("-o %s (force %v): got %v, want %q", c.out, c.force, err, c.want)
 		}
@@ -282,7 +282,7 @@ func TestCheckOutput(t *testing.T) {
 		ro := filepath.Join(parent, "ro")
 		os.Mkdir(ro, 0o555)
 		defer os.Chmod(ro, 0o755)
-		if err := CheckOutput(l.m, filepath.Join(ro, "a", "out"), false); err == nil || !strings.Contains(err.Error(), "ro is not writable") {
+		if err := CheckOutput(l.m, filepath.Join(ro, "a", "out"), Options{}); err == nil || !strings.Contains(err.Error(), "ro is not writable") {
 			t.Errorf("read-only parent: got %v", err)
 		}
 	}
@@ -483,6 +483,29 @@ func TestOneStageParamsAreTheModels(t *testing.T) {
 		}
 		if got, want := man.Stages[0].ParamsBytes, m.Graph.ParamBytes(); got != want {
 			t.Errorf("%s: one stage holds %d bytes of params, the model %d", name, got, want)
+		}
+	}
+}
+
+// TestOptionNames: emit's errors name its options as the caller does: a Go caller reads
+// "Options.FreezeDims", the command passes its flags ("--freeze-dims").
+func TestOptionNames(t *testing.T) {
+	m := testmodel.Load(t, testmodel.Corpus(t, "squeezenet1_1_small.onnx"))
+	stage, err := EqualFLOPs(m.Graph, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		names diag.Names
+		want  string
+	}{
+		{nil, "Options.Batch = 4 runs each stage call on a batch, so the stage files keep a symbolic batch dim, and Options.FreezeDims fixes every dim"},
+		{diag.Names{"Batch": "--batch", "FreezeDims": "--freeze-dims"}, "--batch 4 runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim"},
+	} {
+		_, err := Prepare(m, &Assignment{Stage: stage}, Options{Batch: 4, FreezeDims: true, Names: c.names})
+		var de *diag.Error
+		if !errors.As(err, &de) || de.Kind != diag.KindUsage || !strings.HasPrefix(de.Msg, c.want) || de.Subject.Kind != diag.Option {
+			t.Errorf("names %v: got %v, want a usage error %q…", c.names, err, c.want)
 		}
 	}
 }

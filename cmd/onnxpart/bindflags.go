@@ -82,3 +82,10 @@ var ingestFlags = diag.Names{"Dims": "--dim", "InputShapes": "--input-shape", "A
 // profileFlags are the flags behind devices.Resolve's spec and options, for its errors to
 // name.
 var profileFlags = diag.Names{"Devices": "--devices", "Link": "--link"}
+
+// emitFlags are the flags behind emit.Options (and deploy/triton's options, which name
+// emit's FreezeDims too), for their errors and manifest notes to name.
+var emitFlags = diag.Names{"Force": "--force", "FreezeDims": "--freeze-dims", "Batch": "--batch", "MaxBatch": "--max-batch"}
+
+// genaiFlags are the flags behind deploy/genai.Options, for its errors and notes to name.
+var genaiFlags = diag.Names{"Set": "--genai", "HFConfig": "--genai hf_config"}

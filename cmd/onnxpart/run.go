@@ -231,7 +231,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	}
 	if f.out != "-" {
 		// Every output check before planning, which can take minutes.
-		if err := emit.CheckOutput(m, f.out, f.force); err != nil {
+		if err := emit.CheckOutput(m, f.out, emit.Options{Force: f.force, Names: emitFlags}); err != nil {
 			return err
 		}
 	}
@@ -272,7 +272,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
 	}
-	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states, BeforeManifest: want.beforeManifest(m)}
+	eopt := emit.Options{Force: f.force, Producer: version, Extras: want.extras(), FreezeDims: f.freezeDims, State: states, BeforeManifest: want.beforeManifest(m), Names: emitFlags}
 	layout, err := onnxpart.Prepare(m, res, eopt, seed)
 	if err != nil {
 		return err

@@ -145,7 +145,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := emit.CheckOutput(m, *out, *force); err != nil {
+	if err := emit.CheckOutput(m, *out, emit.Options{Force: *force, Names: emitFlags}); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -240,7 +240,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			a.Devices = append(a.Devices, emit.Device{Provider: *provider})
 		}
 	}
-	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims, BeforeManifest: extra.beforeManifest(m)})
+	man, err := emit.Write(m, a, *out, emit.Options{Force: *force, ExternalData: mode, Producer: version, Extras: extra.extras(), FreezeDims: *freezeDims, BeforeManifest: extra.beforeManifest(m), Names: emitFlags})
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func parseEmit(list []string) (emitSet, error) {
 		case "triton":
 			se.triton = true
 		case "genai":
-			se.genai = &genai.Options{}
+			se.genai = &genai.Options{Names: genaiFlags}
 		default:
 			hint := ""
 			if s := suggest(x, []string{"onnx", "manifest", "report", "triton", "genai"}); s != "" {
@@ -63,7 +63,7 @@ func (se *emitSet) setGenAI(settings []string) error {
 	if len(settings) == 0 {
 		return nil
 	}
-	opt, err := genai.Parse(settings)
+	opt, err := genai.Parse(settings, genaiFlags)
 	if err != nil {
 		return err // a usage *diag.Error
 	}
@@ -92,7 +92,7 @@ func (se emitSet) extras() func(string, *emit.Manifest) error {
 			}
 		}
 		if se.triton {
-			if err := triton.Write(man, dir, filepath.Join(dir, triton.Dir), triton.Options{MaxBatch: se.maxBatch}); err != nil {
+			if err := triton.Write(man, dir, filepath.Join(dir, triton.Dir), triton.Options{MaxBatch: se.maxBatch, Names: emitFlags}); err != nil {
 				return err
 			}
 		}

@@ -21,7 +21,7 @@ func TestReadModelConfig(t *testing.T) {
 	// config.json alone, figures under text_config (a multimodal model's)
 	write("config.json", `{"architectures": ["X"], "eos_token_id": [5, 6], "text_config": {"num_attention_heads": 16,
 		"num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 262144, "bos_token_id": 2, "hidden_size": 1024, "vocab_size": 248320}}`)
-	h, from, err := readHFConfig(model, "")
+	h, from, err := readHFConfig(model, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestReadModelConfig(t *testing.T) {
 	write("genai_config.json", `{"model": {"bos_token_id": 1, "context_length": 512, "eos_token_id": 2, "pad_token_id": 0,
 		"decoder": {"head_size": 32, "hidden_size": 256, "num_attention_heads": 8, "num_hidden_layers": 4, "num_key_value_heads": 2},
 		"type": "llama", "vocab_size": 1000}, "search": {"past_present_share_buffer": true, "max_length": 512}}`)
-	h, from, err = readHFConfig(model, "")
+	h, from, err = readHFConfig(model, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestReadModelConfig(t *testing.T) {
 		t.Errorf("read %q", from)
 	}
 	// given explicitly: that file only
-	h, _, err = readHFConfig(model, filepath.Join(dir, "genai_config.json"))
+	h, _, err = readHFConfig(model, filepath.Join(dir, "genai_config.json"), nil)
 	if err != nil || h.vals["context_length"] != 512 {
 		t.Errorf("given: %v %v", h.vals, err)
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	// config.json: context_length, bos_token_id, eos_token_id (one or more), pad_token_id,
 	// vocab_size, hidden_size, num_attention_heads.
 	Set map[string][]int64
+	// Names are the caller's names of these options, by field ("Set": "--genai",
+	// "HFConfig": "--genai hf_config"), for errors and notes to name; without a name they
+	// say "Options.Set". The command passes its flags.
+	Names diag.Names
 }
 
 // genaiSettable are the keys of Options.Set, in help order; hf_config names a file.
@@ -62,23 +66,25 @@ var genaiSettable = []string{"context_length", "bos_token_id", "eos_token_id", "
 // Keys lists what --genai accepts, in help order.
 func Keys() []string { return append([]string{"hf_config"}, genaiSettable...) }
 
-// Parse reads --genai KEY=VALUE settings: hf_config=FILE, or one of Keys with
-// an integer (eos_token_id takes a comma-separated list). A bad setting is a *diag.Error of
-// kind usage about the --genai flag.
-func Parse(list []string) (*Options, error) {
-	opt := &Options{Set: map[string][]int64{}}
+// Parse reads KEY=VALUE settings (the command's --genai): hf_config=FILE, or one of Keys
+// with an integer (eos_token_id takes a comma-separated list). A bad setting is a
+// *diag.Error of kind usage about the option names calls "Set" (names, the caller's names of
+// the options, are kept in the Options returned).
+func Parse(list []string, names diag.Names) (*Options, error) {
+	opt := &Options{Set: map[string][]int64{}, Names: names}
+	set := names.Or("Set", "genai setting")
 	for _, kv := range list {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || v == "" {
-			return nil, diag.Usage("--genai %q: want KEY=VALUE with KEY one of %s", kv, strings.Join(Keys(), ", ")).About(diag.Flag, "--genai")
+			return nil, diag.Usage("%s %q: want KEY=VALUE with KEY one of %s", set, kv, strings.Join(Keys(), ", ")).About(diag.Option, names.Name("Set"))
 		}
 		if k == "hf_config" {
 			opt.HFConfig = v
 			continue
 		}
 		if !slices.Contains(genaiSettable, k) {
-			return nil, diag.Usage("--genai %q: unknown key %q (want one of %s)", kv, k, strings.Join(Keys(), ", ")).About(diag.Flag, "--genai")
+			return nil, diag.Usage("%s %q: unknown key %q (want one of %s)", set, kv, k, strings.Join(Keys(), ", ")).About(diag.Option, names.Name("Set"))
 		}
 		// Token ids are at least 0, sizes at least 1.
 		least := int64(1)
@@ -89,12 +95,12 @@ func Parse(list []string) (*Options, error) {
 		for _, s := range strings.Split(v, ",") {
 			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 			if err != nil || n < least {
-				return nil, diag.Usage("--genai %q: %q is not a valid %s (an integer of at least %d)", kv, s, k, least).About(diag.Flag, "--genai")
+				return nil, diag.Usage("%s %q: %q is not a valid %s (an integer of at least %d)", set, kv, s, k, least).About(diag.Option, names.Name("Set"))
 			}
 			vals = append(vals, n)
 		}
 		if len(vals) > 1 && k != "eos_token_id" {
-			return nil, diag.Usage("--genai %q: %s takes one value", kv, k).About(diag.Flag, "--genai")
+			return nil, diag.Usage("%s %q: %s takes one value", set, kv, k).About(diag.Option, names.Name("Set"))
 		}
 		opt.Set[k] = vals
 	}
@@ -236,7 +242,7 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 	}
 	var notes []string
 	note := func(format string, args ...any) { notes = append(notes, genaiNote+fmt.Sprintf(format, args...)) }
-	hf, hfPath, err := readHFConfig(m.Path, opt.HFConfig)
+	hf, hfPath, err := readHFConfig(m.Path, opt.HFConfig, opt.Names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,7 +349,7 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 				from = bases[0] + " does not say"
 			}
 		}
-		note("%s are placeholders (0 for a size, -1 for a token id; %s): fill them in from the model's config.json and tokenizer, or give --genai KEY=VALUE (onnxruntime-genai refuses context_length 0)", strings.Join(missing, ", "), from)
+		note("%s are placeholders (0 for a size, -1 for a token id; %s): fill them in from the model's config.json and tokenizer, or give %s (onnxruntime-genai refuses context_length 0)", strings.Join(missing, ", "), from, opt.Names.SayKey("Set", "KEY", "VALUE"))
 	}
 	for _, s := range gio.notes {
 		note("%s", s)
@@ -778,8 +784,9 @@ var hfKeys = map[string][]string{
 // the genai_config.json and the config.json beside the model (each skipped when absent or
 // not a JSON object; genai_config.json's values first, config.json fills the rest). A
 // config.json's figures may be nested under text_config (multimodal models). It returns
-// the values and the files read (", "-joined; "" for none).
-func readHFConfig(modelPath, given string) (hfConfig, string, error) {
+// the values and the files read (", "-joined; "" for none). names name Options.HFConfig in
+// the errors.
+func readHFConfig(modelPath, given string, names diag.Names) (hfConfig, string, error) {
 	h := hfConfig{vals: map[string]int64{}}
 	var paths []string
 	if given != "" {
@@ -795,14 +802,14 @@ func readHFConfig(modelPath, given string) (hfConfig, string, error) {
 			if given == "" && errors.Is(err, os.ErrNotExist) {
 				continue
 			}
-			return h, "", diag.Input("--genai hf_config: %v", err).About(diag.Flag, "--genai").Wrap(err)
+			return h, "", diag.Input("%s: %v", names.Name("HFConfig"), err).About(diag.Option, names.Name("HFConfig")).Wrap(err)
 		}
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal(b, &raw); err != nil {
 			if given == "" {
 				continue
 			}
-			return h, "", diag.Input("--genai hf_config: %s is not a JSON object: %v", path, err).About(diag.Flag, "--genai")
+			return h, "", diag.Input("%s: %s is not a JSON object: %v", names.Name("HFConfig"), path, err).About(diag.Option, names.Name("HFConfig"))
 		}
 		if _, ok := raw["model"]; ok {
 			h.readGenAI(raw)

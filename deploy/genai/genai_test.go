@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/graph"
@@ -448,7 +449,7 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 	if mo.VocabSize != 32 || mo.Decoder.HiddenSize != 16 || mo.Decoder.NumAttentionHeads != 4 {
 		t.Errorf("graph values: vocab %d hidden %d heads %d", mo.VocabSize, mo.Decoder.HiddenSize, mo.Decoder.NumAttentionHeads)
 	}
-	if !hasNote(man, "context_length, bos_token_id, eos_token_id, pad_token_id are placeholders") || !hasNote(man, "no genai_config.json or config.json beside the model") {
+	if !hasNote(man, "context_length, bos_token_id, eos_token_id, pad_token_id are placeholders") || !hasNote(man, "no genai_config.json or config.json beside the model") || !hasNote(man, `or give Options.Set["KEY"] = VALUE`) {
 		t.Errorf("no placeholder note: %q", man.Notes)
 	}
 	if len(mo.Decoder.SessionOptions.ProviderOptions) != 0 || !hasNote(man, "primary device is the CPU") {
@@ -458,7 +459,7 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 		t.Errorf("the CPU stage lists %v", got)
 	}
 
-	opt, err := Parse([]string{"context_length=4096", "bos_token_id=0", "eos_token_id=5,6", "hidden_size=64"})
+	opt, err := Parse([]string{"context_length=4096", "bos_token_id=0", "eos_token_id=5,6", "hidden_size=64"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +503,7 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "out")
 	_, err = emit.Write(m, &emit.Assignment{Stage: make([]int, len(m.Graph.Nodes))}, dir, withGenAI(m, &Options{HFConfig: hf + ".missing"}, emit.Options{}))
-	if err == nil || !strings.Contains(err.Error(), "hf_config") {
+	if err == nil || !strings.Contains(err.Error(), "Options.HFConfig: ") {
 		t.Errorf("a missing hf_config: %v", err)
 	}
 	if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
@@ -512,16 +513,30 @@ func TestGenAIPlaceholdersAndSettings(t *testing.T) {
 
 func TestParseGenAI(t *testing.T) {
 	for _, bad := range []string{"context_length=0", "context_length", "eos=2", "bos_token_id=-1", "pad_token_id=1,2", "vocab_size=x", "=3"} {
-		if _, err := Parse([]string{bad}); err == nil {
+		if _, err := Parse([]string{bad}, nil); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	opt, err := Parse([]string{"hf_config=a/config.json", "pad_token_id=0", "eos_token_id=1, 2"})
+	opt, err := Parse([]string{"hf_config=a/config.json", "pad_token_id=0", "eos_token_id=1, 2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if opt.HFConfig != "a/config.json" || !reflect.DeepEqual(opt.Set, map[string][]int64{"pad_token_id": {0}, "eos_token_id": {1, 2}}) {
 		t.Errorf("%+v", opt)
+	}
+	// A Go caller reads the option as Go names it; the command passes its flag's name.
+	for _, c := range []struct {
+		names   diag.Names
+		msg, on string
+	}{
+		{nil, `genai setting "eos=2": unknown key "eos"`, "Options.Set"},
+		{diag.Names{"Set": "--genai"}, `--genai "eos=2": unknown key "eos"`, "--genai"},
+	} {
+		_, err := Parse([]string{"eos=2"}, c.names)
+		var de *diag.Error
+		if !errors.As(err, &de) || de.Kind != diag.KindUsage || !strings.HasPrefix(de.Msg, c.msg) || de.Subject != (diag.Subject{Kind: diag.Option, Name: c.on}) {
+			t.Errorf("names %v: %#v", c.names, err)
+		}
 	}
 	keys := Keys()
 	sort.Strings(keys)

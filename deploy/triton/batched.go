@@ -78,7 +78,7 @@ func batchedRepo(routes []*emit.Manifest, dirs []string, opt Options) ([]Model, 
 		return nil, nil, tritonErrorf("the manifest's batch section lists %d routes, %d manifests given", len(b.Routes), len(routes))
 	}
 	if opt.MaxBatch > 0 {
-		return nil, nil, tritonErrorf("max_batch_size %d: a batched plan's ensemble takes the plan's batch of %d, split among %d routes; leave out --max-batch", opt.MaxBatch, b.Inputs, len(routes))
+		return nil, nil, tritonErrorf("max_batch_size %d: a batched plan's ensemble takes the plan's batch of %d, split among %d routes; leave out %s", opt.MaxBatch, b.Inputs, len(routes), opt.Names.Name("MaxBatch"))
 	}
 	base := opt.Name
 	if base == "" {

@@ -42,6 +42,10 @@ type Options struct {
 	// to (Manifest.Model.Dims). Given, it also marks the leading dim as the batch whatever
 	// its name, and a model that cannot batch so is an error.
 	MaxBatch int
+	// Names are the caller's names of these options, by field ("Force": "--force",
+	// "MaxBatch": "--max-batch"), and of emit's FreezeDims ("--freeze-dims"), for errors
+	// to name; without a name they say "Options.Force". The command passes its flags.
+	Names diag.Names
 }
 
 // Model is one model of a Triton repository: a stage, or the ensemble (Stage −1)
@@ -142,7 +146,7 @@ func writeRepo(repoDir string, files []repoFile, opt Options) (err error) {
 	case err == nil && !fi.IsDir():
 		return diag.Input("triton: %s exists and is not a directory", repoDir)
 	case err == nil && !opt.Force:
-		return diag.Input("output directory %s already exists (use --force to replace it)", repoDir)
+		return diag.Input("output directory %s already exists (use %s to replace it)", repoDir, opt.Names.Name("Force"))
 	case err == nil:
 		exists = true
 	case !errors.Is(err, os.ErrNotExist):
@@ -233,7 +237,7 @@ func Models(m *emit.Manifest, opt Options) ([]Model, error) {
 	}
 	base = tritonName(base)
 	gpus := gpuIndices(m, opt.GPUs)
-	maxBatch, err := tritonBatch(m, opt.MaxBatch)
+	maxBatch, err := tritonBatch(m, opt.MaxBatch, opt.Names)
 	if err != nil {
 		return nil, err
 	}
@@ -362,8 +366,8 @@ func gpuIndices(m *emit.Manifest, explicit map[string]int) map[string]int {
 // symbolic dim leads every model input, model output and stage boundary tensor, and it is
 // a batch: by its name, or because maxBatch says so. The size is maxBatch, else the size
 // the plan bound the dim to; a dim nothing sizes (a split with no --dim) is not batched.
-// An explicit maxBatch the model cannot honour is an error.
-func tritonBatch(m *emit.Manifest, maxBatch int) (int, error) {
+// An explicit maxBatch the model cannot honour is an error; names name the options in it.
+func tritonBatch(m *emit.Manifest, maxBatch int, names diag.Names) (int, error) {
 	explicit := maxBatch > 0
 	if maxBatch < 0 || maxBatch > math.MaxInt32 {
 		return 0, tritonErrorf("max_batch_size %d: want a size from 1 to %d", maxBatch, math.MaxInt32)
@@ -371,7 +375,7 @@ func tritonBatch(m *emit.Manifest, maxBatch int) (int, error) {
 	p := emit.LeadingDim(m)
 	if p == "" {
 		if explicit {
-			return 0, tritonErrorf("max_batch_size %d: the model's first input has no leading symbolic dimension to batch along (stage files written with --freeze-dims keep none)", maxBatch)
+			return 0, tritonErrorf("max_batch_size %d: the model's first input has no leading symbolic dimension to batch along (stage files written with %s keep none)", maxBatch, names.Or("FreezeDims", "emit.Options.FreezeDims"))
 		}
 		return 0, nil
 	}
@@ -492,7 +496,7 @@ func (p *pbtxt) tensors(field string, ts []emit.TensorRef, what string, reshape,
 			return tritonErrorf("%s: tensor %q has element type %s, which Triton does not serve", what, t.Name, t.DType).About(diag.Tensor, t.Name)
 		}
 		if t.Shape == nil {
-			return tritonErrorf("%s: tensor %q has no inferred shape, and Triton needs its dims (bind symbolic dimensions with --dim)", what, t.Name).About(diag.Tensor, t.Name)
+			return tritonErrorf("%s: tensor %q has no inferred shape, and Triton needs its dims (bind the model's symbolic dimensions when loading it)", what, t.Name).About(diag.Tensor, t.Name)
 		}
 		p.open("{")
 		p.line("name: %s", pbQuote(t.Name))

@@ -545,7 +545,7 @@ func TestWriteTritonLayout(t *testing.T) {
 		}
 		// An existing repository is refused, and replaced with Force.
 		err := Write(m, stages, repo, Options{})
-		if diag.KindOf(err) != diag.KindInput || !strings.Contains(err.Error(), "already exists (use --force") {
+		if diag.KindOf(err) != diag.KindInput || !strings.Contains(err.Error(), "already exists (use Options.Force") {
 			t.Errorf("existing repository: %v", err)
 		}
 		os.WriteFile(filepath.Join(repo, "stray"), nil, 0o644)

@@ -246,7 +246,7 @@ func (p *run) options() error {
 	}
 	if batched && p.m != nil {
 		// Batched kernels are priced only where the stage files can run them.
-		if err := emit.CheckBatch(p.m, opt.Batch); err != nil {
+		if err := emit.CheckBatch(p.m, opt.Batch, opt.Names); err != nil {
 			return err
 		}
 	}

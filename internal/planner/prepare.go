@@ -33,7 +33,7 @@ func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*e
 	for i := 1; i < len(routes); i++ {
 		// Every route directory is complete: stage files, manifest and the same extras
 		// (report, Triton repository) as route 0's.
-		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras, FreezeDims: opt.FreezeDims, Batch: opt.Batch}
+		ro := emit.Options{Producer: opt.Producer, ModelPath: opt.ModelPath, ExternalData: opt.ExternalData, MaxInlineBytes: opt.MaxInlineBytes, Extras: opt.Extras, FreezeDims: opt.FreezeDims, Batch: opt.Batch, Names: opt.Names}
 		rp := &r.Batch.Routes[i]
 		l, err := prepareOne(m, r, rp.Assignment, rp.Stages, ro, seed)
 		if err != nil {
