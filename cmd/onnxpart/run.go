@@ -262,7 +262,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if fs.Changed("seed") {
 		seed = f.seed
 	}
-	popt := onnxpart.Options{K: f.k, Objective: onnxpart.Objective(f.objective), Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
+	popt := onnxpart.Options{MaxStages: f.k, Objective: onnxpart.Objective(f.objective), Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: onnxpart.Solver(f.solver), Bounds: onnxpart.Bounds(f.bounds), TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph,
 		Workload: phases, State: states, CutAt: onnxpart.Cut(f.cutAt), Names: optionFlags, StagesPerDevice: f.stagesPerDevice}
@@ -598,7 +598,7 @@ func plural(n int, noun string) string {
 // optionFlags are the flags that set onnxpart.Options, by field: the planner's errors and
 // notes name an option by its flag.
 var optionFlags = map[string]string{
-	"K": "-k", "Objective": "--objective", "Batch": "--batch", "Fusion": "--fusion", "FusionRules": "--fusion-rules",
+	"MaxStages": "-k", "Objective": "--objective", "Batch": "--batch", "Fusion": "--fusion", "FusionRules": "--fusion-rules",
 	"Solver": "--solver", "Bounds": "--bounds", "TimeLimit": "--time-limit", "Gap": "--gap", "Seed": "--seed",
 	"PolishWindow": "--polish-window", "GPUIDs": "--gpu-ids", "MemoryGraph": "--max-dim", "Workload": "--workload",
 	"State": "--state", "CutAt": "--cut-at", "StagesPerDevice": "--stages-per-device",
