@@ -6,3 +6,10 @@ func SetCoupledMIPAlways(on bool) (restore func()) {
 	coupledMIPAlways = on
 	return func() { coupledMIPAlways = old }
 }
+
+// SetRunToLimit makes Solve run every phase even once its plan meets its bound (tests only).
+func SetRunToLimit(on bool) (restore func()) {
+	old := runToLimit
+	runToLimit = on
+	return func() { runToLimit = old }
+}
