@@ -20,3 +20,10 @@ func SetRelaxedModuleDPAlways(on bool) (restore func()) {
 		relaxShare, relaxTotal, relaxBlock = old[1].(float64), old[2].(float64), old[3].(int)
 	}
 }
+
+// SetRunToLimit makes Solve run every phase even once its plan meets its bound (tests only).
+func SetRunToLimit(on bool) (restore func()) {
+	old := runToLimit
+	runToLimit = on
+	return func() { runToLimit = old }
+}

@@ -52,6 +52,9 @@ type splitOptions struct {
 	symmetry    string
 	seed        uint64
 	lbShare     float64 // share of the time for the lower-bound sub-solves (multi-channel)
+	// met, when set, reports whether a makespan meets the caller's best lower bound: the
+	// search stops there (nothing better exists).
+	met         func(ub float64) bool
 	polishShare float64 // share of the time for annealing the stitched plan (when not optimal)
 	progress    func(string)
 	log         *subLog // sub-MILP outcomes worth reporting (nil: not recorded)
@@ -522,6 +525,9 @@ func (in *inst) split(ctx context.Context, o splitOptions) (*splitOutcome, error
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.met != nil && out.sc != nil && o.met(out.sc.Makespan) {
+		return out, nil // the stitched plan meets the caller's bound: no polish, no bound
 	}
 	if !out.optimal && !polishAt.IsZero() && ctx.Err() == nil {
 		in.polish(ctx, out, polishAt, o)
