@@ -800,8 +800,11 @@ func GenAIPipelineEntry(st Stage) GenAIStage {
 	return gs
 }
 
-// boundDims recovers the --dim bindings of a loaded model: dim_params of its inputs,
-// outputs and value_info that are no longer symbolic, with the size the graph gives them.
+// boundDims recovers the --dim bindings of a loaded model: dim_params of its inputs that are
+// no longer symbolic, with the size the graph gives them. Only the inputs' dims can be bound
+// again (verify and bench bind these); the names an exporter gives internal or output dims
+// in value_info ("3 + sequence_length", "total_token_count") are not dims of the model's
+// inputs, and the sizes they take follow from those.
 func boundDims(m *ingest.Model) map[string]int64 {
 	unbound := map[string]bool{}
 	for _, d := range m.SymbolicDims {
@@ -809,7 +812,7 @@ func boundDims(m *ingest.Model) map[string]int64 {
 	}
 	dims := map[string]int64{}
 	pg := m.Proto().Graph
-	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input, pg.Output, pg.ValueInfo} {
+	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input} {
 		for _, vi := range l {
 			id, ok := m.Graph.TensorByName(vi.GetName())
 			if !ok {
