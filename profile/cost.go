@@ -607,7 +607,7 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 }
 
 // KernelTime prices a fused kernel on device: kernel carries the group's cost fields (as
-// fusion.Coarse builds them: FLOPs of the members, bytes entering and leaving the group) and
+// fusion.Grouping builds them: FLOPs of the members, bytes entering and leaving the group) and
 // members are the original nodes of g it stands for. The roofline uses the op class and
 // precision of the member with the most FLOPs (the first non-view member when none has any),
 // the kernel's activation bytes and its members' weights (nodeWeights, at the weight rate of
