@@ -69,23 +69,26 @@ echo "load after: $(uptime)"
 python3 - "$OUT" "$@" <<'EOF'
 import json, os, statistics, sys
 out, specs = sys.argv[1], sys.argv[2:]
-rows, errs, cerrs = [], [], []
+rows, errs, perrs, cerrs = [], [], [], []
 for spec in specs:
     name = os.path.basename(spec.split(':')[0])[:-len('.onnx')]
     plan = open(os.path.join(out, name + '.plan.txt')).read()
     share = next((l.split('costs:', 1)[1].strip() for l in plan.splitlines() if 'costs:' in l), '?')
     b = json.load(open(os.path.join(out, name + '.bench.json')))
     for s in b['stage_times']:
-        pred, meas, cpu = s['busy']['planned'], s['busy']['measured'], s['cpu_s']
-        err, cerr = (pred - meas) / meas, (pred - cpu) / cpu
+        pred, meas, p50, cpu = s['busy']['planned'], s['busy']['measured'], s['busy_p50_s'], s['cpu_s']
+        err, perr, cerr = (pred - meas) / meas, (pred - p50) / p50, (pred - cpu) / cpu
         errs.append(abs(err))
+        perrs.append(abs(perr))
         cerrs.append(abs(cerr))
-        rows.append((name, s['stage'], s['device'], pred, meas, err, cpu, cerr, share))
+        rows.append((name, s['stage'], s['device'], pred, meas, err, p50, perr, cpu, cerr, share))
 print()
-print('| model | stage | device | predicted | measured busy (wall) | error | measured CPU time | error | costs |')
-print('|---|---:|---|---:|---:|---:|---:|---:|---|')
+print('| model | stage | device | predicted | busy, mean wall | error | busy, median wall | error | busy, mean CPU | error | costs |')
+print('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|')
 for r in rows:
-    print('| %s | %d | %s | %.1f µs | %.1f µs | %+.1f%% | %.1f µs | %+.1f%% | %s |' % (r[0], r[1], r[2], r[3] * 1e6, r[4] * 1e6, r[5] * 100, r[6] * 1e6, r[7] * 100, r[8]))
+    print('| %s | %d | %s | %.0f µs | %.0f µs | %+.1f%% | %.0f µs | %+.1f%% | %.0f µs | %+.1f%% | %s |' % (
+        r[0], r[1], r[2], r[3] * 1e6, r[4] * 1e6, r[5] * 100, r[6] * 1e6, r[7] * 100, r[8] * 1e6, r[9] * 100, r[10]))
 print()
-print('median |error| over %d stages: %.1f%% against the busy wall time, %.1f%% against the CPU time' % (len(errs), statistics.median(errs) * 100, statistics.median(cerrs) * 100))
+print('median |error| over %d stages: %.1f%% against the mean wall time, %.1f%% against the median wall time, %.1f%% against the CPU time' % (
+    len(errs), statistics.median(errs) * 100, statistics.median(perrs) * 100, statistics.median(cerrs) * 100))
 EOF

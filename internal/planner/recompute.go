@@ -24,7 +24,7 @@ import (
 // chooseRecompute returns the work nodes to recompute (nil for none) and the model graph's
 // nodes they hold. times are per work node on the first device, size the weighted bytes of
 // a work tensor, bw the link's bandwidth.
-func chooseRecompute(g, work *graph.Graph, coarse *fusion.Coarse, res *blocks.Result, times []float64,
+func chooseRecompute(g, work *graph.Graph, coarse *fusion.Grouping, res *blocks.Result, times []float64,
 	size func(t int) float64, bw float64, state []graph.StatePair) (workRe []bool, fine []bool) {
 	if res == nil || len(res.Blocks) < 2 || len(times) != len(work.Nodes) || len(res.Shared) == 0 {
 		return nil, nil
