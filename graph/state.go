@@ -233,13 +233,14 @@ func stateShapes(in, out Shape) (axis int, ok bool) {
 
 // attentionKV maps, for ONNX Runtime's attention contrib ops that keep a KV cache, the
 // input index of past_key and past_value to the output index of present_key and
-// present_value: GroupQueryAttention (past 3, 4 → present 1, 2) and MultiHeadAttention and
-// DecoderMaskedMultiHeadAttention (past 6, 7 → present 1, 2). Each appends this call's keys
+// present_value: GroupQueryAttention (past 3, 4 → present 1, 2), MultiHeadAttention (past 6,
+// 7 → present 1, 2) and DecoderMaskedMultiHeadAttention (past 5, 6 → present 1, 2: ORT's
+// kPastInputIndex is 5). Each appends this call's keys
 // and values to the past on axis 2 (BNSH).
 var attentionKV = map[string]map[int]int{
-	optype.GroupQueryAttention:        {3: 1, 4: 2},
-	optype.MultiHeadAttention:         {6: 1, 7: 2},
-	"DecoderMaskedMultiHeadAttention": {6: 1, 7: 2},
+	optype.GroupQueryAttention:             {3: 1, 4: 2},
+	optype.MultiHeadAttention:              {6: 1, 7: 2},
+	optype.DecoderMaskedMultiHeadAttention: {5: 1, 6: 2},
 }
 
 // attentionPresent returns the graph output that node c, an attention contrib op, makes
