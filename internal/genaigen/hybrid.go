@@ -29,11 +29,13 @@ import (
 // after a prefill equals a longer prefill, and the past states a first call is fed do not
 // matter.
 
-// Names of a linear layer's state inputs and outputs.
-func PastConv(i int) string         { return fmt.Sprintf("past_key_values.%d.conv", i) }
-func PastRecurrent(i int) string    { return fmt.Sprintf("past_key_values.%d.recurrent", i) }
-func PresentConv(i int) string      { return fmt.Sprintf("present.%d.conv", i) }
-func PresentRecurrent(i int) string { return fmt.Sprintf("present.%d.recurrent", i) }
+// Names of a linear layer's state inputs and outputs: the conv cache as the model builder
+// names LFM2's (past_conv.%d, present_conv.%d; the KV caches keep their names at the
+// attention layers' indices), the recurrent state alike.
+func PastConv(i int) string         { return fmt.Sprintf("past_conv.%d", i) }
+func PastRecurrent(i int) string    { return fmt.Sprintf("past_recurrent.%d", i) }
+func PresentConv(i int) string      { return fmt.Sprintf("present_conv.%d", i) }
+func PresentRecurrent(i int) string { return fmt.Sprintf("present_recurrent.%d", i) }
 
 // Hybrid is a 24-layer hybrid stack, the shape of the real graph: six groups of three
 // linear-attention layers and one full-attention layer (48 state pairs), small dims, int4.
