@@ -98,14 +98,15 @@ func (in *inst) regions() [][]int {
 }
 
 // regionSearch improves the latency placement dev (changed in place) by region moves and
-// returns its makespan in the simulator's breadth-first order; stop is asked before every
-// move. Plans over the stage cap c, or over memory, are not kept. work counts the moves
-// judged.
-func (in *inst) regionSearch(dev []int, c stageCap, stop func() bool, work *int) float64 {
+// returns its makespan when the simulator takes the nodes in order (a topological order:
+// the start plan's, so that a move keeps the rest of its schedule); stop is asked before
+// every move. Plans over the stage cap c, or over memory, are not kept. work counts the
+// moves judged.
+func (in *inst) regionSearch(dev, order []int, c stageCap, stop func() bool, work *int) float64 {
 	sim := newLatSim(in)
 	eval := func() float64 {
 		*work++
-		f := sim.eval(dev, in.bfs)
+		f := sim.eval(dev, order)
 		if math.IsNaN(f) || in.overflow(in.memoryLatency(dev)) > 0 {
 			return math.Inf(1)
 		}
@@ -160,4 +161,16 @@ func (in *inst) regionSearch(dev []int, c stageCap, stop func() bool, work *int)
 			return cur
 		}
 	}
+}
+
+// startOrder is the topological order of a plan's schedule: nodes by start time.
+func (in *inst) startOrder(sc *Schedule) []int {
+	key := make([]float64, in.numNodes)
+	for x := range key {
+		key[x] = math.Inf(1)
+	}
+	for _, t := range sc.Tasks {
+		key[t.Node] = math.Min(key[t.Node], t.Start)
+	}
+	return in.kahnOrder(key)
 }

@@ -57,7 +57,7 @@ func TestRegionMovesRunBranchesInParallel(t *testing.T) {
 		}
 	}
 	work := 0
-	got := in.regionSearch(dev, stageCap{perDevice: 2}, func() bool { return false }, &work)
+	got := in.regionSearch(dev, in.bfs, stageCap{perDevice: 2}, func() bool { return false }, &work)
 	if got > n+7 {
 		t.Errorf("region moves reach %g (%d moves judged), want at most %d (a chain on each device)", got, work, n+7)
 	}

@@ -498,9 +498,10 @@ func (s *solver) moves(method string, deadline time.Time) {
 	}
 	// Within the stage caps: the plan kept is merged into them (result), which would undo
 	// moves that need more stages.
-	f := in.regionSearch(dev, stageCap{total: s.o.MaxStages, perDevice: s.o.MaxStagesPerDevice}, stop, &work)
+	order := in.startOrder(c.sc)
+	f := in.regionSearch(dev, order, stageCap{total: s.o.MaxStages, perDevice: s.o.MaxStagesPerDevice}, stop, &work)
 	if f < c.Makespan*(1-1e-12) {
-		s.add(method, &Placement{Device: dev, Order: positions(in.bfs)}, t0, 0, fmt.Sprintf("region moves from %s's plan (%d moves judged)", c.Method, work))
+		s.add(method, &Placement{Device: dev, Order: positions(order)}, t0, 0, fmt.Sprintf("region moves from %s's plan (%d moves judged)", c.Method, work))
 	}
 }
 

@@ -29,11 +29,13 @@ import (
 // after a prefill equals a longer prefill, and the past states a first call is fed do not
 // matter.
 
-// Names of a linear layer's state inputs and outputs.
-func PastConv(i int) string         { return fmt.Sprintf("past_key_values.%d.conv", i) }
-func PastRecurrent(i int) string    { return fmt.Sprintf("past_key_values.%d.recurrent", i) }
-func PresentConv(i int) string      { return fmt.Sprintf("present.%d.conv", i) }
-func PresentRecurrent(i int) string { return fmt.Sprintf("present.%d.recurrent", i) }
+// Names of a linear layer's state inputs and outputs: the conv cache as the model builder
+// names LFM2's (past_conv.%d, present_conv.%d; the KV caches keep their names at the
+// attention layers' indices), the recurrent state alike.
+func PastConv(i int) string         { return fmt.Sprintf("past_conv.%d", i) }
+func PastRecurrent(i int) string    { return fmt.Sprintf("past_recurrent.%d", i) }
+func PresentConv(i int) string      { return fmt.Sprintf("present_conv.%d", i) }
+func PresentRecurrent(i int) string { return fmt.Sprintf("present_recurrent.%d", i) }
 
 // Hybrid is a 24-layer hybrid stack, the shape of the real graph: six groups of three
 // linear-attention layers and one full-attention layer (48 state pairs), small dims, int4.
@@ -93,7 +95,7 @@ func (c Config) linearMixer(b *builder, i int, x, first string) string {
 	D := LH * d
 	qkv := c.linear(b, p+"/in_proj", wp+"in_proj.weight", x, H, C)
 	xt := b.op("Transpose", p+"/conv/Transpose", []string{qkv}, graph.Float, dims{Batch, C, Seq}, attrInts("perm", 0, 2, 1))
-	padLen := fmt.Sprintf("%d + %s", K-1, Seq) // the padded length, written as the exporters' value_info would
+	padLen := fmt.Sprintf("%d + %s", K-1, Seq) // the padded length, an expression in value_info as exporters write
 	// the conv state: If(first) pads with zeros, else prepends the past
 	pads := b.constInt64(false, 0, 0, int64(K-1), 0, 0, 0)
 	starts, ends, axis2 := b.constInt64(false, -int64(K-1)), b.constInt64(false, math.MaxInt64), b.constInt64(false, 2)
@@ -174,7 +176,9 @@ func (c Config) linearMixer(b *builder, i int, x, first string) string {
 		dec := s.op("Mul", p+"/recurrent/Mul_1", []string{PastRecurrent(i), elu}, graph.Float, nil)
 		return []string{out, s.op("Add", p+"/recurrent/else/state", []string{dec, kv}, graph.Float, nil)}
 	})
-	rout := b.node("", "If", p+"/recurrent/If", []string{first}, []out{{dt: graph.Float, shape: dims{Batch, LH, Seq, d}},
+	// the output's sequence axis named as exporters name internal dims (total_token_count),
+	// a name no input has
+	rout := b.node("", "If", p+"/recurrent/If", []string{first}, []out{{dt: graph.Float, shape: dims{Batch, LH, "total_token_count", d}},
 		{name: PresentRecurrent(i), dt: graph.Float, shape: dims{Batch, LH, d, d}}}, graphAttr("then_branch", rthen), graphAttr("else_branch", relse))
 	o := b.op("Transpose", p+"/o/Transpose", []string{rout[0]}, graph.Float, dims{Batch, Seq, LH, d}, attrInts("perm", 0, 2, 1, 3))
 	o = b.op("Reshape", p+"/o/Reshape", []string{o, b.constInt64(false, 0, 0, int64(D))}, graph.Float, dims{Batch, Seq, D})
