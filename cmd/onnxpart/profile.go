@@ -123,7 +123,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := &profileReport{Devices: *devices, Notes: cl.Notes}
+	rep := &profileReport{Devices: *devices, Notes: diag.NoteStrings(cl.Notes)}
 	for i := range cl.Devices {
 		rep.Device = append(rep.Device, deviceJSON(&cl.Devices[i]))
 	}

@@ -241,7 +241,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for _, n := range cluster.Notes {
-		prog.note(n)
+		prog.note(n.Msg)
 	}
 	var measured [][]float64
 	if f.costs == "measured" {
@@ -358,7 +358,7 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: report.PlanFigures(man).Slower,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
-		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...), Batch: man.Batch}
+		Devices: []string{}, Bounds: []boundJSON{}, Notes: diag.NoteStrings(man.Notes), Batch: man.Batch}
 	if man.Predicted != nil {
 		o.Workload = man.Predicted.Workload
 	}
@@ -507,9 +507,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 			fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
 		}
 	}
-	for _, n := range man.Notes {
-		fmt.Fprintf(w, "note       %s\n", n)
-	}
+	printNotes(w, "note       ", "notes      ", man.Notes)
 }
 
 func extrasText(dir string) string {
