@@ -179,9 +179,9 @@ func TestBatchStageCap(t *testing.T) {
 		t.Fatalf("%d devices, want 4", len(c.Devices))
 	}
 	for _, k := range []int{0, 1, 2} {
-		r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{K: k, Batch: 8, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
+		r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{MaxStages: k, Batch: 8, Seed: 1, Reproducible: true, TimeLimit: time.Minute})
 		if diag.KindOf(err) == diag.KindUsage {
-			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("Options.K = %d", k)) || !strings.Contains(msg, "stages") {
+			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("Options.MaxStages = %d", k)) || !strings.Contains(msg, "stages") {
 				t.Fatalf("-k %d: usage error %q does not say why", k, msg)
 			}
 			t.Logf("-k %d: %v", k, err)

@@ -1,7 +1,6 @@
 package onnxpart_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"math"
@@ -17,6 +16,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/onnxpb"
@@ -58,28 +58,14 @@ func checkChainAtBatch(t *testing.T, model, dir string, man *emit.Manifest, n in
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(7, uint64(n)))
-	one := make([]map[string]*ort.Tensor, n) // per input
-	batch := map[string]*ort.Tensor{}
 	for _, in := range ins {
 		if in.DType != graph.Float {
 			t.Fatalf("input %s: %v, the test feeds float32", in.Name, in.DType)
 		}
-		var all bytes.Buffer
-		for k := range n {
-			v := &ort.Tensor{DType: in.DType, Shape: append([]int64{}, in.Shape...)}
-			v.Data = make([]byte, 4*v.Elements())
-			for j := 0; j < len(v.Data); j += 4 {
-				binary.LittleEndian.PutUint32(v.Data[j:], math.Float32bits(float32(rng.NormFloat64())))
-			}
-			if one[k] == nil {
-				one[k] = map[string]*ort.Tensor{}
-			}
-			one[k][in.Name] = v
-			all.Write(v.Data)
-		}
-		shape := append([]int64{int64(n)}, in.Shape[1:]...)
-		batch[in.Name] = &ort.Tensor{DType: in.DType, Shape: shape, Data: all.Bytes()}
+	}
+	one, batch, err := feeds.Batch(int64(7+n), ins, n) // per input, and all
+	if err != nil {
+		t.Fatal(err)
 	}
 	var inNames, outNames []string
 	for _, in := range ins {
@@ -172,7 +158,7 @@ func TestBatchThroughPinningReshape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 4, K: 1, Seed: 1, Reproducible: true, TimeLimit: 5 * time.Second})
+	r, err := onnxpart.Plan(context.Background(), m, c, onnxpart.Options{Batch: 4, MaxStages: 1, Seed: 1, Reproducible: true, TimeLimit: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

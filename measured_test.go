@@ -72,7 +72,7 @@ func TestMeasuredCostsSurviveFusion(t *testing.T) {
 			}
 			want := nodes + dev.RunOverhead.Value
 			for _, fusion := range []string{"", "generic"} {
-				r, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{K: 2, Fusion: fusion, Measured: [][]float64{meas.NodeTimes()},
+				r, err := onnxpart.Plan(ctx, m, c, onnxpart.Options{MaxStages: 2, Fusion: fusion, Measured: [][]float64{meas.NodeTimes()},
 					Seed: 1, Reproducible: true, Bounds: "simple", TimeLimit: 30 * time.Second})
 				if err != nil {
 					t.Fatal(err)

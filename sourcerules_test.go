@@ -93,10 +93,7 @@ var opTypeLiteralAllowed = []string{
 
 // opTypeLiteralPending are packages that still spell operator types as literals and are
 // being converted (#38); an entry leaves the list when its package passes.
-var opTypeLiteralPending = []string{
-	"verify",
-	"pipebench",
-}
+var opTypeLiteralPending = []string{}
 
 // TestOpTypeLiteralsOnlyInRegistry: an operator type ("MatMul") is named as a string literal
 // only in the op registry, generators and programs; library code and the command name it

@@ -261,10 +261,10 @@ func ExitCode(err error) int {
 	return KindOf(err).ExitCode()
 }
 
-// Names are a caller's names for the options of a library call, by field ("K": "-k",
+// Names are a caller's names for the options of a library call, by field ("MaxStages": "-k",
 // "GPUIDs": "--gpu-ids"). A library's errors and notes name its options through them: the
 // command passes its flags, so its users read what they typed; a Go caller passes none and
-// reads the option as Go writes it ("Options.K = 8").
+// reads the option as Go writes it ("Options.MaxStages = 8").
 type Names map[string]string
 
 // Say names the option field with its value (value "" names it alone).

@@ -53,6 +53,32 @@ type Manifest struct {
 	// Batch, for a batched-throughput plan (data and model parallel), says how a batch of
 	// inputs is shared among the devices; omitted otherwise.
 	Batch *Batch `json:"batch,omitempty"`
+	// Costs says what priced the plan's nodes when it was not the roofline alone (--costs);
+	// omitted otherwise.
+	Costs *Costs `json:"cost_sources,omitempty"`
+}
+
+// Costs records where a plan's node costs came from.
+type Costs struct {
+	// Source is "files" (cost files, --costs FILE[,FILE]: reproducible) or "measured"
+	// (measured in ONNX Runtime during the run, --costs measured: not reproducible).
+	Source string     `json:"source"`
+	Files  []CostFile `json:"files,omitempty"`
+	// CalibratedRooflineShare and RooflineShare are the parts of the plan's node time priced
+	// by the roofline on devices calibrated from a file, and on devices no file describes.
+	CalibratedRooflineShare float64 `json:"calibrated_roofline_share"`
+	RooflineShare           float64 `json:"roofline_share"`
+}
+
+// CostFile is one cost file a plan was priced with.
+type CostFile struct {
+	// Path is the file's path as given, SHA256 its content's hash.
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	// Devices are the plan's devices the file describes; Share the part of the plan's node
+	// time its measured entries priced.
+	Devices []string `json:"devices"`
+	Share   float64  `json:"share"`
 }
 
 // Batch describes a batched-throughput plan (seed 003 §3.2): a batch of Inputs inputs is cut

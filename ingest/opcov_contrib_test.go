@@ -116,6 +116,23 @@ func ocContrib() []ocCase {
 			ms("DynamicQuantizeMatMul", ins(m.in(f32, 2, 3, 8), m.weight(i8, 8, 5), m.init(f32, []int64{1}, []float64{0.1})), 1)
 			ms("MatMulIntegerToFloat", ins(m.in(u8, 2, 3, 8), m.weight(u8, 8, 5), m.init(f32, []int64{}, []float64{0.1}), m.init(f32, []int64{}, []float64{0.2})), 1)
 		}},
+		// QGemm (ORT's quantizer writes it for Gemm in QOperator form): with a quantised
+		// output, transposed B and a bias; and with a float output.
+		{name: "QGemm", opset: 17, build: func(m *ocModel) {
+			ms := msOp(m)
+			sa, za := m.scalarF(0.1), m.init(u8, []int64{}, []float64{128})
+			zb := m.init(i8, []int64{}, []float64{0})
+			ms("QGemm", ins(m.in(u8, 3, 8), sa, za, m.weight(i8, 5, 8), sa, zb, m.weight(i32, 5), sa, za), 1, aI("transB", 1))
+			ms("QGemm", ins(m.in(u8, 8, 3), sa, za, m.weight(i8, 8, 5), sa, zb), 1, aI("transA", 1))
+		}},
+		// The QOperator pools, channels first.
+		{name: "QLinearPools", opset: 17, build: func(m *ocModel) {
+			ms := msOp(m)
+			sa, za := m.scalarF(0.1), m.init(u8, []int64{}, []float64{128})
+			x := m.in(u8, 2, 3, 7, 7)
+			ms("QLinearAveragePool", ins(x, sa, za, sa, za), 1, aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
+			ms("QLinearGlobalAveragePool", ins(x, sa, za, sa, za), 1)
+		}},
 		// Blocked quantisation (opset 21): scales per 32 elements along axis 1.
 		{name: "QDQBlocked", opset: 21, build: func(m *ocModel) {
 			q := m.op("QuantizeLinear", ins(m.in(f32, 4, 64), m.weight(f32, 4, 2), m.weight(i8, 4, 2)), aI("axis", 1), aI("block_size", 32))

@@ -111,6 +111,9 @@ func init() {
 		"gatherBlockQuantized": gatherBlockQuantized,
 		"embedLayerNorm":       embedLayerNorm,
 		"matMulToFloat":        matMulToFloat,
+		"qGemm":                qGemm,
+		"nhwcConv":             nhwcConv,
+		"qlinearPool":          qlinearPool,
 		"window":               window,
 	}
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
 // Shape rules of ONNX Runtime's contrib ops (com.microsoft) that its transformer optimizer,
@@ -282,5 +283,94 @@ func matMulToFloat(c *nctx) error {
 		return c.errorf("%v", err)
 	}
 	c.set(0, dt, s)
+	return nil
+}
+
+// qGemm is com.microsoft's QGemm: Gemm of A (input 0) and B (input 3) with transA/transB;
+// the result is float when y_scale (input 7) is absent, else of y_zero_point's type
+// (input 8; uint8 without one).
+func qGemm(c *nctx) error {
+	a, b := c.in(0), c.in(3)
+	if a == nil || b == nil {
+		return nil
+	}
+	dt := graph.Float
+	if c.in(7) != nil {
+		dt = graph.Uint8
+		if z := c.in(8); z != nil {
+			dt = z.dt
+		}
+	}
+	if a.shape == nil || b.shape == nil {
+		c.set(0, dt, nil)
+		return nil
+	}
+	if len(a.shape) != 2 || len(b.shape) != 2 {
+		return c.errorf("QGemm needs 2-D operands, got %v and %v", a.shape, b.shape)
+	}
+	m, ka := a.shape[0], a.shape[1]
+	if c.n.AttrInt("transA", 0) != 0 {
+		m, ka = ka, m
+	}
+	kb, n := b.shape[0], b.shape[1]
+	if c.n.AttrInt("transB", 0) != 0 {
+		kb, n = n, kb
+	}
+	if ka.Known() && kb.Known() && ka.Value != kb.Value {
+		return c.errorf("inner dimensions %v and %v differ", ka, kb)
+	}
+	c.set(0, dt, graph.Shape{m, n})
+	return nil
+}
+
+// qlinearPool is QLinearAveragePool and QLinearGlobalAveragePool: the float op's shapes in
+// the input's (integer) type. With channels_last the channels are the last axis; the
+// pooled shape is then left unknown (ONNX Runtime's NHWC transformer writes that form
+// itself; exported models carry channels first).
+func qlinearPool(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if c.n.AttrInt("channels_last", 0) != 0 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	if c.n.OpType == optype.QLinearGlobalAveragePool {
+		return globalPool(c)
+	}
+	return pool(c)
+}
+
+// nhwcConv is com.microsoft's NhwcConv: Conv with the input and output channels last
+// (X [N, spatial…, C], Y [N, spatial…, M]) and the weight as Conv's [M, C/group, k…].
+func nhwcConv(c *nctx) error {
+	x, w := c.in(0), c.in(1)
+	if x == nil || w == nil {
+		return nil
+	}
+	if x.shape == nil || w.shape == nil || len(x.shape) < 3 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	nsp := len(x.shape) - 2
+	kernel := c.n.AttrInts("kernel_shape")
+	if len(kernel) != nsp {
+		if len(w.shape) != nsp+2 || !w.shape.Known() {
+			c.set(0, x.dt, nil)
+			return nil
+		}
+		kernel = w.shape.Dims()[2:]
+	}
+	strides, dils, pads, autoPad := spatialParams(c, nsp, kernel)
+	out := graph.Shape{x.shape[0]}
+	for i := 0; i < nsp; i++ {
+		d, err := windowOut(optype.Conv, x.shape[1+i], kernel[i], strides[i], dils[i], pads[i], pads[nsp+i], autoPad, false)
+		if err != nil {
+			return c.errorf("spatial axis %d: %v", i, err)
+		}
+		out = append(out, d)
+	}
+	c.set(0, x.dt, append(out, w.shape[0]))
 	return nil
 }

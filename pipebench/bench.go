@@ -18,6 +18,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/profile"
 	"github.com/onnxpart/onnxpart/verify"
@@ -64,6 +65,10 @@ type Options struct {
 	// records, else verify.DefaultDim). A dim the model ties to others (a decoder's total =
 	// past + seq) and Dims leaves out follows them rather than its recorded size.
 	Dims map[string]int64
+	// Names are the caller's names of these options, by field, for errors to name them
+	// ("Dims": "--dim", "Inputs": "--input", "ModelPath": "--model"); without them errors
+	// name the Go fields (Options.Dims["batch"]).
+	Names diag.Names
 	// ModelPath is the original model, for inputs made as verify makes them (default: the
 	// manifest's model path; when it is missing, inputs are made from the stage files).
 	ModelPath string
@@ -171,6 +176,7 @@ type bench struct {
 	routes  []*routeRT
 	workers []*worker
 	feeds   []map[string]*ort.Tensor
+	given   map[string]*npy.Array // the input files, by model input (feeds.Sizes.Given)
 	done    chan *request
 	failed  chan error
 	ctx     context.Context // the workers' context
@@ -827,57 +833,12 @@ func DevicesFrom(c *profile.Cluster) []Device {
 // read from the original model when it is there (returned, for the inputs), else from the
 // stage files. The derived dims are noted.
 func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.Model, error) {
-	free := map[string]bool{}
-	for _, d := range man.Model.SymbolicDims {
-		free[d] = true
+	sizes, err := feeds.Bind(man, feeds.Options{Inputs: b.opt.Inputs, Dims: b.opt.Dims, Names: b.opt.Names})
+	if err != nil {
+		return nil, nil, err
 	}
-	explicit := map[string]int64{}
-	for k, v := range man.Model.Dims {
-		if !free[k] {
-			explicit[k] = v
-		}
-	}
-	for d, v := range b.opt.Dims {
-		if !free[d] {
-			return nil, nil, diag.Input("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims).About(diag.Flag, "--dim")
-		}
-		explicit[d] = v
-	}
-	for name, path := range b.opt.Inputs {
-		var ref *emit.TensorRef
-		for i := range man.Model.Inputs {
-			if man.Model.Inputs[i].Name == name {
-				ref = &man.Model.Inputs[i]
-			}
-		}
-		if ref == nil {
-			return nil, nil, diag.Input("--input %s: the model has no input %q", name, name).About(diag.Flag, "--input")
-		}
-		a, err := npy.ReadFile(path)
-		if err != nil {
-			return nil, nil, diag.Input("--input %s: %w", name, err).About(diag.Flag, "--input")
-		}
-		if len(a.Shape) != len(ref.Shape) {
-			return nil, nil, diag.Input("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape)).About(diag.Flag, "--input")
-		}
-		for i, d := range ref.Shape {
-			if !d.Known() && d.Param != "" && free[d.Param] {
-				if _, set := b.opt.Dims[d.Param]; !set {
-					explicit[d.Param] = a.Shape[i]
-				}
-			}
-		}
-	}
-	defaults := map[string]int64{}
-	for _, d := range man.Model.SymbolicDims {
-		if _, ok := explicit[d]; ok {
-			continue
-		}
-		defaults[d] = verify.DefaultDim
-		if v, ok := man.Model.Dims[d]; ok {
-			defaults[d] = v
-		}
-	}
+	b.given = sizes.Given
+	explicit, defaults := sizes.Split()
 
 	modelPath := b.opt.ModelPath
 	if modelPath == "" {
@@ -892,7 +853,7 @@ func (b *bench) dims(dir string, man *emit.Manifest) (map[string]int64, *ingest.
 		if err != nil {
 			return nil, nil, err
 		}
-		return nil, nil, diag.Input("--model %s is not the model the stages were cut from (sha256 differs)", b.opt.ModelPath).About(diag.Flag, "--model")
+		return nil, nil, diag.Input("%s is not the model the stages were cut from (sha256 differs)", b.opt.Names.Say("ModelPath", b.opt.ModelPath)).About(diag.Option, b.opt.Names.Name("ModelPath"))
 	}
 	// Without the original model, each stage file whose inputs carry a dim not sized yet
 	// settles its dims, with the sizes settled so far.
@@ -1015,16 +976,7 @@ func bind(s emit.Shape, dims map[string]int64) ([]int64, bool) {
 // stage files that read each input).
 func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64, orig *ingest.Model) error {
 	given := map[string]*ort.Tensor{}
-	for name, path := range b.opt.Inputs {
-		a, err := npy.ReadFile(path)
-		if err != nil {
-			return diag.Input("--input %s: %w", name, err).About(diag.Flag, "--input")
-		}
-		for _, r := range man.Model.Inputs {
-			if r.Name == name && a.DType.String() != r.DType {
-				return diag.Input("--input %s: the file holds %s, the model wants %s", name, a.DType, r.DType).About(diag.Flag, "--input")
-			}
-		}
+	for name, a := range b.given {
 		given[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
 	}
 	var graphs []*graph.Graph
@@ -1065,7 +1017,7 @@ func (b *bench) makeFeeds(dir string, man *emit.Manifest, dims map[string]int64,
 	for k := range inputSets {
 		set := map[string]*ort.Tensor{}
 		for _, g := range graphs {
-			f, err := verify.RandomFeeds(g, b.opt.Seed+int64(k))
+			f, err := feeds.Random(g, b.opt.Seed+int64(k), verify.DefaultMaxTensorBytes, nil, b.opt.Names)
 			if err != nil {
 				return diag.Wrap(diag.KindInput, err)
 			}

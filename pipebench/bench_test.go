@@ -49,7 +49,7 @@ func hostDevices() string {
 // the stage files; it returns the directory and the cluster.
 func planDir(t *testing.T, devices string) (string, *profile.Cluster) {
 	t.Helper()
-	return planDirOpt(t, devices, onnxpart.Options{K: 2})
+	return planDirOpt(t, devices, onnxpart.Options{MaxStages: 2})
 }
 
 func planDirOpt(t *testing.T, devices string, opt onnxpart.Options) (string, *profile.Cluster) {
@@ -317,8 +317,9 @@ func TestBenchInputs(t *testing.T) {
 	for name, file := range map[string]string{in.Name: bad, "nosuch": good} {
 		_, err := pipebench.Run(context.Background(), dir, pipebench.Options{Requests: 4, Devices: pipebench.DevicesFrom(c), Inputs: map[string]string{name: file}})
 		var de *diag.Error
-		if !errors.As(err, &de) || de.Kind != diag.KindInput || de.Subject.Kind != diag.Flag {
-			t.Errorf("--input %s=%s: %v, want an input *diag.Error about the flag", name, file, err)
+		if !errors.As(err, &de) || de.Kind != diag.KindUsage || de.Subject != (diag.Subject{Kind: diag.Option, Name: "Options.Inputs"}) ||
+			!strings.Contains(err.Error(), `Options.Inputs["`+name+`"]`) {
+			t.Errorf("Inputs[%s] = %s: %v, want a usage *diag.Error about Options.Inputs", name, file, err)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func (m *CostModel) NodeTime(g *graph.Graph, node, device int) float64 {
 func (m *CostModel) Explain(g *graph.Graph, node, device int) Breakdown {
 	d := &m.c.Devices[device]
 	n := &g.Nodes[node]
-	b := Breakdown{Class: ClassOn(d, g, n), Precision: PrecisionOf(g, n)}
+	b := Breakdown{Class: ClassOn(d, g, n), Precision: PrecisionOn(d, g, n)}
 	if device < len(m.opts.Measured) && m.opts.Measured[device] != nil && node < len(m.opts.Measured[device]) {
 		if t := m.opts.Measured[device][node]; !math.IsNaN(t) {
 			b.Time, b.Measured = t, true
@@ -122,10 +122,7 @@ func positive(x float64) float64 { return math.Max(x, 1e-9) }
 // written at the device's bandwidth, and `weights` bytes of weights at wrate (the device's
 // bandwidth when 0).
 func roofline(d *Device, g *graph.Graph, n *graph.Node, c OpClass, p Precision, weights, wrate float64) (compute, memory float64) {
-	peak := d.Peak[FP32].Value
-	if tensorClass(c) {
-		peak = d.PeakFor(p).Value
-	}
+	peak := peakOf(d, c, p)
 	if n.FLOPs > 0 && peak > 0 {
 		compute = float64(n.FLOPs) * lanePadding(g, n, c, d.VectorWidth) / peak
 	}
@@ -186,7 +183,7 @@ func EfficiencyOf(d *Device, opType string, c OpClass) (compute, memory Figure) 
 	compute = fig(defaultEff(d.Kind, c), SourceDefault, effNote)
 	memory = Figure{}
 	if v, ok := defaultMemEfficiency[d.Kind][c]; ok {
-		memory = fig(v, SourceDefault, memEffNote)
+		memory = fig(v, SourceDefault, memEffNoteOf(c))
 	}
 	if v, ok := defaultOpEfficiency[d.Kind][opType]; ok && c == ClassData {
 		compute, memory = fig(v, SourceDefault, opEffNote), Figure{}
@@ -600,7 +597,7 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 	d := &m.c.Devices[device]
 	n := &g.Nodes[v]
 	eff, memEff := EfficiencyOf(d, n.OpType, c)
-	comp, mem := roofline(d, g, n, c, PrecisionOf(g, n), nodeWeights(d, g, n), m.weightRate(g, d))
+	comp, mem := roofline(d, g, n, c, PrecisionOn(d, g, n), nodeWeights(d, g, n), m.weightRate(g, d))
 	return math.Max(comp/positive(eff.Value), mem/positive(memEff.Value)) + OverheadOf(d, c).Value
 }
 
@@ -683,6 +680,9 @@ func (m *CostModel) KernelExplain(g *graph.Graph, members []int, kernel *graph.N
 		if attention {
 			b.Kind = KindAttention
 		}
+		if c, _, ok := GroupKernel(d, g, members, lead); ok && c == ClassMatMulInt8 {
+			b.Kind = KindWeights
+		}
 	}
 	if t, ok := m.measuredSum(g, members, device); ok {
 		b.Time, b.Measured = t, true
@@ -719,7 +719,11 @@ func (m *CostModel) KernelExplain(g *graph.Graph, members []int, kernel *graph.N
 		}
 	}
 	ln := &g.Nodes[lead]
-	c, p := ClassOn(d, g, ln), PrecisionOf(g, ln)
+	c, p := ClassOn(d, g, ln), PrecisionOn(d, g, ln)
+	qc, qw, int8Group := GroupKernel(d, g, members, lead)
+	if int8Group {
+		c, p = qc, INT8
+	}
 	eff, memEff := EfficiencyOf(d, ln.OpType, c)
 	b.Overhead += OverheadOf(d, c).Value
 	b.Time = b.Overhead + b.Casts
@@ -731,6 +735,7 @@ func (m *CostModel) KernelExplain(g *graph.Graph, members []int, kernel *graph.N
 			b.Weights += nodeWeights(d, g, &g.Nodes[v])
 		}
 	}
+	b.Weights += qw
 	comp, mem := roofline(d, g, kernel, c, p, b.Weights, b.WeightRate)
 	// The lane padding of the lead node applies to the group's FLOPs.
 	if kernel.FLOPs > 0 && ln.FLOPs > 0 {

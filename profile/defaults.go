@@ -13,19 +13,34 @@ var defaultEfficiency = map[Kind]map[OpClass]float64{
 	GPU: {
 		ClassMatMul: 0.6, ClassConv: 0.5, ClassDepthwise: 0.25, ClassDepthwisePlain: 0.25, ClassPool: 0.5, ClassNorm: 0.4,
 		ClassElementwise: 0.7, ClassEpilogue: 0.7, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
-		ClassStatic: 1,
+		ClassStatic:    1,
+		ClassAttention: 0.4, ClassNBits: 0.5, ClassNBitsInt8: 0.5, ClassConvInt8: 0.5, ClassMatMulInt8: 0.6,
 	},
 	CPU: {
 		ClassMatMul: 0.8, ClassConv: 0.6, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.05, ClassPool: 0.5, ClassNorm: 0.4,
 		ClassElementwise: 0.6, ClassEpilogue: 0.6, ClassData: 0.5, ClassView: 1, ClassControl: 0.1, ClassOther: 0.3,
-		ClassStatic: 1,
+		ClassStatic:    1,
+		ClassAttention: 0.5, ClassNBits: 0.6, ClassNBitsInt8: 0.4, ClassConvInt8: 0.3, ClassMatMulInt8: 0.4,
 	},
 	Accelerator: {
 		ClassMatMul: 0.5, ClassConv: 0.4, ClassDepthwise: 0.2, ClassDepthwisePlain: 0.2, ClassPool: 0.4, ClassNorm: 0.3,
 		ClassElementwise: 0.5, ClassEpilogue: 0.5, ClassData: 0.4, ClassView: 1, ClassControl: 0.05, ClassOther: 0.2,
-		ClassStatic: 1,
+		ClassStatic:    1,
+		ClassAttention: 0.3, ClassNBits: 0.4, ClassNBitsInt8: 0.4, ClassConvInt8: 0.4, ClassMatMulInt8: 0.5,
 	},
 }
+
+// The kernel classes of contrib and quantised ops (ClassAttention … ClassMatMulInt8) are
+// nominal too, chosen from what their kernels do rather than fitted: a GPU's flash attention
+// reaches well under half the fp16 tensor peak at the head sizes of small decoders and is
+// bound by its KV read at decode (memory term below); int4 GEMV kernels that dequantise in
+// registers stream the packed weights at a good share of the bandwidth; on a CPU, int8
+// convolutions keep the ratio to float32 ones that ONNX Runtime showed on the reference
+// machine (one thread: the QDQ CNN's QLinearConvs at 293 GOP/s, 0.43 of the VNNI rate of
+// peakOf, where the float32 twin's Convs ran at 0.85 of the fp32 peak; scaled to the conv
+// class's nominal 0.6 that is 0.3), and MLAS's CompFp32 n-bit GEMM dequantises every block
+// before the float product, costing it a quarter of the float GEMM's 0.8. Calibration (--costs measured)
+// replaces them where the model has such nodes.
 
 // defaultMemEfficiency holds the memory-term efficiencies of the kind where they differ from
 // the compute term's: convolutions on GPUs reach about 0.3 of the DRAM bandwidth counted as
@@ -36,10 +51,22 @@ var defaultEfficiency = map[Kind]map[OpClass]float64{
 // copy streams its buffer: 0.89, the device copy of bench/gpucheck (2.99 TB/s of the H100's
 // 3.35), for want of a GEMV measurement on a GPU.
 var defaultMemEfficiency = map[Kind]map[OpClass]float64{
-	GPU: {ClassConv: 0.3, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.3, ClassMatMul: 0.89},
+	GPU: {ClassConv: 0.3, ClassDepthwise: 0.3, ClassDepthwisePlain: 0.3, ClassMatMul: 0.89,
+		ClassAttention: 0.7, ClassNBits: 0.7, ClassConvInt8: 0.3, ClassMatMulInt8: 0.89},
+	CPU: {ClassNBits: 0.8, ClassNBitsInt8: 0.8, ClassAttention: 0.6},
 }
 
 const memEffNote = "memory term, measured on an H100 (bench/gpucheck)"
+
+// memEffNoteOf says where the memory-term default of class c comes from: the H100
+// measurement for the generic classes, the nominal kernel figures for the kernel classes.
+func memEffNoteOf(c OpClass) string {
+	switch c {
+	case ClassAttention, ClassNBits, ClassNBitsInt8, ClassConvInt8, ClassMatMulInt8:
+		return "memory term, nominal for the kernel class (see defaults.go); calibrate with --costs measured"
+	}
+	return memEffNote
+}
 
 // The CPU efficiency of matrix products, 0.8 for both terms, is ONNX Runtime 1.30's MLAS
 // kernels on the reference machine (AMD EPYC, Zen 5, one thread; profile.MeasureKernels, run
@@ -88,6 +115,8 @@ var defaultOverhead = map[Kind]map[OpClass]float64{
 		ClassConv: 6e-6, ClassMatMul: 6e-6, ClassDepthwise: 2.5e-6, ClassDepthwisePlain: 2.5e-6,
 		ClassPool: 2.7e-6, ClassNorm: 2.3e-6, ClassElementwise: 1.6e-6, ClassEpilogue: 1.6e-6,
 		ClassData: 2e-6, ClassView: 0.5e-6,
+		// Library kernels as a GEMM's (not measured: the H100 replay had no such nodes).
+		ClassAttention: 6e-6, ClassNBits: 6e-6, ClassNBitsInt8: 6e-6, ClassConvInt8: 6e-6, ClassMatMulInt8: 6e-6,
 	},
 }
 

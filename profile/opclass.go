@@ -1,6 +1,8 @@
 package profile
 
 import (
+	"math"
+
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ops"
 	"github.com/onnxpart/onnxpart/internal/ops/optype"
@@ -26,12 +28,22 @@ const (
 	ClassControl        OpClass = "control"              // If, Loop, Scan
 	ClassOther          OpClass = "other"                // anything else
 	ClassStatic         OpClass = "static"               // computable before run time (folded away): free
+
+	// Kernel classes of contrib and quantised ops (the op registry's Entry.Kernels, per
+	// backend), and of QDQ-wrapped convolutions and matrix products that a backend's fusion
+	// rules turn into one int8 kernel (see GroupKernel).
+	ClassAttention  OpClass = OpClass(ops.ClassAttention)  // fused attention (flash attention on a GPU; ORT's CPU attention kernels)
+	ClassNBits      OpClass = OpClass(ops.ClassNBits)      // int4 block-quantised weights, float arithmetic (MatMulNBits)
+	ClassNBitsInt8  OpClass = OpClass(ops.ClassNBitsInt8)  // int4 weights, int8 activations and dot products (MatMulNBits accuracy_level 4 on a CPU)
+	ClassConvInt8   OpClass = OpClass(ops.ClassConvInt8)   // int8 convolution
+	ClassMatMulInt8 OpClass = OpClass(ops.ClassMatMulInt8) // int8 matrix product
 )
 
 // Classes lists every class in a fixed order.
 func Classes() []OpClass {
 	return []OpClass{ClassMatMul, ClassConv, ClassDepthwise, ClassDepthwisePlain, ClassPool, ClassNorm, ClassElementwise,
-		ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther, ClassStatic}
+		ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther, ClassStatic,
+		ClassAttention, ClassNBits, ClassNBitsInt8, ClassConvInt8, ClassMatMulInt8}
 }
 
 func IsClass(s string) bool {
@@ -72,15 +84,68 @@ func classOf(g *graph.Graph, n *graph.Node, depth int) OpClass {
 	return c
 }
 
-// ClassOn is ClassOf for device d: a depthwise convolution whose channel count the blocked
-// kernels of d's runtime do not accept is ClassDepthwisePlain (see Device.ChannelAlign and
-// Blocked).
+// ClassOn is ClassOf for device d: the class of the kernel d's backend runs the op with when
+// the op registry gives one (ops.KernelFor: fused attention, int4 weight streaming, int8
+// arithmetic), and a depthwise convolution whose channel count the blocked kernels of d's
+// runtime do not accept is ClassDepthwisePlain (see Device.ChannelAlign and Blocked).
 func ClassOn(d *Device, g *graph.Graph, n *graph.Node) OpClass {
 	c := ClassOf(g, n)
+	if c == ClassStatic {
+		return c
+	}
+	if k, ok := ops.KernelFor(n, BackendOf(d)); ok {
+		return OpClass(k.Class)
+	}
 	if c == ClassDepthwise && !d.Blocked(g, n) {
 		return ClassDepthwisePlain
 	}
 	return c
+}
+
+// BackendOf is the op registry's backend for device d: ONNX Runtime's CPU provider on a CPU,
+// the GPU kernels (ORT's CUDA provider, TensorRT) elsewhere.
+func BackendOf(d *Device) ops.Backend {
+	if d.Kind == CPU {
+		return ops.CPU
+	}
+	return ops.GPU
+}
+
+// PrecisionOn is PrecisionOf for device d: int8 where d's backend runs the op with integer
+// arithmetic (ops.KernelFor: MatMulNBits at accuracy_level 4 on a CPU).
+func PrecisionOn(d *Device, g *graph.Graph, n *graph.Node) Precision {
+	if k, ok := ops.KernelFor(n, BackendOf(d)); ok && k.Int8 {
+		return INT8
+	}
+	return PrecisionOf(g, n)
+}
+
+// int8Kernel: the classes of integer kernels.
+func int8Kernel(c OpClass) bool {
+	return c == ClassConvInt8 || c == ClassMatMulInt8 || c == ClassNBitsInt8
+}
+
+// cpuInt8Lanes caps a CPU's int8 rate for ONNX Runtime's integer kernels at this many times
+// its fp32 rate: MLAS's u8s8/s8s8 GEMM and symmetric convolution kernels
+// (SymQgemmU8KernelAvx512, the VNNI kernels of qgemm) do 4 int8 multiply-accumulates per
+// 32-bit lane (vpdpbusd) where an FMA does one fp32 one; the AMX tile rate a host may
+// advertise (2048 int8 OP/cycle per core) serves only large QGEMMs. On the reference machine
+// (Xeon with AMX, one thread) the QLinearConvs of TestQDQCNNInt8's QDQ CNN ran at 293 GOP/s
+// against 146 GFLOP/s for the float32 twin's Convs (ONNX Runtime 1.30, per-node times of
+// internal/measure.MeasureORT), well under the AMX figure.
+const cpuInt8Lanes = 4
+
+// peakOf is the arithmetic rate of class c at precision p on d: the precision's peak for
+// matrix classes (on a CPU, int8 kernels at most cpuInt8Lanes × fp32), fp32 otherwise.
+func peakOf(d *Device, c OpClass, p Precision) float64 {
+	if !tensorClass(c) {
+		return d.Peak[FP32].Value
+	}
+	pk := d.PeakFor(p).Value
+	if d.Kind == CPU && p == INT8 && int8Kernel(c) && d.Peak[FP32].Value > 0 {
+		pk = math.Min(pk, cpuInt8Lanes*d.Peak[FP32].Value)
+	}
+	return pk
 }
 
 // Blocked reports whether the runtime of device d runs convolution n in its blocked channel
@@ -160,7 +225,11 @@ func sameSize(t *graph.Tensor, n *graph.Node, g *graph.Graph) bool {
 // tensorClasses are the classes whose math runs on matrix units (tensor cores, AMX): their
 // peak is the precision's; other classes run at the fp32 (vector) rate.
 func tensorClass(c OpClass) bool {
-	return c == ClassMatMul || c == ClassConv
+	switch c {
+	case ClassMatMul, ClassConv, ClassAttention, ClassNBits, ClassNBitsInt8, ClassConvInt8, ClassMatMulInt8:
+		return true
+	}
+	return false
 }
 
 // PrecisionOf is the arithmetic a node runs in: int8 for quantised ops and 8-bit operands,
@@ -192,4 +261,57 @@ func PrecisionOf(g *graph.Graph, n *graph.Node) Precision {
 		return INT8
 	}
 	return FP32
+}
+
+// GroupKernel recognises a QDQ-wrapped convolution or matrix product inside a fused group:
+// lead (a Conv or MatMul/Gemm of the ONNX domain) reads both its data input and its weight
+// through DequantizeLinear members of the group that dequantise 8-bit integers. A backend
+// whose fusion rules put DequantizeLinear(x), DequantizeLinear(w), the operator and the
+// QuantizeLinear after it into one group runs them as one int8 kernel (ONNX Runtime's CPU
+// QDQ transformer makes QLinearConv, QLinearMatMul or MatMulIntegerToFloat of them;
+// TensorRT's explicit quantization builds int8 convolutions and GEMMs); a backend that leaves
+// the DequantizeLinear outside (ONNX Runtime's CUDA provider) runs the operator in float.
+// It returns the int8 class, and the bytes of the integer weights (with scales and zero
+// points) the kernel streams: the dequantised weight is folded away as a constant of the
+// group, so the lead itself reads no weight.
+func GroupKernel(d *Device, g *graph.Graph, members []int, lead int) (c OpClass, weights float64, ok bool) {
+	n := &g.Nodes[lead]
+	if n.Domain != "" && n.Domain != "ai.onnx" || len(n.Inputs) < 2 {
+		return "", 0, false
+	}
+	switch n.OpType {
+	case optype.Conv:
+		c = ClassConvInt8
+	case optype.MatMul, optype.Gemm:
+		c = ClassMatMulInt8
+	default:
+		return "", 0, false
+	}
+	in := make(map[int]bool, len(members))
+	for _, v := range members {
+		in[v] = true
+	}
+	dq := func(t int) (int, bool) {
+		if t < 0 {
+			return -1, false
+		}
+		p := g.Tensors[t].Producer
+		if p < 0 || !in[p] || g.Nodes[p].OpType != optype.DequantizeLinear || len(g.Nodes[p].Inputs) == 0 {
+			return -1, false
+		}
+		x := g.Nodes[p].Inputs[0]
+		if x < 0 {
+			return -1, false
+		}
+		dt := g.Tensors[x].DType
+		return p, dt == graph.Int8 || dt == graph.Uint8
+	}
+	if _, ok := dq(n.Inputs[0]); !ok {
+		return "", 0, false
+	}
+	w, ok := dq(n.Inputs[1])
+	if !ok {
+		return "", 0, false
+	}
+	return c, nodeWeights(d, g, &g.Nodes[w]), true
 }

@@ -419,6 +419,7 @@ func (s *solver) coupled() {
 			return
 		}
 	}
+	s.moduleBound()
 	var limit time.Duration
 	if !s.deadline.IsZero() {
 		limit = time.Until(s.deadline) / 8

@@ -10,7 +10,8 @@ import (
 )
 
 // TestCertificatesCoupled checks the coupled bounds (bounds_coupled.go: the coupled LP, which
-// every Solve computes in latency mode, and the coupled MIP's dual bound) against the
+// every Solve computes in latency mode, and the coupled MIP's dual bound; bounds_modules.go:
+// the module DP, exercised by the generator's chains of modules) against the
 // exhaustive optimum through the certificate harness: a constructive method (cheap) with the
 // coupled MIP switched on, so every instance reports both bounds and the MIP's plan as a
 // candidate. ONNXPART_FUZZ_CERT_COUPLED=N runs N instances instead of the short run's 400
@@ -36,8 +37,11 @@ func TestCertificatesCoupled(t *testing.T) {
 		return o
 	})
 	t.Log(st)
-	if st.bounds["coupled-lp"] < st.latency/4 || st.bounds["coupled-mip"] < st.latency/4 {
-		t.Errorf("coupled-lp checked on %d, coupled-mip on %d of %d latency instances: too few", st.bounds["coupled-lp"], st.bounds["coupled-mip"], st.latency)
+	if st.bounds["coupled-lp"] < st.latency/4 || st.bounds["coupled-mip"] < st.latency/4 || st.bounds["module-dp"] < st.latency/5 {
+		t.Errorf("coupled-lp checked on %d, coupled-mip on %d, module-dp on %d of %d latency instances: too few", st.bounds["coupled-lp"], st.bounds["coupled-mip"], st.bounds["module-dp"], st.latency)
+	}
+	if st.tight["module-dp"] == 0 {
+		t.Errorf("the module DP's bound was never tight: %v", st)
 	}
 	if st.tight["coupled-mip"] == 0 {
 		t.Errorf("the coupled MIP's bound was never tight: %v", st)

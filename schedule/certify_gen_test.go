@@ -119,9 +119,31 @@ func genInstance(s source, batched bool) *instance {
 	addEdge := func(a, b int) {
 		p.Edges = append(p.Edges, schedule.Edge{From: a, To: b, Bytes: float64(s.intn(8))})
 	}
-	switch e := s.intn(6); e {
+	switch e := s.intn(7); e {
 	case 0:
 		fl("no-edges")
+	case 6: // a chain of modules: cut nodes, each followed by a few parallel branches that
+		// the next cut joins (the module DP's blocks, bounds_modules.go)
+		fl("modules")
+		cut := 0
+		for i := 1; i < n; {
+			w := 1 + s.intn(3) // branches of one node
+			if i+w >= n {
+				w = n - 1 - i
+			}
+			if w <= 0 {
+				addEdge(cut, i)
+				break
+			}
+			for b := i; b < i+w; b++ {
+				addEdge(cut, b)
+				addEdge(b, i+w)
+				if b > i && pick(s, 30) {
+					addEdge(b-1, b) // a branch feeding the next
+				}
+			}
+			cut, i = i+w, i+w+1
+		}
 	case 1:
 		fl("chain")
 		for i := 1; i < n; i++ {

@@ -246,6 +246,8 @@ type solver struct {
 	// rounding, judged after the constructive heuristics (so that they win ties).
 	hlp     *hlp
 	hlpPlan *Placement
+	// mdpPlan is the module DP's stitched placement (bounds_modules.go), judged after hlpPlan.
+	mdpPlan *Placement
 }
 
 type candidate struct {
@@ -351,6 +353,9 @@ func (s *solver) run() {
 		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
+		}
+		if s.mdpPlan != nil {
+			s.add("module-dp", s.mdpPlan, t0, 0, "the module DP's placements, stitched")
 		}
 	}
 	switch o.Method {

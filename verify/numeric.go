@@ -10,16 +10,6 @@ import (
 	"github.com/x448/float16"
 )
 
-// floatToBFloat16 rounds to nearest even.
-func floatToBFloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
 // decodeFloats decodes a tensor's raw bytes into float64s (integers exactly up to 2^53).
 func decodeFloats(dt graph.DType, raw []byte) ([]float64, error) {
 	size := dt.Bits() / 8

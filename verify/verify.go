@@ -21,6 +21,8 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/feeds"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/internal/outdir"
 	"github.com/onnxpart/onnxpart/onnxpb"
@@ -68,24 +70,16 @@ type Options struct {
 	// inputs, stage boundaries, model outputs), checked from the declared shapes before
 	// anything is allocated or run (default DefaultMaxTensorBytes).
 	MaxTensorBytes int64
+	// Names are the caller's names of these options, by field, for errors to name them
+	// ("Dims": "--dim", "Inputs": "--input", "InputShapes": "--input-shape", "ModelPath":
+	// "--model"); without them errors name the Go fields (Options.Dims["batch"]).
+	Names diag.Names
 }
 
 // DefaultMaxTensorBytes is Run's default bound on one tensor's size: a model (or a
 // --dim binding) declaring a larger input or boundary tensor is refused rather than
 // allocated.
 const DefaultMaxTensorBytes = 4 << 30
-
-// sizeLimitErr is a tensor too large to verify: a *diag.Error of kind input about the
-// tensor. what is "model input", "stage boundary tensor" or "model output"; bytes is -1 when
-// the size overflows int64.
-func sizeLimitErr(name, what string, dt graph.DType, shape graph.Shape, bytes, limit int64) *diag.Error {
-	size := fmt.Sprintf("%d bytes", bytes)
-	if bytes < 0 {
-		size = "more bytes than int64 can count"
-	}
-	return diag.Input("%s %q (%s %s) would take %s in memory, over the %d-byte limit for one tensor when verifying (bind smaller dimensions, or raise the limit)",
-		what, name, dt, shape, size, limit).About(diag.Tensor, name)
-}
 
 // checkTensorSizes refuses, before anything is allocated, tensors verification would hold
 // over limit bytes: model inputs (made here unless given), tensors sent between stages,
@@ -108,7 +102,7 @@ func checkTensorSizes(g *graph.Graph, man *emit.Manifest, given map[string]*npy.
 			return nil // no fixed size (strings)
 		}
 		if err != nil || b > limit {
-			return sizeLimitErr(name, what, t.DType, t.Shape, b, limit)
+			return feeds.SizeLimitError(name, what, t.DType, t.Shape, b, limit)
 		}
 		return nil
 	}
@@ -133,7 +127,7 @@ func checkTensorSizes(g *graph.Graph, man *emit.Manifest, given map[string]*npy.
 }
 
 // DefaultDim is the size Run gives a symbolic dimension nothing binds.
-const DefaultDim = 1
+const DefaultDim = feeds.DefaultDim
 
 // DefaultTolerance is the relative error accepted when optimizations are enabled, for
 // float32 and float64 outputs (and float types not named below).
@@ -425,121 +419,20 @@ func verifyDir(ctx context.Context, dir string, opt Options) (*Report, error) {
 	if modelPath == "" {
 		modelPath = man.ModelFile(dir)
 	}
-	if err := checkModelFile(modelPath, man); err != nil {
+	if err := checkModelFile(modelPath, man, opt.Names); err != nil {
 		return nil, err
-	}
-	// Real inputs bind symbolic dimensions by their shapes.
-	given := map[string]*npy.Array{}
-	names := make([]string, 0, len(opt.Inputs))
-	for name := range opt.Inputs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	modelIn := map[string]emit.TensorRef{}
-	for _, r := range man.Model.Inputs {
-		modelIn[r.Name] = r
-	}
-	free := map[string]bool{}
-	for _, d := range man.Model.SymbolicDims {
-		free[d] = true
 	}
 	// Dims the stage files fixed keep the manifest's sizes; the ones they keep symbolic
 	// take the sizes of the input files, then --dim, then the size the plan bound them to
 	// (Model.Dims), then DefaultDim. Those last two are loose: a dim the model ties to
 	// others (a decoder's total = past + seq) is derived from them instead (ingest's
 	// DefaultDims), so that --dim past=0 alone verifies a prefill.
-	dims := map[string]int64{}
-	for k, v := range man.Model.Dims {
-		if !free[k] {
-			dims[k] = v
-		}
+	sizes, err := feeds.Bind(man, feeds.Options{Inputs: opt.Inputs, InputShapes: opt.InputShapes, Dims: opt.Dims, Names: opt.Names})
+	if err != nil {
+		return nil, err
 	}
-	set := map[string]bool{} // symbolic dims sized by an input file or --dim
-	for _, name := range names {
-		ref, ok := modelIn[name]
-		if !ok {
-			return nil, diag.Usage("--input %s: the model has no input %q", name, name).About(diag.Flag, "--input")
-		}
-		a, err := npy.ReadFile(opt.Inputs[name])
-		if err != nil {
-			return nil, diag.Usage("--input %s: %v", name, err).About(diag.Flag, "--input")
-		}
-		if a.DType.String() != ref.DType {
-			return nil, diag.Usage("--input %s: the file holds %s, the model wants %s", name, a.DType, ref.DType).About(diag.Flag, "--input")
-		}
-		if len(a.Shape) != len(ref.Shape) {
-			return nil, diag.Usage("--input %s: the file's shape %v has rank %d, the model wants %s", name, a.Shape, len(a.Shape), graph.Shape(ref.Shape)).About(diag.Flag, "--input")
-		}
-		for i, d := range ref.Shape {
-			switch {
-			case d.Known() && d.Value != a.Shape[i]:
-				return nil, diag.Usage("--input %s: the file's shape %v does not fit the model's %s", name, a.Shape, graph.Shape(ref.Shape)).About(diag.Flag, "--input")
-			case !d.Known() && d.Param != "" && free[d.Param]:
-				if v, ok := dims[d.Param]; ok && v != a.Shape[i] {
-					return nil, diag.Usage("--input %s: dimension %s is %d here but %d elsewhere", name, d.Param, a.Shape[i], v).About(diag.Flag, "--input")
-				}
-				dims[d.Param] = a.Shape[i]
-				set[d.Param] = true
-			case !d.Known() && d.Param == "" && opt.InputShapes[name] == nil:
-				// An unnamed dimension: the file's shape binds the whole input.
-				shapes := map[string][]int64{name: a.Shape}
-				for k, s := range opt.InputShapes {
-					shapes[k] = s
-				}
-				opt.InputShapes = shapes
-			}
-		}
-		given[name] = a
-	}
-	shapeNames := make([]string, 0, len(opt.InputShapes))
-	for name := range opt.InputShapes {
-		shapeNames = append(shapeNames, name)
-	}
-	sort.Strings(shapeNames)
-	for _, name := range shapeNames { // --input-shape sizes the named dims it covers
-		ref, ok := modelIn[name]
-		shape := opt.InputShapes[name]
-		switch {
-		case !ok:
-			return nil, diag.Usage("--input-shape %s: the model has no input %q", name, name).About(diag.Flag, "--input-shape")
-		case len(shape) != len(ref.Shape):
-			return nil, diag.Usage("--input-shape %s: rank %d, the model's input is %s", name, len(shape), graph.Shape(ref.Shape)).About(diag.Flag, "--input-shape")
-		}
-		for i, d := range ref.Shape {
-			if !d.Known() && d.Param != "" && free[d.Param] {
-				if v, ok := dims[d.Param]; ok && v != shape[i] {
-					return nil, diag.Usage("--input-shape %s: dimension %s is %d here but %d elsewhere", name, d.Param, shape[i], v).About(diag.Flag, "--input-shape")
-				}
-				dims[d.Param] = shape[i]
-				set[d.Param] = true
-			}
-		}
-	}
-	for _, d := range man.Model.SymbolicDims {
-		if v, ok := opt.Dims[d]; ok {
-			if w, bound := dims[d]; bound && w != v {
-				return nil, diag.Usage("--dim %s=%d contradicts the input files (%d)", d, v, w).About(diag.Dim, d)
-			}
-			dims[d] = v
-			set[d] = true
-		} else if _, ok := dims[d]; ok {
-		} else if v, ok := man.Model.Dims[d]; ok {
-			dims[d] = v
-		} else {
-			dims[d] = DefaultDim
-		}
-	}
-	for d := range opt.Dims {
-		if !free[d] {
-			return nil, diag.Usage("--dim %s: not a symbolic dimension left in the stages (left: %v)", d, man.Model.SymbolicDims).About(diag.Dim, d)
-		}
-	}
-	loose := map[string]bool{}
-	for _, d := range man.Model.SymbolicDims {
-		if !set[d] {
-			loose[d] = true
-		}
-	}
+	opt.InputShapes = sizes.InputShapes
+	given, dims, set, loose := sizes.Given, sizes.Dims, sizes.Set, sizes.Loose
 
 	v := &verifier{dir: dir, man: man, modelPath: modelPath, opt: opt, given: given,
 		sopt: ort.Options{Optimize: opt.Optimize, Threads: opt.Threads, LowMemory: man.Model.ParamsBytes >= lowMemoryBytes}, ref: opt.Reference}
@@ -719,7 +612,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	g := m.Graph
 	for _, id := range g.Inputs {
 		if t := &g.Tensors[id]; given[t.Name] == nil && !t.Shape.Known() {
-			return nil, v.fail(dims, -1, unboundInputError(t))
+			return nil, v.fail(dims, -1, unboundInputError(t, opt.Names))
 		}
 	}
 	if err := checkTensorSizes(g, man, given, opt.MaxTensorBytes); err != nil {
@@ -731,7 +624,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	}
 	rep := &Report{Model: modelPath, Stages: len(man.Stages), Optimize: opt.Optimize, Runs: opt.Runs,
 		Seed: opt.Seed, Dims: dims, DerivedDims: m.DerivedDims}
-	ranges := InputRanges(g)
+	ranges := feeds.Ranges(g)
 	for _, id := range g.Inputs {
 		t := &g.Tensors[id]
 		ir := InputReport{Name: t.Name, DType: t.DType.String(), Shape: t.Shape.Dims()}
@@ -769,25 +662,25 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	}
 	// Every run's inputs first: the model's sessions are then loaded one at a time and each
 	// serves every run, so that no two copies of the weights are ever held at once.
-	feeds := make([]map[string]*ort.Tensor, opt.Runs)
-	for run := range feeds {
+	runFeeds := make([]map[string]*ort.Tensor, opt.Runs)
+	for run := range runFeeds {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, err := randomFeeds(g, opt.Seed+int64(run), opt.MaxTensorBytes, givenNames)
+		f, err := feeds.Random(g, opt.Seed+int64(run), opt.MaxTensorBytes, givenNames, opt.Names)
 		if err != nil {
 			return nil, v.fail(dims, -1, err)
 		}
 		for name, a := range given {
 			f[name] = &ort.Tensor{DType: a.DType, Shape: a.Shape, Data: a.Data}
 		}
-		feeds[run] = f
+		runFeeds[run] = f
 	}
 	outHints := hints(outNames)
 	// The original model (possibly cached), then, for float16 boundaries, the rounding
 	// reference.
 	plainKey := fmt.Sprintf("%s\x00%s\x00%v\x00%d\x00%v", absPath(modelPath), man.Model.SHA256, opt.Optimize, opt.Threads, outdir.DimList(dims))
-	orig, err := v.reference(ctx, plainKey, feeds, inNames, outHints, func() (*ort.Session, error) {
+	orig, err := v.reference(ctx, plainKey, runFeeds, inNames, outHints, func() (*ort.Session, error) {
 		return ort.NewSession(modelPath, inNames, outNames, sopt)
 	})
 	if err != nil {
@@ -799,7 +692,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 		rep.Reference = fmt.Sprintf("original model with its %d float16 stage-boundary tensors rounded to float16", len(rounded))
 		rep.Rounded = rounded
 		key := plainKey + "\x00rounded\x00" + strings.Join(rounded, "\x00")
-		want, err = v.reference(ctx, key, feeds, inNames, outHints, func() (*ort.Session, error) {
+		want, err = v.reference(ctx, key, runFeeds, inNames, outHints, func() (*ort.Session, error) {
 			s, err := roundedReference(m, man, rounded, inNames, outNames, sopt)
 			if err != nil {
 				return nil, fmt.Errorf("building the float16 reference: %w", err)
@@ -816,7 +709,7 @@ func (v *verifier) runAt(ctx context.Context, dims map[string]int64, loose map[s
 	pools := make([]map[string]*ort.Tensor, opt.Runs)
 	for run := range pools {
 		pools[run] = map[string]*ort.Tensor{}
-		for k, t := range feeds[run] {
+		for k, t := range runFeeds[run] {
 			pools[run][k] = t
 		}
 	}
@@ -944,8 +837,9 @@ func (v *verifier) openStage(i int) (*ort.Session, error) {
 	return ort.NewSession(filepath.Join(v.dir, st.File), ins, outs, v.sopt)
 }
 
-// unboundInputError says how to size an input whose shape still has unknown dimensions.
-func unboundInputError(t *graph.Tensor) *diag.Error {
+// unboundInputError says how to size an input whose shape still has unknown dimensions, with
+// the caller's names of the options that do (Options.Names).
+func unboundInputError(t *graph.Tensor, names diag.Names) *diag.Error {
 	var named []string
 	example := make([]string, len(t.Shape))
 	for i, d := range t.Shape {
@@ -959,11 +853,11 @@ func unboundInputError(t *graph.Tensor) *diag.Error {
 			example[i] = "1"
 		}
 	}
-	how := fmt.Sprintf("give its whole shape with --input-shape %s=%s (e.g.), or real data with --input %s=FILE.npy", t.Name, strings.Join(example, "x"), t.Name)
+	how := fmt.Sprintf("give its whole shape with %s (e.g.), or real data with %s", names.SayKey("InputShapes", t.Name, strings.Join(example, "x")), names.SayKey("Inputs", t.Name, "FILE.npy"))
 	if len(named) > 0 {
-		how = fmt.Sprintf("size %s with --dim NAME=SIZE (e.g. --dim %s=1), ", strings.Join(named, ", "), named[0]) + how
+		how = fmt.Sprintf("size %s with %s (e.g. %s), ", strings.Join(named, ", "), names.SayKey("Dims", "NAME", "SIZE"), names.SayKey("Dims", named[0], "1")) + how
 	} else {
-		how += " (--dim NAME=SIZE sizes only named dimensions; these have no name)"
+		how += fmt.Sprintf(" (%s sizes only named dimensions; these have no name)", names.SayKey("Dims", "NAME", "SIZE"))
 	}
 	return diag.Usage("input %q has shape %s with dimensions nothing sizes: %s", t.Name, t.Shape, how).About(diag.Tensor, t.Name)
 }
@@ -990,11 +884,13 @@ func short(s string) string {
 	return s
 }
 
-func checkModelFile(path string, man *emit.Manifest) error {
+// checkModelFile checks that the model at path is the one the stages were cut from; names
+// are the caller's names of the options (Options.Names: "ModelPath").
+func checkModelFile(path string, man *emit.Manifest, names diag.Names) error {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return diag.Input("original model %s not found (give it with --model)", path).About(diag.Flag, "--model")
+			return diag.Input("original model %s not found (give it with %s)", path, names.Name("ModelPath")).About(diag.Option, names.Name("ModelPath"))
 		}
 		return err
 	}
@@ -1004,7 +900,7 @@ func checkModelFile(path string, man *emit.Manifest) error {
 		return err
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != man.Model.SHA256 {
-		return diag.Input("%s has sha256 %s, but the stages were made from a model with sha256 %s (%s)", path, short(got), short(man.Model.SHA256), man.Model.Path).About(diag.Flag, "--model")
+		return diag.Input("%s has sha256 %s, but the stages were made from a model with sha256 %s (%s)", path, short(got), short(man.Model.SHA256), man.Model.Path).About(diag.Option, names.Name("ModelPath"))
 	}
 	return nil
 }
@@ -1177,7 +1073,7 @@ func roundedReference(m *ingest.Model, man *emit.Manifest, rounded []string, inN
 			}
 		}
 		p := g.Tensors[id].Producer
-		after[p] = append(after[p], &onnxpb.NodeProto{Name: proto.String(copyName), OpType: proto.String("Identity"),
+		after[p] = append(after[p], &onnxpb.NodeProto{Name: proto.String(copyName), OpType: proto.String(optype.Identity),
 			Input: []string{name}, Output: []string{copyName}})
 		pg.Output = append(pg.Output, &onnxpb.ValueInfoProto{Name: proto.String(copyName),
 			Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{ElemType: proto.Int32(int32(graph.Float16))}}}})

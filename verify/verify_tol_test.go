@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,12 +205,20 @@ func TestVerifyUnnamedDims(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// A Go caller reads the options' fields; the command passes its flags' names.
 	_, err = Run(ctx, dir, Options{})
 	if !isKind(err, diag.KindUsage) {
 		t.Fatalf("got %v, want a usage error", err)
 	}
+	for _, want := range []string{`input "x" has shape [?,?]`, `Options.InputShapes["x"] = 1x1`, `Options.Inputs["x"] = FILE.npy`, `Options.Dims["NAME"] = SIZE`} {
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "--") {
+			t.Errorf("error %q lacks %q (or names a flag)", err, want)
+		}
+	}
+	flags := diag.Names{"Inputs": "--input", "InputShapes": "--input-shape", "Dims": "--dim"}
+	_, err = Run(ctx, dir, Options{Names: flags})
 	for _, want := range []string{`input "x" has shape [?,?]`, "--input-shape x=1x1", "--input x=FILE.npy", "--dim NAME=SIZE"} {
-		if !strings.Contains(err.Error(), want) {
+		if !strings.Contains(fmt.Sprint(err), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}

@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/stats"
 
@@ -160,7 +161,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
 			continue
 		}
-		feeds, err := verify.RandomFeeds(m.Graph, 1)
+		feeds, err := feeds.Random(m.Graph, 1, verify.DefaultMaxTensorBytes, nil, nil)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "skip %s: %v\n", name, err)
 			continue
@@ -313,7 +314,7 @@ func evalSplit(ctx context.Context, md *model, k, runs int, cms map[string]*prof
 		byLabel[g.Nodes[v].Label()] = v
 	}
 	// Sessions, and the stage inputs computed by running the chain once.
-	pool, err := verify.RandomFeeds(g, 1)
+	pool, err := feeds.Random(g, 1, verify.DefaultMaxTensorBytes, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,9 @@ Examples:
 	})
 }
 
+// benchFlags are the flags that set pipebench.Options, by field, for its errors to name.
+var benchFlags = diag.Names{"ModelPath": "--model", "Inputs": "--input", "Dims": "--dim"}
+
 func runBench(ctx context.Context, e *env, args []string) error {
 	c := commands["bench"]
 	fs := newFlags(e, c)
@@ -106,7 +109,7 @@ func runBench(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	opt := pipebench.Options{Requests: *requests, Warmup: *warmup, InFlight: *inflight, Seed: *seed, Dims: dims,
-		ModelPath: *model, NoOptimize: *optLevel == "disabled", Spin: *spin}
+		ModelPath: *model, NoOptimize: *optLevel == "disabled", Spin: *spin, Names: benchFlags}
 	if fs.Changed("duration") {
 		opt.Duration = *duration
 		if !fs.Changed("requests") {

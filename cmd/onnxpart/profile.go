@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/onnxpart/onnxpart/costs"
 	hw "github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/fusion"
@@ -24,7 +25,8 @@ func init() {
 	register(&command{
 		name:    "profile",
 		summary: "describe the devices and predict a model's time per op class on each",
-		usage: `Usage: onnxpart profile [--devices SPEC] [--link KIND] [--costs roofline|measured] [flags] [MODEL.onnx]
+		usage: `Usage: onnxpart profile [--devices SPEC] [--link KIND] [--costs roofline|measured|FILE[,FILE]] [flags] [MODEL.onnx]
+       onnxpart profile --devices SPEC --costs measured -o COSTS.json [--only NAME] [--merge] MODEL.onnx...
 
 Prints the devices onnxpart would plan for, every figure with its source (nvml, catalog,
 spec, measured, host, default), the links between them, and, given a model, its predicted
@@ -47,6 +49,13 @@ inputs and outputs is shown apart: a plan counts it with a stage's communication
 
 --costs measured profiles the model in ONNX Runtime on this machine's CPU, uses the measured
 per-node times for the host CPU device and calibrates its roofline efficiencies with them.
+--costs measured -o COSTS.json measures each model in ONNX Runtime on every device of
+--devices it can reach (the host CPU devices; --only names some) and writes a cost file
+(schema costs.v1): per node signature the measured time, each device's identity, call
+costs, roofline figures and fitted op-class efficiencies. --merge adds to an existing file.
+Plans priced from it are reproducible: onnxpart MODEL --devices … --costs COSTS.json.
+A GPU needs a GPU build of ONNX Runtime, which this onnxpart does not load: it is left out.
+--costs FILE[,FILE] predicts from cost files, as the planner prices.
 --nodes adds each kernel's predicted time (JSON: model.kernels) and each node's time priced
 alone (JSON: model.node_times), in graph order.
 
@@ -55,6 +64,8 @@ Examples:
   onnxpart profile --devices 4xH100-SXM --link nvlink resnet50.onnx
   onnxpart profile --devices testdata/devices/moirai-inter-server.yaml --json
   onnxpart profile --devices cpu --costs measured squeezenet.onnx
+  onnxpart profile --devices cpu:2x1 --costs measured -o costs.json resnet50.onnx bert.onnx
+  onnxpart profile --devices cpu:2x1 --costs costs.json resnet50.onnx
 `,
 		run: runProfile,
 	})
@@ -65,7 +76,10 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, c)
 	devices := fs.String("devices", "auto", "auto, a catalog list such as 4xH100-SXM or a100-80g,t4,cpu, or a .yaml/.json spec file")
 	link := fs.String("link", "auto", "how catalog devices connect: "+strings.Join(hw.LinkChoices, ", "))
-	costs := fs.String("costs", "roofline", "roofline, or measured (profile the model in ONNX Runtime on this CPU)")
+	costsFlag := fs.String("costs", "roofline", "roofline; measured (profile the model in ONNX Runtime on this CPU); or cost files FILE[,FILE]")
+	out := fs.StringP("output", "o", "", "with --costs measured: write the measurements to this cost file (costs.v1) instead of predicting")
+	only := fs.StringSlice("only", nil, "with -o: measure only these devices (names as --devices gives them, e.g. cpu0)")
+	merge := fs.Bool("merge", false, "with -o: add to the cost file if it exists (its entries are kept; new signatures and devices are added)")
 	threads := fs.Int("threads", 0, "CPU threads the host CPU device (and ONNX Runtime when measuring) uses (default: all cores, as the planner)")
 	dimFlags := fs.StringArray("dim", nil, "bind a symbolic dimension of the model, NAME=SIZE (repeatable)")
 	shapeFlags := fs.StringArray("input-shape", nil, inputShapeHelp)
@@ -85,17 +99,30 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		}
 		return printCatalog(e.stdout, *asJSON)
 	}
-	if fs.NArg() > 1 {
-		return diag.Usage("profile takes at most one model file, got %d arguments", fs.NArg())
+	if *out != "" {
+		switch {
+		case *costsFlag != "measured":
+			return diag.Usage("-o writes a cost file: give --costs measured").About(diag.Flag, "-o")
+		case fs.NArg() == 0:
+			return diag.Usage("-o %s: give the models to measure", *out).About(diag.Flag, "-o")
+		case *asJSON || *nodes:
+			return diag.Usage("-o writes a cost file and prints a summary: leave out --json and --nodes").About(diag.Flag, "-o")
+		}
+	} else if len(*only) > 0 || *merge {
+		return diag.Usage("--only and --merge go with -o COSTS.json").About(diag.Flag, "-o")
 	}
-	if *costs != "roofline" && *costs != "measured" {
-		return diag.Usage("--costs %q: want roofline or measured", *costs).About(diag.Flag, "--costs")
+	if fs.NArg() > 1 && *out == "" {
+		return diag.Usage("profile takes at most one model file, got %d arguments (several models go into a cost file: --costs measured -o FILE)", fs.NArg())
+	}
+	cspec, err := parseCosts(*costsFlag)
+	if err != nil {
+		return err
 	}
 	if *nodes && fs.NArg() == 0 {
 		return diag.Usage("--nodes needs a model").About(diag.Flag, "--nodes")
 	}
-	if *costs == "measured" && fs.NArg() == 0 {
-		return diag.Usage("--costs measured needs a model to profile").About(diag.Flag, "--costs")
+	if cspec.mode != "roofline" && fs.NArg() == 0 {
+		return diag.Usage("--costs %s needs a model", *costsFlag).About(diag.Flag, "--costs")
 	}
 	if *threads < 0 {
 		return diag.Usage("--threads %d: want 0 (all cores) or more", *threads).About(diag.Flag, "--threads")
@@ -122,6 +149,12 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		Host: hw.HostOptions{NoBench: *noBench, Refresh: *refresh}})
 	if err != nil {
 		return err
+	}
+	if *out != "" {
+		for _, n := range cl.Notes {
+			fmt.Fprintf(e.stderr, "onnxpart profile: %s\n", n)
+		}
+		return measureCostFile(ctx, e, cl, fs.Args(), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *only, *out, *merge)
 	}
 	rep := &profileReport{Devices: *devices, Notes: diag.NoteStrings(cl.Notes)}
 	for i := range cl.Devices {
@@ -151,7 +184,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 		}
-		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *costs, *threads, rs, *nodes); err != nil {
+		if err := predictModel(ctx, rep, cl, fs.Arg(0), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, cspec, *threads, rs, *nodes); err != nil {
 			return err
 		}
 	}
@@ -227,19 +260,21 @@ type nodeRow struct {
 // modelReport prices the model as the planner prices one stage holding all of it: Compute
 // (compute_s) + Overhead (call_s) = Total; Binding is apart (a plan's comm_s).
 type modelReport struct {
-	Path       string      `json:"path"`
-	Nodes      int         `json:"nodes"`
-	FLOPs      int64       `json:"flops"`
-	Costs      string      `json:"costs"`
-	Fusion     string      `json:"fusion"`
-	NumKernels int         `json:"kernels"`
-	Classes    []classRow  `json:"classes"`
-	Compute    []float64   `json:"compute_seconds"`
-	Overhead   []float64   `json:"run_overhead_seconds"`
-	Total      []float64   `json:"total_seconds"`
-	Binding    []float64   `json:"binding_seconds"`
-	Measured   *float64    `json:"measured_call_seconds,omitempty"`
-	Calibrate  []string    `json:"calibrated,omitempty"`
+	Path       string     `json:"path"`
+	Nodes      int        `json:"nodes"`
+	FLOPs      int64      `json:"flops"`
+	Costs      string     `json:"costs"`
+	Fusion     string     `json:"fusion"`
+	NumKernels int        `json:"kernels"`
+	Classes    []classRow `json:"classes"`
+	Compute    []float64  `json:"compute_seconds"`
+	Overhead   []float64  `json:"run_overhead_seconds"`
+	Total      []float64  `json:"total_seconds"`
+	Binding    []float64  `json:"binding_seconds"`
+	Measured   *float64   `json:"measured_call_seconds,omitempty"`
+	Calibrate  []string   `json:"calibrated,omitempty"`
+	// CostShares, with cost files, says per device what priced the model's nodes.
+	CostShares []string    `json:"cost_shares,omitempty"`
 	Kernels    []kernelRow `json:"kernel_times,omitempty"`
 	NodeRows   []nodeRow   `json:"node_times,omitempty"`
 }
@@ -338,15 +373,16 @@ func deviceJSON(d *profile.Device) deviceReport {
 // predictModel fills rep.Model: the model's time on every device as the planner prices a
 // stage holding it (profile.CostModel.PriceGraph with the rule set rs; nil: node by node),
 // per op class, and with perNode per kernel and per node.
-func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, costs string, threads int, rs *fusion.RuleSet, perNode bool) error {
+func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, path string, opt ingest.Options, cspec *costSpec, threads int, rs *fusion.RuleSet, perNode bool) error {
+	mode := cspec.mode
 	m, err := ingest.Load(path, opt)
 	if err != nil {
 		return err
 	}
 	g := m.Graph
-	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: costs}
+	mr := &modelReport{Path: path, Nodes: len(g.Nodes), FLOPs: g.TotalFLOPs(), Costs: mode}
 	var opts profile.CostOptions
-	if costs == "measured" {
+	if mode == "measured" {
 		for i := range cl.Devices {
 			if cl.Devices[i].Host {
 				threads = cl.Devices[i].Threads // as the planner measures (run.go's measure)
@@ -374,8 +410,30 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 			}
 		}
 	}
+	var applied *costs.Applied
+	if mode == "files" {
+		mr.Costs = strings.Join(cspec.paths, ",")
+		applied = cspec.apply(cl, g)
+		rep.Notes = append(rep.Notes, applied.Notes...)
+		opts.Measured = applied.Measured
+		for i := range cl.Devices {
+			if applied.Calibrated[i] >= 0 {
+				mr.Calibrate = append(mr.Calibrate, cl.Devices[i].Name)
+				rep.Device[i] = deviceJSON(&cl.Devices[i])
+			}
+		}
+	}
 	cm := profile.NewCostModel(cl, opts)
 	k := len(cl.Devices)
+	if applied != nil {
+		for d := range k {
+			on := make([]int, len(g.Nodes))
+			for v := range on {
+				on[v] = d
+			}
+			mr.CostShares = append(mr.CostShares, cl.Devices[d].Name+" "+applied.Line(applied.Shares(g, cm, on)))
+		}
+	}
 	mr.Compute, mr.Overhead, mr.Total, mr.Binding = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)
 	rows := map[profile.OpClass]*classRow{}
 	kernelOf := make([]string, len(g.Nodes))
@@ -512,6 +570,9 @@ func printProfile(w io.Writer, rep *profileReport) {
 		fmt.Fprintf(w, "\nmodel %s: %d nodes, %s, costs %s", m.Path, m.Nodes, flopsStr(m.FLOPs), m.Costs)
 		if len(m.Calibrate) > 0 {
 			fmt.Fprintf(w, " (measured and calibrated: %s)", strings.Join(m.Calibrate, ", "))
+		}
+		for _, l := range m.CostShares {
+			fmt.Fprintf(w, "\n%s", l)
 		}
 		fmt.Fprintln(w)
 		if m.Fusion == "none" {

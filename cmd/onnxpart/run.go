@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/onnxpart/onnxpart"
+	"github.com/onnxpart/onnxpart/costs"
 	"github.com/onnxpart/onnxpart/deploy/genai"
 	"github.com/onnxpart/onnxpart/deploy/triton"
 	hw "github.com/onnxpart/onnxpart/devices"
@@ -125,7 +126,7 @@ func (f *runFlags) define(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.genai, "genai", nil, genaiHelp)
 	fs.BoolVar(&f.asJSON, "json", false, "print the plan as JSON on stdout")
 	fs.BoolVar(&f.force, "force", false, "replace the output directory if it is empty or holds a previous onnxpart output (only the files onnxpart wrote are removed)")
-	fs.StringVar(&f.costs, "costs", "roofline", "node costs: roofline (analytic) or measured (ONNX Runtime profile of the host CPU, which also calibrates its call cost, I/O and layout bandwidths; a pipeline of host CPUs then prices each stage as one call)")
+	fs.StringVar(&f.costs, "costs", "roofline", costsFlagHelp)
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "also print the time of each phase of the pipeline solver")
 }
@@ -169,8 +170,9 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if f.timeLimit <= 0 {
 		return diag.Usage("--time-limit must be positive").About(diag.Flag, "--time-limit")
 	}
-	if f.costs != "roofline" && f.costs != "measured" {
-		return diag.Usage("--costs %q: want roofline or measured", f.costs).About(diag.Flag, "--costs")
+	cspec, err := parseCosts(f.costs)
+	if err != nil {
+		return err
 	}
 	if f.batch < 0 || (fs.Changed("batch") && f.batch == 0) {
 		return diag.Usage("--batch %d: want a number of inputs ≥ 1", f.batch).About(diag.Flag, "--batch")
@@ -244,18 +246,23 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		prog.note(n.Msg)
 	}
 	var measured [][]float64
-	if f.costs == "measured" {
+	var applied *costs.Applied
+	switch cspec.mode {
+	case "measured":
 		prog.phase("measuring node times in ONNX Runtime")
 		measured, err = measure(ctx, m, cluster)
 		if err != nil {
 			return err
 		}
+	case "files":
+		applied = cspec.apply(cluster, m.Graph) // its notes go with the plan's
+		measured = applied.Measured
 	}
 	seed := int64(1) // unseeded searches start from 1 too, but the clock decides where they stop
 	if fs.Changed("seed") {
 		seed = f.seed
 	}
-	popt := onnxpart.Options{K: f.k, Objective: onnxpart.Objective(f.objective), Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
+	popt := onnxpart.Options{MaxStages: f.k, Objective: onnxpart.Objective(f.objective), Batch: f.batch, Fusion: f.fusion, FusionRules: f.fusionRules,
 		Solver: onnxpart.Solver(f.solver), Bounds: onnxpart.Bounds(f.bounds), TimeLimit: f.timeLimit, Gap: f.gap, Seed: seed, Measured: measured, PolishWindow: f.polish,
 		Reproducible: fs.Changed("seed"), Progress: prog.update, GPUIDs: f.gpuIDs, MemoryGraph: memGraph,
 		Workload: phases, State: states, CutAt: onnxpart.Cut(f.cutAt), Names: optionFlags, StagesPerDevice: f.stagesPerDevice}
@@ -268,6 +275,17 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return planError(err)
 	}
+	var costsInfo *emit.Costs
+	switch cspec.mode {
+	case "measured":
+		res.Notes = append(res.Notes, diag.Note{Kind: diag.NoteInfo, Msg: notReproducible})
+		costsInfo = &emit.Costs{Source: "measured"}
+	case "files":
+		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
+		shares := applied.Shares(m.Graph, cm, nodeDevices(res))
+		res.Notes = append(append(res.Notes, diag.Infos(applied.Notes...)...), diag.Note{Kind: diag.NoteInfo, Msg: applied.Line(shares)})
+		costsInfo = costsManifest(applied, cluster, shares)
+	}
 	if !fs.Changed("seed") {
 		// The report shows the planning time; with --seed its bytes must not depend on it.
 		want.solverSeconds = res.Seconds
@@ -277,6 +295,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	layout.Manifest.Costs = costsInfo
 	fig := report.PlanFigures(layout.Manifest)
 	prog.result(fig.Upper, fig.Lower, fig.Gap)
 	prog.done()
@@ -343,6 +362,20 @@ func measure(ctx context.Context, m *ingest.Model, c *profile.Cluster) ([][]floa
 		return nil, diag.Wrap(diag.KindInput, err)
 	}
 	return h.Measured, nil
+}
+
+// nodeDevices is the device (cluster index) of each node of the plan: route 0's for a batched
+// plan; -1 for nodes no stage computes.
+func nodeDevices(r *onnxpart.Result) []int {
+	a := r.Assignment
+	out := make([]int, len(a.Stage))
+	for v, lab := range a.Stage {
+		out[v] = -1
+		if lab >= 0 && lab < len(a.Devices) {
+			out[v] = r.Cluster.Index(a.Devices[lab].Name)
+		}
+	}
+	return out
 }
 
 // givenSeed is the seed when the user gave one (--seed), else nil.
@@ -563,7 +596,7 @@ func plural(n int, noun string) string {
 // optionFlags are the flags that set onnxpart.Options, by field: the planner's errors and
 // notes name an option by its flag.
 var optionFlags = map[string]string{
-	"K": "-k", "Objective": "--objective", "Batch": "--batch", "Fusion": "--fusion", "FusionRules": "--fusion-rules",
+	"MaxStages": "-k", "Objective": "--objective", "Batch": "--batch", "Fusion": "--fusion", "FusionRules": "--fusion-rules",
 	"Solver": "--solver", "Bounds": "--bounds", "TimeLimit": "--time-limit", "Gap": "--gap", "Seed": "--seed",
 	"PolishWindow": "--polish-window", "GPUIDs": "--gpu-ids", "MemoryGraph": "--max-dim", "Workload": "--workload",
 	"State": "--state", "CutAt": "--cut-at", "StagesPerDevice": "--stages-per-device",

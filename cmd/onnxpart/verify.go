@@ -62,6 +62,9 @@ Examples:
 	})
 }
 
+// verifyFlags are the flags that set verify.Options, by field, for its errors to name.
+var verifyFlags = diag.Names{"ModelPath": "--model", "Inputs": "--input", "Dims": "--dim", "InputShapes": "--input-shape"}
+
 func runVerify(ctx context.Context, e *env, args []string) error {
 	c := commands["verify"]
 	fs := newFlags(e, c)
@@ -88,7 +91,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return diag.Usage("--max-tensor-bytes must be positive").About(diag.Flag, "--max-tensor-bytes")
 	}
 	opt := verify.Options{ModelPath: *model, Runs: *runs, Seed: *seed, Tolerance: *rtol, Threads: *threads,
-		PlainReference: *plain, MaxTensorBytes: *maxTensor, AllowSkipped: *allowSkipped}
+		PlainReference: *plain, MaxTensorBytes: *maxTensor, AllowSkipped: *allowSkipped, Names: verifyFlags}
 	switch *optLevel {
 	case "disabled":
 	case "all":

@@ -1,12 +1,10 @@
 package triton
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ort"
 )
 
@@ -122,26 +121,13 @@ func runEnsemble(t *testing.T, model, repo string, configs map[string]*tritonCon
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(5, 9))
-	values := map[string]*ort.Tensor{} // ensemble tensors
-	one := make([]map[string]*ort.Tensor, n)
+	one, values, err := feeds.Batch(59, ins, n) // per input; ensemble tensors
+	if err != nil {
+		t.Fatal(err)
+	}
 	var inNames, outNames []string
 	for _, in := range ins {
 		inNames = append(inNames, in.Name)
-		var all bytes.Buffer
-		for k := range n {
-			v := &ort.Tensor{DType: in.DType, Shape: append([]int64{}, in.Shape...)}
-			v.Data = make([]byte, 4*v.Elements())
-			for j := 0; j < len(v.Data); j += 4 {
-				binary.LittleEndian.PutUint32(v.Data[j:], math.Float32bits(float32(rng.NormFloat64())))
-			}
-			if one[k] == nil {
-				one[k] = map[string]*ort.Tensor{}
-			}
-			one[k][in.Name] = v
-			all.Write(v.Data)
-		}
-		values[in.Name] = &ort.Tensor{DType: in.DType, Shape: append([]int64{int64(n)}, in.Shape[1:]...), Data: all.Bytes()}
 	}
 	for _, o := range outs {
 		outNames = append(outNames, o.Name)

@@ -17,6 +17,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/verify"
@@ -667,7 +668,7 @@ func TestTritonCorpus(t *testing.T) {
 		}
 	}
 	// Run the ensemble as Triton's scheduler would and compare with the whole model.
-	feeds, err := verify.RandomFeeds(m.Graph, 1)
+	feeds, err := feeds.Random(m.Graph, 1, verify.DefaultMaxTensorBytes, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@
 //	verify.v1    onnxpart verify --json (verify.Report)
 //	bench.v1     onnxpart bench --json (pipebench.Report)
 //	plan.v1      onnxpart MODEL --json and onnxpart plan --json (a model form and an instance form; provisional)
+//	costs.v1     cost files: onnxpart profile --costs measured -o FILE, read by --costs FILE (format onnxpart.costs/v1; package costs)
 //	genai_config.v1  genai_config.json written by --emit genai (onnxruntime-genai's format, the part onnxpart writes; genai.Config)
 //
 // Versioning: a name ends in its major version, as the manifest's format string does

@@ -14,7 +14,7 @@ import (
 )
 
 func TestNames(t *testing.T) {
-	want := []string{"bench.v1", "genai_config.v1", "inspect.v1", "manifest.v1", "plan.v1", "profile.v1", "verify.v1"}
+	want := []string{"bench.v1", "costs.v1", "genai_config.v1", "inspect.v1", "manifest.v1", "plan.v1", "profile.v1", "verify.v1"}
 	if got := schema.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

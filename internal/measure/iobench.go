@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
@@ -86,7 +87,7 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (profi
 			return 0, 0, err
 		}
 		t := &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(1, 16, side, side)}
-		x, err := RandomTensor(rng, t)
+		x, err := feeds.Tensor(rng, t)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -226,7 +227,7 @@ func layoutCost(ctx context.Context, threads, runs int) (float64, error) {
 	if err := reluModel(p, 16, side, side, true); err != nil {
 		return 0, err
 	}
-	x, err := RandomTensor(rand.New(rand.NewSource(1)), &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(1, 16, side, side)})
+	x, err := feeds.Tensor(rand.New(rand.NewSource(1)), &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(1, 16, side, side)})
 	if err != nil {
 		return 0, err
 	}

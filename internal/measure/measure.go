@@ -2,7 +2,6 @@ package measure
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -14,11 +13,10 @@ import (
 
 	"github.com/onnxpart/onnxpart/devices"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ort"
 	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/profile"
-
-	"github.com/x448/float16"
 )
 
 // MeasureOptions control an ONNX Runtime profiling run.
@@ -392,64 +390,20 @@ func outputHints(g *graph.Graph) map[string]ort.OutputHint {
 // makeFeeds builds the inputs: given ones, else deterministic random values.
 func makeFeeds(g *graph.Graph, given map[string]*ort.Tensor) (map[string]*ort.Tensor, []string, error) {
 	rng := rand.New(rand.NewSource(1))
-	feeds := map[string]*ort.Tensor{}
+	out := map[string]*ort.Tensor{}
 	var names []string
 	for _, id := range g.Inputs {
 		t := &g.Tensors[id]
 		names = append(names, t.Name)
 		if v, ok := given[t.Name]; ok {
-			feeds[t.Name] = v
+			out[t.Name] = v
 			continue
 		}
-		v, err := RandomTensor(rng, t)
+		v, err := feeds.Tensor(rng, t)
 		if err != nil {
 			return nil, nil, err
 		}
-		feeds[t.Name] = v
+		out[t.Name] = v
 	}
-	return feeds, names, nil
-}
-
-// RandomTensor makes a deterministic input value for tensor t: floats uniform in [-1, 1),
-// integers and booleans in {0, 1} (valid token ids, masks and indices). The shape must be
-// fully known.
-func RandomTensor(rng *rand.Rand, t *graph.Tensor) (*ort.Tensor, error) {
-	if !t.Shape.Known() {
-		return nil, fmt.Errorf("input %s has shape %s: bind its symbolic dimensions first", t.Name, t.Shape)
-	}
-	dims := t.Shape.Dims()
-	n := int64(1)
-	for _, d := range dims {
-		n *= d
-	}
-	out := &ort.Tensor{DType: t.DType, Shape: dims}
-	switch t.DType {
-	case graph.Float:
-		out.Data = make([]byte, 4*n)
-		for i := int64(0); i < n; i++ {
-			binary.LittleEndian.PutUint32(out.Data[4*i:], math.Float32bits(rng.Float32()*2-1))
-		}
-	case graph.Double:
-		out.Data = make([]byte, 8*n)
-		for i := int64(0); i < n; i++ {
-			binary.LittleEndian.PutUint64(out.Data[8*i:], math.Float64bits(rng.Float64()*2-1))
-		}
-	case graph.Float16:
-		out.Data = make([]byte, 2*n)
-		for i := int64(0); i < n; i++ {
-			binary.LittleEndian.PutUint16(out.Data[2*i:], float16.Fromfloat32(rng.Float32()*2-1).Bits())
-		}
-	default:
-		b, err := graph.ByteSize(t.DType, t.Shape)
-		if err != nil || b < 0 {
-			return nil, fmt.Errorf("input %s: unsupported type %s", t.Name, t.DType)
-		}
-		out.Data = make([]byte, b)
-		if size := t.DType.Bits() / 8; size >= 1 && t.DType != graph.String {
-			for i := int64(0); i < n; i++ {
-				out.Data[i*int64(size)] = byte(rng.Intn(2))
-			}
-		}
-	}
-	return out, nil
+	return out, names, nil
 }

@@ -156,3 +156,36 @@ func unpack(bits int64) int64 {
 	}
 	return 8 / bits
 }
+
+// qGemmFLOPs: QGemm's product, A (input 0) by B (input 3), plus the bias C (input 6).
+func qGemmFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	a, oka := Dims(g, In(n, 0))
+	o, oko := Dims(g, Out(n, 0))
+	if !oka || !oko || len(a) != 2 {
+		return 0
+	}
+	k := a[1]
+	if n.AttrInt("transA", 0) != 0 {
+		k = a[0]
+	}
+	f := 2 * prod(o) * k
+	if In(n, 6) >= 0 {
+		f += prod(o)
+	}
+	return f
+}
+
+// nhwcConvFLOPs: Conv's formula with the channels last: 2 · |Y| · (Cin/group) · Π(kernel),
+// plus the bias (input 2).
+func nhwcConvFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	w, okw := Dims(g, In(n, 1))
+	o, oko := Dims(g, Out(n, 0))
+	if !okw || !oko || len(w) < 3 || len(o) < 3 {
+		return 0
+	}
+	f := 2 * prod(o) * w[1] * prod(w[2:])
+	if In(n, 2) >= 0 {
+		f += prod(o)
+	}
+	return f
+}

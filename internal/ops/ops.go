@@ -15,6 +15,7 @@ import (
 const (
 	ONNX      = ""              // the default domain (also spelt "ai.onnx")
 	Microsoft = "com.microsoft" // ONNX Runtime's contrib ops
+	ML        = "ai.onnx.ml"    // ONNX's classical machine-learning ops
 )
 
 // ShapeRule names the shape function ingest runs for an op (ingest binds each name to its
@@ -38,7 +39,58 @@ const (
 	ClassView        Class = "view"
 	ClassControl     Class = "control"
 	ClassOther       Class = "other" // also: no class recorded
+
+	// Kernel classes: how a backend runs a contrib or quantised op (Entry.Kernels), priced
+	// apart from the generic classes because their kernels differ in what bounds them.
+	ClassAttention  Class = "attention"         // a fused attention kernel: Q·Kᵀ, softmax and ·V in one launch, reading the KV cache once
+	ClassNBits      Class = "matmul-nbits"      // a GEMV/GEMM streaming block-quantised (int4) weights, dequantised on the fly, float arithmetic
+	ClassNBitsInt8  Class = "matmul-nbits-int8" // as ClassNBits with the activations quantised to int8 and integer dot products
+	ClassConvInt8   Class = "conv-int8"         // an int8 convolution (QLinearConv, or a QDQ-wrapped Conv the backend fuses into one)
+	ClassMatMulInt8 Class = "matmul-int8"       // an int8 matrix product (QLinearMatMul, MatMulInteger, QGemm, …)
 )
+
+// Backend names the family of runtimes whose kernels run an op alike. The cost model picks
+// the backend of a device by its kind: ONNX Runtime's CPU provider on a CPU, its CUDA provider
+// (and TensorRT, which hands contrib ops back to it) on a GPU.
+type Backend string
+
+// Backends.
+const (
+	CPU Backend = "cpu" // ONNX Runtime's CPU execution provider (MLAS kernels)
+	GPU Backend = "gpu" // ONNX Runtime's CUDA execution provider; TensorRT for the ops it builds
+)
+
+// Backends lists the backends in a fixed order.
+func Backends() []Backend { return []Backend{CPU, GPU} }
+
+// Kernel says how a backend runs an op where that differs from the entry's Class: the cost
+// class of the kernel and whether its arithmetic is integer. A kernel applies on Backend
+// ("": every backend) when the node's attribute Attr (read with default AttrDefault) is one
+// of Values (Attr "": always). Entry.Kernels are tried in order; the first that applies wins.
+type Kernel struct {
+	Backend     Backend
+	Attr        string
+	AttrDefault int64
+	Values      []int64
+	Class       Class
+	Int8        bool
+}
+
+func (k *Kernel) applies(n *graph.Node, b Backend) bool {
+	if k.Backend != "" && k.Backend != b {
+		return false
+	}
+	if k.Attr == "" {
+		return true
+	}
+	v := n.AttrInt(k.Attr, k.AttrDefault)
+	for _, x := range k.Values {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
 
 // Role is an op's part in kernel fusion, the same for every backend; which fusions a backend
 // performs are its rule set's (package fusion).
@@ -80,6 +132,10 @@ type Entry struct {
 	Role         Role
 	// Int8 marks ops whose arithmetic is integer (quantised kernels).
 	Int8 bool
+	// Kernels refine Class and Int8 per backend (and per attribute value): a contrib op that
+	// a backend runs as one fused kernel of its own kind (attention, int4 weight streaming,
+	// int8 arithmetic). See Kernel.
+	Kernels []Kernel
 }
 
 type key struct{ domain, name string }
@@ -162,6 +218,38 @@ func ClassOf(n *graph.Node) Class {
 		return e.Class
 	}
 	return ClassOther
+}
+
+// KernelOn is how backend b runs node n: its entry's first Kernel that applies, else the
+// entry's Class and Int8 (ClassOther when the op has no entry).
+func KernelOn(n *graph.Node, b Backend) Kernel {
+	if k, ok := KernelFor(n, b); ok {
+		return k
+	}
+	e := Of(n)
+	if e == nil {
+		return Kernel{Backend: b, Class: ClassOther}
+	}
+	c := e.Class
+	if c == "" {
+		c = ClassOther
+	}
+	return Kernel{Backend: b, Class: c, Int8: e.Int8}
+}
+
+// KernelFor is the first of node n's entry's Kernels that applies on backend b; false when
+// none does (the entry's Class and Int8 then describe the kernel).
+func KernelFor(n *graph.Node, b Backend) (Kernel, bool) {
+	e := Of(n)
+	if e == nil {
+		return Kernel{}, false
+	}
+	for i := range e.Kernels {
+		if k := &e.Kernels[i]; k.applies(n, b) {
+			return Kernel{Backend: b, Class: k.Class, Int8: k.Int8}, true
+		}
+	}
+	return Kernel{}, false
 }
 
 // WeightParams splits input i of node n, a stored weight of elems elements, into logical

@@ -22,8 +22,8 @@ func TestTable(t *testing.T) {
 		if e.Name == "" {
 			t.Errorf("entry with no name in domain %q", e.Domain)
 		}
-		if e.Domain != ONNX && e.Domain != Microsoft {
-			t.Errorf("%s: domain %q is neither ONNX's nor ONNX Runtime's", id, e.Domain)
+		if e.Domain != ONNX && e.Domain != ML && e.Domain != Microsoft {
+			t.Errorf("%s: domain %q is neither ONNX's (ai.onnx, ai.onnx.ml) nor ONNX Runtime's", id, e.Domain)
 		}
 		if e.Since < 1 || e.Until != 0 && e.Until < e.Since {
 			t.Errorf("%s: opset range [%d, %d]", id, e.Since, e.Until)
@@ -113,6 +113,60 @@ func TestOptypeNamesEveryOp(t *testing.T) {
 	for c := range consts {
 		if !names[c] {
 			t.Errorf("optype.%s names no registered op", c)
+		}
+	}
+}
+
+// TestContribOpsPriced: every ONNX Runtime contrib op and every quantised op has, on every
+// backend, a cost class other than the generic one and a FLOPs formula (a contrib op priced
+// as "other, 0 FLOPs" is the fault issue 39 reported: the model then sees a fraction of its
+// work). The fused kernels of the issue's list are priced by their own kernel class on
+// every backend, and MatMulNBits by accuracy_level on a CPU.
+func TestContribOpsPriced(t *testing.T) {
+	for _, e := range All() {
+		if e.Domain != Microsoft && !e.Int8 {
+			continue
+		}
+		id := e.Domain + ":" + e.Name
+		if e.FLOPs == nil {
+			t.Errorf("%s: no FLOPs formula", id)
+		}
+		for _, b := range Backends() {
+			n := &graph.Node{Domain: e.Domain, OpType: e.Name}
+			if k := KernelOn(n, b); k.Class == ClassOther || k.Class == "" {
+				t.Errorf("%s on %s: generic class %q", id, b, k.Class)
+			}
+		}
+	}
+	want := map[string]Class{
+		"GroupQueryAttention": ClassAttention, "MultiHeadAttention": ClassAttention, "Attention": ClassAttention,
+		"SkipLayerNormalization": ClassNorm, "SkipSimplifiedLayerNormalization": ClassNorm,
+		"SimplifiedLayerNormalization": ClassNorm, "EmbedLayerNormalization": ClassNorm,
+		"FastGelu": ClassElementwise, "BiasGelu": ClassElementwise, "RotaryEmbedding": ClassElementwise,
+		"MatMulNBits": ClassNBits, "GatherBlockQuantized": ClassData,
+	}
+	for name, c := range want {
+		n := &graph.Node{Domain: Microsoft, OpType: name}
+		for _, b := range Backends() {
+			if k := KernelOn(n, b); k.Class != c {
+				t.Errorf("%s on %s: class %q, want %q", name, b, k.Class, c)
+			}
+		}
+	}
+	// accuracy_level: 4 is int8 arithmetic on a CPU only; 0 (unset) and 1 are float32.
+	for _, c := range []struct {
+		level int64
+		b     Backend
+		class Class
+		int8  bool
+	}{{-1, CPU, ClassNBits, false}, {0, CPU, ClassNBits, false}, {1, CPU, ClassNBits, false}, {4, CPU, ClassNBitsInt8, true},
+		{4, GPU, ClassNBits, false}, {0, GPU, ClassNBits, false}} {
+		n := &graph.Node{Domain: Microsoft, OpType: "MatMulNBits"}
+		if c.level >= 0 {
+			n.Attrs = append(n.Attrs, graph.Attr{Name: "accuracy_level", Kind: graph.AttrInt, Int: c.level})
+		}
+		if k := KernelOn(n, c.b); k.Class != c.class || k.Int8 != c.int8 {
+			t.Errorf("MatMulNBits accuracy_level %d on %s: %+v, want class %q int8 %v", c.level, c.b, k, c.class, c.int8)
 		}
 	}
 }

@@ -1,7 +1,33 @@
 package ops
 
-// table is the registry: one entry per operator, ONNX domain first, each domain sorted by
-// name. Adding an operator is one entry here and one row in the table test.
+// Kernels shared by several entries (Entry.Kernels).
+var (
+	// fusedAttention: ONNX Runtime's attention ops run as one kernel on every backend: on a
+	// GPU a flash / memory-efficient attention kernel (contrib_ops/cuda/bert: flash_attention,
+	// the cutlass memory-efficient kernels, the decoder-masked kernels at decode), which reads
+	// Q, K, V (the whole KV cache) once and never writes the scores; on a CPU the contrib
+	// kernels of contrib_ops/cpu/bert, which compute Q·Kᵀ and ·V with MLAS GEMMs per head and
+	// the softmax between them, in one operator call.
+	fusedAttention = []Kernel{{Class: ClassAttention}}
+	// int8Conv, int8MatMul: integer kernels on every backend (MLAS's u8s8/s8s8 QGEMM and
+	// symmetric-convolution kernels on a CPU; the IMMA paths of cuBLASLt/TensorRT on a GPU).
+	int8Conv   = []Kernel{{Class: ClassConvInt8, Int8: true}}
+	int8MatMul = []Kernel{{Class: ClassMatMulInt8, Int8: true}}
+	// nBits: MatMulNBits. On a CPU (contrib_ops/cpu/quantization/matmul_nbits.cc, MLAS's
+	// SQNBitGemm) accuracy_level 4 quantises A to int8 per block and takes integer dot
+	// products with the unpacked weights (CompInt8); levels 0–3 dequantise B block by block
+	// and multiply in float32 (CompFp32; x86 has no fp16/bf16 path). On a GPU
+	// (contrib_ops/cuda/quantization/matmul_nbits.cu) a fused dequantising GEMV for few rows,
+	// else dequantisation then a cuBLAS GEMM, in the activations' float type; the accuracy
+	// level is ignored.
+	nBits = []Kernel{
+		{Backend: CPU, Attr: "accuracy_level", Values: []int64{4}, Class: ClassNBitsInt8, Int8: true},
+		{Class: ClassNBits},
+	}
+)
+
+// table is the registry: one entry per operator, ONNX domain first, then ai.onnx.ml, then
+// com.microsoft, each domain sorted by name. Adding an operator is one entry here and one row in the table test.
 var table = []Entry{
 	{Name: "Abs", Since: 1, Shape: "unaryFold", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "Acos", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
@@ -15,11 +41,10 @@ var table = []Entry{
 	{Name: "Asinh", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "Atan", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "Atanh", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
-	{Name: "Attention", Since: 1, Shape: "attention", Class: ClassMatMul, Role: RoleAnchor},
+	{Name: "Attention", Since: 1, Shape: "attention", Class: ClassMatMul, Role: RoleAnchor, Kernels: fusedAttention},
 	{Name: "AveragePool", Since: 1, Shape: "pool", FLOPs: poolFLOPs, Class: ClassPool},
 	{Name: "BatchNormalization", Since: 1, Shape: "batchNorm", FLOPs: perOut(2), Class: ClassNorm},
 	{Name: "Bernoulli", Since: 1, Shape: "randomLike"},
-	{Name: "Binarizer", Since: 1, Shape: "sameAsInput0"},
 	{Name: "BitShift", Since: 1, Shape: "arith", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "BitwiseAnd", Since: 1, Shape: "arith", Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "BitwiseNot", Since: 1, Shape: "sameAsInput0", Class: ClassElementwise, Role: RoleEpilogue},
@@ -39,7 +64,7 @@ var table = []Entry{
 	{Name: "Constant", Since: 1, Shape: "constant", Class: ClassView, Role: RoleView},
 	{Name: "ConstantOfShape", Since: 1, Shape: "constantOfShape", Class: ClassData},
 	{Name: "Conv", Since: 1, Shape: "conv", FLOPs: convFLOPs(1, 2), Class: ClassConv, Role: RoleAnchor},
-	{Name: "ConvInteger", Since: 1, Shape: "conv", FLOPs: convFLOPs(1, 2), Class: ClassConv, Role: RoleAnchor, Int8: true},
+	{Name: "ConvInteger", Since: 1, Shape: "conv", FLOPs: convFLOPs(1, 2), Class: ClassConv, Role: RoleAnchor, Int8: true, Kernels: int8Conv},
 	{Name: "ConvTranspose", Since: 1, Shape: "convTranspose", FLOPs: convTransposeFLOPs, Class: ClassConv, Role: RoleAnchor},
 	{Name: "Cos", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "Cosh", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
@@ -96,7 +121,7 @@ var table = []Entry{
 	{Name: "LpNormalization", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(8), Class: ClassNorm},
 	{Name: "LpPool", Since: 1, Shape: "pool", FLOPs: poolFLOPs, Class: ClassPool},
 	{Name: "MatMul", Since: 1, Shape: "matmul", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor},
-	{Name: "MatMulInteger", Since: 1, Shape: "matmulInteger", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true},
+	{Name: "MatMulInteger", Since: 1, Shape: "matmulInteger", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true, Kernels: int8MatMul},
 	{Name: "Max", Since: 1, Shape: "minMax", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "MaxPool", Since: 1, Shape: "pool", FLOPs: poolFLOPs, Class: ClassPool},
 	{Name: "MaxRoiPool", Since: 1, Shape: "roiPool", Class: ClassPool},
@@ -122,8 +147,8 @@ var table = []Entry{
 	{Name: "PRelu", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "Pad", Since: 1, Shape: "pad", Class: ClassData},
 	{Name: "Pow", Since: 1, Shape: "arith", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
-	{Name: "QLinearConv", Since: 1, Shape: "conv", FLOPs: convFLOPs(3, 8), Class: ClassConv, Role: RoleAnchor, Int8: true},
-	{Name: "QLinearMatMul", Since: 1, Shape: "qlinearMatmul", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true},
+	{Name: "QLinearConv", Since: 1, Shape: "conv", FLOPs: convFLOPs(3, 8), Class: ClassConv, Role: RoleAnchor, Int8: true, Kernels: int8Conv},
+	{Name: "QLinearMatMul", Since: 1, Shape: "qlinearMatmul", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true, Kernels: int8MatMul},
 	{Name: "QuantizeLinear", Since: 1, Shape: "quantize", FLOPs: perOut(1), Params: qdqParams, Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "RMSNormalization", Since: 1, Shape: "sameAsInput0", Class: ClassNorm},
 	{Name: "RNN", Since: 1, Shape: "rnn", FLOPs: rnnFLOPs(1)},
@@ -200,10 +225,11 @@ var table = []Entry{
 	{Name: "Upsample", Since: 1, Shape: "resize", Class: ClassData},
 	{Name: "Where", Since: 1, Shape: "where", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
 	{Name: "Xor", Since: 1, Shape: "compare", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
-	{Domain: Microsoft, Name: "Attention", Since: 1, Shape: "msAttention", FLOPs: msAttentionFLOPs, Class: ClassMatMul, Role: RoleFused},
+	{Domain: ML, Name: "Binarizer", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(1), Class: ClassElementwise},
+	{Domain: Microsoft, Name: "Attention", Since: 1, Shape: "msAttention", FLOPs: msAttentionFLOPs, Class: ClassMatMul, Role: RoleFused, Kernels: fusedAttention},
 	{Domain: Microsoft, Name: "BiasAdd", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(1), Class: ClassElementwise, Role: RoleEpilogue},
 	{Domain: Microsoft, Name: "BiasGelu", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
-	{Domain: Microsoft, Name: "DynamicQuantizeMatMul", Since: 1, Shape: "matMulToFloat", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true},
+	{Domain: Microsoft, Name: "DynamicQuantizeMatMul", Since: 1, Shape: "matMulToFloat", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true, Kernels: int8MatMul},
 	{Domain: Microsoft, Name: "EmbedLayerNormalization", Since: 1, Shape: "embedLayerNorm", FLOPs: perOut(10), Class: ClassNorm, Role: RoleFused},
 	{Domain: Microsoft, Name: "FastGelu", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
 	{Domain: Microsoft, Name: "FusedConv", Since: 1, Shape: "conv", FLOPs: convFLOPs(1, 2), Class: ClassConv, Role: RoleAnchor},
@@ -211,17 +237,16 @@ var table = []Entry{
 	{Domain: Microsoft, Name: "FusedMatMul", Since: 1, Shape: "fusedMatmul", FLOPs: matmulFLOPs(true), Class: ClassMatMul, Role: RoleAnchor},
 	{Domain: Microsoft, Name: "GatherBlockQuantized", Since: 1, Shape: "gatherBlockQuantized", FLOPs: perOut(2), Params: gatherBlockQuantizedParams, Class: ClassData},
 	{Domain: Microsoft, Name: "Gelu", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
-	{Domain: Microsoft, Name: "GroupQueryAttention", Since: 1, Shape: "groupQueryAttention", FLOPs: gqaFLOPs, Class: ClassMatMul, Role: RoleFused},
+	{Domain: Microsoft, Name: "GroupQueryAttention", Since: 1, Shape: "groupQueryAttention", FLOPs: gqaFLOPs, Class: ClassMatMul, Role: RoleFused, Kernels: fusedAttention},
 	{Domain: Microsoft, Name: "LayerNormalization", Since: 1, Shape: "layerNorm", FLOPs: perOut(8), Class: ClassNorm},
-	{Domain: Microsoft, Name: "MatMulIntegerToFloat", Since: 1, Shape: "matMulToFloat", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true},
-	{Domain: Microsoft, Name: "MatMulNBits", Since: 1, Shape: "matMulNBits", FLOPs: matMulNBitsFLOPs, Params: matMulNBitsParams, Class: ClassMatMul, Role: RoleAnchor},
-	{Domain: Microsoft, Name: "MultiHeadAttention", Since: 1, Shape: "multiHeadAttention", FLOPs: mhaFLOPs, Class: ClassMatMul, Role: RoleFused},
-	{Domain: Microsoft, Name: "NhwcConv", Since: 1, Class: ClassConv, Role: RoleAnchor},
-	{Domain: Microsoft, Name: "QGemm", Since: 1, Class: ClassMatMul, Role: RoleAnchor, Int8: true},
-	{Domain: Microsoft, Name: "QLinearAveragePool", Since: 1, Class: ClassPool},
-	{Domain: Microsoft, Name: "QLinearGlobalAveragePool", Since: 1, Class: ClassPool},
+	{Domain: Microsoft, Name: "MatMulIntegerToFloat", Since: 1, Shape: "matMulToFloat", FLOPs: matmulFLOPs(false), Class: ClassMatMul, Role: RoleAnchor, Int8: true, Kernels: int8MatMul},
+	{Domain: Microsoft, Name: "MatMulNBits", Since: 1, Shape: "matMulNBits", FLOPs: matMulNBitsFLOPs, Params: matMulNBitsParams, Class: ClassMatMul, Role: RoleAnchor, Kernels: nBits},
+	{Domain: Microsoft, Name: "MultiHeadAttention", Since: 1, Shape: "multiHeadAttention", FLOPs: mhaFLOPs, Class: ClassMatMul, Role: RoleFused, Kernels: fusedAttention},
+	{Domain: Microsoft, Name: "NhwcConv", Since: 1, Shape: "nhwcConv", FLOPs: nhwcConvFLOPs, Class: ClassConv, Role: RoleAnchor},
+	{Domain: Microsoft, Name: "QGemm", Since: 1, Shape: "qGemm", FLOPs: qGemmFLOPs, Class: ClassMatMul, Role: RoleAnchor, Int8: true, Kernels: int8MatMul},
+	{Domain: Microsoft, Name: "QLinearAveragePool", Since: 1, Shape: "qlinearPool", FLOPs: poolFLOPs, Class: ClassPool},
+	{Domain: Microsoft, Name: "QLinearGlobalAveragePool", Since: 1, Shape: "qlinearPool", FLOPs: perIn, Class: ClassPool},
 	{Domain: Microsoft, Name: "QuickGelu", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(4), Class: ClassElementwise, Role: RoleEpilogue},
-	{Domain: Microsoft, Name: "Rotary", Since: 1, Shape: "sameAsInput0"},
 	{Domain: Microsoft, Name: "RotaryEmbedding", Since: 1, Shape: "sameAsInput0", FLOPs: perOut(3), Class: ClassElementwise},
 	{Domain: Microsoft, Name: "SimplifiedLayerNormalization", Since: 1, Shape: "layerNorm", FLOPs: perOut(8), Class: ClassNorm},
 	{Domain: Microsoft, Name: "SkipLayerNormalization", Since: 1, Shape: "skipLayerNorm", FLOPs: perOut(8), Class: ClassNorm, Role: RoleFused},

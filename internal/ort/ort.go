@@ -562,3 +562,12 @@ func (b *Bound) Close() error {
 	}
 	return nil
 }
+
+// LoadedVersion is the version of the ONNX Runtime library this process loads (Init), ""
+// when it cannot be loaded.
+func LoadedVersion() string {
+	if Init() != nil {
+		return ""
+	}
+	return ortgo.GetVersion()
+}

@@ -151,7 +151,7 @@ func (run *run) placeBatch() (*solution, error) {
 		// batches the route visits: each lies on one device, a cross-device input of the
 		// route opens one (its batch reads from another device), so they order acyclically
 		// like a latency plan's, and a route has at most the schedule's stage count, which
-		// Options.K caps (schedule.Options.MaxStages).
+		// Options.MaxStages caps (schedule.Options.MaxStages).
 		var visits schedule.Schedule
 		for _, t := range res.Schedule.Tasks {
 			if dev[t.Node] == t.Device {
@@ -244,10 +244,10 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 		method = schedule.Auto
 	}
 	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
-	if opt.K > 0 {
-		// K caps the stages (runtime calls) of the placement, latency or batched (where
-		// every route then has at most K stages too).
-		so.MaxStages = opt.K
+	if opt.MaxStages > 0 {
+		// MaxStages caps the stages (runtime calls) of the placement, latency or batched
+		// (where every route then has at most MaxStages stages too).
+		so.MaxStages = opt.MaxStages
 	}
 	perDev, capWhy := stageCapOf(&opt, !run.identical)
 	so.MaxStagesPerDevice = perDev
@@ -266,7 +266,7 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 			capWhy, opt.say("Solver", method), capErr.Stages, capErr.PerDevice, opt.say("StagesPerDevice", "0")).About(diag.Option, opt.name("StagesPerDevice"))
 	}
 	if errors.As(err, &capErr) {
-		return nil, nil, diag.Usage("%s: %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.say("K", strconv.Itoa(opt.K)), opt.say("Solver", method), opt.K, capErr.Stages).About(diag.Option, opt.name("K"))
+		return nil, nil, diag.Usage("%s: %s found no placement with at most %d stages that fits memory (the fewest it reached is %d)", opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), opt.say("Solver", method), opt.MaxStages, capErr.Stages).About(diag.Option, opt.name("MaxStages"))
 	}
 	if err != nil {
 		return nil, nil, err
@@ -302,7 +302,7 @@ func stageCapOf(opt *Options, mixed bool) (int, string) {
 	switch {
 	case opt.StagesPerDevice > 0:
 		return opt.StagesPerDevice, fmt.Sprintf("at most %d stages per device (%s)", opt.StagesPerDevice, opt.name("StagesPerDevice"))
-	case opt.StagesPerDevice == NoStageCap || opt.K > 0 || !mixed:
+	case opt.StagesPerDevice == NoStageCap || opt.MaxStages > 0 || !mixed:
 		return 0, ""
 	}
 	return DefaultStagesPerDevice, fmt.Sprintf("at most %d stages per device, the default for mixed devices (%s changes it, %s lifts it)",

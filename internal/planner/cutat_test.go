@@ -50,7 +50,7 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := Options{K: 2, Seed: 1, TimeLimit: 2 * time.Second, Fusion: "none", Bounds: "simple"}
+	base := Options{MaxStages: 2, Seed: 1, TimeLimit: 2 * time.Second, Fusion: "none", Bounds: "simple"}
 	anyOpt := base
 	anyOpt.CutAt = CutAny
 	rAny, err := Plan(context.Background(), m, dev, anyOpt)

@@ -56,8 +56,8 @@ func DeviceLabel(c *profile.Cluster, name string) string {
 // chooseDevices picks the devices a plan may use: all of them.
 func chooseDevices(c *profile.Cluster, opt *Options) ([]int, error) {
 	n := len(c.Devices)
-	if opt.K < 0 {
-		return nil, diag.Usage("%s: must be positive", opt.say("K", strconv.Itoa(opt.K))).About(diag.Option, opt.name("K"))
+	if opt.MaxStages < 0 {
+		return nil, diag.Usage("%s: must be positive", opt.say("MaxStages", strconv.Itoa(opt.MaxStages))).About(diag.Option, opt.name("MaxStages"))
 	}
 	devs := make([]int, n)
 	for i := range devs {

@@ -175,7 +175,7 @@ func TestDecoderStateDoesNotFit(t *testing.T) {
 	}
 	// Per layer: past.i 256 KiB + present.i 260 KiB + w 16 KiB; enc 256 KiB read by both;
 	// m0 and m1 (enc with one row more) 260 KiB each.
-	opt := Options{K: 2, Objective: Throughput, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute}
+	opt := Options{MaxStages: 2, Objective: Throughput, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute}
 
 	// Room for all of it: the plan fits, and each stage's account is in the result and the
 	// manifest, and the manifest validates.
@@ -270,7 +270,7 @@ func TestNodeMemory(t *testing.T) {
 	// 700 KiB each: one stage cannot hold it all (weights and state ≈ 0.69 MiB, with m0, m1);
 	// the plan splits it so that each stage fits.
 	c := twoDevices(t, "700KiB")
-	r, err := Plan(context.Background(), m, c, Options{K: 2, Objective: Throughput, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute})
+	r, err := Plan(context.Background(), m, c, Options{MaxStages: 2, Objective: Throughput, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

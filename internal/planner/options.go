@@ -14,11 +14,11 @@ const MaxPlacementDevices = 32
 
 // Options control Plan.
 type Options struct {
-	// K caps the stages: a pipeline's (throughput), or a latency or batched placement's
-	// runtime calls (a batched plan's every route then has at most K stages; a usage error
-	// when the solver finds no plan within it).
+	// MaxStages caps the stages: a pipeline's (throughput), or a latency or batched
+	// placement's runtime calls (a batched plan's every route then has at most MaxStages
+	// stages; a usage error when the solver finds no plan within it).
 	// 0: no cap (a pipeline then has one stage per device).
-	K int
+	MaxStages int
 	// Objective is Throughput, Latency or "" (throughput for identical devices, latency for
 	// mixed ones).
 	Objective Objective
@@ -79,12 +79,12 @@ type Options struct {
 	CutAt Cut
 	// StagesPerDevice caps the stages (runtime calls) on each device of a latency or batched
 	// placement (schedule.Options.MaxStagesPerDevice): 0 is the default, which caps plans on
-	// mixed devices at DefaultStagesPerDevice unless K is set; NoStageCap lifts the cap. The
+	// mixed devices at DefaultStagesPerDevice unless MaxStages is set; NoStageCap lifts the cap. The
 	// notes state the cap and, where the uncapped plan would be more than MinCapNote faster,
 	// by how much.
 	StagesPerDevice int
-	// Names are the caller's names of the options, by field ("K": "-k", "GPUIDs":
-	// "--gpu-ids"): errors and notes say "-k 8" where they would say "Options.K = 8". The
+	// Names are the caller's names of the options, by field ("MaxStages": "-k", "GPUIDs":
+	// "--gpu-ids"): errors and notes say "-k 8" where they would say "Options.MaxStages = 8". The
 	// command passes its flags.
 	Names diag.Names
 }

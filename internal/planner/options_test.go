@@ -67,7 +67,7 @@ func TestOptionNames(t *testing.T) {
 		cliWords string
 	}{
 		{Options{GPUIDs: []int{1, 2, 3}}, "Options.GPUIDs gives 3 ids for 2 GPUs", "--gpu-ids gives 3 ids for 2 GPUs"},
-		{Options{K: -1}, "Options.K = -1: must be positive", "-k -1: must be positive"},
+		{Options{MaxStages: -1}, "Options.MaxStages = -1: must be positive", "-k -1: must be positive"},
 		{Options{Batch: 4, Objective: Latency}, "Options.Batch = 4 plans the throughput of a batch; Options.Objective = latency plans one input", "--batch 4 plans the throughput of a batch; --objective latency plans one input"},
 		{Options{Solver: "x"}, `Options.Solver = "x" is not a throughput solver`, `--solver "x" is not a throughput solver`},
 	} {
@@ -79,7 +79,7 @@ func TestOptionNames(t *testing.T) {
 			t.Errorf("%+v: subject %v, want an option", tc.opt, de.Subject)
 		}
 		cli := tc.opt
-		cli.Names = map[string]string{"GPUIDs": "--gpu-ids", "K": "-k", "Batch": "--batch", "Objective": "--objective", "Solver": "--solver"}
+		cli.Names = map[string]string{"GPUIDs": "--gpu-ids", "MaxStages": "-k", "Batch": "--batch", "Objective": "--objective", "Solver": "--solver"}
 		if _, err := Plan(context.Background(), m, c, cli); err == nil || !strings.Contains(err.Error(), tc.cliWords) {
 			t.Errorf("%+v with flag names: %v, want %q", tc.opt, err, tc.cliWords)
 		}

@@ -49,7 +49,7 @@ func TestPipelineProblem(t *testing.T) {
 	for v := range mem {
 		mem[v] = float64(1000 + v)
 	}
-	pp, err := (&run{c: c, work: g, times: times, table: table, devs: devs, identical: true, opt: Options{K: 8}, nodeMem: mem}).pipelineProblem(nil)
+	pp, err := (&run{c: c, work: g, times: times, table: table, devs: devs, identical: true, opt: Options{MaxStages: 8}, nodeMem: mem}).pipelineProblem(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func TestPipelineProblem(t *testing.T) {
 	if p.K != 4 || len(pp.groups) != 1 || len(pp.groups[0]) != 4 {
 		t.Fatalf("K %d, groups %v: want 4 stages on one group of 4 devices", p.K, pp.groups)
 	}
-	if len(pp.notes) != 1 || !strings.Contains(pp.notes[0].Msg, "Options.K = 8 on 4 devices") {
-		t.Errorf("notes %q: want one saying K = 8 is planned as one stage per device", pp.notes)
+	if len(pp.notes) != 1 || !strings.Contains(pp.notes[0].Msg, "Options.MaxStages = 8 on 4 devices") {
+		t.Errorf("notes %q: want one saying MaxStages = 8 is planned as one stage per device", pp.notes)
 	}
 	for v := range g.Nodes {
 		if p.Work[v] != times[0][v] || p.Params[v] != mem[v] {
@@ -99,8 +99,8 @@ func TestPipelineProblem(t *testing.T) {
 	if pp.problem.Devices[1].Work[0] != times[2][0] {
 		t.Errorf("the T4 kind's work is not the T4's times")
 	}
-	_, err = (&run{c: c, work: g, times: times, table: table, devs: []int{0, 1, 2}, opt: Options{K: 2}}).pipelineProblem(nil)
-	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), "Options.K = 2") {
-		t.Errorf("-k 2 on 3 mixed devices: %v, want a usage error naming Options.K = 2", err)
+	_, err = (&run{c: c, work: g, times: times, table: table, devs: []int{0, 1, 2}, opt: Options{MaxStages: 2}}).pipelineProblem(nil)
+	if diag.KindOf(err) != diag.KindUsage || !strings.Contains(err.Error(), "Options.MaxStages = 2") {
+		t.Errorf("-k 2 on 3 mixed devices: %v, want a usage error naming Options.MaxStages = 2", err)
 	}
 }

@@ -274,10 +274,10 @@ func (p *run) options() error {
 	default:
 		return diag.Usage("%s: want throughput or latency", opt.say("Objective", strconv.Quote(string(opt.Objective)))).About(diag.Option, opt.name("Objective"))
 	}
-	if opt.K > len(g.Nodes) {
+	if opt.MaxStages > len(g.Nodes) {
 		// A stage holds at least one node; larger k only allocates (K = 100000000 ran out of
 		// memory in the slicing DP).
-		return diag.Usage("%s: the model has only %d nodes, so at most %d stages", opt.say("K", strconv.Itoa(opt.K)), len(g.Nodes), len(g.Nodes)).About(diag.Option, opt.name("K"))
+		return diag.Usage("%s: the model has only %d nodes, so at most %d stages", opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), len(g.Nodes), len(g.Nodes)).About(diag.Option, opt.name("MaxStages"))
 	}
 	if r.Objective == Latency && len(devs) > MaxPlacementDevices {
 		return diag.Usage("a latency placement handles at most %d devices, got %d: use fewer devices or %s", MaxPlacementDevices, len(devs), opt.say("Objective", string(Throughput)))

@@ -46,7 +46,7 @@ func problemRun(g *graph.Graph, c *profile.Cluster, pr Prices, devs []int, opt O
 // devices devs of c with at most k stages (0: one per device), unfused: node work from the
 // prices, memory per node (weights and owned state), tensors at the slowest route's cost.
 func PipelineProblem(g *graph.Graph, c *profile.Cluster, pr Prices, devs []int, k int) (*partition.Problem, error) {
-	r, err := problemRun(g, c, pr, devs, Options{K: k})
+	r, err := problemRun(g, c, pr, devs, Options{MaxStages: k})
 	if err != nil {
 		return nil, err
 	}

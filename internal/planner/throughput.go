@@ -26,7 +26,7 @@ type pipeline struct {
 	latBW          float64 // a transfer's latency in bytes of the link (Size/B = bytes/B + latency)
 	folded         *foldedBoundary
 	calls          float64     // calls per request: the workload's total weight, else 1
-	notes          []diag.Note // what the problem changed of the options (K above the devices)
+	notes          []diag.Note // what the problem changed of the options (MaxStages above the devices)
 }
 
 // cuts is how one solve of a pipeline differs from the run's options: CutAuto and CutBlocks
@@ -125,8 +125,8 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 	p.Bandwidth = bw
 	p.Colocate = colocate
 	k := len(devs)
-	if opt.K > 0 {
-		k = opt.K
+	if opt.MaxStages > 0 {
+		k = opt.MaxStages
 	}
 	var groups [][]int // cluster devices of each partition device
 	work := func(d int) []float64 { return times[d] }
@@ -139,7 +139,7 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 			// Stages that share a device run in turn: the device is busy for the sum of their
 			// times per inference, so the pipeline's period is the largest device load, not
 			// the largest stage. One stage per device is what the model certifies.
-			notes = append(notes, diag.Notef(diag.NoteCapped, "%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("K", strconv.Itoa(k)), len(devs), len(devs)))
+			notes = append(notes, diag.Notef(diag.NoteCapped, "%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("MaxStages", strconv.Itoa(k)), len(devs), len(devs)))
 			k = len(devs)
 		}
 		p.K = k
@@ -168,11 +168,11 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 			p.Devices = append(p.Devices, pd)
 		}
 		switch {
-		case opt.K > 0 && opt.K < len(devs):
+		case opt.MaxStages > 0 && opt.MaxStages < len(devs):
 			return nil, diag.Usage("%s: a heterogeneous pipeline runs one stage on each of its %d devices; give %s (or leave %s out), name fewer devices, or use %s, which caps its stages at %s",
-				opt.say("K", strconv.Itoa(opt.K)), len(devs), opt.say("K", strconv.Itoa(len(devs))), opt.name("K"), opt.say("Objective", string(Latency)), opt.name("K")).About(diag.Option, opt.name("K"))
-		case opt.K > len(devs):
-			notes = append(notes, diag.Notef(diag.NoteCapped, "%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("K", strconv.Itoa(opt.K)), len(devs), len(devs)))
+				opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), len(devs), opt.say("MaxStages", strconv.Itoa(len(devs))), opt.name("MaxStages"), opt.say("Objective", string(Latency)), opt.name("MaxStages")).About(diag.Option, opt.name("MaxStages"))
+		case opt.MaxStages > len(devs):
+			notes = append(notes, diag.Notef(diag.NoteCapped, "%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), len(devs), len(devs)))
 		}
 	}
 	return &pipeline{problem: p, groups: groups, tensorWork: tensorWork, workRe: workRe, fineRe: fineRe,

@@ -67,7 +67,7 @@ const (
 
 // say names an option in an error or a note, with its value unless value is "": by the
 // caller's name for it (Options.Names: the command's flags, "-k 8"), else as a Go caller
-// writes it ("Options.K = 8").
+// writes it ("Options.MaxStages = 8").
 func (o *Options) say(field, value string) string { return o.Names.Say(field, value) }
 
 // name is the option's name alone (an error's subject).

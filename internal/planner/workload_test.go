@@ -60,7 +60,7 @@ func TestWorkloadPlanAgainstEnumeration(t *testing.T) {
 		{Name: "long", Dims: map[string]int64{"past": 4096}, Weight: 16, Graph: load(4096)},
 	}
 	c := twoDevices(t, "1GiB")
-	opt := Options{K: 2, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute, Bounds: "full", Workload: phases}
+	opt := Options{MaxStages: 2, Fusion: "none", Seed: 1, Reproducible: true, TimeLimit: time.Minute, Bounds: "full", Workload: phases}
 	r, err := Plan(context.Background(), m, c, opt)
 	if err != nil {
 		t.Fatal(err)

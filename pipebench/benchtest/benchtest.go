@@ -14,6 +14,7 @@ import (
 
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops/optype"
 	"github.com/onnxpart/onnxpart/onnxpb"
 	"github.com/onnxpart/onnxpart/verify"
 )
@@ -43,7 +44,7 @@ func FailingStage(dir string, i int) error {
 	for k, in := range st.Inputs {
 		g.Input = append(g.Input, vi(in))
 		m := "max" + string(rune('a'+k))
-		g.Node = append(g.Node, &onnxpb.NodeProto{OpType: s("ReduceMax"), Input: []string{in.Name}, Output: []string{m},
+		g.Node = append(g.Node, &onnxpb.NodeProto{OpType: s(optype.ReduceMax), Input: []string{in.Name}, Output: []string{m},
 			Attribute: []*onnxpb.AttributeProto{{Name: s("keepdims"), Type: onnxpb.AttributeProto_INT.Enum(), I: i64(0)}}})
 		maxes = append(maxes, m)
 	}
@@ -53,11 +54,11 @@ func FailingStage(dir string, i int) error {
 	g.Initializer = append(g.Initializer, f32("zero", 0), f32("seven", 7),
 		&onnxpb.TensorProto{Name: s("shape1"), DataType: proto.Int32(int32(graph.Int64)), Dims: []int64{1}, Int64Data: []int64{1}})
 	g.Node = append(g.Node,
-		&onnxpb.NodeProto{OpType: s("Sum"), Input: maxes, Output: []string{"sum"}},
-		&onnxpb.NodeProto{OpType: s("Mul"), Input: []string{"sum", "zero"}, Output: []string{"nought"}},
-		&onnxpb.NodeProto{OpType: s("Add"), Input: []string{"nought", "seven"}, Output: []string{"sevenf"}},
-		&onnxpb.NodeProto{OpType: s("Reshape"), Input: []string{"sevenf", "shape1"}, Output: []string{"idxf"}},
-		&onnxpb.NodeProto{OpType: s("Cast"), Input: []string{"idxf"}, Output: []string{"idx"},
+		&onnxpb.NodeProto{OpType: s(optype.Sum), Input: maxes, Output: []string{"sum"}},
+		&onnxpb.NodeProto{OpType: s(optype.Mul), Input: []string{"sum", "zero"}, Output: []string{"nought"}},
+		&onnxpb.NodeProto{OpType: s(optype.Add), Input: []string{"nought", "seven"}, Output: []string{"sevenf"}},
+		&onnxpb.NodeProto{OpType: s(optype.Reshape), Input: []string{"sevenf", "shape1"}, Output: []string{"idxf"}},
+		&onnxpb.NodeProto{OpType: s(optype.Cast), Input: []string{"idxf"}, Output: []string{"idx"},
 			Attribute: []*onnxpb.AttributeProto{{Name: s("to"), Type: onnxpb.AttributeProto_INT.Enum(), I: i64(int64(graph.Int64))}}})
 	for k, out := range st.Outputs {
 		if len(out.Shape) == 0 || out.Shape[0].Value != 1 {
@@ -71,7 +72,7 @@ func FailingStage(dir string, i int) error {
 		}
 		table := "table" + string(rune('a'+k))
 		g.Initializer = append(g.Initializer, &onnxpb.TensorProto{Name: s(table), DataType: proto.Int32(int32(graph.Float)), Dims: dims, RawData: make([]byte, 4*n)})
-		g.Node = append(g.Node, &onnxpb.NodeProto{OpType: s("Gather"), Input: []string{table, "idx"}, Output: []string{out.Name}})
+		g.Node = append(g.Node, &onnxpb.NodeProto{OpType: s(optype.Gather), Input: []string{table, "idx"}, Output: []string{out.Name}})
 		g.Output = append(g.Output, vi(out))
 	}
 	mp := &onnxpb.ModelProto{IrVersion: i64(8), OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: s(""), Version: i64(17)}}, Graph: g}

@@ -169,7 +169,6 @@ const (
 	Resize                           = "Resize"
 	ReverseSequence                  = "ReverseSequence"
 	RoiAlign                         = "RoiAlign"
-	Rotary                           = "Rotary"
 	RotaryEmbedding                  = "RotaryEmbedding"
 	Round                            = "Round"
 	STFT                             = "STFT"
