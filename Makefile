@@ -178,6 +178,14 @@ fidelity-pipeline: deps
 # microbenchmarks behind the CPU defaults; "-gpu a100-80g" TinyLlama-1.1B's decode step on
 # catalog GPUs (predicted only; writes 2 GiB to a temporary directory).
 .PHONY: fidelity-decoder
+# Cost files (#42): profile the corpus CNNs and a Llama decoder once into a cost file, plan
+# each from it on the host CPU as cpu:2x1, bench the plans in ONNX Runtime, print predicted
+# vs measured per stage and the median |error| (docs/costs.md). Minutes; opt-in.
+.PHONY: bench-costs
+bench-costs: build
+	@mkdir -p out
+	set -o pipefail; ONNXPART=$(BIN) MODELS=$(MODELS) $(CGO_ENV) bash scripts/bench-costs.sh $(BENCH_COSTS_MODELS) | tee out/bench-costs.md
+
 fidelity-decoder: deps
 	@mkdir -p out
 	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/decoder $(BENCH_DECODER_FLAGS) | tee out/fidelity-decoder.md

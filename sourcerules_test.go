@@ -145,10 +145,7 @@ var (
 
 // flagNamePending are packages whose messages still name the command's flags and are being
 // converted to diag.Names (#38); an entry leaves the list when its package passes.
-var flagNamePending = []string{
-	"verify",
-	"pipebench",
-}
+var flagNamePending = []string{}
 
 // TestFlagNamesOnlyInCmd: library packages speak of options, not of the command's flags
 // ("--force"): an error or note names an option through diag.Names, which the command fills

@@ -237,7 +237,7 @@ func (a *Applied) Shares(g *graph.Graph, cm *profile.CostModel, device []int) []
 		if d < 0 || d >= len(a.source) || g.Nodes[v].Static {
 			continue
 		}
-		if f := a.source[d][v]; f >= 0 {
+		if f := sourceOf(a.source[d], v); f >= 0 {
 			t := a.Measured[d][v]
 			byFile[f] += t
 			total += t
@@ -309,4 +309,35 @@ func (a *Applied) DevicesOf(c *profile.Cluster) [][]string {
 		sort.SliceStable(out[i], func(x, y int) bool { return c.Index(out[i][x]) < c.Index(out[i][y]) })
 	}
 	return out
+}
+
+// FromMeasured describes node times measured during the run (--costs measured:
+// profile.CostOptions.Measured, nil for devices not measured) as Apply describes files', so
+// that Shares and Line state what they priced: one source named label, and every measured
+// device counted as calibrated from it.
+func FromMeasured(measured [][]float64, label string) *Applied {
+	a := &Applied{Files: []*Loaded{{Path: label}}, Measured: measured, Matched: make([][]int, len(measured)),
+		Calibrated: make([]int, len(measured)), source: make([][]int, len(measured))}
+	for d, row := range measured {
+		a.Calibrated[d] = -1
+		if row == nil {
+			continue
+		}
+		a.Calibrated[d], a.Matched[d] = 0, []int{0}
+		a.source[d] = make([]int, len(row))
+		for v, t := range row {
+			a.source[d][v] = -1
+			if !math.IsNaN(t) {
+				a.source[d][v] = 0
+			}
+		}
+	}
+	return a
+}
+
+func sourceOf(row []int, v int) int {
+	if v < len(row) {
+		return row[v]
+	}
+	return -1
 }

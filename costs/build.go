@@ -91,8 +91,9 @@ func Describe(d *profile.Device, provider, driver string, cal *profile.Calibrati
 }
 
 // Merge adds the devices of src to dst: a device of the same name and identity gets the
-// signatures it lacks (its own times, calibration and call costs are kept: the newer
-// measurement does not silently replace the older); other devices are appended. The models
+// signatures and the fitted op classes it lacks (its own times, fits and call costs are
+// kept: the newer measurement does not silently replace the older); other devices are
+// appended. The models
 // are listed once each. A device of the same name and another identity is an error: one
 // file cannot say which of the two it means.
 func Merge(dst, src *File) error {
@@ -131,6 +132,14 @@ func Merge(dst, src *File) error {
 				}
 			}
 			sort.Slice(dd.Entries, func(a, b int) bool { return dd.Entries[a].Signature < dd.Entries[b].Signature })
+			if dd.Classes == nil {
+				dd.Classes = map[string]ClassFit{}
+			}
+			for c, f := range sd.Classes {
+				if _, ok := dd.Classes[c]; !ok {
+					dd.Classes[c] = f
+				}
+			}
 		}
 		if !found {
 			dst.Devices = append(dst.Devices, sd)

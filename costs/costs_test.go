@@ -1,6 +1,7 @@
 package costs
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -329,6 +331,13 @@ func TestMerge(t *testing.T) {
 	b.Devices[0].Entries = append(b.Devices[0].Entries, Entry{Signature: "New()->(){}", Op: "New", Class: "other", TimeS: 1e-6, Count: 1})
 	n := len(a.Devices[0].Entries)
 	first := a.Devices[0].Entries[0]
+	b.Devices[0].Classes["newclass"] = ClassFit{Eff: 0.5, MemEff: 0.5, Nodes: 3}
+	var oldClass string
+	for c := range a.Devices[0].Classes {
+		oldClass = c
+	}
+	oldFit := a.Devices[0].Classes[oldClass]
+	b.Devices[0].Classes[oldClass] = ClassFit{Eff: 0.001, MemEff: 0.001, Nodes: 3}
 	if err := Merge(a, b); err != nil {
 		t.Fatal(err)
 	}
@@ -340,8 +349,68 @@ func TestMerge(t *testing.T) {
 			t.Errorf("an entry the file had was replaced")
 		}
 	}
+	if _, ok := a.Devices[0].Classes["newclass"]; !ok {
+		t.Error("a fitted class the file lacked was not added")
+	}
+	if a.Devices[0].Classes[oldClass] != oldFit {
+		t.Errorf("the file's fit of %s was replaced", oldClass)
+	}
 	c := file(t, g, cpu("cpu", "Other CPU", 1), 1)
 	if err := Merge(a, c); err == nil {
 		t.Error("merged a device of another identity under the same name")
 	}
+}
+
+// One cost path: a model measured in ONNX Runtime, written to a file, read back and applied
+// to a fresh copy of the device prices every node as the measurement applied directly does
+// (--costs measured: Calibration.Apply and the measured node times), up to repeated
+// signatures, which carry the median of their occurrences; and the whole graph's stage time
+// agrees within 5% (the medians).
+func TestFileMatchesMeasurement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures in ONNX Runtime")
+	}
+	g := loadModel(t)
+	path := filepath.Join("..", "testdata", "models", "resnet50_small.onnx")
+	dev := cpu("cpu", "Example CPU", 1)
+	io := profile.IOCost{Fixed: 5e-6, PerByte: 2e-10}
+	meas, err := measure.MeasureORT(context.Background(), path, g, measure.MeasureOptions{Threads: 1, IO: &io, Runs: 5, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal := profile.Calibrate(&dev, []profile.Sample{{Graph: g, Measured: meas}})
+	direct := dev
+	cal.Apply(&direct)
+	cd := cluster(direct)
+	cmDirect := profile.NewCostModel(cd, profile.CostOptions{Measured: [][]float64{meas.NodeTimes()}})
+
+	f := &File{Date: "2026-01-02", Producer: "test", ONNXRuntime: "1.30.0", Models: []Model{{Name: "resnet50_small.onnx", SHA256: strings.Repeat("ab", 32), Nodes: len(g.Nodes)}},
+		Devices: []Device{Describe(&dev, "CPUExecutionProvider", "", cal, []Sample{{Name: "resnet50_small.onnx", Graph: g, Measured: meas}})}}
+	l := writeRead(t, f)
+	fresh := cluster(cpu("cpu", "Example CPU", 1))
+	ap := Apply(fresh, g, []*Loaded{l}, "")
+	cmFile := profile.NewCostModel(fresh, profile.CostOptions{Measured: ap.Measured})
+	for _, fig := range []struct {
+		name string
+		a, b float64
+	}{{"run overhead", cd.Devices[0].RunOverhead.Value, fresh.Devices[0].RunOverhead.Value},
+		{"io bandwidth", cd.Devices[0].IOBandwidth.Value, fresh.Devices[0].IOBandwidth.Value},
+		{"layout bandwidth", cd.Devices[0].LayoutBandwidth.Value, fresh.Devices[0].LayoutBandwidth.Value}} {
+		if math.Abs(fig.a-fig.b) > 1e-9*math.Abs(fig.a) {
+			t.Errorf("%s: measured %g, from the file %g", fig.name, fig.a, fig.b)
+		}
+	}
+	var sumA, sumB float64
+	for v := range g.Nodes {
+		a, b := cmDirect.NodeTime(g, v, 0), cmFile.NodeTime(g, v, 0)
+		sumA += a
+		sumB += b
+		if !g.Nodes[v].Static && countSig(g, Signature(g, v)) == 1 && math.Abs(a-b) > 1e-12 {
+			t.Errorf("node %d (%s): measured %g, from the file %g", v, g.Nodes[v].OpType, a, b)
+		}
+	}
+	if math.Abs(sumA-sumB) > 0.05*sumA {
+		t.Errorf("sum of node times: measured %g, from the file %g", sumA, sumB)
+	}
+	t.Logf("sum of node times: measured %.1f µs, from the file %.1f µs", sumA*1e6, sumB*1e6)
 }

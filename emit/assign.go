@@ -17,7 +17,7 @@ import (
 // Assignment gives every node of a model a stage.
 type Assignment struct {
 	// Stage[v] is the stage label of node v (v indexes the model graph's nodes). Labels are
-	// names, not positions: they need not be dense nor in pipeline order (Prepare orders and
+	// names, not positions: they need not be dense nor in pipeline order (NewLayout orders and
 	// renumbers the stages). Weight-only nodes go with their consumers whatever their label.
 	Stage []int
 	// Devices optionally gives the device of each label (index = label); labels without an

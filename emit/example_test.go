@@ -75,7 +75,7 @@ func ExampleCutAfter() {
 }
 
 // A planner prepares the layout, fills in what it predicted and proved, then writes.
-func ExamplePrepare() {
+func ExampleNewLayout() {
 	m, err := ingest.Load("../testdata/models/resnet50_small.onnx", ingest.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -86,7 +86,7 @@ func ExamplePrepare() {
 	}
 	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: "my-planner"},
 		Devices: []emit.Device{{Name: "gpu0", Provider: "CUDAExecutionProvider"}, {Name: "gpu1", Provider: "CUDAExecutionProvider"}}}
-	l, err := emit.Prepare(m, a, emit.Options{})
+	l, err := emit.NewLayout(m, a, emit.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func ExamplePrepare() {
 }
 
 // ReadAssignment reads a JSON object of node names to stage labels; labels need not be in
-// pipeline order (Prepare orders and renumbers the stages).
+// pipeline order (NewLayout orders and renumbers the stages).
 func ExampleReadAssignment() {
 	m, err := ingest.Load("../testdata/models/resnet50_small.onnx", ingest.Options{})
 	if err != nil {
@@ -140,7 +140,7 @@ func ExampleReadAssignment() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	l, err := emit.Prepare(m, &emit.Assignment{Stage: stage}, emit.Options{})
+	l, err := emit.NewLayout(m, &emit.Assignment{Stage: stage}, emit.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

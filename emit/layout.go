@@ -53,7 +53,7 @@ type Options struct {
 	// Batch, when > 1, is the batch a plan runs each stage call on (a batched plan's
 	// batched kernels): the stage files declare the leading axis of every tensor that
 	// carries the batch as a symbolic dim (the model's own leading dim_param, else
-	// "batch"), also where the model fixes it at 1, so that they take that batch. Prepare
+	// "batch"), also where the model fixes it at 1, so that they take that batch. NewLayout
 	// refuses, with the reason, a model whose graph does not let the batch flow along the
 	// leading axis (ingest.Model.BatchFlow), and Batch with FreezeDims.
 	Batch int
@@ -135,11 +135,11 @@ const (
 	roleRecompute // Assignment.Recompute: computed in every stage that reads it
 )
 
-// Prepare lays the model out in stages following the assignment: it decides where every
+// NewLayout lays the model out in stages following the assignment: it decides where every
 // node is computed, orders the stages (refusing a cyclic stage graph with graph.StageCycle's
 // error), computes each stage's inputs, outputs and weights, and fills
 // the manifest. Nothing is written.
-func Prepare(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
+func NewLayout(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	g := m.Graph
 	if len(a.Stage) != len(g.Nodes) {
 		return nil, diag.Input("assignment has %d entries for %d nodes", len(a.Stage), len(g.Nodes))
@@ -800,8 +800,11 @@ func GenAIPipelineEntry(st Stage) GenAIStage {
 	return gs
 }
 
-// boundDims recovers the --dim bindings of a loaded model: dim_params of its inputs,
-// outputs and value_info that are no longer symbolic, with the size the graph gives them.
+// boundDims recovers the --dim bindings of a loaded model: dim_params of its inputs that are
+// no longer symbolic, with the size the graph gives them. Only the inputs' dims can be bound
+// again (verify and bench bind these); the names an exporter gives internal or output dims
+// in value_info ("3 + sequence_length", "total_token_count") are not dims of the model's
+// inputs, and the sizes they take follow from those.
 func boundDims(m *ingest.Model) map[string]int64 {
 	unbound := map[string]bool{}
 	for _, d := range m.SymbolicDims {
@@ -809,7 +812,7 @@ func boundDims(m *ingest.Model) map[string]int64 {
 	}
 	dims := map[string]int64{}
 	pg := m.Proto().Graph
-	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input, pg.Output, pg.ValueInfo} {
+	for _, l := range [][]*onnxpb.ValueInfoProto{pg.Input} {
 		for _, vi := range l {
 			id, ok := m.Graph.TensorByName(vi.GetName())
 			if !ok {
@@ -884,7 +887,7 @@ func (l *Layout) batchShapes() (string, error) {
 }
 
 // CheckBatch returns nil when the stage files of m can take a batch of n along the leading
-// axis (see Options.Batch), else the usage error Prepare would give, with the reason: the
+// axis (see Options.Batch), else the usage error NewLayout would give, with the reason: the
 // planner asks before it prices batched kernels. names are the caller's names of the
 // options (Options.Names: "Batch").
 func CheckBatch(m *ingest.Model, n int, names diag.Names) error {

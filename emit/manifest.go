@@ -64,6 +64,9 @@ type Costs struct {
 	// (measured in ONNX Runtime during the run, --costs measured: not reproducible).
 	Source string     `json:"source"`
 	Files  []CostFile `json:"files,omitempty"`
+	// MeasuredShare, for source measured, is the part of the plan's node time measured
+	// during the run (per file for source files: CostFile.Share).
+	MeasuredShare float64 `json:"measured_share,omitempty"`
 	// CalibratedRooflineShare and RooflineShare are the parts of the plan's node time priced
 	// by the roofline on devices calibrated from a file, and on devices no file describes.
 	CalibratedRooflineShare float64 `json:"calibrated_roofline_share"`

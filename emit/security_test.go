@@ -73,7 +73,7 @@ func TestWriteCopiesWeightsThroughCheckedResolution(t *testing.T) {
 			os.WriteFile(dataPath, data, 0o644)
 			m := testmodel.LoadPath(t, filepath.Join(dir, filepath.Base(src)))
 			stage, _ := EqualFLOPs(m.Graph, 3)
-			l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
+			l, err := NewLayout(m, &Assignment{Stage: stage}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

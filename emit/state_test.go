@@ -61,13 +61,13 @@ func TestRecomputeRefusesActivations(t *testing.T) {
 	}
 	re := make([]bool, len(m.Graph.Nodes))
 	re[1] = true // proj reads present, the concat's output
-	_, err = Prepare(m, &Assignment{Stage: []int{0, 1, 1, 1}, Recompute: re}, Options{})
+	_, err = NewLayout(m, &Assignment{Stage: []int{0, 1, 1, 1}, Recompute: re}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "proj cannot be recomputed") || !strings.Contains(err.Error(), `"present"`) {
 		t.Errorf("recompute proj: %v", err)
 	}
 	re = make([]bool, len(m.Graph.Nodes))
 	re[0] = true // the concat reads graph inputs only: computed in both stages that read present
-	l, err := Prepare(m, &Assignment{Stage: []int{0, 1, 1, 1}, Recompute: re}, Options{})
+	l, err := NewLayout(m, &Assignment{Stage: []int{0, 1, 1, 1}, Recompute: re}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func stageModelOf(t *testing.T, dir string, st Stage) *onnxpb.ModelProto {
 func TestCycleRefused(t *testing.T) {
 	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
 	stage := testmodel.Labels(t, m.Graph, map[string]int{"relu": 1, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
-	_, err := Prepare(m, &Assignment{Stage: stage}, Options{})
+	_, err := NewLayout(m, &Assignment{Stage: stage}, Options{})
 	var ce *dag.CycleError
 	if !errors.As(err, &ce) || diag.KindOf(err) != diag.KindInput {
 		t.Fatalf("got %v, want an input error caused by a dag.CycleError", err)
@@ -45,7 +45,7 @@ func TestCycleRefused(t *testing.T) {
 	}
 	// A weight-only node on the "wrong" side closes no cycle: it goes with its consumers.
 	stage = testmodel.Labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 1, "if": 0, "square": 0, "mul_s": 0, "add_a": 1, "mul_s2": 1})
-	l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
+	l, err := NewLayout(m, &Assignment{Stage: stage}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestShapeOnlyRecomputed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
+	l, err := NewLayout(m, &Assignment{Stage: stage}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

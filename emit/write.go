@@ -80,9 +80,9 @@ func writeErr(dir string, err error) *diag.Error {
 }
 
 // Write lays the model out by the assignment and writes the stage models and manifest into
-// dir (see Prepare and Layout.WriteDir).
+// dir (see NewLayout and Layout.WriteDir).
 func Write(m *ingest.Model, a *Assignment, dir string, opt Options) (*Manifest, error) {
-	l, err := Prepare(m, a, opt)
+	l, err := NewLayout(m, a, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func prepared(t *testing.T, name string, k int, opt Options) *Layout {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Prepare(m, &Assignment{Stage: stage}, opt)
+	l, err := NewLayout(m, &Assignment{Stage: stage}, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestWriteProtectedDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	layout := func(force bool) *Layout {
-		l, err := Prepare(m, &Assignment{Stage: stage}, Options{Force: force})
+		l, err := NewLayout(m, &Assignment{Stage: stage}, Options{Force: force})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -449,7 +449,7 @@ func TestSharedWeightsListed(t *testing.T) {
 	m := testmodel.LoadPath(t, testmodel.ControlFlowModel(t))
 	// w is captured by the If (stage 0) and is a model output (last stage).
 	stage := testmodel.Labels(t, m.Graph, map[string]int{"relu": 0, "sig_w2": 0, "if": 0, "square": 1, "mul_s": 1, "add_a": 1, "mul_s2": 1})
-	l, err := Prepare(m, &Assignment{Stage: stage}, Options{})
+	l, err := NewLayout(m, &Assignment{Stage: stage}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestOptionNames(t *testing.T) {
 		{nil, "Options.Batch = 4 runs each stage call on a batch, so the stage files keep a symbolic batch dim, and Options.FreezeDims fixes every dim"},
 		{diag.Names{"Batch": "--batch", "FreezeDims": "--freeze-dims"}, "--batch 4 runs each stage call on a batch, so the stage files keep a symbolic batch dim, and --freeze-dims fixes every dim"},
 	} {
-		_, err := Prepare(m, &Assignment{Stage: stage}, Options{Batch: 4, FreezeDims: true, Names: c.names})
+		_, err := NewLayout(m, &Assignment{Stage: stage}, Options{Batch: 4, FreezeDims: true, Names: c.names})
 		var de *diag.Error
 		if !errors.As(err, &de) || de.Kind != diag.KindUsage || !strings.HasPrefix(de.Msg, c.want) || de.Subject.Kind != diag.Option {
 			t.Errorf("names %v: got %v, want a usage error %q…", c.names, err, c.want)

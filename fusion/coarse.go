@@ -15,7 +15,8 @@ import (
 // is the rule's name.
 const Domain = "onnxpart.fusion"
 
-// Coarse is a coarsened graph and its mapping back to the original nodes.
+// Grouping is the original nodes grouped into fused kernels: the coarsened graph, one node
+// per group, and its mapping back to the original nodes.
 //
 // Contract:
 //   - Graph has one node per group, in a topological order of the groups (ties: the group
@@ -38,7 +39,7 @@ const Domain = "onnxpart.fusion"
 //     non-absorbed members read from outside; ParamBytes the distinct constants they read;
 //     OutputBytes the tensors leaving the group. Intermediates are neither read nor written.
 //     A roofline over these fields is the roofline of the fused kernel.
-type Coarse struct {
+type Grouping struct {
 	// Graph is the coarse graph, one node per group; Orig the graph that was coarsened.
 	Graph *graph.Graph
 	Orig  *graph.Graph
@@ -75,7 +76,7 @@ type stats struct {
 // (when rs.Absorb), folding of views, then GCOF (seed 004, Algorithm 1) with rs.Rules. g is
 // not modified. It fails only on an internal inconsistency (the coarse graph would not be a
 // DAG), which is a bug.
-func Coarsen(g *graph.Graph, rs *RuleSet) (*Coarse, error) {
+func Coarsen(g *graph.Graph, rs *RuleSet) (*Grouping, error) {
 	w := newWork(g, rs)
 	w.foldViews(rs.Views)
 	w.e.index()
@@ -90,7 +91,7 @@ func Coarsen(g *graph.Graph, rs *RuleSet) (*Coarse, error) {
 }
 
 // build orders the groups, attaches the absorbed nodes and makes the coarse graph.
-func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, error) {
+func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Grouping, error) {
 	g, e := w.g, w.e
 	n := len(g.Nodes)
 	// Order the groups topologically (Kahn, ties by earliest member).
@@ -128,7 +129,7 @@ func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, e
 	if len(order) != k {
 		return nil, diag.Internal("fusion: internal error: the groups of %s form a cycle", g.Name)
 	}
-	c := &Coarse{Orig: g, RuleSet: ruleSet, Groups: make([][]int, k), Rule: make([]string, k),
+	c := &Grouping{Orig: g, RuleSet: ruleSet, Groups: make([][]int, k), Rule: make([]string, k),
 		GroupOf: make([]int, n), Dup: map[int][]int{}, Absorbed: append([]bool(nil), e.absorbed...)}
 	for i, old := range order {
 		c.Groups[i] = groups[old]
@@ -184,7 +185,7 @@ func (w *work) build(ruleSet string, groups [][]int, rules []string) (*Coarse, e
 }
 
 // makeGraph builds the coarse graph.Graph; in lists the groups holding each node.
-func (c *Coarse) makeGraph(in [][]int) (*graph.Graph, error) {
+func (c *Grouping) makeGraph(in [][]int) (*graph.Graph, error) {
 	g, absorbed := c.Orig, c.Absorbed
 	b := graph.NewBuilder(g.Name)
 	for d, v := range g.Opsets {
@@ -335,7 +336,7 @@ func (c *Coarse) makeGraph(in [][]int) (*graph.Graph, error) {
 // describe names coarse node i: a fused group is "<rule>:<first kernel node>" of op type
 // <rule> in Domain; any other group keeps the identity (name, op, attributes) of its one
 // visible kernel node.
-func (c *Coarse) describe(i int) (name, op, domain string, attrs []graph.Attr) {
+func (c *Grouping) describe(i int) (name, op, domain string, attrs []graph.Attr) {
 	var visible []int
 	for _, v := range c.Groups[i] {
 		if !c.Absorbed[v] && !c.invisible[v] {
@@ -363,7 +364,7 @@ func (c *Coarse) describe(i int) (name, op, domain string, attrs []graph.Attr) {
 // kernels' FLOPs and bytes are h's. A rule set may group h differently by itself (rules
 // that look at sizes); Resized keeps this coarsening's groups, so that one plan prices
 // alike at every size.
-func (c *Coarse) Resized(h *graph.Graph) (*graph.Graph, error) {
+func (c *Grouping) Resized(h *graph.Graph) (*graph.Graph, error) {
 	g := c.Orig
 	if len(h.Nodes) != len(g.Nodes) || len(h.Tensors) != len(g.Tensors) {
 		return nil, fmt.Errorf("fusion: %s has %d nodes and %d tensors, the coarsened graph %d and %d", h.Name, len(h.Nodes), len(h.Tensors), len(g.Nodes), len(g.Tensors))
@@ -385,7 +386,7 @@ func (c *Coarse) Resized(h *graph.Graph) (*graph.Graph, error) {
 
 // Members returns every original node coarse node i computes: its primary members and the
 // absorbed nodes it recomputes, ascending.
-func (c *Coarse) Members(i int) []int {
+func (c *Grouping) Members(i int) []int {
 	out := append(append([]int(nil), c.Groups[i]...), c.dupIn[i]...)
 	sort.Ints(out)
 	return out
@@ -396,7 +397,7 @@ func (c *Coarse) Members(i int) []int {
 // stages (the earliest consumer stage: emit copies the constant into later stages itself).
 // If coarseStage is a pipeline assignment of Graph (every tensor flows to the same or a later
 // stage), the result is one of Orig.
-func (c *Coarse) Expand(coarseStage []int) ([]int, error) {
+func (c *Grouping) Expand(coarseStage []int) ([]int, error) {
 	if len(coarseStage) != len(c.Groups) {
 		return nil, fmt.Errorf("fusion: expand: %d stages for %d coarse nodes", len(coarseStage), len(c.Groups))
 	}
@@ -414,7 +415,7 @@ func (c *Coarse) Expand(coarseStage []int) ([]int, error) {
 // Stages returns every stage that computes original node v under coarseStage: one for a
 // node in a single group, several for an absorbed node recomputed in groups on different
 // stages. Ascending, without repetition.
-func (c *Coarse) Stages(v int, coarseStage []int) []int {
+func (c *Grouping) Stages(v int, coarseStage []int) []int {
 	s := []int{coarseStage[c.GroupOf[v]]}
 	for _, x := range c.Dup[v] {
 		s = append(s, coarseStage[x])
@@ -427,7 +428,7 @@ func (c *Coarse) Stages(v int, coarseStage []int) []int {
 // coarse node, whose cost fields price the fused kernel (e.g. profile's
 // CostModel.KernelTime(c.Orig, members, kernel, device)). members are Members(i). measured
 // may be nil.
-func (c *Coarse) Times(estimate func(group int, members []int, kernel *graph.Node) float64,
+func (c *Grouping) Times(estimate func(group int, members []int, kernel *graph.Node) float64,
 	measured func(group int, members []int) (float64, bool)) []float64 {
 	out := make([]float64, len(c.Groups))
 	for i := range out {

@@ -8,10 +8,10 @@
 // rules/README.md summarises them) or a user file of the same form (LoadRuleSet, the CLI's
 // --fusion-rules FILE).
 //
-// What comes out: a *Coarse, holding a coarse graph.Graph with one node per group, the
+// What comes out: a *Grouping, holding a coarse graph.Graph with one node per group, the
 // mapping from groups to original nodes, and Expand, which turns a stage or device per coarse
 // node back into one per original node for emit. The coarse graph is acyclic and its cost
-// fields price each group as the fused kernel (Coarse documents the contract).
+// fields price each group as the fused kernel (Grouping documents the contract).
 //
 // Coarsen works in three passes:
 //

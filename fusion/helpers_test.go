@@ -128,7 +128,7 @@ func mustBuiltin(t testing.TB, name string) *RuleSet {
 	return rs
 }
 
-func mustCoarsen(t testing.TB, g *graph.Graph, rs *RuleSet) *Coarse {
+func mustCoarsen(t testing.TB, g *graph.Graph, rs *RuleSet) *Grouping {
 	t.Helper()
 	c, err := Coarsen(g, rs)
 	if err != nil {
@@ -141,7 +141,7 @@ func mustCoarsen(t testing.TB, g *graph.Graph, rs *RuleSet) *Coarse {
 }
 
 // groupOfName returns the group holding the node called name.
-func groupOfName(t *testing.T, c *Coarse, name string) int {
+func groupOfName(t *testing.T, c *Grouping, name string) int {
 	t.Helper()
 	v, ok := c.Orig.NodeByName(name)
 	if !ok {
@@ -151,7 +151,7 @@ func groupOfName(t *testing.T, c *Coarse, name string) int {
 }
 
 // sameGroup asserts that the named nodes share a group and returns it.
-func sameGroup(t *testing.T, c *Coarse, names ...string) int {
+func sameGroup(t *testing.T, c *Grouping, names ...string) int {
 	t.Helper()
 	g0 := groupOfName(t, c, names[0])
 	for _, n := range names[1:] {
@@ -162,7 +162,7 @@ func sameGroup(t *testing.T, c *Coarse, names ...string) int {
 	return g0
 }
 
-func groupNames(c *Coarse, i int) []string {
+func groupNames(c *Grouping, i int) []string {
 	var out []string
 	for _, v := range c.Groups[i] {
 		out = append(out, c.Orig.Nodes[v].Name)

@@ -56,7 +56,7 @@ func problemOf(g *graph.Graph, work []float64, skip []bool) *partition.Problem {
 // reality prices plans on the original nodes the way the backend runs them: a group whose
 // kernel nodes a plan keeps in one stage runs as the fused kernel (charged to its first
 // kernel node), a group the plan splits runs its nodes unfused; absorbed nodes are folded.
-func reality(c *fusion.Coarse, stage []int) *partition.Problem {
+func reality(c *fusion.Grouping, stage []int) *partition.Problem {
 	g := c.Orig
 	work := make([]float64, len(g.Nodes))
 	for i, grp := range c.Groups {

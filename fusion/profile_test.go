@@ -12,7 +12,7 @@ import (
 	"github.com/onnxpart/onnxpart/profile"
 )
 
-// TestProfileKernelTime plugs profile's roofline into Coarse.Times: on the corpus, pricing
+// TestProfileKernelTime plugs profile's roofline into Grouping.Times: on the corpus, pricing
 // groups as fused kernels (intermediates neither written nor read, one launch per kernel)
 // must cost less in total than pricing every original node on its own.
 func TestProfileKernelTime(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/onnxpart/onnxpart/ingest"
 )
 
-// checkCoarse verifies the contract documented on Coarse.
-func checkCoarse(c *Coarse, rs *RuleSet) error {
+// checkCoarse verifies the contract documented on Grouping.
+func checkCoarse(c *Grouping, rs *RuleSet) error {
 	g, cg := c.Orig, c.Graph
 	if len(cg.Nodes) != len(c.Groups) || len(c.Rule) != len(c.Groups) || len(c.GroupOf) != len(g.Nodes) {
 		return fmt.Errorf("sizes: %d coarse nodes, %d groups, %d rules, %d GroupOf for %d nodes",

@@ -48,7 +48,7 @@ type GroupInfo struct {
 
 // Summarize counts groups per rule and lists the top largest groups (by kernel nodes, ties
 // by index).
-func Summarize(c *Coarse, top int) *Summary {
+func Summarize(c *Grouping, top int) *Summary {
 	s := &Summary{RuleSet: c.RuleSet, NodesBefore: len(c.Orig.Nodes), NodesAfter: len(c.Groups)}
 	if s.NodesBefore > 0 {
 		s.Reduction = 1 - float64(s.NodesAfter)/float64(s.NodesBefore)

@@ -31,7 +31,9 @@ func (g *Graph) StateOwner(p StatePair) int { return g.Tensors[p.Out].Producer }
 // transformers and optimum (present.i.key = Concat(past_key_values.i.key, k, axis=2)), or
 // read as past_key/past_value by an attention contrib op whose present_key/present_value is
 // a graph output (GroupQueryAttention in ONNX Runtime GenAI's model builder; Concat is then
-// that node and Axis 2). given
+// that node and Axis 2), or carried by control flow (controlFlowState: Loop and Scan state,
+// and If outputs made from the past, as hybrid stacks write their conv and recurrent
+// states). given
 // adds pairs by name, IN → OUT, for models the pattern misses; a name that is not a graph
 // input (IN) or output (OUT), or a tensor in two pairs, is an error naming it. Pairs are in
 // the order of their inputs among the graph's inputs.
@@ -86,6 +88,7 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 			break
 		}
 	}
+	out = append(out, g.controlFlowState(usedIn, usedOut)...)
 	pos := map[int]int{}
 	for i, t := range g.Inputs {
 		pos[t] = i
@@ -94,15 +97,150 @@ func (g *Graph) StatePairs(given map[string]string) ([]StatePair, error) {
 	return out, nil
 }
 
+// controlFlowState finds state that control flow carries, for the pairs the patterns of
+// StatePairs leave:
+//   - Loop and Scan: a graph input fed as a loop-carried (Loop) or state (Scan) variable whose
+//     final value is a graph output is an exact pair;
+//   - If: a branch on whether there is a past (a hybrid stack's linear-attention layer
+//     initialising its conv and recurrent states from zeros on the first call and updating
+//     the past ones after) makes the present state an output of the If, whose branches read
+//     the past input as a capture, directly or through nodes outside the If. Each If output
+//     that is a graph output (through Identity or Cast) is paired with the nearest unpaired
+//     graph input the If depends on with the output's dtype and shape, or with one axis
+//     differing (a cache that grows along it; Axis says which). Inputs whose data reach the
+//     If only through other If outputs or attention ops are not followed: another layer's
+//     state is further away than this layer's own.
+//
+// Concat is the control-flow node; Axis -1 for a state of fixed size.
+func (g *Graph) controlFlowState(usedIn, usedOut map[int]bool) []StatePair {
+	var out []StatePair
+	pair := func(c, in, o, axis int) {
+		usedIn[in], usedOut[o] = true, true
+		out = append(out, StatePair{In: in, Out: o, Concat: c, Axis: axis})
+	}
+	for _, c := range g.TopoOrder() {
+		n := &g.Nodes[c]
+		if n.Domain != "" {
+			continue
+		}
+		switch n.OpType {
+		case optype.Loop, optype.Scan:
+			// Loop: inputs M, cond, v_initial...; outputs v_final..., scan outputs.
+			// Scan (opset 9+): inputs state..., scan inputs (num_scan_inputs of them);
+			// outputs final state..., scan outputs.
+			first, count := 2, len(n.Inputs)-2
+			if n.OpType == optype.Scan {
+				first, count = 0, len(n.Inputs)-int(n.AttrInt("num_scan_inputs", 0))
+			}
+			for k := 0; k < count && first+k < len(n.Inputs) && k < len(n.Outputs); k++ {
+				in, o := n.Inputs[first+k], n.Outputs[k]
+				if in < 0 || o < 0 || g.Tensors[in].Kind != Input || usedIn[in] {
+					continue
+				}
+				if o = g.passThrough(o); o >= 0 && g.Tensors[o].Kind != Input && !usedOut[o] {
+					pair(c, in, o, -1)
+				}
+			}
+		case optype.If:
+			var outs []int
+			for _, t := range n.Outputs {
+				if t < 0 {
+					continue
+				}
+				if o := g.passThrough(t); o >= 0 && g.Tensors[o].Kind != Input && !usedOut[o] {
+					outs = append(outs, o)
+				}
+			}
+			if len(outs) == 0 {
+				continue
+			}
+			near := g.nearInputs(c)
+			for _, o := range outs {
+				for _, in := range near {
+					if usedIn[in] || g.Tensors[in].DType != g.Tensors[o].DType {
+						continue
+					}
+					if axis, ok := stateShapes(g.Tensors[in].Shape, g.Tensors[o].Shape); ok {
+						pair(c, in, o, axis)
+						break
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// nearInputs returns the graph inputs node c depends on (inputs and captures), nearest first
+// (breadth-first over producers; ties in the order of g.Inputs). The walk does not pass
+// through other control-flow nodes or attention contrib ops, whose outputs are other
+// layers' state or hidden states.
+func (g *Graph) nearInputs(c int) []int {
+	pos := map[int]int{}
+	for i, t := range g.Inputs {
+		pos[t] = i
+	}
+	seen := map[int]bool{}
+	var out []int
+	frontier := []int{c}
+	visited := map[int]bool{c: true}
+	for depth := 0; len(frontier) > 0 && depth < 64; depth++ {
+		var next, found []int
+		for _, v := range frontier {
+			for _, t := range g.Nodes[v].Deps() {
+				tn := &g.Tensors[t]
+				switch {
+				case tn.Kind == Input:
+					if !seen[t] {
+						seen[t] = true
+						found = append(found, t)
+					}
+				case tn.Producer >= 0 && !visited[tn.Producer]:
+					p := &g.Nodes[tn.Producer]
+					visited[tn.Producer] = true
+					if p.OpType == optype.If || p.OpType == optype.Loop || p.OpType == optype.Scan || attentionKV[p.OpType] != nil && p.Domain == "com.microsoft" {
+						continue
+					}
+					next = append(next, tn.Producer)
+				}
+			}
+		}
+		sort.Slice(found, func(i, j int) bool { return pos[found[i]] < pos[found[j]] })
+		out = append(out, found...)
+		frontier = next
+	}
+	return out
+}
+
+// stateShapes reports whether in and out can be one state's past and present: the same rank
+// and dims, or all but one axis (a cache growing along it, returned; -1 for none).
+func stateShapes(in, out Shape) (axis int, ok bool) {
+	if in == nil || out == nil || len(in) != len(out) || len(in) == 0 {
+		return -1, false
+	}
+	axis = -1
+	for i := range in {
+		if in[i].Known() == out[i].Known() && in[i].Value == out[i].Value && in[i].Param == out[i].Param {
+			continue
+		}
+		if axis >= 0 {
+			return -1, false
+		}
+		axis = i
+	}
+	return axis, true
+}
+
 // attentionKV maps, for ONNX Runtime's attention contrib ops that keep a KV cache, the
 // input index of past_key and past_value to the output index of present_key and
-// present_value: GroupQueryAttention (past 3, 4 → present 1, 2) and MultiHeadAttention and
-// DecoderMaskedMultiHeadAttention (past 6, 7 → present 1, 2). Each appends this call's keys
+// present_value: GroupQueryAttention (past 3, 4 → present 1, 2), MultiHeadAttention (past 6,
+// 7 → present 1, 2) and DecoderMaskedMultiHeadAttention (past 5, 6 → present 1, 2: ORT's
+// kPastInputIndex is 5). Each appends this call's keys
 // and values to the past on axis 2 (BNSH).
 var attentionKV = map[string]map[int]int{
-	optype.GroupQueryAttention:        {3: 1, 4: 2},
-	optype.MultiHeadAttention:         {6: 1, 7: 2},
-	"DecoderMaskedMultiHeadAttention": {6: 1, 7: 2},
+	optype.GroupQueryAttention:             {3: 1, 4: 2},
+	optype.MultiHeadAttention:              {6: 1, 7: 2},
+	optype.DecoderMaskedMultiHeadAttention: {5: 1, 6: 2},
 }
 
 // attentionPresent returns the graph output that node c, an attention contrib op, makes

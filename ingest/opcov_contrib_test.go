@@ -133,6 +133,35 @@ func ocContrib() []ocCase {
 			ms("QLinearAveragePool", ins(x, sa, za, sa, za), 1, aIs("kernel_shape", 3, 3), aIs("strides", 2, 2), aIs("pads", 1, 1, 1, 1))
 			ms("QLinearGlobalAveragePool", ins(x, sa, za, sa, za), 1)
 		}},
+		// QOperator elementwise ops of ORT's quantizer (uint8, per-tensor).
+		{name: "QLinearElementwise", opset: 17, build: func(m *ocModel) {
+			ms := msOp(m)
+			sa, za := m.scalarF(0.1), m.init(u8, []int64{}, []float64{128})
+			a, b := m.in(u8, 2, 3, 4), m.in(u8, 3, 1)
+			ms("QLinearAdd", ins(a, sa, za, b, sa, za, sa, za), 1)
+			ms("QLinearMul", ins(b, sa, za, a, sa, za, sa, za), 1)
+			ms("QLinearSigmoid", ins(a, sa, za, sa, za), 1)
+			ms("QLinearLeakyRelu", ins(a, sa, za, sa, za), 1, aF("alpha", 0.1))
+			ms("QLinearSoftmax", ins(a, sa, za, sa, za), 1, aI("axis", -1), aI("opset", 13))
+			ms("QLinearConcat", ins(sa, za, a, sa, za, m.in(u8, 2, 5, 4), sa, za), 1, aI("axis", 1))
+		}},
+		// QAttention (dynamic quantisation of the encoder's Attention): uint8 input and
+		// weights, float output; with and without past.
+		{name: "QAttention", opset: 17, build: func(m *ocModel) {
+			ms := msOp(m)
+			sa := m.scalarF(0.05)
+			za := m.init(u8, []int64{}, []float64{128})
+			ms("QAttention", ins(m.in(u8, 2, 3, 16), m.weight(u8, 16, 48), m.weight(f32, 48), sa, sa, "", za, za), 1, aI("num_heads", 4))
+			ms("QAttention", ins(m.in(u8, 2, 1, 16), m.weight(u8, 16, 48), m.weight(f32, 48), sa, sa, "", za, za, m.in(f32, 2, 2, 4, 5, 4)), 2,
+				aI("num_heads", 4), aI("unidirectional", 1))
+		}},
+		// DecoderMaskedMultiHeadAttention, one token of 4 heads of 8 after 5 past positions in
+		// a shared buffer of 8 (ORT's CPU kernel takes the shared form only).
+		{name: "DecoderMaskedMHA", opset: 17, build: func(m *ocModel) {
+			ms := msOp(m)
+			ms("DecoderMaskedMultiHeadAttention", ins(m.in(f32, 2, 1, 32), m.in(f32, 2, 1, 32), m.in(f32, 2, 1, 32), "", "",
+				m.in(f32, 2, 4, 8, 8), m.in(f32, 2, 4, 8, 8), m.inData(i32, []float64{5}, 1)), 3, aI("num_heads", 4), aI("past_present_share_buffer", 1))
+		}},
 		// Blocked quantisation (opset 21): scales per 32 elements along axis 1.
 		{name: "QDQBlocked", opset: 21, build: func(m *ocModel) {
 			q := m.op("QuantizeLinear", ins(m.in(f32, 4, 64), m.weight(f32, 4, 2), m.weight(i8, 4, 2)), aI("axis", 1), aI("block_size", 32))

@@ -111,20 +111,27 @@ func msAttention(c *nctx) error {
 	}
 	b, s := x.shape[0], x.shape[1]
 	nh := headsDim(c, "num_heads")
+	dt, pastIdx := x.dt, 4
+	if c.n.OpType == optype.QAttention { // integer input and weights; float result (input_scale's type)
+		pastIdx = 8
+		if sc := c.in(3); sc != nil {
+			dt = sc.dt
+		}
+	}
 	dv, dk := dimDiv(w.shape[1], graph.Static(3)), dimDiv(w.shape[1], graph.Static(3))
 	if hs := c.n.AttrInts("qkv_hidden_sizes"); len(hs) == 3 {
 		dk, dv = graph.Static(hs[1]), graph.Static(hs[2])
 	}
-	c.set(0, x.dt, graph.Shape{b, s, dv})
+	c.set(0, dt, graph.Shape{b, s, dv})
 	if c.nout() > 1 {
 		total := s
-		if p := c.in(4); p != nil {
+		if p := c.in(pastIdx); p != nil {
 			total = unknownDim
 			if p.shape != nil && len(p.shape) == 5 {
 				total = dimAdd(p.shape[3], s)
 			}
 		}
-		c.set(1, x.dt, graph.Shape{graph.Static(2), b, nh, total, dimDiv(dk, nh)})
+		c.set(1, dt, graph.Shape{graph.Static(2), b, nh, total, dimDiv(dk, nh)})
 	}
 	return nil
 }
@@ -372,5 +379,210 @@ func nhwcConv(c *nctx) error {
 		out = append(out, d)
 	}
 	c.set(0, x.dt, append(out, w.shape[0]))
+	return nil
+}
+
+// qlinearBinary is QLinearAdd and QLinearMul (A, A_scale, A_zero_point, B, B_scale,
+// B_zero_point, C_scale, C_zero_point): A and B broadcast, in A's integer type.
+func qlinearBinary(c *nctx) error {
+	a, b := c.in(0), c.in(3)
+	if a == nil || b == nil {
+		return nil
+	}
+	if a.shape == nil || b.shape == nil {
+		c.set(0, a.dt, nil)
+		return nil
+	}
+	s, err := broadcast(a.shape, b.shape)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	c.set(0, a.dt, s)
+	return nil
+}
+
+// qlinearConcat is QLinearConcat (Y_scale, Y_zero_point, then X, X_scale, X_zero_point per
+// input): the inputs concatenated along axis, in Y_zero_point's type.
+func qlinearConcat(c *nctx) error {
+	z := c.in(1)
+	if z == nil {
+		return nil
+	}
+	var out graph.Shape
+	rank := -1
+	var xs []*tinfo
+	for i := 2; i < c.nin(); i += 3 {
+		x := c.in(i)
+		if x == nil {
+			return nil
+		}
+		xs = append(xs, x)
+		if x.shape != nil {
+			rank = len(x.shape)
+		}
+	}
+	if rank < 0 || len(xs) == 0 {
+		c.set(0, z.dt, nil)
+		return nil
+	}
+	axis, err := normAxis(c.n.AttrInt("axis", 0), rank)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	out = make(graph.Shape, rank)
+	for i := range out {
+		out[i] = unknownDim
+	}
+	sum := graph.Static(0)
+	for _, x := range xs {
+		if x.shape == nil {
+			sum = unknownDim
+			continue
+		}
+		if len(x.shape) != rank {
+			return c.errorf("inputs of different ranks")
+		}
+		sum = dimAdd(sum, x.shape[axis])
+		for i, d := range x.shape {
+			if i != axis && (d.Known() || !out[i].Known() && out[i].Param == "") {
+				out[i] = d
+			}
+		}
+	}
+	out[axis] = sum
+	c.set(0, z.dt, out)
+	return nil
+}
+
+// biasSplitGelu is BiasSplitGelu: X [N, HW, D] plus bias [D], split in halves along the last
+// axis, the first times GELU of the second: [N, HW, D/2].
+func biasSplitGelu(c *nctx) error {
+	x := c.in(0)
+	if x == nil {
+		return nil
+	}
+	if x.shape == nil || len(x.shape) != 3 {
+		c.set(0, x.dt, nil)
+		return nil
+	}
+	c.set(0, x.dt, graph.Shape{x.shape[0], x.shape[1], dimDiv(x.shape[2], graph.Static(2))})
+	return nil
+}
+
+// packedMultiHeadAttention is PackedMultiHeadAttention: query [T, N·H] with key and value
+// [T, N·H] and [T, N·Hv], or packed QKV [T, N, 3, H] (T tokens of every sequence, padding
+// removed). Output [T, N·Hv].
+func packedMultiHeadAttention(c *nctx) error {
+	q := c.in(0)
+	if q == nil {
+		return nil
+	}
+	switch {
+	case q.shape != nil && len(q.shape) == 4:
+		c.set(0, q.dt, graph.Shape{q.shape[0], dimMul(q.shape[1], q.shape[3])})
+	case q.shape != nil && len(q.shape) == 2:
+		d := q.shape[1]
+		if v := c.in(2); v != nil && v.shape != nil && len(v.shape) == 2 {
+			d = v.shape[1]
+		}
+		c.set(0, q.dt, graph.Shape{q.shape[0], d})
+	default:
+		c.set(0, q.dt, nil)
+	}
+	return nil
+}
+
+// decoderMaskedMHA is DecoderMaskedMultiHeadAttention (one new token against the past):
+// query [B, 1, D] (D = N·H, or 3·N·H packed when key is absent); past_key/past_value
+// [B, N, P, H] (input 5, 6). Output [B, 1, N·Hv]; present_key/value the past buffer with
+// past_present_share_buffer, else [B, N, P+1, H]; qk [B, N, 1, total].
+func decoderMaskedMHA(c *nctx) error {
+	q := c.in(0)
+	if q == nil {
+		return nil
+	}
+	nh := headsDim(c, "num_heads")
+	if q.shape == nil || len(q.shape) != 3 {
+		for i := 0; i < c.nout(); i++ {
+			c.set(i, q.dt, nil)
+		}
+		return nil
+	}
+	d := q.shape[2]
+	if c.in(1) == nil {
+		d = dimDiv(d, graph.Static(3))
+	}
+	if v := c.in(2); v != nil && v.shape != nil && len(v.shape) == 3 {
+		d = v.shape[2]
+	}
+	c.set(0, q.dt, graph.Shape{q.shape[0], q.shape[1], d})
+	// present: the shared buffer as it is, else the past and the new token(s).
+	share := c.n.AttrInt("past_present_share_buffer", 0) != 0
+	var m graph.Dim = unknownDim
+	for i, pi := range []int{5, 6} {
+		p := c.in(pi)
+		var ps graph.Shape
+		if p != nil && p.shape != nil && len(p.shape) == 4 {
+			ps = p.shape.Clone()
+			if !share {
+				ps[2] = dimAdd(ps[2], q.shape[1])
+			}
+			m = ps[2]
+		}
+		if c.nout() > i+1 {
+			c.set(i+1, q.dt, ps)
+		}
+	}
+	if c.nout() > 3 { // qk: [B, N, S, total]
+		c.set(3, q.dt, graph.Shape{q.shape[0], nh, q.shape[1], m})
+	}
+	return nil
+}
+
+// gatedRelativePositionBias is GatedRelativePositionBias: query_layer [B, S, N·H] gives the
+// bias [B, N, S, S] (num_heads N).
+func gatedRelativePositionBias(c *nctx) error {
+	q := c.in(0)
+	if q == nil {
+		return nil
+	}
+	if q.shape == nil || len(q.shape) != 3 {
+		c.set(0, q.dt, nil)
+		return nil
+	}
+	c.set(0, q.dt, graph.Shape{q.shape[0], headsDim(c, "num_heads"), q.shape[1], q.shape[1]})
+	return nil
+}
+
+// sparseAttention is SparseAttention (GroupQueryAttention's block-sparse form, always with a
+// shared past/present buffer): query [B, S, D] with key and value [B, S, kv·H], or packed
+// (D = (N + 2·kv)·H); past_key/past_value [B, kv, M, H]. Output [B, S, N·H];
+// present_key/value the buffer's shape.
+func sparseAttention(c *nctx) error {
+	q := c.in(0)
+	if q == nil {
+		return nil
+	}
+	nh, kv := headsDim(c, "num_heads"), headsDim(c, "kv_num_heads")
+	if q.shape == nil || len(q.shape) != 3 {
+		for i := 0; i < c.nout(); i++ {
+			c.set(i, q.dt, nil)
+		}
+		return nil
+	}
+	h := dimDiv(q.shape[2], nh)
+	if c.in(1) == nil {
+		h = dimDiv(q.shape[2], dimAdd(nh, dimMul(graph.Static(2), kv)))
+	}
+	c.set(0, q.dt, graph.Shape{q.shape[0], q.shape[1], dimMul(nh, h)})
+	for i, pi := range []int{3, 4} {
+		if c.nout() > i+1 {
+			if p := c.in(pi); p != nil && p.shape != nil {
+				c.set(i+1, q.dt, p.shape.Clone())
+			} else {
+				c.set(i+1, q.dt, nil)
+			}
+		}
+	}
 	return nil
 }

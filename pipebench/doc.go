@@ -35,9 +35,9 @@
 // Options.Duration) are measured, while as many more requests keep the pipeline full behind
 // them.
 //
-// Inputs are random and seeded as `onnxpart verify` makes them (verify.RandomFeeds on the
-// original model; four input sets, seeds Seed … Seed+3, used in turn), or real data from .npy
-// files (Options.Inputs).
+// Inputs are random and seeded as `onnxpart verify` makes them (verify.RandomFeeds; the two
+// share one maker and one binding of the dims), from the original model (four input sets,
+// seeds Seed … Seed+3, used in turn), or real data from .npy files (Options.Inputs).
 //
 // Failure: a stage whose run fails stops the whole bench at once; Run returns a *diag.Error
 // about the stage, naming its file, its device and the request (wrapping ONNX Runtime's

@@ -98,14 +98,19 @@ func (m *CostModel) Explain(g *graph.Graph, node, device int) Breakdown {
 		return b
 	}
 	b.Overhead = OverheadOf(d, b.Class).Value
-	if b.Class != ClassView {
+	body := 0.0
+	if comp, mem, t, ok := cpuKernelTime(d, g, n, m.weightRate(g, d)); ok {
+		b.Compute, b.Memory, body = comp, mem, t
+		b.Eff, b.MemEff = cpuKernelEff(n), cpuKernelEff(n)
+	} else if b.Class != ClassView {
 		comp, mem := roofline(d, g, n, b.Class, b.Precision, nodeWeights(d, g, n), m.weightRate(g, d))
 		b.Compute, b.Memory = comp/positive(b.Eff.Value), mem/positive(b.MemEff.Value)
+		body = math.Max(b.Compute, b.Memory)
 	}
 	if cb, ck := casts(d, g, []int{node}); ck > 0 {
 		b.Casts = castTime(d, cb, ck)
 	}
-	b.Time = math.Max(b.Compute, b.Memory) + b.Overhead + b.Casts
+	b.Time = body + b.Overhead + b.Casts
 	return b
 }
 
@@ -602,7 +607,7 @@ func (m *CostModel) timeAs(g *graph.Graph, v, device int, c OpClass) float64 {
 }
 
 // KernelTime prices a fused kernel on device: kernel carries the group's cost fields (as
-// fusion.Coarse builds them: FLOPs of the members, bytes entering and leaving the group) and
+// fusion.Grouping builds them: FLOPs of the members, bytes entering and leaving the group) and
 // members are the original nodes of g it stands for. The roofline uses the op class and
 // precision of the member with the most FLOPs (the first non-view member when none has any),
 // the kernel's activation bytes and its members' weights (nodeWeights, at the weight rate of
@@ -727,6 +732,23 @@ func (m *CostModel) KernelExplain(g *graph.Graph, members []int, kernel *graph.N
 	eff, memEff := EfficiencyOf(d, ln.OpType, c)
 	b.Overhead += OverheadOf(d, c).Value
 	b.Time = b.Overhead + b.Casts
+	if comp, mem, t, ok := cpuKernelTime(d, g, ln, b.WeightRate); ok {
+		// The lead as ONNX Runtime's CPU kernel runs it, and the group's other kernels
+		// (epilogues it does not fuse) one after another.
+		b.Compute, b.Memory = comp, mem
+		b.Weights = nodeWeights(d, g, ln)
+		b.Time += t
+		for _, v := range members {
+			if n := &g.Nodes[v]; v != lead && !foldable(g, n) && ClassOf(g, n) != ClassView {
+				x := m.Explain(g, v, device)
+				b.Compute += x.Compute
+				b.Memory += x.Memory
+				b.Weights += nodeWeights(d, g, n)
+				b.Time += x.Time - x.Overhead - x.Casts
+			}
+		}
+		return b
+	}
 	if c == ClassView && kernel.FLOPs == 0 {
 		return b
 	}

@@ -63,7 +63,7 @@ const memEffNote = "memory term, measured on an H100 (bench/gpucheck)"
 func memEffNoteOf(c OpClass) string {
 	switch c {
 	case ClassAttention, ClassNBits, ClassNBitsInt8, ClassConvInt8, ClassMatMulInt8:
-		return "memory term, nominal for the kernel class (see defaults.go); calibrate with --costs measured"
+		return "memory term, nominal for the kernel class (see defaults.go); calibrate it with measured costs or a cost file"
 	}
 	return memEffNote
 }

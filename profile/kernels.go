@@ -31,10 +31,10 @@ func DefaultRuleSet(c *Cluster, devs []int) string {
 }
 
 // KernelTimes prices every kernel of g on device: with c (a coarsening of g, or of the same
-// model sized at other dimensions: see fusion.Coarse.Resized), one time per fused group,
+// model sized at other dimensions: see fusion.Grouping.Resized), one time per fused group,
 // KernelTime of its members over the group's cost fields at g's sizes; with c nil, one time
 // per node, NodeTime. These are the times the planner places and sums into a stage's compute.
-func (m *CostModel) KernelTimes(g *graph.Graph, c *fusion.Coarse, device int) ([]float64, error) {
+func (m *CostModel) KernelTimes(g *graph.Graph, c *fusion.Grouping, device int) ([]float64, error) {
 	if c == nil {
 		out := make([]float64, len(g.Nodes))
 		for v := range g.Nodes {
@@ -53,7 +53,7 @@ func (m *CostModel) KernelTimes(g *graph.Graph, c *fusion.Coarse, device int) ([
 
 // KernelOverheads is KernelTimes' fixed part per kernel (KernelOverhead, NodeOverhead): what
 // a kernel costs once however many inputs it processes together.
-func (m *CostModel) KernelOverheads(g *graph.Graph, c *fusion.Coarse, device int) ([]float64, error) {
+func (m *CostModel) KernelOverheads(g *graph.Graph, c *fusion.Grouping, device int) ([]float64, error) {
 	if c == nil {
 		out := make([]float64, len(g.Nodes))
 		for v := range g.Nodes {
@@ -70,7 +70,7 @@ func (m *CostModel) KernelOverheads(g *graph.Graph, c *fusion.Coarse, device int
 }
 
 // kernelsOf is c's coarse graph at g's sizes.
-func kernelsOf(g *graph.Graph, c *fusion.Coarse) (*graph.Graph, error) {
+func kernelsOf(g *graph.Graph, c *fusion.Grouping) (*graph.Graph, error) {
 	if g == c.Orig {
 		return c.Graph, nil
 	}
@@ -130,7 +130,7 @@ func KernelClass(g *graph.Graph, members []int) OpClass {
 // as the planner coarsens a model, each kernel priced by KernelTimes, plus the device's run
 // overhead and the boundary terms of a stage whose inputs and outputs are g's.
 func (m *CostModel) PriceGraph(g *graph.Graph, rs *fusion.RuleSet, device int) (*GraphPrice, error) {
-	var c *fusion.Coarse
+	var c *fusion.Grouping
 	p := &GraphPrice{Device: device, RuleSet: "none"}
 	if rs != nil && rs.Name != "none" {
 		var err error

@@ -93,7 +93,7 @@ func ClassOn(d *Device, g *graph.Graph, n *graph.Node) OpClass {
 	if c == ClassStatic {
 		return c
 	}
-	if k, ok := ops.KernelFor(n, BackendOf(d)); ok {
+	if k, ok := ops.KernelFor(n, backendOf(d)); ok {
 		return OpClass(k.Class)
 	}
 	if c == ClassDepthwise && !d.Blocked(g, n) {
@@ -102,9 +102,9 @@ func ClassOn(d *Device, g *graph.Graph, n *graph.Node) OpClass {
 	return c
 }
 
-// BackendOf is the op registry's backend for device d: ONNX Runtime's CPU provider on a CPU,
+// backendOf is the op registry's backend for device d: ONNX Runtime's CPU provider on a CPU,
 // the GPU kernels (ORT's CUDA provider, TensorRT) elsewhere.
-func BackendOf(d *Device) ops.Backend {
+func backendOf(d *Device) ops.Backend {
 	if d.Kind == CPU {
 		return ops.CPU
 	}
@@ -114,7 +114,7 @@ func BackendOf(d *Device) ops.Backend {
 // PrecisionOn is PrecisionOf for device d: int8 where d's backend runs the op with integer
 // arithmetic (ops.KernelFor: MatMulNBits at accuracy_level 4 on a CPU).
 func PrecisionOn(d *Device, g *graph.Graph, n *graph.Node) Precision {
-	if k, ok := ops.KernelFor(n, BackendOf(d)); ok && k.Int8 {
+	if k, ok := ops.KernelFor(n, backendOf(d)); ok && k.Int8 {
 		return INT8
 	}
 	return PrecisionOf(g, n)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/ops"
 	"github.com/onnxpart/onnxpart/internal/ops/optype"
 )
 
@@ -58,7 +59,7 @@ func widensHalf(d *Device) bool {
 }
 
 // gatherOps read only the rows their indices select from their data input.
-var gatherOps = map[string]bool{optype.Gather: true, optype.GatherElements: true, optype.GatherND: true}
+var gatherOps = map[string]bool{optype.Gather: true, optype.GatherElements: true, optype.GatherND: true, optype.GatherBlockQuantized: true}
 
 // nodeWeights is the number of weight bytes node n reads from memory in one call on d: its
 // ParamBytes, except that a gather reads only the rows it selects (at most its output's
@@ -73,6 +74,21 @@ func nodeWeights(d *Device, g *graph.Graph, n *graph.Node) float64 {
 		table := float64(max(g.Tensors[n.Inputs[0]].Bytes, 0))
 		return w - table + min(table, float64(max(n.OutputBytes, 0)))
 	}
+	if rows := rotaryRows(g, n); rows > 0 {
+		// Rotary caches ([positions, rotary dim / 2], cos and sin): only the rows of the
+		// positions rotated are read.
+		for _, t := range n.Inputs {
+			if t < 0 || !g.IsParam(t) {
+				continue
+			}
+			tn := &g.Tensors[t]
+			if dims, ok := ops.Dims(g, t); ok && len(dims) == 2 && dims[0] > 0 && tn.Bytes > 0 {
+				table := float64(tn.Bytes)
+				w += min(table, rows*table/float64(dims[0])) - table
+			}
+		}
+		return w
+	}
 	if widensHalf(d) && !dataClass(ClassOf(g, n)) {
 		for _, t := range n.Inputs {
 			if t >= 0 && g.IsParam(t) && (g.Tensors[t].DType == graph.Float16 || g.Tensors[t].DType == graph.BFloat16) {
@@ -81,6 +97,27 @@ func nodeWeights(d *Device, g *graph.Graph, n *graph.Node) float64 {
 		}
 	}
 	return w
+}
+
+// rotaryRows is the number of positions a rotary embedding reads from its cos and sin caches
+// (the new rows of every sequence: GroupQueryAttention with do_rotary, RotaryEmbedding), 0
+// for other nodes or when unknown.
+func rotaryRows(g *graph.Graph, n *graph.Node) float64 {
+	switch {
+	case n.OpType == optype.GroupQueryAttention && n.AttrInt("do_rotary", 0) != 0:
+		if o, ok := ops.Dims(g, ops.Out(n, 0)); ok && len(o) == 3 {
+			return float64(o[0] * o[1])
+		}
+	case n.OpType == optype.RotaryEmbedding:
+		if p, ok := ops.Dims(g, ops.In(n, 1)); ok && len(p) > 0 {
+			r := int64(1)
+			for _, x := range p {
+				r *= x
+			}
+			return float64(r)
+		}
+	}
+	return 0
 }
 
 // dataClass: classes whose kernels move elements without arithmetic (any element type runs

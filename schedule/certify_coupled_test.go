@@ -11,7 +11,8 @@ import (
 
 // TestCertificatesCoupled checks the coupled bounds (bounds_coupled.go: the coupled LP, which
 // every Solve computes in latency mode, and the coupled MIP's dual bound; bounds_modules.go:
-// the module DP, exercised by the generator's chains of modules) against the
+// the module DP, exercised by the generator's chains of modules, and the relaxed module DP,
+// switched on for every instance with any spine node allowed) against the
 // exhaustive optimum through the certificate harness: a constructive method (cheap) with the
 // coupled MIP switched on, so every instance reports both bounds and the MIP's plan as a
 // candidate. ONNXPART_FUZZ_CERT_COUPLED=N runs N instances instead of the short run's 400
@@ -31,6 +32,7 @@ func TestCertificatesCoupled(t *testing.T) {
 		seed = s
 	}
 	defer schedule.SetCoupledMIPAlways(true)()
+	defer schedule.SetRelaxedModuleDPAlways(true)()
 	st := runCertificatesWith(t, seed, count, max(2, runtimeProcs()), func(s source, x uint64) schedule.Options {
 		o := schedule.Options{TimeLimit: 2 * time.Second, Seed: x, Workers: 1, RelGap: relGap, Iterations: 50}
 		o.Method = []string{schedule.BestDevice, schedule.MET, schedule.Greedy, schedule.HEFT}[s.intn(4)]
@@ -40,8 +42,8 @@ func TestCertificatesCoupled(t *testing.T) {
 	if st.bounds["coupled-lp"] < st.latency/4 || st.bounds["coupled-mip"] < st.latency/4 || st.bounds["module-dp"] < st.latency/5 {
 		t.Errorf("coupled-lp checked on %d, coupled-mip on %d, module-dp on %d of %d latency instances: too few", st.bounds["coupled-lp"], st.bounds["coupled-mip"], st.bounds["module-dp"], st.latency)
 	}
-	if st.tight["module-dp"] == 0 {
-		t.Errorf("the module DP's bound was never tight: %v", st)
+	if st.tight["module-dp"] == 0 || st.tight["module-dp-relaxed"] == 0 || st.bounds["module-dp-relaxed"] < st.latency/10 {
+		t.Errorf("the module DP's bounds were never tight, or the relaxed one too seldom checked: %v", st)
 	}
 	if st.tight["coupled-mip"] == 0 {
 		t.Errorf("the coupled MIP's bound was never tight: %v", st)

@@ -670,6 +670,7 @@ func TestCertificateBounds(t *testing.T) {
 	if testing.Short() {
 		count = 100
 	}
+	defer schedule.SetRunToLimit(true)() // every bound computed, not only those before the plan met one
 	st := runCertificatesWith(t, 7, count, 2, func(s source, seed uint64) schedule.Options {
 		o := schedule.Options{TimeLimit: 80 * time.Millisecond, Seed: seed, Workers: 1, RelGap: relGap,
 			Method: schedule.Split, ModuleSize: 1 + s.intn(2), MaxChannels: 1 + s.intn(4)}

@@ -171,7 +171,14 @@ type budget struct {
 	iters    int // 0: no iteration cap
 	start    time.Time
 	deadline time.Time // zero: none
+	// target, when positive, stops the search as soon as its best score is at most target
+	// (the best lower bound: nothing better exists); ran counts the iterations it ran.
+	target float64
+	ran    int
 }
+
+// reached reports whether score f meets the target.
+func (b *budget) reached(f float64) bool { return b.target > 0 && f <= b.target }
 
 func (b *budget) done(it int) bool {
 	if b.iters > 0 && it >= b.iters {
@@ -225,7 +232,8 @@ func (sp *space) ea(init []int, seed uint64, b *budget, improved func(float64)) 
 	type change struct{ i, old int }
 	var changed []change
 	p := 1 / float64(len(mutable))
-	for it := 0; !b.done(it); it++ {
+	for it := 0; !b.done(it) && !b.reached(f); it++ {
+		b.ran = it + 1
 		changed = changed[:0]
 		for _, i := range mutable {
 			if rng.Float64() < p {
@@ -286,7 +294,8 @@ func (sp *space) sa(init []int, seed uint64, b *budget, improved func(float64)) 
 		base = sp.penalty / 2
 	}
 	t0, t1 := sp.heat*base, 1e-4*base
-	for it := 0; !b.done(it); it++ {
+	for it := 0; !b.done(it) && !b.reached(fbest); it++ {
+		b.ran = it + 1
 		temp := t0 * math.Pow(t1/t0, b.frac(it))
 		i := mutable[rng.IntN(len(mutable))]
 		old := cur[i]

@@ -104,6 +104,8 @@ type Result struct {
 	Notes    []diag.Note   `json:"notes,omitempty"`
 	Seconds  float64       `json:"seconds"`
 	Elapsed  time.Duration `json:"-"`
+	// phases and searchIters count the work run after the constructive heuristics (tests).
+	phases, searchIters int
 }
 
 // UncappedPlan is the plan a stage cap replaced (Result.Uncapped).
@@ -222,7 +224,6 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
 	s.bounds = in.simpleBounds(ctx)
 	s.report("", "lower bounds computed")
-	s.coupled()
 	s.run()
 	return s.result()
 }
@@ -248,6 +249,71 @@ type solver struct {
 	hlpPlan *Placement
 	// mdpPlan is the module DP's stitched placement (bounds_modules.go), judged after hlpPlan.
 	mdpPlan *Placement
+	// phases counts the phases run after the constructive heuristics (bounds, searches,
+	// MILPs); stopped is set once the best plan met the best bound and the rest was skipped.
+	phases      int
+	stopped     bool
+	searchIters int // EA's or SA's iterations
+}
+
+// stopGap is the relative gap at which the best plan meets the best bound: Options.RelGap,
+// or 1e-9 (rounding) without one.
+func (s *solver) stopGap() float64 {
+	if s.o.RelGap > 0 {
+		return s.o.RelGap
+	}
+	return 1e-9
+}
+
+// target is the makespan at or below which a plan meets the best bound within stopGap: 0
+// when there is no bound yet, or the bound exceeds the best plan (a fault, which result
+// discards: it closes nothing), or with runToLimit.
+func (s *solver) target() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lb := maxBound(s.bounds)
+	if lb <= 0 || runToLimit || (!math.IsInf(s.best, 1) && lb > s.best*(1+1e-6)) {
+		return 0
+	}
+	return lb / (1 - s.stopGap())
+}
+
+// closed reports whether the best plan meets the best bound: no method can find a better
+// one, so there is nothing left to run.
+func (s *solver) closed() bool {
+	s.mu.Lock()
+	best := s.best
+	s.mu.Unlock()
+	return s.meets(best)
+}
+
+// meets reports whether a plan of makespan mk meets the best bound within stopGap. A bound
+// above the plan (a fault, which result discards) closes nothing.
+func (s *solver) meets(mk float64) bool {
+	t := s.target()
+	s.mu.Lock()
+	lb := maxBound(s.bounds)
+	s.mu.Unlock()
+	return t > 0 && !math.IsInf(mk, 1) && mk <= t && lb <= mk*(1+1e-6)
+}
+
+// runToLimit makes Solve run every phase whatever the bounds say (the certificate
+// harness's switch, export_test.go: it checks every bound, not only those computed before
+// the plan met one).
+var runToLimit bool
+
+// next reports whether the next phase should run — not once the best plan meets the best
+// bound — and counts it.
+func (s *solver) next(phase string) bool {
+	if s.stopped || s.closed() {
+		if !s.stopped {
+			s.stopped = true
+			s.report("", fmt.Sprintf("the plan meets the lower bound: %s and the rest skipped", phase))
+		}
+		return false
+	}
+	s.phases++
+	return true
 }
 
 type candidate struct {
@@ -337,6 +403,7 @@ func (s *solver) run() {
 	var heur []named
 	switch o.Method {
 	case BestDevice, MET, Greedy, HEFT:
+		s.coupled() // only with coupledMIPAlways (the certificate harness)
 		for _, h := range in.constructive() {
 			if h.method == o.Method {
 				s.add(h.method, h.pl, t0, 0, "")
@@ -351,6 +418,9 @@ func (s *solver) run() {
 		for _, h := range heur {
 			s.add(h.method, h.pl, t0, 0, "")
 		}
+		if o.Method != EA && o.Method != SA && s.next("the coupled LP") {
+			s.coupled()
+		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
 		}
@@ -360,19 +430,78 @@ func (s *solver) run() {
 	}
 	switch o.Method {
 	case EA, SA:
-		s.search(o.Method, heur)
+		if s.next(o.Method) {
+			s.search(o.Method, heur)
+		}
 	case MILP:
-		s.milp()
-	case Split:
-		s.coupledMIP(0.1)
-		s.split()
-	case Auto:
-		if s.small() {
+		if s.next(MILP) {
 			s.milp()
-		} else {
+		}
+	case Split:
+		if s.next("the coupled MIP") {
 			s.coupledMIP(0.1)
+		}
+		if s.next("region moves") {
+			s.moves(Split, s.movesDeadline())
+		}
+		if s.next(Split) {
 			s.split()
 		}
+	case Auto:
+		if s.small() {
+			if s.next(MILP) {
+				s.milp()
+			}
+		} else {
+			if s.next("the coupled MIP") {
+				s.coupledMIP(0.1)
+			}
+			if s.next("region moves") {
+				s.moves("moves", s.movesDeadline())
+			}
+			if s.next(Split) {
+				s.split()
+			}
+		}
+	}
+}
+
+// movesDeadline is the deadline of the region moves before MILP-SPLIT: 5% of the time
+// left; zero (none: until a pass improves nothing) without a time limit.
+func (s *solver) movesDeadline() time.Time {
+	if s.deadline.IsZero() {
+		return s.deadline
+	}
+	return time.Now().Add(time.Until(s.deadline) * 5 / 100)
+}
+
+// moves improves the best plan so far by region moves (regionSearch) until deadline and adds
+// the result as method's candidate when it is better (latency mode, several devices).
+func (s *solver) moves(method string, deadline time.Time) {
+	in := s.in
+	if !in.latency() || in.numDevices < 2 {
+		return
+	}
+	c := s.bestCandidate()
+	if c == nil {
+		return
+	}
+	t0 := time.Now()
+	s.report(method, "region moves")
+	dev := append([]int(nil), c.pl.Device...)
+	work := 0
+	stop := func() bool {
+		if work&15 == 0 && (s.ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(deadline))) {
+			return true
+		}
+		return false
+	}
+	// Within the stage caps: the plan kept is merged into them (result), which would undo
+	// moves that need more stages.
+	order := in.startOrder(c.sc)
+	f := in.regionSearch(dev, order, stageCap{total: s.o.MaxStages, perDevice: s.o.MaxStagesPerDevice}, stop, &work)
+	if f < c.Makespan*(1-1e-12) {
+		s.add(method, &Placement{Device: dev, Order: positions(order)}, t0, 0, fmt.Sprintf("region moves from %s's plan (%d moves judged)", c.Method, work))
 	}
 }
 
@@ -398,7 +527,7 @@ func (s *solver) search(method string, heur []named) {
 		s.add(method, nil, t0, 0, "no MET plan to start from")
 		return
 	}
-	b := &budget{ctx: s.ctx, iters: o.Iterations, start: t0, deadline: s.deadline}
+	b := &budget{ctx: s.ctx, iters: o.Iterations, start: t0, deadline: s.deadline, target: s.target()}
 	if b.iters == 0 && b.deadline.IsZero() {
 		b.iters = DefaultIterations
 	}
@@ -415,6 +544,7 @@ func (s *solver) search(method string, heur []named) {
 	} else {
 		genes, _ = sp.sa(sp.genesOf(start), o.Seed, b, improved)
 	}
+	s.searchIters = b.ran
 	s.add(method, sp.placement(genes), t0, 0, "")
 }
 
@@ -483,6 +613,7 @@ func (s *solver) split() {
 		log: log, deadline: s.deadline, workers: o.Workers, target: o.ModuleSize, maxChannels: o.MaxChannels,
 		relGap: o.RelGap, symmetry: o.Symmetry, seed: o.Seed, lbShare: 0.2, polishShare: 0.2,
 		progress: func(msg string) { s.report(Split, msg) },
+		met:      s.meets,
 	})
 	s.notes = append(s.notes, log.notes()...)
 	if err != nil {
@@ -630,6 +761,7 @@ func (s *solver) result() (*Result, error) {
 	}
 	r.Notes = s.notes
 	r.Nodes, r.Devices = in.summary(chosen.pl, chosen.sc)
+	r.phases, r.searchIters = s.phases, s.searchIters
 	r.Elapsed = time.Since(s.begin)
 	r.Seconds = r.Elapsed.Seconds()
 	return r, nil

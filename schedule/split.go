@@ -53,6 +53,9 @@ type splitOptions struct {
 	symmetry    string
 	seed        uint64
 	lbShare     float64 // share of the time for the lower-bound sub-solves (multi-channel)
+	// met, when set, reports whether a makespan meets the caller's best lower bound: the
+	// search stops there (nothing better exists).
+	met         func(ub float64) bool
 	polishShare float64 // share of the time for annealing the stitched plan (when not optimal)
 	progress    func(string)
 	log         *subLog // sub-MILP outcomes worth reporting (nil: not recorded)
@@ -524,6 +527,9 @@ func (in *inst) split(ctx context.Context, o splitOptions) (*splitOutcome, error
 	if err != nil {
 		return nil, err
 	}
+	if o.met != nil && out.sc != nil && o.met(out.sc.Makespan) {
+		return out, nil // the stitched plan meets the caller's bound: no polish, no bound
+	}
 	if !out.optimal && !polishAt.IsZero() && ctx.Err() == nil {
 		in.polish(ctx, out, polishAt, o)
 	}
@@ -731,14 +737,23 @@ const saShare = 0.3
 // stitched makespan; the better of the two plans is kept.
 func (in *inst) polish(ctx context.Context, out *splitOutcome, deadline time.Time, o splitOptions) {
 	sp := newSpace(in)
-	key := make([]float64, in.numNodes)
-	for x := range key {
-		key[x] = math.Inf(1)
+	sp.order = in.startOrder(out.sc)
+	if in.latency() && in.numDevices > 1 {
+		// Region moves first, for half of the time (moves.go), in the stitched plan's order.
+		half := time.Now().Add(time.Until(deadline) / 2)
+		dev := append([]int(nil), out.pl.Device...)
+		work := 0
+		stop := func() bool {
+			return work&15 == 0 && (ctx.Err() != nil || (!deadline.IsZero() && !time.Now().Before(half)))
+		}
+		if f := in.regionSearch(dev, sp.order, stageCap{}, stop, &work); f < out.sc.Makespan {
+			pl := &Placement{Device: dev, Order: positions(sp.order)}
+			if sc, err := in.simulate(pl); err == nil && sc.Feasible && sc.Makespan < out.sc.Makespan {
+				out.pl, out.sc = pl, sc
+				out.note = joinNote(out.note, "stitched plan improved by region moves")
+			}
+		}
 	}
-	for _, t := range out.sc.Tasks {
-		key[t.Node] = math.Min(key[t.Node], t.Start)
-	}
-	sp.order = in.kahnOrder(key)
 	sp.heat = 0.01 // polish, do not restart
 	genes, f := sp.sa(sp.genesOf(out.pl), o.seed+7, &budget{ctx: ctx, start: time.Now(), deadline: deadline}, nil)
 	if f >= out.sc.Makespan {

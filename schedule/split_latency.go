@@ -79,6 +79,10 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 			}
 		}
 	}
+	// The first block's sources pay their first calls as in the problem (makeSub drops
+	// them: a device may have run an earlier module) when the block's work runs before
+	// every other node's: see firstBlockFirst.
+	firstCalls := len(blocks[0]) == 1 && in.firstBlockFirst(ms.modules[blocks[0][0]], cutOut[0])
 	// Phase 1: heuristics and cheap bounds for single-module jobs; chains solved in full
 	// within a share of the time proportional to their modules.
 	chainMods, allMods := 0, 0
@@ -116,6 +120,9 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 		if err != nil {
 			j.err = err
 			return
+		}
+		if j.b == 0 && firstCalls {
+			sp.in.sourceCalls = in.sourceCalls
 		}
 		j.sp = sp
 		r := sp.prepare(ctx)
@@ -232,6 +239,9 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 			return nil, 0
 		}
 		ub := total(forward(false))
+		if o.met != nil && o.met(ub) {
+			return nil, 0 // the stitched plan meets the caller's bound
+		}
 		f := forward(true)
 		g := backward()
 		type cand struct {
@@ -418,4 +428,30 @@ func (in *inst) runChain(ctx context.Context, ms *moduleSet, blk []int, j *block
 		j.lb = maxBound(sp.in.simpleBounds(ctx))
 		j.free = j.lb
 	}
+}
+
+// firstBlockFirst reports whether, in every schedule, the nodes of the first block (nodes,
+// with exit node cut, −1 when the block is the whole graph) run before all other nodes: every
+// node of the block is cut or one of its ancestors, and every other node is a descendant of
+// cut. Then the first task of every device the block uses is the block's, so a source of the
+// block that is its device's first task in the block's sub-schedule pays its call in the
+// problem too: the sub-problem may price it (sourceCalls) and its bounds stay bounds of the
+// block's part of every plan.
+func (in *inst) firstBlockFirst(nodes []int, cut int) bool {
+	if cut < 0 {
+		return len(nodes) == in.numNodes
+	}
+	mine := make([]bool, in.numNodes)
+	for _, i := range nodes {
+		mine[i] = true
+		if i != cut && !in.reaches(i, cut) {
+			return false
+		}
+	}
+	for i := range in.numNodes {
+		if !mine[i] && !in.reaches(cut, i) {
+			return false
+		}
+	}
+	return true
 }

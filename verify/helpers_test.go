@@ -61,7 +61,7 @@ func prepared(t *testing.T, name string, k int, opt emit.Options) *emit.Layout {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := emit.Prepare(m, &emit.Assignment{Stage: stage}, opt)
+	l, err := emit.NewLayout(m, &emit.Assignment{Stage: stage}, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

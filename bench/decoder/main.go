@@ -54,6 +54,7 @@ import (
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
+	"github.com/onnxpart/onnxpart/internal/genaigen"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
 	ortmeasure "github.com/onnxpart/onnxpart/internal/measure"
 	"github.com/onnxpart/onnxpart/internal/ort"
@@ -87,6 +88,23 @@ func configs() []llamagen.Config {
 	return []llamagen.Config{small, mid, mid16}
 }
 
+// decoder is one generated model: its file, its inputs and outputs, and how to bind and feed
+// a phase.
+type decoder struct {
+	name            string
+	path            string
+	inputs, outputs []string
+	phases          []phase
+	dims            func(phase) map[string]int64
+	feeds           func(phase) (map[string]*ort.Tensor, map[string]ort.OutputHint)
+}
+
+// llamaDecoder is a llamagen model written to path.
+func llamaDecoder(c llamagen.Config, path string) *decoder {
+	return &decoder{name: c.Name, path: path, inputs: c.Inputs(), outputs: c.Outputs(), phases: phases, dims: dims,
+		feeds: func(p phase) (map[string]*ort.Tensor, map[string]ort.OutputHint) { return feedsFor(c, p) }}
+}
+
 // row is one model and phase: its prediction, its session and its measured times.
 type row struct {
 	model      string
@@ -107,6 +125,7 @@ func main() {
 	trace := flag.Bool("trace", false, "also profile every phase in ONNX Runtime and print its kernels per op type")
 	gpu := flag.String("gpu", "", "also predict TinyLlama-1.1B's decode step (past=1024) on these catalog devices, e.g. a100-80g (no measurement: no GPU here)")
 	gpuModel := flag.String("gpu-model", "", "with -gpu: the TinyLlama-1.1B model to use (default: generate it, 2 GiB, in the work directory)")
+	set := flag.String("set", "llama", "the decoders: llama (plain-op exports, internal/llamagen), genai (the GenAI model builder's format, internal/genaigen: contrib ops, int4 MatMulNBits) or all")
 	dir := flag.String("dir", "", "directory for the generated models (default: a temporary one, removed after)")
 	flag.Parse()
 	ctx := context.Background()
@@ -166,29 +185,54 @@ func main() {
 			selected[s] = true
 		}
 	}
-	var rows []*row
-	for _, c := range configs() {
-		if len(selected) > 0 && !selected[c.Name] {
-			continue
-		}
-		path, err := llamagen.Write(work, c)
-		if err != nil {
-			fail(err)
-		}
-		for _, p := range phases {
-			r, err := prepare(c, path, p, cm, rs)
+	if *set != "llama" && *set != "genai" && *set != "all" {
+		fail(fmt.Errorf("-set %q: want llama, genai or all", *set))
+	}
+	var decs []*decoder
+	if *set != "genai" {
+		for _, c := range configs() {
+			if len(selected) > 0 && !selected[c.Name] {
+				continue
+			}
+			path, err := llamagen.Write(work, c)
 			if err != nil {
-				fail(fmt.Errorf("%s %s: %w", c.Name, phaseName(p), err))
+				fail(err)
+			}
+			decs = append(decs, llamaDecoder(c, path))
+		}
+	}
+	if *set != "llama" {
+		for _, c := range genaiConfigs() {
+			if len(selected) > 0 && !selected[c.Name] {
+				continue
+			}
+			sub := filepath.Join(work, c.Name) // genai_config.json beside each
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				fail(err)
+			}
+			path, err := genaigen.Write(sub, c)
+			if err != nil {
+				fail(err)
+			}
+			decs = append(decs, genaiDecoder(c, path))
+		}
+	}
+	var rows []*row
+	for _, d := range decs {
+		for _, p := range d.phases {
+			r, err := prepare(d, p, cm, rs)
+			if err != nil {
+				fail(fmt.Errorf("%s %s: %w", d.name, phaseName(p), err))
 			}
 			defer r.close()
 			rows = append(rows, r)
 		}
 		if *trace {
-			for _, p := range phases {
-				if err := traceKernels(c, path, p, 10); err != nil {
+			for _, p := range d.phases {
+				if err := traceKernels(d, p, 10); err != nil {
 					fail(err)
 				}
-				if err := attribute(ctx, c, path, p, cm, rs); err != nil {
+				if err := attribute(ctx, d, p, cm, rs); err != nil {
 					fail(err)
 				}
 			}
@@ -255,8 +299,8 @@ const (
 
 // prepare predicts a phase of a model and opens its ONNX Runtime session, inputs and outputs
 // bound once.
-func prepare(c llamagen.Config, path string, p phase, cm *profile.CostModel, rs *fusion.RuleSet) (*row, error) {
-	m, err := ingest.Load(path, ingest.Options{Dims: dims(p)})
+func prepare(d *decoder, p phase, cm *profile.CostModel, rs *fusion.RuleSet) (*row, error) {
+	m, err := ingest.Load(d.path, ingest.Options{Dims: d.dims(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -264,12 +308,12 @@ func prepare(c llamagen.Config, path string, p phase, cm *profile.CostModel, rs 
 	if err != nil {
 		return nil, err
 	}
-	r := &row{model: c.Name, ph: p, pred: pred, terms: terms, overhead: over, kernels: k}
-	s, err := ort.NewSession(path, c.Inputs(), c.Outputs(), ort.Options{Optimize: true, Threads: 1})
+	r := &row{model: d.name, ph: p, pred: pred, terms: terms, overhead: over, kernels: k}
+	s, err := ort.NewSession(d.path, d.inputs, d.outputs, ort.Options{Optimize: true, Threads: 1})
 	if err != nil {
 		return nil, err
 	}
-	feeds, hints := feedsFor(c, p)
+	feeds, hints := d.feeds(p)
 	b, err := s.Prepare(feeds, hints)
 	if err != nil {
 		s.Close()
@@ -465,18 +509,18 @@ func maxOf(v []float64) float64 {
 // traceKernels runs a phase under ONNX Runtime's profiler and prints, per kernel op type of
 // the graph ORT ran, the kernels per run and their median time per run (sum of durations and
 // the gaps before them).
-func traceKernels(c llamagen.Config, path string, p phase, runs int) error {
+func traceKernels(d *decoder, p phase, runs int) error {
 	dir, err := os.MkdirTemp("", "decoder-trace-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	prefix := filepath.Join(dir, "trace")
-	s, err := ort.NewSession(path, c.Inputs(), c.Outputs(), ort.Options{Optimize: true, Threads: 1, ProfilePrefix: prefix})
+	s, err := ort.NewSession(d.path, d.inputs, d.outputs, ort.Options{Optimize: true, Threads: 1, ProfilePrefix: prefix})
 	if err != nil {
 		return err
 	}
-	feeds, hints := feedsFor(c, p)
+	feeds, hints := d.feeds(p)
 	b, err := s.Prepare(feeds, hints)
 	if err != nil {
 		s.Close()
@@ -537,7 +581,7 @@ func traceKernels(c llamagen.Config, path string, p phase, runs int) error {
 		ops = append(ops, op)
 	}
 	sort.Slice(ops, func(i, j int) bool { return stats.Median(by[ops[i]].times) > stats.Median(by[ops[j]].times) })
-	fmt.Printf("\n%s %s: ORT kernels per run (median over %d profiled runs)\n", c.Name, phaseName(p), runs)
+	fmt.Printf("\n%s %s: ORT kernels per run (median over %d profiled runs)\n", d.name, phaseName(p), runs)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "op\tkernels\tdur ms\tgaps ms\tper kernel µs\t")
 	var tot float64
@@ -555,14 +599,14 @@ func traceKernels(c llamagen.Config, path string, p phase, runs int) error {
 // attribute profiles a phase with ortmeasure.MeasureORT (kernel times attributed to the original
 // nodes, the profiler's own cost taken off) and prints, per kernel kind of the coarse graph,
 // the measured and the predicted time.
-func attribute(ctx context.Context, c llamagen.Config, path string, p phase, cm *profile.CostModel, rs *fusion.RuleSet) error {
-	m, err := ingest.Load(path, ingest.Options{Dims: dims(p)})
+func attribute(ctx context.Context, d *decoder, p phase, cm *profile.CostModel, rs *fusion.RuleSet) error {
+	m, err := ingest.Load(d.path, ingest.Options{Dims: d.dims(p)})
 	if err != nil {
 		return err
 	}
 	g := m.Graph
-	feeds, _ := feedsFor(c, p)
-	meas, err := ortmeasure.MeasureORT(ctx, path, g, ortmeasure.MeasureOptions{Threads: 1, Runs: 20, Feeds: feeds})
+	feeds, _ := d.feeds(p)
+	meas, err := ortmeasure.MeasureORT(ctx, d.path, g, ortmeasure.MeasureOptions{Threads: 1, Runs: 20, Feeds: feeds})
 	if err != nil {
 		return err
 	}
@@ -589,7 +633,7 @@ func attribute(ctx context.Context, c llamagen.Config, path string, p phase, cm 
 		a.meas += mt[i]
 		a.pred += b.Time
 	}
-	fmt.Printf("%s %s: call %s ms (fixed %s ms), kernels %s ms, %d ORT kernels, executor %.2f µs per kernel\n", c.Name, phaseName(p), ms(meas.Call), ms(meas.Overhead), ms(meas.NodeSum), meas.Optimized, meas.KernelOverhead*1e6)
+	fmt.Printf("%s %s: call %s ms (fixed %s ms), kernels %s ms, %d ORT kernels, executor %.2f µs per kernel\n", d.name, phaseName(p), ms(meas.Call), ms(meas.Overhead), ms(meas.NodeSum), meas.Optimized, meas.KernelOverhead*1e6)
 	for _, k := range profile.KernelKinds() {
 		if a := by[k]; a != nil {
 			fmt.Printf("  %-12s %4d groups: measured %s ms, predicted %s ms\n", k, a.n, ms(a.meas), ms(a.pred))

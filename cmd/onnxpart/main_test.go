@@ -64,12 +64,12 @@ func TestScripts(t *testing.T) {
 					ts.Fatalf("llamagen: %v", err)
 				}
 			},
-			// genaigen FILE LAYERS [fp32|separate|novi|kvdim]...: writes a decoder in ONNX Runtime
+			// genaigen FILE LAYERS [fp32|separate|novi|kvdim|hybrid]...: writes a decoder in ONNX Runtime
 			// GenAI's model-builder form (internal/genaigen's Tiny, int4, with LAYERS layers)
 			// to FILE, and genai_config.json beside it.
 			"genaigen": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) < 2 || neg {
-					ts.Fatalf("usage: genaigen FILE LAYERS [fp32|separate|novi|kvdim]...")
+					ts.Fatalf("usage: genaigen FILE LAYERS [fp32|separate|novi|kvdim|hybrid]...")
 				}
 				c := genaigen.Tiny
 				n, err := strconv.Atoi(args[1])
@@ -88,6 +88,8 @@ func TestScripts(t *testing.T) {
 						c.ValueInfo = false
 					case "kvdim":
 						c.KVCacheDim = true
+					case "hybrid": // three linear-attention layers, then one full-attention layer
+						c.FullEvery, c.LinearHeads, c.ConvKernel = 4, 2, 4
 					default:
 						ts.Fatalf("genaigen: option %q", o)
 					}

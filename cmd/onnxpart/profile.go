@@ -273,7 +273,9 @@ type modelReport struct {
 	Binding    []float64  `json:"binding_seconds"`
 	Measured   *float64   `json:"measured_call_seconds,omitempty"`
 	Calibrate  []string   `json:"calibrated,omitempty"`
-	// CostShares, with cost files, says per device what priced the model's nodes.
+	// CostFiles are the cost files (Costs "files"); CostShares says per device what priced
+	// the model's nodes.
+	CostFiles  []string    `json:"cost_files,omitempty"`
 	CostShares []string    `json:"cost_shares,omitempty"`
 	Kernels    []kernelRow `json:"kernel_times,omitempty"`
 	NodeRows   []nodeRow   `json:"node_times,omitempty"`
@@ -412,7 +414,7 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	}
 	var applied *costs.Applied
 	if mode == "files" {
-		mr.Costs = strings.Join(cspec.paths, ",")
+		mr.CostFiles = cspec.paths
 		applied = cspec.apply(cl, g)
 		rep.Notes = append(rep.Notes, applied.Notes...)
 		opts.Measured = applied.Measured
@@ -567,7 +569,11 @@ func printProfile(w io.Writer, rep *profileReport) {
 		fmt.Fprintf(w, "  sources: %s\n", strings.Join(slices.Sorted(maps.Keys(srcs)), ", "))
 	}
 	if m := rep.Model; m != nil {
-		fmt.Fprintf(w, "\nmodel %s: %d nodes, %s, costs %s", m.Path, m.Nodes, flopsStr(m.FLOPs), m.Costs)
+		costsWords := m.Costs
+		if len(m.CostFiles) > 0 {
+			costsWords = strings.Join(m.CostFiles, ",")
+		}
+		fmt.Fprintf(w, "\nmodel %s: %d nodes, %s, costs %s", m.Path, m.Nodes, flopsStr(m.FLOPs), costsWords)
 		if len(m.Calibrate) > 0 {
 			fmt.Fprintf(w, " (measured and calibrated: %s)", strings.Join(m.Calibrate, ", "))
 		}

@@ -278,8 +278,12 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	var costsInfo *emit.Costs
 	switch cspec.mode {
 	case "measured":
-		res.Notes = append(res.Notes, diag.Note{Kind: diag.NoteInfo, Msg: notReproducible})
-		costsInfo = &emit.Costs{Source: "measured"}
+		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
+		here := costs.FromMeasured(measured, "this run")
+		shares := here.Shares(m.Graph, cm, nodeDevices(res))
+		res.Notes = append(res.Notes, diag.Note{Kind: diag.NoteInfo, Msg: here.Line(shares)}, diag.Note{Kind: diag.NoteInfo, Msg: notReproducible})
+		costsInfo = costsManifest(here, cluster, shares)
+		costsInfo.Source, costsInfo.MeasuredShare, costsInfo.Files = "measured", costsInfo.Files[0].Share, nil
 	case "files":
 		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
 		shares := applied.Shares(m.Graph, cm, nodeDevices(res))

@@ -390,7 +390,7 @@ func TestGenAIDecoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := emit.Prepare(m, &emit.Assignment{Stage: layerOf, Devices: devs}, withGenAI(m, &Options{}, emit.Options{}))
+	l, err := emit.NewLayout(m, &emit.Assignment{Stage: layerOf, Devices: devs}, withGenAI(m, &Options{}, emit.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func TestGenAIDecoder(t *testing.T) {
 
 	// All stages on one GPU whose ordinal is not 0: genai's buffers stay on device 0.
 	one := []emit.Device{{Name: "gpu1", Provider: cuda}, {Name: "gpu1", Provider: cuda}, {Name: "gpu1", Provider: cuda}}
-	l, err = emit.Prepare(m, &emit.Assignment{Stage: layerOf, Devices: one}, withGenAI(m, &Options{}, emit.Options{}))
+	l, err = emit.NewLayout(m, &emit.Assignment{Stage: layerOf, Devices: one}, withGenAI(m, &Options{}, emit.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

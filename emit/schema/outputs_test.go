@@ -86,7 +86,7 @@ func TestManifestForms(t *testing.T) {
 	}
 	a := &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: "mtpp"},
 		Devices: []emit.Device{{Name: "gpu0", Provider: "CUDAExecutionProvider"}, {Name: "gpu1", Provider: "CUDAExecutionProvider"}, {Name: "cpu"}}}
-	l, err := emit.Prepare(m, a, emit.Options{})
+	l, err := emit.NewLayout(m, a, emit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestManifestMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := emit.Prepare(m, &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: "mtpp"}}, emit.Options{})
+	l, err := emit.NewLayout(m, &emit.Assignment{Stage: stage, Split: emit.SplitInfo{Method: "mtpp"}}, emit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

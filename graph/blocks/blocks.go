@@ -66,6 +66,13 @@
 //     The first run must have units of two nodes or more and cover a tenth of the graph's
 //     nodes, or there are no blocks.
 //
+// A unit whose pieces repeat inside it is a group of different layers (a hybrid stack: three
+// linear-attention layers, then one full-attention layer, repeated): it is split where a
+// segment like the unit's first begins or one like its last has just ended, when a piece so
+// cut comes more than once in the unit, so that each layer is a block and the group is the
+// period (Result.Unit). A post-norm encoder layer, whose two halves both end with a like
+// normalization but come once each, stays one block.
+//
 // Blocks that differ by weight shape are different kinds (Block.Kind) but all are
 // reported: the segments between two runs become one block when they hold at most twice
 // the nodes of the larger neighbouring unit (else one block per unit length when that
@@ -146,8 +153,9 @@ type Result struct {
 	// residual normalization passes on beside its normalized output), ordered by the segment of their producer, then its
 	// depth (longest path from the graph's sources), then name.
 	Shared []SharedTensor
-	// Unit is the number of segments between single-tensor cuts per block of the best run
-	// (2 for a decoder layer with two residual additions); 0 without blocks.
+	// Unit is the number of segments between single-tensor cuts per unit of the best run
+	// (2 for a decoder layer with two residual additions; 8 for a hybrid stack's group of
+	// four two-segment layers, each a block); 0 without blocks.
 	Unit int
 	// Stream lists the tensors of every single-tensor cut found, in pipeline order; block
 	// boundaries are among them.

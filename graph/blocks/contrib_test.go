@@ -104,3 +104,52 @@ func countOp(t *testing.T, g *graph.Graph, r *Result, op string) {
 		}
 	}
 }
+
+// TestHybridLayers: a hybrid stack repeats a group of different layers (three linear-attention
+// layers with their conv and recurrent If nodes, then a full-attention layer). The group is
+// the period; every layer is still one block, its mixer and MLP in it, and the blocks are
+// of two kinds.
+func TestHybridLayers(t *testing.T) {
+	re := regexp.MustCompile(`^/model/layers\.(\d+)/(attn|mlp|linear_attn)/`)
+	for _, layers := range []int{8, 24} {
+		for _, int4 := range []bool{true, false} {
+			c := genaigen.Hybrid
+			c.Name, c.Layers, c.Int4, c.ValueInfo = fmt.Sprintf("hybrid%d-%v", layers, int4), layers, int4, int4
+			p, err := genaigen.Write(t.TempDir(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(c.Name, func(t *testing.T) {
+				m, err := ingest.Load(p, ingest.Options{Dims: map[string]int64{genaigen.Batch: 1, genaigen.Seq: 8, genaigen.Past: 0}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := m.Graph
+				r := Find(g)
+				checkOneLayerPerBlock(t, g, r, layers, re)
+				if r.Unit != 2*c.FullEvery {
+					t.Errorf("unit %d segments, want a group of %d layers (%d)", r.Unit, c.FullEvery, 2*c.FullEvery)
+				}
+				kinds := map[int]bool{}
+				for b, bl := range r.Blocks {
+					kinds[bl.Kind] = true
+					ifs, gqa := 0, 0
+					for _, v := range bl.Nodes {
+						switch g.Nodes[v].OpType {
+						case "If":
+							ifs++
+						case "GroupQueryAttention":
+							gqa++
+						}
+					}
+					if c.Linear(b) && (ifs != 2 || gqa != 0) || !c.Linear(b) && (ifs != 0 || gqa != 1) {
+						t.Errorf("block %d: %d If and %d GroupQueryAttention nodes", b, ifs, gqa)
+					}
+				}
+				if len(kinds) != 2 {
+					t.Errorf("%d kinds of blocks, want 2", len(kinds))
+				}
+			})
+		}
+	}
+}

@@ -355,7 +355,74 @@ func (a *analysis) spans() []span {
 	for s := last.end(); s < to; s += last.unit {
 		out = append(out, span{s, s + last.unit, false})
 	}
-	return append(before, out...)
+	out = append(before, out...)
+	// Layers inside a unit: a hybrid stack's unit is a group of different layers.
+	var split []span
+	for _, sp := range out {
+		r := a.runOf(sp)
+		if r == nil {
+			split = append(split, sp)
+			continue
+		}
+		at := sp.from
+		for _, k := range a.layerStarts(*r) {
+			split = append(split, span{at, sp.from + k, sp.repeated})
+			at = sp.from + k
+		}
+		split = append(split, span{at, sp.to, sp.repeated})
+	}
+	return split
+}
+
+// runOf returns the run whose units (or the groups extend absorbed beside it, which have
+// its unit's length) span sp is, or nil for a span between runs.
+func (a *analysis) runOf(sp span) *run {
+	for i := range a.runs {
+		r := &a.runs[i]
+		if sp.to-sp.from != r.unit {
+			continue
+		}
+		from, to := a.extend(*r)
+		if sp.from >= from && sp.to <= to && (sp.from-r.start)%r.unit == 0 {
+			return r
+		}
+	}
+	return nil
+}
+
+// layerStarts returns the offsets inside a unit of run r where a layer begins, besides 0:
+// where a segment like the unit's first begins, or one like its last has just ended. A
+// decoder layer's unit (attention, MLP) has none; a hybrid stack's unit of three
+// linear-attention layers and one full-attention layer [L M L M L M A M] has 2, 4 and 6,
+// whichever layer the unit starts with, when its MLP segments are alike.
+func (a *analysis) layerStarts(r run) []int {
+	u := r.unit
+	first, last := a.seg[r.start].sig, a.seg[r.start+u-1].sig
+	var out []int
+	for k := 1; k < u; k++ {
+		if a.seg[r.start+k].sig == first || a.seg[r.start+k-1].sig == last {
+			out = append(out, k)
+		}
+	}
+	// Only a unit whose pieces repeat inside it is a group of layers: a post-norm encoder
+	// layer's attention and MLP halves both end with a like normalization, but each comes
+	// once.
+	seen := map[string]bool{}
+	repeats := false
+	at := 0
+	for _, k := range append(append([]int(nil), out...), u) {
+		var key []byte
+		for s := r.start + at; s < r.start+k; s++ {
+			key = binary.LittleEndian.AppendUint64(key, a.seg[s].sig)
+		}
+		repeats = repeats || seen[string(key)]
+		seen[string(key)] = true
+		at = k
+	}
+	if !repeats {
+		return nil
+	}
+	return out
 }
 
 // extend returns the segments from .. to-1 that run r covers once the groups of r.unit

@@ -76,6 +76,11 @@ type Config struct {
 	// current model builder does (one export serves a float cache, whose last axis is the
 	// head size, and a quantized one); otherwise it is the head size itself.
 	KVCacheDim bool
+	// FullEvery > 0 makes a hybrid stack (hybrid.go): layer i is full attention when i+1 is
+	// a multiple of FullEvery, else gated linear attention with LinearHeads heads (0:
+	// KVHeads) and a causal conv of kernel ConvKernel (0: 4), keeping a conv state and a
+	// recurrent state that If nodes produce.
+	FullEvery, LinearHeads, ConvKernel int
 	// Theta is the rotary base (0: 10000); Eps the RMSNorm ε (0: 1e-5).
 	Theta float64
 	Eps   float32
@@ -146,6 +151,10 @@ func (c Config) Validate() error {
 		return bad("QuantEmbed needs Int4 (or Dequantized for its float32 reference)")
 	case c.Int4 && c.Dequantized:
 		return bad("Int4 and Dequantized exclude each other")
+	case c.FullEvery < 0 || c.LinearHeads < 0 || c.ConvKernel < 0:
+		return bad("full-every %d, linear heads %d and conv kernel %d must not be negative", c.FullEvery, c.LinearHeads, c.ConvKernel)
+	case c.FullEvery > 0 && (c.Int4 || c.Dequantized) && (c.linearHeads()*c.HeadSize())%c.block() != 0:
+		return bad("linear heads %d × head size %d must be a multiple of the block size %d", c.linearHeads(), c.HeadSize(), c.block())
 	}
 	return nil
 }
@@ -154,8 +163,16 @@ func (c Config) Validate() error {
 // lm_head (the rotary caches are not parameters).
 func (c Config) Params() int64 {
 	h, kv := int64(c.Hidden), int64(c.KVHeads*c.HeadSize())
-	layer := 2*h + 2*h*h + 2*h*kv + 3*h*int64(c.Intermediate)
-	return int64(c.Layers)*layer + 2*h*int64(c.Vocab) + h
+	mlp := 2*h + 3*h*int64(c.Intermediate)
+	var n int64
+	for i := range c.Layers {
+		if c.Linear(i) {
+			n += mlp + c.linearParams()
+		} else {
+			n += mlp + 2*h*h + 2*h*kv
+		}
+	}
+	return n + 2*h*int64(c.Vocab) + h
 }
 
 // Names of the KV inputs and outputs, as the builder writes them.
@@ -171,7 +188,11 @@ func (c Config) Inputs() []string {
 		in = append(in, "position_ids")
 	}
 	for i := range c.Layers {
-		in = append(in, PastKey(i), PastValue(i))
+		if c.Linear(i) {
+			in = append(in, PastConv(i), PastRecurrent(i))
+		} else {
+			in = append(in, PastKey(i), PastValue(i))
+		}
 	}
 	return in
 }
@@ -180,7 +201,11 @@ func (c Config) Inputs() []string {
 func (c Config) Outputs() []string {
 	out := []string{"logits"}
 	for i := range c.Layers {
-		out = append(out, PresentKey(i), PresentValue(i))
+		if c.Linear(i) {
+			out = append(out, PresentConv(i), PresentRecurrent(i))
+		} else {
+			out = append(out, PresentKey(i), PresentValue(i))
+		}
 	}
 	return out
 }
@@ -371,11 +396,20 @@ func (c Config) build() ([]byte, error) {
 	if c.Rotary == RotarySeparate {
 		g.Input = append(g.Input, valueInfo("position_ids", graph.Int64, Batch, Seq))
 	}
+	LH := c.linearHeads()
 	for i := range c.Layers {
+		if c.Linear(i) {
+			g.Input = append(g.Input, valueInfo(PastConv(i), graph.Float, Batch, c.convChannels(), c.kernel()-1), valueInfo(PastRecurrent(i), graph.Float, Batch, LH, hd, hd))
+			continue
+		}
 		g.Input = append(g.Input, valueInfo(PastKey(i), graph.Float, Batch, KV, Past, c.kvLast()), valueInfo(PastValue(i), graph.Float, Batch, KV, Past, c.kvLast()))
 	}
 	g.Output = append(g.Output, valueInfo("logits", graph.Float, Batch, Seq, c.Vocab))
 	for i := range c.Layers {
+		if c.Linear(i) {
+			g.Output = append(g.Output, valueInfo(PresentConv(i), graph.Float, Batch, c.convChannels(), c.kernel()-1), valueInfo(PresentRecurrent(i), graph.Float, Batch, LH, hd, hd))
+			continue
+		}
 		g.Output = append(g.Output, valueInfo(PresentKey(i), graph.Float, Batch, KV, Total, c.kvLast()), valueInfo(PresentValue(i), graph.Float, Batch, KV, Total, c.kvLast()))
 	}
 
@@ -430,6 +464,10 @@ func (c Config) build() ([]byte, error) {
 		n.Output[1], n.Output[2] = "", ""
 		normed, residual = outs[0], outs[3]
 	}
+	first := ""
+	if c.FullEvery > 0 {
+		first = c.noPast(b)
+	}
 	for i := range c.Layers {
 		p := fmt.Sprintf("/model/layers.%d", i)
 		wp := fmt.Sprintf("model.layers.%d.", i)
@@ -439,27 +477,32 @@ func (c Config) build() ([]byte, error) {
 		} else {
 			skipNorm(p+"/input_layernorm/SkipLayerNorm", pending, wp+"input_layernorm.weight")
 		}
-		a := p + "/attn"
-		q := c.linear(b, a+"/q_proj", wp+"attn.q_proj.weight", normed, H, H)
-		k := c.linear(b, a+"/k_proj", wp+"attn.k_proj.weight", normed, H, KV*hd)
-		v := c.linear(b, a+"/v_proj", wp+"attn.v_proj.weight", normed, H, KV*hd)
-		gqaIn := []string{q, k, v, PastKey(i), PastValue(i), seqlens, total}
-		attrs := []*onnxpb.AttributeProto{attrInt("num_heads", int64(c.Heads)), attrInt("kv_num_heads", int64(KV)),
-			attrInt("local_window_size", -1)}
-		if c.Rotary == RotarySeparate {
-			q = b.ms("RotaryEmbedding", a+"/q_rotary/RotaryEmbedding", []string{q, "position_ids", cos, sin}, graph.Float, dims{Batch, Seq, H},
-				attrInt("interleaved", 0), attrInt("num_heads", int64(c.Heads)), attrInt("rotary_embedding_dim", int64(hd)))
-			k = b.ms("RotaryEmbedding", a+"/k_rotary/RotaryEmbedding", []string{k, "position_ids", cos, sin}, graph.Float, dims{Batch, Seq, KV * hd},
-				attrInt("interleaved", 0), attrInt("num_heads", int64(KV)), attrInt("rotary_embedding_dim", int64(hd)))
-			gqaIn[0], gqaIn[1] = q, k
+		var o string
+		if c.Linear(i) {
+			o = c.linearMixer(b, i, normed, first)
 		} else {
-			gqaIn = append(gqaIn, cos, sin)
-			attrs = append(attrs, attrInt("do_rotary", 1), attrInt("rotary_interleaved", 0))
+			a := p + "/attn"
+			q := c.linear(b, a+"/q_proj", wp+"attn.q_proj.weight", normed, H, H)
+			k := c.linear(b, a+"/k_proj", wp+"attn.k_proj.weight", normed, H, KV*hd)
+			v := c.linear(b, a+"/v_proj", wp+"attn.v_proj.weight", normed, H, KV*hd)
+			gqaIn := []string{q, k, v, PastKey(i), PastValue(i), seqlens, total}
+			attrs := []*onnxpb.AttributeProto{attrInt("num_heads", int64(c.Heads)), attrInt("kv_num_heads", int64(KV)),
+				attrInt("local_window_size", -1)}
+			if c.Rotary == RotarySeparate {
+				q = b.ms("RotaryEmbedding", a+"/q_rotary/RotaryEmbedding", []string{q, "position_ids", cos, sin}, graph.Float, dims{Batch, Seq, H},
+					attrInt("interleaved", 0), attrInt("num_heads", int64(c.Heads)), attrInt("rotary_embedding_dim", int64(hd)))
+				k = b.ms("RotaryEmbedding", a+"/k_rotary/RotaryEmbedding", []string{k, "position_ids", cos, sin}, graph.Float, dims{Batch, Seq, KV * hd},
+					attrInt("interleaved", 0), attrInt("num_heads", int64(KV)), attrInt("rotary_embedding_dim", int64(hd)))
+				gqaIn[0], gqaIn[1] = q, k
+			} else {
+				gqaIn = append(gqaIn, cos, sin)
+				attrs = append(attrs, attrInt("do_rotary", 1), attrInt("rotary_interleaved", 0))
+			}
+			o = b.node(msDomain, "GroupQueryAttention", a+"/GroupQueryAttention", gqaIn, []out{{dt: graph.Float, shape: hs},
+				{name: PresentKey(i), dt: graph.Float, shape: dims{Batch, KV, Total, c.kvLast()}},
+				{name: PresentValue(i), dt: graph.Float, shape: dims{Batch, KV, Total, c.kvLast()}}}, attrs...)[0]
+			o = c.linear(b, a+"/o_proj", wp+"attn.o_proj.weight", o, H, H)
 		}
-		o := b.node(msDomain, "GroupQueryAttention", a+"/GroupQueryAttention", gqaIn, []out{{dt: graph.Float, shape: hs},
-			{name: PresentKey(i), dt: graph.Float, shape: dims{Batch, KV, Total, c.kvLast()}},
-			{name: PresentValue(i), dt: graph.Float, shape: dims{Batch, KV, Total, c.kvLast()}}}, attrs...)[0]
-		o = c.linear(b, a+"/o_proj", wp+"attn.o_proj.weight", o, H, H)
 		skipNorm(p+"/post_attention_layernorm/SkipLayerNorm", o, wp+"post_attention_layernorm.weight")
 		m := p + "/mlp"
 		gate := c.linear(b, m+"/gate_proj", wp+"mlp.gate_proj.weight", normed, H, c.Intermediate)

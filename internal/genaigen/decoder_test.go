@@ -50,6 +50,7 @@ func tokens(c Config, n int) []int64 {
 type decoder struct {
 	c    Config
 	sess *ort.Session
+	last map[string]*ort.Tensor // the last run's outputs
 }
 
 func open(t *testing.T, c Config, path string) *decoder {
@@ -63,15 +64,26 @@ func open(t *testing.T, c Config, path string) *decoder {
 	return &decoder{c: c, sess: s}
 }
 
-// run feeds ids after past (nil: empty cache) with an all-ones mask and returns the logits
-// [len(ids), vocab] and the presents.
+// run feeds ids after past (nil: empty caches and zero states) with an all-ones mask and
+// returns the logits [len(ids), vocab] and the presents (Outputs()[1:]).
 func (d *decoder) run(t *testing.T, ids []int64, past []*ort.Tensor) ([]float32, []*ort.Tensor) {
+	return d.runStates(t, ids, past, 0)
+}
+
+// runStates is run whose first call (past nil) feeds fill in every element of the linear
+// layers' fixed-size states instead of 0.
+func (d *decoder) runStates(t *testing.T, ids []int64, past []*ort.Tensor, fill float32) ([]float32, []*ort.Tensor) {
 	t.Helper()
 	c := d.c
 	n := int64(len(ids))
 	var pastLen int64
 	if past != nil {
-		pastLen = past[0].Shape[2]
+		for i := range c.Layers {
+			if !c.Linear(i) {
+				pastLen = past[2*i].Shape[2]
+				break
+			}
+		}
 	}
 	total := pastLen + n
 	ones := make([]int64, total)
@@ -86,11 +98,19 @@ func (d *decoder) run(t *testing.T, ids []int64, past []*ort.Tensor) ([]float32,
 		}
 		feeds["position_ids"] = i64(pos, 1, n)
 	}
+	in := c.Inputs()[len(c.Inputs())-2*c.Layers:]
 	for i := range c.Layers {
-		for j, name := range []string{PastKey(i), PastValue(i)} {
-			if past != nil {
+		for j, name := range in[2*i : 2*i+2] {
+			switch {
+			case past != nil:
 				feeds[name] = past[2*i+j]
-			} else {
+			case c.Linear(i):
+				shape := []int64{1, int64(c.convChannels()), int64(c.kernel() - 1)}
+				if j == 1 {
+					shape = []int64{1, int64(c.linearHeads()), int64(c.HeadSize()), int64(c.HeadSize())}
+				}
+				feeds[name] = f32(fill, shape...)
+			default:
 				feeds[name] = &ort.Tensor{DType: graph.Float, Shape: []int64{1, int64(c.KVHeads), 0, int64(c.HeadSize())}}
 			}
 		}
@@ -99,14 +119,30 @@ func (d *decoder) run(t *testing.T, ids []int64, past []*ort.Tensor) ([]float32,
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.last = out
 	var present []*ort.Tensor
+	for _, name := range c.Outputs()[1:] {
+		present = append(present, out[name])
+	}
 	for i := range c.Layers {
-		present = append(present, out[PresentKey(i)], out[PresentValue(i)])
-		if s := out[PresentKey(i)].Shape; s[2] != total {
-			t.Fatalf("present.%d.key shape %v, want total %d", i, s, total)
+		if s := out[PresentKey(i)]; !c.Linear(i) && s.Shape[2] != total {
+			t.Fatalf("present.%d.key shape %v, want total %d", i, s.Shape, total)
 		}
 	}
 	return floats(out["logits"]), present
+}
+
+// f32 is a float32 tensor of shape filled with v.
+func f32(v float32, shape ...int64) *ort.Tensor {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	b := make([]byte, 4*n)
+	for i := int64(0); i < n; i++ {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return &ort.Tensor{DType: graph.Float, Shape: shape, Data: b}
 }
 
 // maxDiff is max |a−b| and max |b|.
@@ -339,5 +375,57 @@ func TestMedium(t *testing.T) {
 	b, _ := open(t, ref, write(t, ref)).run(t, ids, nil)
 	if diff, s := maxDiff(full, b); diff > 1e-3*max(1, s) {
 		t.Errorf("int4 vs dequantized float32: %g (logits up to %g)", diff, s)
+	}
+}
+
+// hybrids are small hybrid stacks: two groups of three linear-attention layers and one
+// full-attention layer, int4 and float32, with and without value_info.
+func hybrids() []Config {
+	h := Hybrid
+	h.Name, h.Layers = "hybrid-8", 8
+	f := h
+	f.Name, f.Int4, f.ValueInfo, f.Rotary = "hybrid-8-fp32-novi", false, false, RotarySeparate
+	return []Config{h, f}
+}
+
+// TestHybridDecodeStepEqualsPrefill: in a hybrid stack whose linear layers keep conv and
+// recurrent states made by If nodes, a decode step after a prefill equals the longer
+// prefill, every state carries information (a decode step without it differs), and the
+// states fed to a first call do not matter (the If takes the branch that starts from zeros).
+func TestHybridDecodeStepEqualsPrefill(t *testing.T) {
+	for _, c := range hybrids() {
+		t.Run(c.Name, func(t *testing.T) {
+			d := open(t, c, write(t, c))
+			ids := tokens(c, 9)
+			full, _ := d.run(t, ids, nil)
+			_, present := d.run(t, ids[:8], nil)
+			step, _ := d.run(t, ids[8:], present)
+			last := full[8*c.Vocab:]
+			diff, scale := maxDiff(step, last)
+			if scale < 1e-3 {
+				t.Fatalf("logits are all near 0 (max %g)", scale)
+			}
+			if diff > 1e-4*max(1, scale) {
+				t.Errorf("decode step differs from the longer prefill by %g (logits up to %g)", diff, scale)
+			}
+			for j, name := range c.Outputs()[1:] {
+				i := j / 2
+				if !c.Linear(i) {
+					continue
+				}
+				cut := append([]*ort.Tensor(nil), present...)
+				z := *present[j]
+				z.Data = make([]byte, len(z.Data))
+				cut[j] = &z
+				other, _ := d.run(t, ids[8:], cut)
+				if od, _ := maxDiff(other, last); od < 1e-4 {
+					t.Errorf("zeroing %s changes the decode step by only %g", name, od)
+				}
+			}
+			noisy, _ := d.runStates(t, ids, nil, 0.5)
+			if nd, _ := maxDiff(noisy, full); nd != 0 {
+				t.Errorf("the states fed to a first call change its logits by %g", nd)
+			}
+		})
 	}
 }

@@ -189,3 +189,67 @@ func nhwcConvFLOPs(g *graph.Graph, n *graph.Node) int64 {
 	}
 	return f
 }
+
+// gemmFastGeluFLOPs: GemmFastGelu's product X·W (MatMul's), the bias and FastGelu's 4 per
+// output element.
+func gemmFastGeluFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	f := matmulFLOPs(false)(g, n)
+	if f == 0 {
+		return 0
+	}
+	o := Elems(g, Out(n, 0))
+	if In(n, 2) >= 0 {
+		f += o
+	}
+	return f + 4*o
+}
+
+// packedMHAFLOPs: PackedMultiHeadAttention over B sequences of at most S tokens
+// (token_offset, input 4, is [B, S]): attention as if every sequence were S long, an upper
+// bound when the batch's sequences differ in length, plus the bias add.
+func packedMHAFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	q, okq := Dims(g, In(n, 0))
+	o, oko := Dims(g, Out(n, 0))
+	off, okt := Dims(g, In(n, 4))
+	nh := n.AttrInt("num_heads", 0)
+	if !okq || !oko || !okt || len(off) != 2 || len(o) != 2 || nh <= 0 || o[1]%nh != 0 {
+		return 0
+	}
+	hk := o[1] / nh
+	switch {
+	case len(q) == 4:
+		hk = q[3]
+	case len(q) == 2 && q[1]%nh == 0:
+		hk = q[1] / nh
+	}
+	f := attnCore(off[0], nh, off[1], off[1], hk, o[1]/nh)
+	if b, ok := Dims(g, In(n, 3)); ok && len(b) == 1 {
+		f += o[0] * b[0]
+	}
+	return f
+}
+
+// dmmhaFLOPs: DecoderMaskedMultiHeadAttention, S new tokens (1) against the M positions of
+// present_key ([B, N, M, H]): with a shared buffer an upper bound, the kernel reads the
+// past_sequence_length filled positions only.
+func dmmhaFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	o, oko := Dims(g, Out(n, 0))
+	p, okp := Dims(g, Out(n, 1))
+	nh := n.AttrInt("num_heads", 0)
+	if !oko || !okp || len(o) != 3 || len(p) != 4 || nh <= 0 || o[2]%nh != 0 {
+		return 0
+	}
+	return attnCore(o[0], nh, o[1], p[2], p[3], o[2]/nh)
+}
+
+// gatedRPBFLOPs: GatedRelativePositionBias projects every head's query rows by weight
+// [H, D] (2·B·S·N·H·D), then gates the relative position bias (about 8 per output element).
+func gatedRPBFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	q, okq := Dims(g, In(n, 0))
+	w, okw := Dims(g, In(n, 3))
+	o := Elems(g, Out(n, 0))
+	if !okq || !okw || len(q) != 3 || len(w) != 2 || o == 0 {
+		return 0
+	}
+	return 2*q[0]*q[1]*q[2]*w[1] + 8*o
+}

@@ -74,7 +74,7 @@ func (run *run) placeBatch() (*solution, error) {
 	if granules < 4 && opt.Batch > MaxGranules {
 		notes = append(notes, diag.Notef(diag.NoteInfo, "%s has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.say("Batch", strconv.Itoa(opt.Batch)), MaxGranules, granules, per))
 	}
-	p := placementProblem(c, g, run.times, run.overs, run.table, devs, granules, per)
+	p := placementProblem(placement{c: c, g: g, devs: devs, times: run.times, overs: run.overs, table: run.table, granules: granules, per: per})
 	applyNodeMemory(p, c, devs, run.nodeMem)
 	sol, res, err := run.place(p)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestBatchedScalingUsesClassOverhead(t *testing.T) {
 		overs[0][v] = cm.NodeOverhead(g, v, 0)
 	}
 	const granules, per = 4, 2
-	p := placementProblem(c, g, times, overs, cm.Costs(g), []int{0}, granules, per)
+	p := placementProblem(placement{c: c, g: g, devs: []int{0}, times: times, overs: overs, table: cm.Costs(g), granules: granules, per: per})
 	want := map[profile.OpClass]float64{profile.ClassConv: 6e-6, profile.ClassEpilogue: 1.6e-6}
 	seen := map[profile.OpClass]bool{}
 	for v := range g.Nodes {

@@ -90,7 +90,7 @@ func (f *foldedBoundary) size(t int) float64 { return f.cutNS[t] }
 // several stages is priced once, not in each (a cost-only tensor among the readers would
 // price it there but is not ordered, and the partition's directional bounds refuse such
 // tensors). The models' inputs are read by one node, or by nodes of one stage, as a rule.
-func foldBoundary(work, fine *graph.Graph, coarse *fusion.Coarse, b *stageBoundary) *foldedBoundary {
+func foldBoundary(work, fine *graph.Graph, coarse *fusion.Grouping, b *stageBoundary) *foldedBoundary {
 	if fine == nil {
 		fine = work
 	}

@@ -17,7 +17,7 @@ const AutoBlockSlack = 0.05
 // blockColocation groups the work graph's nodes by the block of their members (blockOf per
 // node of g, -1 outside any block): the nodes of one block share a stage. A fused kernel
 // whose members span blocks joins them (the fusion already ties them to one stage).
-func blockColocation(g, work *graph.Graph, coarse *fusion.Coarse, blockOf []int, nBlocks int) [][]int {
+func blockColocation(g, work *graph.Graph, coarse *fusion.Grouping, blockOf []int, nBlocks int) [][]int {
 	uf := make([]int, nBlocks)
 	for i := range uf {
 		uf[i] = i

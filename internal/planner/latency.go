@@ -21,7 +21,7 @@ import (
 // package schedule: stages from the schedule, makespan, bounds and timeline.
 func (run *run) placeLatency() (*solution, error) {
 	g, devs, c := run.work, run.devs, run.c
-	p := placementProblem(c, g, run.times, nil, run.table, devs, 1, 1)
+	p := placementProblem(placement{c: c, g: g, devs: devs, times: run.times, table: run.table, granules: 1, per: 1})
 	applyNodeMemory(p, c, devs, run.nodeMem)
 	sol, res, err := run.place(p)
 	if err != nil {
@@ -70,13 +70,28 @@ func (run *run) placeLatency() (*solution, error) {
 	return sol, nil
 }
 
-// placementProblem is the schedule problem of placing g on devs: times[d][v] are the node
-// times of one input (seconds), table the cluster's routes. With granules > 1 it is a
+// placement is what a schedule problem of placing a graph on devices is built from.
+type placement struct {
+	c    *profile.Cluster
+	g    *graph.Graph
+	devs []int // the devices of c placed on
+	// times[d][v] are the node times of one input (seconds); overs[d][v] their fixed part,
+	// which a batch does not scale (nil: a latency placement).
+	times, overs [][]float64
+	table        *profile.CostTable // the cluster's routes
+	// granules and per: a batched problem of granules granules of per inputs each (1 and
+	// 1 for a latency placement).
+	granules, per int
+}
+
+// placementProblem is the schedule problem of placing in.g on in.devs: times[d][v] are the
+// node times of one input (seconds), table the cluster's routes. With granules > 1 it is a
 // batched problem of granules granules of per inputs each; a node's batch of c granules
 // takes over + c·per·(t − over), over = overs[d][v], the fixed part of the kernel's time on
 // the device (its class overhead, profile.CostModel.KernelOverhead: what does not grow with
 // the batch), and its tensors and activations grow with per. Transfers congest (Moirai eq. (8)).
-func placementProblem(c *profile.Cluster, g *graph.Graph, times, overs [][]float64, table *profile.CostTable, devs []int, granules, per int) *schedule.Problem {
+func placementProblem(in placement) *schedule.Problem {
+	c, g, times, overs, table, devs, granules, per := in.c, in.g, in.times, in.overs, in.table, in.devs, in.granules, in.per
 	p := &schedule.Problem{Congestion: true}
 	if granules > 1 {
 		p.Batch, p.GranuleSize = granules, per

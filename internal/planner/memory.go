@@ -259,7 +259,7 @@ func memoryGraph(g *graph.Graph, opt *Options) (*graph.Graph, error) {
 // workMemory is nodeMemory on the graph the solvers see (work, a coarsening of g when
 // coarse is not nil): a group's memory is its members' state plus the group's own weights
 // (fusion sums its members' ParamBytes, absorbed constants included).
-func workMemory(g, mg *graph.Graph, work *graph.Graph, coarse *fusion.Coarse) []float64 {
+func workMemory(g, mg *graph.Graph, work *graph.Graph, coarse *fusion.Grouping) []float64 {
 	fine := nodeMemory(g, mg)
 	if coarse == nil {
 		return fine

@@ -114,12 +114,12 @@ type run struct {
 	pairs     []graph.StatePair
 	mg        *graph.Graph // the graph the stages' memory is sized at (Options.MemoryGraph or g)
 	cm        *profile.CostModel
-	rules     *fusion.RuleSet // the fusion rules to coarsen with (options)
-	coarse    *fusion.Coarse  // nil without fusion
-	work      *graph.Graph    // the graph planned: coarse.Graph or g
-	nodeMem   []float64       // per node of work: weights and owned state (memory.go)
-	times     [][]float64     // times[d][v]: node v of work on cluster device d
-	overs     [][]float64     // the fixed part of each time, which batched plans do not scale
+	rules     *fusion.RuleSet  // the fusion rules to coarsen with (options)
+	coarse    *fusion.Grouping // nil without fusion
+	work      *graph.Graph     // the graph planned: coarse.Graph or g
+	nodeMem   []float64        // per node of work: weights and owned state (memory.go)
+	times     [][]float64      // times[d][v]: node v of work on cluster device d
+	overs     [][]float64      // the fixed part of each time, which batched plans do not scale
 	// phaseCosts are a workload's node times and tensor bytes per phase; stateReads the
 	// state read away from the stage that keeps it (workload.go).
 	phaseCosts []phaseCosts

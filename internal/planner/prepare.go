@@ -80,7 +80,7 @@ func prepareRoutes(m *ingest.Model, r *Result, opt emit.Options, seed int64) (*e
 // prepareOne lays out one assignment with the plan's sections; stages holds the
 // predictions of its stage labels.
 func prepareOne(m *ingest.Model, r *Result, a *emit.Assignment, stages []StageSummary, opt emit.Options, seed int64) (*emit.Layout, error) {
-	l, err := emit.Prepare(m, a, opt)
+	l, err := emit.NewLayout(m, a, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func PlacementProblem(g *graph.Graph, c *profile.Cluster, pr Prices, devs []int,
 	if granules <= 1 && per <= 1 {
 		overs = nil // a latency placement does not scale times
 	}
-	p := placementProblem(c, g, pr.Times, overs, pr.Table, devs, granules, per)
+	p := placementProblem(placement{c: c, g: g, devs: devs, times: pr.Times, overs: overs, table: pr.Table, granules: granules, per: per})
 	applyNodeMemory(p, c, devs, workMemory(g, g, g, nil))
 	return p
 }

@@ -21,11 +21,21 @@ import (
 // producer's stage computes it), so the bounds hold; the plan's stages are then repriced with
 // the cone time of every stage that computes it again (recomputeExtra).
 
+// recomputeInput is what chooseRecompute weighs.
+type recomputeInput struct {
+	g, work *graph.Graph        // the model graph and the work graph planned
+	coarse  *fusion.Grouping    // the work graph's groups (nil: work is g)
+	blocks  *blocks.Result      // the model's blocks and the tensors they share
+	times   []float64           // per work node, on the first device
+	size    func(t int) float64 // the weighted bytes of a work tensor
+	bw      float64             // the link's bandwidth
+	state   []graph.StatePair   // state inputs, which live on one stage
+}
+
 // chooseRecompute returns the work nodes to recompute (nil for none) and the model graph's
-// nodes they hold. times are per work node on the first device, size the weighted bytes of
-// a work tensor, bw the link's bandwidth.
-func chooseRecompute(g, work *graph.Graph, coarse *fusion.Coarse, res *blocks.Result, times []float64,
-	size func(t int) float64, bw float64, state []graph.StatePair) (workRe []bool, fine []bool) {
+// nodes they hold.
+func chooseRecompute(in recomputeInput) (workRe []bool, fine []bool) {
+	g, work, coarse, res, times, size, bw, state := in.g, in.work, in.coarse, in.blocks, in.times, in.size, in.bw, in.state
 	if res == nil || len(res.Blocks) < 2 || len(times) != len(work.Nodes) || len(res.Shared) == 0 {
 		return nil, nil
 	}

@@ -102,7 +102,8 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 	// read when that costs less than receiving them (recompute.go).
 	var workRe, fineRe []bool
 	if run.g != nil {
-		workRe, fineRe = chooseRecompute(run.g, g, run.coarse, run.blocks, times[devs[0]], size, bw, run.pairs)
+		workRe, fineRe = chooseRecompute(recomputeInput{g: run.g, work: g, coarse: run.coarse, blocks: run.blocks,
+			times: times[devs[0]], size: size, bw: bw, state: run.pairs})
 	}
 	var tensorWork []int // the work-graph tensor of each of p's tensors
 	for t := range g.Tensors {

@@ -85,7 +85,7 @@ type phaseCosts struct {
 
 // workloadCosts prices every phase on the work graph (g itself, or its coarsening) for the
 // devices devs: a node's time at the phase's sizes, and each tensor's bytes. Fused kernels
-// keep the planned groups at every phase's sizes (fusion.Coarse.Resized).
+// keep the planned groups at every phase's sizes (fusion.Grouping.Resized).
 func (p *run) workloadCosts() ([]phaseCosts, error) {
 	work, coarse, cm, devs, nDev, phases, opt := p.work, p.coarse, p.cm, p.devs, len(p.c.Devices), p.opt.Workload, &p.opt
 	out := make([]phaseCosts, len(phases))
@@ -93,7 +93,7 @@ func (p *run) workloadCosts() ([]phaseCosts, error) {
 		pg := ph.Graph // checked with the options (checkPhases)
 		pc := phaseCosts{times: make([][]float64, nDev)}
 		for _, d := range devs {
-			// The planned groups at the phase's sizes (fusion.Coarse.Resized).
+			// The planned groups at the phase's sizes (fusion.Grouping.Resized).
 			var err error
 			if pc.times[d], err = cm.KernelTimes(pg, coarse, d); err != nil {
 				return nil, fmt.Errorf("%s: %w", opt.say("Workload", ph.Name), err)
@@ -235,7 +235,7 @@ type stateRead struct {
 
 // stateReads lists the state inputs of g read by value away from their owners, on the work
 // graph (coarse groups when coarse is not nil).
-func stateReads(g, work *graph.Graph, coarse *fusion.Coarse, pairs []graph.StatePair) []stateRead {
+func stateReads(g, work *graph.Graph, coarse *fusion.Grouping, pairs []graph.StatePair) []stateRead {
 	toWork := func(v int) int {
 		if coarse == nil {
 			return v

@@ -4,6 +4,7 @@
 //	go run ./internal/genaigen/cmd/genaigen -preset small -o /tmp/genai          # int4 decoder + genai_config.json
 //	go run ./internal/genaigen/cmd/genaigen -preset tiny -fp32 -rotary separate -o /tmp/genai
 //	go run ./internal/genaigen/cmd/genaigen -preset small -no-value-info -o /tmp/genai
+//	go run ./internal/genaigen/cmd/genaigen -preset hybrid -o /tmp/hybrid        # hybrid stack, state from If nodes
 //	go run ./internal/genaigen/cmd/genaigen -kind cnn -o /tmp/qdq                # QDQ int8 CNN
 //	go run ./internal/genaigen/cmd/genaigen -kind encoder -o /tmp/bert           # ORT-optimizer encoder
 //
@@ -31,7 +32,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("genaigen", flag.ContinueOnError)
 	out := fs.String("o", ".", "output directory")
 	kind := fs.String("kind", "decoder", "decoder, cnn (QDQ int8) or encoder (ORT transformer optimizer form)")
-	preset := fs.String("preset", "tiny", "decoder preset: tiny, small or medium")
+	preset := fs.String("preset", "tiny", "decoder preset: tiny, small, medium or hybrid (24 layers: 3 linear-attention layers with conv and recurrent state, then 1 full-attention layer, repeated)")
 	name := fs.String("name", "", "base name of the model file (default: the preset's)")
 	layers := fs.Int("layers", 0, "decoder layers")
 	hidden := fs.Int("hidden", 0, "model width")
@@ -90,8 +91,10 @@ func run(args []string) error {
 		c = genaigen.Small
 	case "medium":
 		c = genaigen.Medium
+	case "hybrid":
+		c = genaigen.Hybrid
 	default:
-		return fmt.Errorf("-preset %q: tiny, small or medium", *preset)
+		return fmt.Errorf("-preset %q: tiny, small, medium or hybrid", *preset)
 	}
 	for dst, v := range map[*int]int{&c.Layers: *layers, &c.Hidden: *hidden, &c.Heads: *heads, &c.KVHeads: *kvHeads,
 		&c.Intermediate: *inter, &c.Vocab: *vocab, &c.Context: *ctx} {
