@@ -176,7 +176,9 @@ fidelity-pipeline: deps
 # Prints a Markdown table (docs/benchmarks-decoder.md); about 2 minutes on 2 cores. Run it on an
 # otherwise idle machine. BENCH_DECODER_FLAGS=-micro adds the ONNX Runtime kernel
 # microbenchmarks behind the CPU defaults; "-gpu a100-80g" TinyLlama-1.1B's decode step on
-# catalog GPUs (predicted only; writes 2 GiB to a temporary directory).
+# catalog GPUs (predicted only; writes 2 GiB to a temporary directory); "-set genai" (or all)
+# the GenAI model builder's format instead (internal/genaigen: int4 MatMulNBits at accuracy
+# levels 4 and 0, float32, GroupQueryAttention; docs/llm-decoders.md, issue 39).
 .PHONY: fidelity-decoder
 # Cost files (#42): profile the corpus CNNs and a Llama decoder once into a cost file, plan
 # each from it on the host CPU as cpu:2x1, bench the plans in ONNX Runtime, print predicted

@@ -290,7 +290,7 @@ func (in *inst) moduleDPMix(ctx context.Context, deadline time.Time, budget int6
 				j := jobs[x]
 				share := left.Load() / max(1, int64(len(jobs))-done.Load())
 				bb := newBlockBB(in, &blocks[j.b], j.u, j.v, mix)
-				j.val, j.dev, j.exact = bb.solve(ctx, deadline, max(share, 1000))
+				j.val, j.dev, j.exact = bb.solve(ctx, deadline, max(share, 20000))
 				j.front = bb.front.prune(paretoSize)
 				left.Add(-bb.nodes)
 				done.Add(1)
@@ -581,7 +581,11 @@ func (bb *blockBB) solve(ctx context.Context, deadline time.Time, budget int64) 
 
 // sideDFS places side node q (they come first), then the block's nodes (dfs). A side node on
 // mix.w adds its time, and the device's call when an edge from an earlier side node crosses
-// into it, to w's busy time.
+// into it, to w's busy time. A side node off w is placed on "any other device" (sdev −1): it
+// counts as being on the device of each of its consumers that is not on w, so only the
+// consumers on w open a stage for it. That admits more than the placements (a relaxation of
+// the min over them, so the frontier stays below every placement's point) and leaves two
+// choices per side node instead of K.
 func (bb *blockBB) sideDFS(q int) {
 	if q == len(bb.side) {
 		bb.dfs(0, bb.ghostT)
@@ -590,13 +594,23 @@ func (bb *blockBB) sideDFS(q int) {
 	in := bb.in
 	sn := &bb.mix.side[bb.side[q]]
 	before := bb.sideWork
+	off := false // q can run off w
 	for w := range bb.k {
-		t := sn.time[w]
-		if t < 0 || math.IsInf(t, 1) {
+		if t := sn.time[w]; w != bb.mix.w && t >= 0 && !math.IsInf(t, 1) {
+			off = true
+		}
+	}
+	for _, w := range []int{bb.mix.w, -1} {
+		if w >= 0 {
+			if t := sn.time[w]; t < 0 || math.IsInf(t, 1) {
+				continue
+			}
+		} else if !off {
 			continue
 		}
 		add := 0.0
 		if w == bb.mix.w {
+			t := sn.time[w]
 			add = t
 			for _, r := range bb.sideFrom[q] {
 				if bb.sdev[r] != w {
@@ -690,7 +704,10 @@ func (bb *blockBB) dfs(x int, path float64) {
 		}
 		if bb.sideIn != nil {
 			for _, q := range bb.sideIn[x] {
-				opens = opens || bb.sdev[q] != w // it reads a deleted node's tensor from another device
+				// It reads a side node's tensor from another device (off w: every device but w).
+				if sq := bb.sdev[q]; (sq < 0 && w == bb.mix.w) || (sq >= 0 && sq != w) {
+					opens = true
+				}
 			}
 		}
 		call := 0.0

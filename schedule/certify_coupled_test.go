@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -47,5 +48,23 @@ func TestCertificatesCoupled(t *testing.T) {
 	}
 	if st.tight["coupled-mip"] == 0 {
 		t.Errorf("the coupled MIP's bound was never tight: %v", st)
+	}
+}
+
+// TestCertificatesCoupledPresolve is the instance on which HiGHS's presolve cut off the
+// coupled MIP's optimum (seed 17, instance 4956: a dual bound of 17 for an optimum of 16;
+// the MIP now runs without presolve).
+func TestCertificatesCoupledPresolve(t *testing.T) {
+	defer schedule.SetCoupledMIPAlways(true)()
+	x := uint64(4956)
+	s := randSource{rand.New(rand.NewPCG(17, x))}
+	inst := genInstance(s, false)
+	st := &certStats{}
+	o := schedule.Options{Method: schedule.Greedy, TimeLimit: 2 * time.Second, Seed: x, Workers: 1, RelGap: relGap, Iterations: 50}
+	for _, v := range checkInstance(inst, o, st) {
+		t.Error(v)
+	}
+	if st.bounds["coupled-mip"] == 0 {
+		t.Errorf("the coupled MIP's bound was not checked: %v", st)
 	}
 }

@@ -267,28 +267,35 @@ func dims(p phase) map[string]int64 {
 }
 
 // predict is the whole-model time of g on the cost model's device 0 as the main command
-// prices it: the graph coarsened by rs, each group priced by KernelTime, plus the run
-// overhead; with the terms of that time by kernel kind.
+// prices it (profile.CostModel.PriceGraph: the graph coarsened by rs, each group priced by
+// KernelTime, plus the run overhead); with the terms of that time by kernel kind.
 func predict(g *graph.Graph, cm *profile.CostModel, rs *fusion.RuleSet) (total float64, terms map[profile.KernelKind]float64, overhead float64, kernels int, err error) {
+	// The total is the one cost path's (PriceGraph: what the planner charges a one-stage
+	// plan, and what `onnxpart profile` prints); the terms split it by kernel kind.
+	pr, err := cm.PriceGraph(g, rs, 0)
+	if err != nil {
+		return 0, nil, 0, 0, err
+	}
 	co, err := fusion.Coarsen(g, rs)
 	if err != nil {
 		return 0, nil, 0, 0, err
 	}
 	terms = map[profile.KernelKind]float64{}
-	times := co.Times(func(_ int, members []int, kernel *graph.Node) float64 {
+	sum := 0.0
+	co.Times(func(_ int, members []int, kernel *graph.Node) float64 {
 		b := cm.KernelExplain(g, members, kernel, 0)
 		if b.Time > 0 {
 			kernels++
 		}
 		terms[b.Kind] += b.Time - b.Overhead
 		overhead += b.Overhead
+		sum += b.Time
 		return b.Time
 	}, nil)
-	for _, t := range times {
-		total += t
+	if math.Abs(sum-pr.Compute) > 1e-9*pr.Compute {
+		return 0, nil, 0, 0, fmt.Errorf("the kernels' terms sum to %g s, PriceGraph's compute is %g s", sum, pr.Compute)
 	}
-	run := cm.Cluster().Devices[0].RunOverhead.Value
-	return total + run, terms, overhead + run, kernels, nil
+	return pr.Total(), terms, overhead + pr.Call, kernels, nil
 }
 
 // Calls per block of the round-robin (see measure).

@@ -36,7 +36,10 @@ func TestQDQGroupsAreORTKernels(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQDQGroups(t, p, map[string]int64{"batch": 2}, len(c.Channels), 0)
-	checkQDQGroups(t, qdqMLP(t, dir), nil, 0, 2)
+	for _, act := range []graph.DType{graph.Uint8, graph.Int8} {
+		checkQDQGroups(t, qdqMLP(t, dir, act, false), nil, 0, 2)
+		checkQDQGroups(t, qdqMLP(t, dir, act, true), nil, 1, 0)
+	}
 }
 
 // checkQDQGroups compares the int8 groups of ort-cpu on the model at p with the integer
@@ -98,8 +101,10 @@ func checkQDQGroups(t *testing.T, p string, dims map[string]int64, convs, produc
 }
 
 // qdqMLP writes x [4, 32] → Q → DQ → MatMul(DQ(int8 w1 [32, 64])) → Q → DQ → MatMul(DQ(int8
-// w2 [64, 16])) → Q → DQ → y, as ORT's static quantizer writes an MLP in QDQ form.
-func qdqMLP(t *testing.T, dir string) string {
+// w2 [64, 16])) → Q → DQ → y, as ORT's static quantizer writes an MLP in QDQ form, with
+// activations of type act; with conv, x [1, 8, 8, 8] → Q → DQ → Conv(DQ(int8 w [16, 8, 3, 3]),
+// pads 1) → Q → DQ → y instead.
+func qdqMLP(t *testing.T, dir string, act graph.DType, conv bool) string {
 	t.Helper()
 	g := &onnxpb.GraphProto{Name: proto.String("qdq_mlp")}
 	vi := func(name string, dims ...int64) *onnxpb.ValueInfoProto {
@@ -119,30 +124,50 @@ func qdqMLP(t *testing.T, dir string) string {
 		return out
 	}
 	scale := init("scale", graph.Float, []byte{0, 0, 0, 0x3d}) // 0.03125
-	zp := init("zp", graph.Uint8, []byte{128})
+	zv := byte(128)
+	if act == graph.Int8 {
+		zv = 0
+	}
+	zp := init("zp", act, []byte{zv})
 	wzp := init("wzp", graph.Int8, []byte{0})
 	qdq := func(x, name string) string {
 		return node("DequantizeLinear", []string{node("QuantizeLinear", []string{x, scale, zp}, name+"_q"), scale, zp}, name+"_dq")
 	}
-	weight := func(name string, k, n int64) string {
-		raw := make([]byte, k*n)
+	weight := func(name string, dims ...int64) string {
+		n := int64(1)
+		for _, d := range dims {
+			n *= d
+		}
+		raw := make([]byte, n)
 		for i := range raw {
 			raw[i] = byte(int8(i*37%255 - 127))
 		}
-		return node("DequantizeLinear", []string{init(name, graph.Int8, raw, k, n), scale, wzp}, name+"_dq")
+		return node("DequantizeLinear", []string{init(name, graph.Int8, raw, dims...), scale, wzp}, name+"_dq")
 	}
-	g.Input = append(g.Input, vi("x", 4, 32))
-	h := node("MatMul", []string{qdq("x", "x"), weight("w1", 32, 64)}, "h")
-	y := node("MatMul", []string{qdq(h, "h"), weight("w2", 64, 16)}, "y0")
-	node("Identity", []string{qdq(y, "y0")}, "y")
-	g.Output = append(g.Output, vi("y", 4, 16))
+	if conv {
+		g.Input = append(g.Input, vi("x", 1, 8, 8, 8))
+		y := node("Conv", []string{qdq("x", "x"), weight("w", 16, 8, 3, 3)}, "y0")
+		g.Node[len(g.Node)-1].Attribute = []*onnxpb.AttributeProto{{Name: proto.String("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{1, 1, 1, 1}}}
+		node("Identity", []string{qdq(y, "y0")}, "y")
+		g.Output = append(g.Output, vi("y", 1, 16, 8, 8))
+	} else {
+		g.Input = append(g.Input, vi("x", 4, 32))
+		h := node("MatMul", []string{qdq("x", "x"), weight("w1", 32, 64)}, "h")
+		y := node("MatMul", []string{qdq(h, "h"), weight("w2", 64, 16)}, "y0")
+		node("Identity", []string{qdq(y, "y0")}, "y")
+		g.Output = append(g.Output, vi("y", 4, 16))
+	}
 	mp := &onnxpb.ModelProto{IrVersion: proto.Int64(10), Graph: g,
 		OpsetImport: []*onnxpb.OperatorSetIdProto{{Domain: proto.String(""), Version: proto.Int64(21)}}}
 	data, err := proto.Marshal(mp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, "qdq-mlp.onnx")
+	name := "qdq-mlp-"
+	if conv {
+		name = "qdq-conv-"
+	}
+	p := filepath.Join(dir, name+act.String()+".onnx")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
