@@ -241,7 +241,9 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 		opt = &Options{}
 	}
 	var notes []diag.Note
-	note := func(k diag.NoteKind, format string, args ...any) { notes = append(notes, diag.Notef(k, genaiNote+format, args...)) }
+	note := func(k diag.NoteKind, format string, args ...any) {
+		notes = append(notes, diag.Notef(k, genaiNote+format, args...))
+	}
 	hf, hfPath, err := readHFConfig(m.Path, opt.HFConfig, opt.Names)
 	if err != nil {
 		return nil, nil, err
@@ -400,7 +402,9 @@ var genaiRuns = map[string]bool{"cuda": true, "dml": true, "qnn": true, "webgpu"
 // CPU primary, ONNX Runtime copies them to and from the stages' devices each step.
 func genaiPrimary(man *emit.Manifest, provs []string, notes []diag.Note) (emit.GenAISessionOpts, []diag.Note) {
 	so := emit.GenAISessionOpts{ProviderOptions: []map[string]map[string]string{}}
-	note := func(k diag.NoteKind, format string, args ...any) { notes = append(notes, diag.Notef(k, genaiNote+format, args...)) }
+	note := func(k diag.NoteKind, format string, args ...any) {
+		notes = append(notes, diag.Notef(k, genaiNote+format, args...))
+	}
 	same := len(provs) > 0
 	for _, p := range provs {
 		same = same && p == provs[0]
