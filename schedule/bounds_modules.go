@@ -829,7 +829,7 @@ func (s *solver) moduleBound() {
 // The spine is chosen from the sink backwards (see the loop's comment); the deleted work is
 // kept within relaxTotal of the total fastest work.
 func (in *inst) relaxedModuleDP(ctx context.Context, deadline time.Time, budget int64, workers int) *moduleDPResult {
-	if !in.latency() || in.pinnedGranules != nil || in.numDevices < 2 || in.numNodes > moduleDPMaxNodes {
+	if !in.latency() || in.pinnedGranules != nil || in.numDevices < 2 || in.numNodes > relaxMaxNodes {
 		return nil
 	}
 	n := in.numNodes
@@ -881,6 +881,9 @@ func (in *inst) relaxedModuleDP(ctx context.Context, deadline time.Time, budget 
 	}
 	last := n
 	for x := n - 1; x >= 0; x-- {
+		if x%64 == 0 && (ctx.Err() != nil || (!deadline.IsZero() && time.Now().After(deadline))) {
+			return nil
+		}
 		a := in.topo[x]
 		if deleted[a] {
 			continue
@@ -1023,6 +1026,10 @@ func (in *inst) relaxedModuleDP(ctx context.Context, deadline time.Time, budget 
 // node and in all, as shares of the total fastest work (variables: the harness raises them
 // to exercise the relaxation on its small instances; any value keeps the bound valid).
 var relaxShare, relaxTotal = 0.02, 0.12
+
+// relaxMaxNodes bounds the graphs relaxedModuleDP is tried on: choosing the spine takes
+// O(relaxBlock·n²) reachability tests.
+const relaxMaxNodes = 2500
 
 // relaxBlock is the stretch after which relaxedModuleDP pays for a spine node.
 var relaxBlock = 12
