@@ -73,7 +73,7 @@ func TestRenumberAndDrop(t *testing.T) {
 	if len(ma.Stages) != 2 || ma.Stages[0].Label != 3 || ma.Stages[1].Label != 7 {
 		t.Fatalf("stages %+v", ma.Stages)
 	}
-	notes := strings.Join(ma.Notes, "\n")
+	notes := strings.Join(diag.NoteStrings(ma.Notes), "\n")
 	if !strings.Contains(notes, "stage 5 of the assignment was dropped") || !strings.Contains(notes, "3→0, 7→1") {
 		t.Errorf("notes %q", notes)
 	}

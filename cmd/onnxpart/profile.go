@@ -156,7 +156,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		}
 		return measureCostFile(ctx, e, cl, fs.Args(), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *only, *out, *merge)
 	}
-	rep := &profileReport{Devices: *devices, Notes: cl.Notes}
+	rep := &profileReport{Devices: *devices, Notes: diag.NoteStrings(cl.Notes)}
 	for i := range cl.Devices {
 		rep.Device = append(rep.Device, deviceJSON(&cl.Devices[i]))
 	}
