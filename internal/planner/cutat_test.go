@@ -69,6 +69,11 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 	if !strings.Contains(strings.Join(diag.NoteStrings(r.Notes), "\n"), "cuts only between the 4 blocks") {
 		t.Errorf("notes %q do not say the cuts fall between the 4 blocks", r.Notes)
 	}
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n.Msg, "cuts only between") && n.Kind != diag.NoteApprox {
+			t.Errorf("block-cut note %+v: want kind approximation (a restriction, with what it costs)", n)
+		}
+	}
 	if r.recompute == nil {
 		t.Fatal("nothing recomputed: the mask and rotary cones should be cheaper than sending them")
 	}
