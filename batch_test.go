@@ -114,7 +114,7 @@ func TestBatchedPlan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				n0, n1 := strings.Join(man.Notes, "\n"), strings.Join(r1.Notes, "\n")
+				n0, n1 := strings.Join(diag.NoteStrings(man.Notes), "\n"), strings.Join(diag.NoteStrings(r1.Notes), "\n")
 				if !strings.Contains(n0, "the batch follows") || strings.Contains(n1, "the batch follows") || !strings.Contains(n1, "route 1 of a batched plan") {
 					t.Errorf("route notes: route 0 %q, route 1 %q", n0, n1)
 				}

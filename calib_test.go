@@ -12,6 +12,7 @@ import (
 
 	"github.com/onnxpart/onnxpart"
 	hw "github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -82,7 +83,7 @@ func TestCalibratedStagesMatchStageTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			cm := profile.NewCostModel(c, profile.CostOptions{Measured: meas})
-			if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "stages priced as one ONNX Runtime call each") }) {
+			if !slices.ContainsFunc(r.Notes, func(n diag.Note) bool { return strings.HasPrefix(n.Msg, "stages priced as one ONNX Runtime call each") }) {
 				t.Errorf("no note of the stages' pricing: %q", r.Notes)
 			}
 			if len(r.Stages) < 2 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/onnxpart/onnxpart"
 	hw "github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/testmodel"
@@ -105,7 +106,7 @@ func TestDefaultStageCap(t *testing.T) {
 	if most(capped) > onnxpart.DefaultStagesPerDevice || len(capped.Stages) > 3*onnxpart.DefaultStagesPerDevice {
 		t.Errorf("default plan: %d stages, %d on one device; want at most %d per device", len(capped.Stages), most(capped), onnxpart.DefaultStagesPerDevice)
 	}
-	notes := strings.Join(capped.Notes, "\n")
+	notes := strings.Join(diag.NoteStrings(capped.Notes), "\n")
 	if !strings.Contains(notes, fmt.Sprintf("at most %d stages per device", onnxpart.DefaultStagesPerDevice)) || !strings.Contains(notes, "bound is of the problem without the cap") {
 		t.Errorf("the notes do not state the cap and what the bound is of:\n%s", notes)
 	}

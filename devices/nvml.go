@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -61,7 +62,7 @@ type nvmlGPU struct {
 
 // discoverNVML lists the GPUs NVML sees and the links between them. A failure to initialise
 // NVML, or finding no GPU, is an error whose text is the one-line reason.
-func discoverNVML(lib nvml.Interface) (devs []profile.Device, links [][]profile.Link, notes []string, err error) {
+func discoverNVML(lib nvml.Interface) (devs []profile.Device, links [][]profile.Link, notes []diag.Note, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			devs, links, err = nil, nil, fmt.Errorf("NVML query failed: %v", r)
@@ -83,12 +84,12 @@ func discoverNVML(lib nvml.Interface) (devs []profile.Device, links [][]profile.
 	for i := range n {
 		h, ret := nvmlCall(func() (nvml.Device, nvml.Return) { return lib.DeviceGetHandleByIndex(i) })
 		if ret != nvml.SUCCESS {
-			notes = append(notes, fmt.Sprintf("gpu%d skipped: NVML cannot open it (%v)", i, ret))
+			notes = append(notes, diag.Notef(diag.NoteSkipped, "gpu%d skipped: NVML cannot open it (%v)", i, ret))
 			continue
 		}
 		g, err := probeGPU(h, fmt.Sprintf("gpu%d", i), driver)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("gpu%d skipped: %v", i, err))
+			notes = append(notes, diag.Notef(diag.NoteSkipped, "gpu%d skipped: %v", i, err))
 			continue
 		}
 		g.dev.NVML = &profile.NVMLIdentity{Index: i, BusID: g.busID}

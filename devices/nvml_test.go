@@ -10,6 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/profile"
 )
 
@@ -329,7 +330,7 @@ func TestNVMLFallback(t *testing.T) {
 			if len(cl.Devices) != 1 || cl.Devices[0].Kind != profile.CPU || !cl.Devices[0].Host || cl.Host == nil {
 				t.Fatalf("fallback cluster %+v", cl.Devices)
 			}
-			if n := len(cl.Notes); n == 0 || cl.Notes[n-1] != c.want || strings.Contains(cl.Notes[n-1], "\n") {
+			if n := len(cl.Notes); n == 0 || cl.Notes[n-1].Msg != c.want || strings.Contains(cl.Notes[n-1].Msg, "\n") || cl.Notes[n-1].Kind != diag.NoteFault {
 				t.Errorf("notes %q, want last %q", cl.Notes, c.want)
 			}
 		})
@@ -343,7 +344,7 @@ func TestNVMLSystemLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Devices[0].Kind == profile.CPU && (len(c.Notes) == 0 || !strings.Contains(c.Notes[len(c.Notes)-1], "using the host CPU")) {
+	if c.Devices[0].Kind == profile.CPU && (len(c.Notes) == 0 || !strings.Contains(c.Notes[len(c.Notes)-1].Msg, "using the host CPU")) {
 		t.Errorf("CPU fallback without a reason: %q", c.Notes)
 	}
 }

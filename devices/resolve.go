@@ -209,7 +209,7 @@ func resolveList(ctx context.Context, spec string, opts Options) (*profile.Clust
 			devs, links, notes, err := discoverNVML(lib)
 			c.Notes = append(c.Notes, notes...)
 			if err != nil {
-				c.Notes = append(c.Notes, err.Error()+"; using the host CPU")
+				c.Notes = append(c.Notes, diag.Notef(diag.NoteFault, "%v; using the host CPU", err).About(diag.Option, devicesName))
 				if !explicitHost {
 					if err := addHost(); err != nil {
 						return nil, err

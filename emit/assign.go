@@ -26,7 +26,7 @@ type Assignment struct {
 	// Split records how the assignment was made, for the manifest.
 	Split SplitInfo
 	// Notes are carried into the manifest (e.g. how FLOPs were counted for --stages).
-	Notes []string
+	Notes []diag.Note
 	// Recompute, when set, marks nodes (by index of the model graph) that every stage reading
 	// their outputs computes itself instead of receiving them, as weight-only nodes are: the
 	// cheap cones that turn graph inputs into tensors every block reads (a decoder's causal

@@ -253,7 +253,7 @@ func NewLayout(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 		}
 	}
 	sort.Ints(labels)
-	var notes []string
+	var notes []diag.Note
 	assigned := map[int]bool{}
 	for _, s := range label {
 		assigned[s] = true
@@ -266,7 +266,7 @@ func NewLayout(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	}
 	sort.Ints(dropped)
 	for _, s := range dropped {
-		notes = append(notes, fmt.Sprintf("stage %d of the assignment was dropped: all its nodes are computed from weights alone and went with their consumers", s))
+		notes = append(notes, diag.Notef(diag.NoteSkipped, "stage %d of the assignment was dropped: all its nodes are computed from weights alone and went with their consumers", s).About(diag.Stage, strconv.Itoa(s)))
 	}
 
 	// The stage providing tensor t to other stages (labels): its producer's label.
@@ -335,14 +335,14 @@ func NewLayout(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 		for i, s := range stageOrder {
 			parts = append(parts, fmt.Sprintf("%d→%d", s, i))
 		}
-		notes = append(notes, "stages renumbered in pipeline order (assignment label→index): "+strings.Join(parts, ", "))
+		notes = append(notes, diag.Notef(diag.NoteInfo, "stages renumbered in pipeline order (assignment label→index): %s", strings.Join(parts, ", ")))
 	}
 	l := &Layout{m: m, opt: opt, graphOut: map[int]int{}, symbolic: append([]string{}, m.SymbolicDims...)}
 	if !opt.FreezeDims {
 		var note string
 		l.shapes, l.fixed, l.symbolic, note = symbolicShapes(m, l.opt.Names)
 		if note != "" {
-			notes = append(notes, note)
+			notes = append(notes, diag.Notef(diag.NoteFault, "%s", note).About(diag.Option, l.opt.Names.Name("FreezeDims")))
 		}
 	}
 	if opt.Batch > 1 {
@@ -351,7 +351,7 @@ func NewLayout(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 			return nil, err
 		}
 		if note != "" {
-			notes = append(notes, note)
+			notes = append(notes, diag.Notef(diag.NoteInfo, "%s", note).About(diag.Option, l.opt.Names.Name("Batch")))
 		}
 	}
 	for _, s := range stageOrder {
@@ -413,7 +413,7 @@ func NewLayout(m *ingest.Model, a *Assignment, opt Options) (*Layout, error) {
 	}
 	for i, sp := range l.stages {
 		if len(sp.outputs) == 0 {
-			notes = append(notes, fmt.Sprintf("stage %d produces nothing any later stage or the model's outputs need", i))
+			notes = append(notes, diag.Notef(diag.NoteSkipped, "stage %d produces nothing any later stage or the model's outputs need", i).About(diag.Stage, strconv.Itoa(i)))
 		}
 	}
 	notes = append(notes, a.Notes...)
@@ -554,7 +554,7 @@ func (l *Layout) NumStages() int { return len(l.stages) }
 func (l *Layout) StageNodes(i int) []int { return append([]int(nil), l.stages[i].nodes...) }
 
 // buildManifest fills everything but the files' hashes.
-func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *Manifest {
+func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []diag.Note) *Manifest {
 	m, g := l.m, l.m.Graph
 	index := map[int]int{}
 	for i, sp := range l.stages {
@@ -562,7 +562,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 	}
 	man := &Manifest{Format: Format, Split: a.Split, Notes: notes}
 	if man.Notes == nil {
-		man.Notes = []string{}
+		man.Notes = []diag.Note{}
 	}
 	dims := boundDims(m)
 	man.Model = ModelInfo{
@@ -579,7 +579,7 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 			}
 		}
 		if len(kept) > 0 {
-			man.Notes = append(man.Notes, fmt.Sprintf("planned at %s; the stage files keep these dims symbolic and serve other sizes (%s writes the planned sizes in)", strings.Join(kept, ", "), l.opt.Names.Name("FreezeDims")))
+			man.Notes = append(man.Notes, diag.Notef(diag.NoteInfo, "planned at %s; the stage files keep these dims symbolic and serve other sizes (%s writes the planned sizes in)", strings.Join(kept, ", "), l.opt.Names.Name("FreezeDims")))
 		}
 	}
 	for d, v := range g.Opsets {
@@ -664,10 +664,10 @@ func (l *Layout) buildManifest(a *Assignment, emitted [][]int, notes []string) *
 		st.Pipeline = map[string]GenAIStage{fmt.Sprintf("stage%d", i): GenAIPipelineEntry(st)}
 		for _, t := range append(append([]int{}, sp.inputs...), sp.outputs...) {
 			if l.fixed[t] {
-				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q keeps its bound shape %s in the stage files: its shape is not inferred without the bindings (%s writes every tensor so)", i, g.Tensors[t].Name, g.Tensors[t].Shape, l.opt.Names.Name("FreezeDims")))
+				man.Notes = append(man.Notes, diag.Notef(diag.NoteApprox, "stage %d: boundary tensor %q keeps its bound shape %s in the stage files: its shape is not inferred without the bindings (%s writes every tensor so)", i, g.Tensors[t].Name, g.Tensors[t].Shape, l.opt.Names.Name("FreezeDims")).About(diag.Tensor, g.Tensors[t].Name))
 			}
 			if l.shape(t) == nil && g.Tensors[t].NonTensor == "" {
-				man.Notes = append(man.Notes, fmt.Sprintf("stage %d: boundary tensor %q has no inferred shape; its type carries only the element type (ONNX Runtime accepts this, onnx.checker does not)", i, g.Tensors[t].Name))
+				man.Notes = append(man.Notes, diag.Notef(diag.NoteApprox, "stage %d: boundary tensor %q has no inferred shape; its type carries only the element type (ONNX Runtime accepts this, onnx.checker does not)", i, g.Tensors[t].Name).About(diag.Tensor, g.Tensors[t].Name))
 			}
 		}
 		man.Stages = append(man.Stages, st)

@@ -42,7 +42,7 @@ type Manifest struct {
 	Bounds    *Bounds    `json:"bounds"`
 	Solver    *Solver    `json:"solver"`
 	// Notes are facts a user should know (dropped or renumbered stages, unknown shapes, …).
-	Notes []string `json:"notes"`
+	Notes []diag.Note `json:"notes"`
 	// Interrupted marks the best plan found before the run was interrupted (Ctrl-C);
 	// omitted otherwise.
 	Interrupted bool `json:"interrupted,omitempty"`

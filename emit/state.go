@@ -3,6 +3,8 @@ package emit
 import (
 	"fmt"
 	"strings"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // StateTensor is state a stage keeps on its device between calls (graph.StatePair): the
@@ -53,7 +55,7 @@ func (l *Layout) addState(man *Manifest) error {
 			for _, s := range st.AlsoReadBy {
 				on = append(on, fmt.Sprint(s))
 			}
-			man.Notes = append(man.Notes, fmt.Sprintf("state %q is kept by stage %d and also read by stage %s: the serving loop feeds it there too", st.Input, owner, strings.Join(on, ", ")))
+			man.Notes = append(man.Notes, diag.Notef(diag.NoteInfo, "state %q is kept by stage %d and also read by stage %s: the serving loop feeds it there too", st.Input, owner, strings.Join(on, ", ")).About(diag.Tensor, st.Input))
 		}
 		man.Stages[owner].State = append(man.Stages[owner].State, st)
 	}

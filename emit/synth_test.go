@@ -73,9 +73,19 @@ func TestRenumberAndDrop(t *testing.T) {
 	if len(ma.Stages) != 2 || ma.Stages[0].Label != 3 || ma.Stages[1].Label != 7 {
 		t.Fatalf("stages %+v", ma.Stages)
 	}
-	notes := strings.Join(ma.Notes, "\n")
+	notes := strings.Join(diag.NoteStrings(ma.Notes), "\n")
 	if !strings.Contains(notes, "stage 5 of the assignment was dropped") || !strings.Contains(notes, "3→0, 7→1") {
 		t.Errorf("notes %q", notes)
+	}
+	// The notes say their kind and subject: the dropped stage is a skipped stage 5, the
+	// renumbering information.
+	for _, n := range ma.Notes {
+		switch {
+		case strings.Contains(n.Msg, "was dropped") && (n.Kind != diag.NoteSkipped || n.Subject != diag.Subject{Kind: diag.Stage, Name: "5"}):
+			t.Errorf("dropped-stage note %+v: want kind skipped about stage 5", n)
+		case strings.Contains(n.Msg, "renumbered") && n.Kind != diag.NoteInfo:
+			t.Errorf("renumbering note %+v: want kind info", n)
+		}
 	}
 	for i := range ma.Stages {
 		fa, _ := os.ReadFile(filepath.Join(da, stageFile(i)))

@@ -100,10 +100,10 @@ func TestControlFlowCosts(t *testing.T) {
 			if got != tc.want.flops {
 				t.Errorf("control-flow FLOPs %d, want %d", got, tc.want.flops)
 			}
-			if tc.want.note != "" && !strings.Contains(strings.Join(md.Notes, "\n"), tc.want.note) {
+			if tc.want.note != "" && !strings.Contains(strings.Join(diag.NoteStrings(md.Notes), "\n"), tc.want.note) {
 				t.Errorf("no note %q among the notes %q", tc.want.note, md.Notes)
 			}
-			if tc.want.note == "" && strings.Contains(strings.Join(md.Notes, "\n"), "counted once") {
+			if tc.want.note == "" && strings.Contains(strings.Join(diag.NoteStrings(md.Notes), "\n"), "counted once") {
 				t.Errorf("unexpected note: %q", md.Notes)
 			}
 			if md.Graph.TotalFLOPs() < tc.want.flops {

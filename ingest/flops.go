@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/internal/ops"
 )
@@ -19,7 +20,7 @@ func (m *Model) countCosts() {
 			f, note := m.sub.controlFLOPs(n, m.proto.Graph.Node[i])
 			n.FLOPs = addSat(max(n.FLOPs, 0), f)
 			if note != "" {
-				m.Notes = append(m.Notes, note)
+				m.Notes = append(m.Notes, diag.Notef(diag.NoteApprox, "%s", note).About(diag.Node, n.Label()))
 			}
 			_, n.SubgraphParamBytes = subgraphWeights(m.proto.Graph.Node[i])
 		}

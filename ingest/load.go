@@ -99,8 +99,9 @@ type Model struct {
 	// its node; they are among the Warnings too. RequireInputSizes reports them.
 	ShapeErrors []string
 	// Notes say how costs were estimated where the model does not settle them: the branch an
-	// If is costed by, a Loop or Scan whose trip count is unknown (counted once).
-	Notes []string
+	// If is costed by, a Loop or Scan whose trip count is unknown (counted once), each of
+	// kind diag.NoteApprox about its node.
+	Notes []diag.Note
 	// DerivedDims are the input dims this load bound because the model ties them to dims
 	// that were bound, each with the expression it was derived as: a decoder's attention
 	// mask length, total → "past + seq" (its size is in Dims; DerivedNotes writes both).

@@ -180,7 +180,7 @@ func (e *engine) exactIdeals(ctx context.Context, st *solveState) bool {
 	if !ok {
 		// A cancelled parent (gap reached, caller gave up) needs no note; a deadline does.
 		if errors.Is(dctx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled) {
-			st.note("%s: stopped by its time budget after %.2f s (budget %.2f s) before completing; it proves nothing, the other bounds apply", BoundIdealDP, time.Since(t0).Seconds(), budget.Seconds())
+			st.note(diag.NoteCapped, "%s: stopped by its time budget after %.2f s (budget %.2f s) before completing; it proves nothing, the other bounds apply", BoundIdealDP, time.Since(t0).Seconds(), budget.Seconds())
 		}
 		return false
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // Large-neighbourhood search with exact sub-MIPs ("window" polish).
@@ -153,7 +155,7 @@ func Polish(ctx context.Context, p *Problem, plan *Plan, o Options) (*Plan, bool
 	o.NoPolish = false
 	st := &solveState{p: p, c: c, t0: t0, opts: o, best: U, stage: stage, device: append([]int(nil), plan.StageDevice...),
 		source: plan.source(), lb: plan.LowerBound, lbMethod: plan.BoundMethod,
-		bounds: append([]BoundInfo(nil), plan.Bounds...), notes: append([]string(nil), plan.Notes...), evals: plan.Evaluations}
+		bounds: append([]BoundInfo(nil), plan.Bounds...), notes: append([]diag.Note(nil), plan.Notes...), evals: plan.Evaluations}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
@@ -111,7 +112,7 @@ func TestMILPFaults(t *testing.T) {
 						if pl.LowerBound > opt*(1+1e-9) {
 							t.Fatalf("bound %v (%s) above OPT %v: unproved; bounds %+v", pl.LowerBound, pl.BoundMethod, opt, pl.Bounds)
 						}
-						if fc.noted && calls.Load() > 0 && !strings.Contains(strings.Join(pl.Notes, "\n"), "fault") {
+						if fc.noted && calls.Load() > 0 && !strings.Contains(strings.Join(diag.NoteStrings(pl.Notes), "\n"), "fault") {
 							t.Fatalf("%d MIPs failed, notes %q", calls.Load(), pl.Notes)
 						}
 						t.Logf("%d MIPs; objective %v (OPT %v), bound %v; notes %q", calls.Load(), pl.Objective, opt, pl.LowerBound, pl.Notes)

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // deviceOrders lists the distinct orders of the device slots (multiset permutations), up to
@@ -58,7 +60,7 @@ func (e *engine) mipBounds(ctx context.Context, st *solveState) {
 	}
 	c := e.c
 	if c.n*c.stages() > 400000 {
-		st.note("MIP bounds skipped: %d nodes × %d stages is too large", c.n, c.stages())
+		st.note(diag.NoteSkipped, "MIP bounds skipped: %d nodes × %d stages is too large", c.n, c.stages())
 		return
 	}
 	anc, desc := c.reachWork()
@@ -106,7 +108,7 @@ func (e *engine) boundExact(ctx context.Context, st *solveState, anc, desc []flo
 	if c.hetero {
 		orders = deviceOrders(c.counts, 64)
 		if orders == nil {
-			st.note("exact MIP skipped: too many device orders")
+			st.note(diag.NoteSkipped, "exact MIP skipped: too many device orders")
 			return BoundInfo{Method: BoundExact, Value: lb, Status: "skipped"}
 		}
 		// The incumbent's device order first.
@@ -246,7 +248,7 @@ func (e *engine) boundGuess(ctx context.Context, st *solveState, anc, desc []flo
 			status = results[j].status
 		}
 		if results[j].fault != "" {
-			st.note("bottleneck-guess j=%d: %s", j, results[j].fault)
+			st.note(diag.NoteFault, "bottleneck-guess j=%d: %s", j, results[j].fault)
 		}
 	}
 	switch {

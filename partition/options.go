@@ -3,6 +3,8 @@ package partition
 import (
 	"fmt"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // BoundEffort selects which lower bounds Solve computes.
@@ -138,7 +140,7 @@ type Plan struct {
 	Seed        int64       `json:"seed"`
 	Evaluations int64       `json:"evaluations"`
 	// Notes record solver faults that were caught and everything else a reader should know.
-	Notes []string `json:"notes,omitempty"`
+	Notes []diag.Note `json:"notes,omitempty"`
 	// Phases lists the phases Solve ran, in order, with their wall time.
 	Phases []PhaseTime `json:"phases,omitempty"`
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // boundExactProbes is the exact MIP bound of a homogeneous pipeline when no bound gap is
@@ -208,7 +210,7 @@ var exactWarmShare time.Duration = 3
 func (e *engine) takeExact(st *solveState, out mipOutcome, devOrder []int, scale float64) (float64, bool) {
 	c := e.c
 	if out.failed() {
-		st.note("solver fault in the exact MIP (%s: %s); it contributes only the bounds proved without it", out.status, out.fault)
+		st.note(diag.NoteFault, "solver fault in the exact MIP (%s: %s); it contributes only the bounds proved without it", out.status, out.fault)
 	}
 	if out.plan == nil {
 		return math.NaN(), true
@@ -219,7 +221,7 @@ func (e *engine) takeExact(st *solveState, out mipOutcome, devOrder []int, scale
 	}
 	_, val, err := st.p.Evaluate(c.expand(pstage), devOrder)
 	if err != nil || math.Abs(val-out.value) > 1e-6*math.Max(1, math.Max(math.Abs(val), scale)) {
-		st.note("solver fault: the exact MIP's plan (objective %.10g) recomputes to %.10g (%v); its bound is discarded", out.value, val, err)
+		st.note(diag.NoteFault, "solver fault: the exact MIP's plan (objective %.10g) recomputes to %.10g (%v); its bound is discarded", out.value, val, err)
 		return val, false
 	}
 	st.offerPlan(pstage, devOrder, nil, "exact-mip")

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // Solve partitions p into pipeline stages: SliceGraph over orders found by the chosen search,
@@ -129,7 +131,7 @@ func phaseCombinatorial(ctx context.Context, r *solveRun) error {
 	st := r.st
 	for _, b := range r.e.c.combinatorialBounds(ctx) {
 		if b.Status == "partial" {
-			st.notes = append(st.notes, fmt.Sprintf("%s bound stopped early by its time or work budget (%.2f s); its value %.6g is valid but may be weaker than the full bound", b.Method, b.Seconds, b.Value))
+			st.notes = append(st.notes, diag.Notef(diag.NoteCapped, "%s bound stopped early by its time or work budget (%.2f s); its value %.6g is valid but may be weaker than the full bound", b.Method, b.Seconds, b.Value))
 		}
 		st.bounds = append(st.bounds, b)
 		if b.Value > st.lb {
@@ -176,7 +178,7 @@ func phaseMIPBounds(ctx context.Context, r *solveRun) error {
 	mipDone := make(chan struct{})
 	mips := opts.Bounds == BoundsFast || opts.Bounds == BoundsFull
 	if !e.c.directionalBoundsSound() && mips {
-		st.note("cost-only (backward) tensors: the MIP bounds and the window polish assume every tensor orders its stages, so they were not run; the bound is Lemma 3.3 or the exact DP over ideals")
+		st.note(diag.NoteSkipped, "cost-only (backward) tensors: the MIP bounds and the window polish assume every tensor orders its stages, so they were not run; the bound is Lemma 3.3 or the exact DP over ideals")
 	}
 	if !r.done(ctx) && mips && e.c.directionalBoundsSound() {
 		wg.Add(1)
@@ -216,7 +218,7 @@ func (s *solveState) plan(elapsed time.Duration) *Plan {
 	pl := &Plan{Objective: obj, LowerBound: s.lb, BoundMethod: s.lbMethod, Assignment: assign,
 		StageDevice: append([]int(nil), s.device...), StageCosts: costs, Bounds: append([]BoundInfo(nil), s.bounds...),
 		Seconds: elapsed.Seconds(), Algorithm: s.algorithm(), Seed: s.opts.Seed, Evaluations: s.evals,
-		Notes: append([]string(nil), s.notes...), Phases: append([]PhaseTime(nil), s.phases...)}
+		Notes: append([]diag.Note(nil), s.notes...), Phases: append([]PhaseTime(nil), s.phases...)}
 	if s.opts.Bounds == BoundsNone {
 		pl.BoundMethod = "none"
 	}

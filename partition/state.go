@@ -2,10 +2,11 @@ package partition
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // solveState is the incumbent and the bounds, shared by the goroutines of one Solve.
@@ -25,7 +26,7 @@ type solveState struct {
 	lbMethod string
 	bounds   []BoundInfo
 	phases   []PhaseTime
-	notes    []string
+	notes    []diag.Note
 	evals    int64
 	pending  []Progress
 	cbMu     sync.Mutex // serialises Progress calls
@@ -77,7 +78,7 @@ func (s *solveState) offerPlan(stage, device []int, order []int32, source string
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		s.notes = append(s.notes, fmt.Sprintf("internal: %s produced an invalid plan (%v); discarded", source, err))
+		s.notes = append(s.notes, diag.Notef(diag.NoteFault, "internal: %s produced an invalid plan (%v); discarded", source, err))
 		return false
 	}
 	if !(val < s.best) {
@@ -110,7 +111,7 @@ func (s *solveState) offerBound(b BoundInfo) {
 		b.Value, b.Status = 0, "no-bound"
 	}
 	if b.Value > s.best*(1+mipTol)+1e-12 {
-		s.notes = append(s.notes, fmt.Sprintf("solver fault: %s bound %.10g exceeds the plan value %.10g; bound discarded", b.Method, b.Value, s.best))
+		s.notes = append(s.notes, diag.Notef(diag.NoteFault, "solver fault: %s bound %.10g exceeds the plan value %.10g; bound discarded", b.Method, b.Value, s.best))
 		b.Status = "fault"
 		b.Value = 0
 		s.bounds = append(s.bounds, b)
@@ -129,9 +130,9 @@ func (s *solveState) offerBound(b BoundInfo) {
 	}
 }
 
-func (s *solveState) note(format string, a ...any) {
+func (s *solveState) note(k diag.NoteKind, format string, a ...any) {
 	s.mu.Lock()
-	s.notes = append(s.notes, fmt.Sprintf(format, a...))
+	s.notes = append(s.notes, diag.Notef(k, format, a...))
 	s.mu.Unlock()
 }
 

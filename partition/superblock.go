@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // BoundSuperblock names the superblock-composition bound (ours, proved below).
@@ -70,7 +72,7 @@ func (e *engine) boundSuperblock(ctx context.Context, st *solveState, anc, desc 
 		}
 		out := c.solveMIP(ctx, sp, anc, desc, start, left, 0)
 		if out.fault != "" {
-			st.note("superblock %v: %s", comp, out.fault)
+			st.note(diag.NoteFault, "superblock %v: %s", comp, out.fault)
 			continue
 		}
 		if !out.proved() {

@@ -46,7 +46,8 @@ const maxEff = 1e3
 
 // fitOrder fits GEMM-like classes first: their compute efficiency is the prior of classes
 // whose nodes never reach the compute roof (a MatMul class seen only as GEMV).
-var fitOrder = []OpClass{ClassConv, ClassMatMul, ClassDepthwise, ClassDepthwisePlain, ClassPool, ClassNorm,
+var fitOrder = []OpClass{ClassConv, ClassMatMul, ClassConvInt8, ClassMatMulInt8, ClassNBits, ClassNBitsInt8,
+	ClassAttention, ClassDepthwise, ClassDepthwisePlain, ClassPool, ClassNorm,
 	ClassElementwise, ClassEpilogue, ClassData, ClassView, ClassControl, ClassOther}
 
 // fitPoint is one node: its roofline terms c and m, its measured time t and the weight w of

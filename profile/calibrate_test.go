@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
@@ -119,5 +120,16 @@ func TestCalibrateNoiseProportionalToTime(t *testing.T) {
 	f := fitWeighted(p, false, 1, 1)
 	if !near(f.Overhead, 2e-6, 0.2) || !near(f.MemEff, 0.6, 0.05) {
 		t.Errorf("fit %+v, want memory efficiency 0.6, overhead 2 µs", f)
+	}
+}
+
+// TestFitOrderCoversEveryClass: every class a node can have is fitted from measurements
+// (static nodes are folded away and cost nothing); a class added to Classes without a place
+// in fitOrder would keep its nominal figures under measured costs.
+func TestFitOrderCoversEveryClass(t *testing.T) {
+	for _, c := range Classes() {
+		if c != ClassStatic && !slices.Contains(fitOrder, c) {
+			t.Errorf("class %s is not in fitOrder", c)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package profile
 import (
 	"fmt"
 	"math"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // Source says where a figure comes from, so that every number onnxpart prints or uses can be
@@ -295,7 +297,7 @@ type Cluster struct {
 	// Host is the machine's CPU when it was probed; nil otherwise.
 	Host *Host
 	// Notes are one-line remarks for the user, e.g. why NVML was not used.
-	Notes []string
+	Notes []diag.Note
 }
 
 // Index returns the index of the device called name, or -1.

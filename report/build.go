@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/internal/units"
 )
@@ -82,7 +83,7 @@ func buildReport(m *emit.Manifest, opt Options) *reportView {
 	for _, t := range m.Transfers {
 		v.Transfers = append(v.Transfers, transferRow{Tensor: t.Tensor, From: t.From, To: t.To, Bytes: units.Bytes(t.Bytes)})
 	}
-	v.Notes = m.Notes
+	v.Notes = diag.NoteStrings(m.Notes)
 	v.Devices = deviceRows(m, devColor)
 	return v
 }

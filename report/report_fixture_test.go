@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 )
@@ -20,7 +21,7 @@ func sampleManifest(k int, predicted bool) *emit.Manifest {
 			Inputs:  []emit.TensorRef{{Name: "in<put>", DType: "float32", Shape: emit.Shape{graph.Static(2), graph.Symbolic("seq")}, Bytes: -1, Stage: -1, ModelInput: true}},
 			Outputs: []emit.TensorRef{{Name: "out&\"put\"", DType: "float16", Shape: emit.Shape{graph.Static(2), graph.Static(10)}, Bytes: 40, Stage: k - 1, ModelOutput: true}}},
 		Split: emit.SplitInfo{Method: "stages", RequestedStages: k},
-		Notes: []string{"a note with <b>markup</b>"},
+		Notes: diag.Infos("a note with <b>markup</b>"),
 	}
 	for i := 0; i < k; i++ {
 		dev := fmt.Sprintf("gpu%d<x>", i)

@@ -363,7 +363,7 @@ func TestCertificatesBatchedMILPCalls(t *testing.T) {
 		}
 		noFault := func(res *schedule.Result) []string {
 			var bad []string
-			for _, n := range res.Notes {
+			for _, n := range diag.NoteStrings(res.Notes) {
 				if strings.Contains(n, "solver fault") && !strings.Contains(n, "no plan fits in memory") {
 					bad = append(bad, "model fault: "+n)
 				}

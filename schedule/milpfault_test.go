@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/internal/milp"
 	"github.com/onnxpart/onnxpart/schedule"
 	"github.com/onnxpart/onnxpart/schedule/instances"
@@ -100,10 +101,10 @@ func TestMILPFaults(t *testing.T) {
 					if fc.noted && mips.Load() > 0 && len(r.Notes) == 0 {
 						t.Fatalf("%d MILPs failed but Solve says nothing (candidates %+v)", mips.Load(), r.Candidates)
 					}
-					if fc.noted && m == schedule.Split && mips.Load() > 0 && !strings.Contains(strings.Join(r.Notes, "\n"), "sub-MILPs failed") {
+					if fc.noted && m == schedule.Split && mips.Load() > 0 && !strings.Contains(strings.Join(diag.NoteStrings(r.Notes), "\n"), "sub-MILPs failed") {
 						t.Fatalf("split's sub-MILPs failed but the notes do not count them: %q", r.Notes)
 					}
-					t.Logf("%.2fs, %d MIPs; makespan %v (opt %v), bound %v; notes %s", r.Seconds, mips.Load(), r.Makespan, opt, r.LowerBound, strings.Join(r.Notes, " | "))
+					t.Logf("%.2fs, %d MIPs; makespan %v (opt %v), bound %v; notes %s", r.Seconds, mips.Load(), r.Makespan, opt, r.LowerBound, strings.Join(diag.NoteStrings(r.Notes), " | "))
 				})
 			}
 		}

@@ -101,7 +101,7 @@ type Result struct {
 	// Uncapped, when a stage cap (Options.MaxStages, MaxStagesPerDevice) changed the plan, is
 	// the plan kept without the cap, merged the same way: its makespan and stages.
 	Uncapped *UncappedPlan `json:"uncapped,omitempty"`
-	Notes    []string      `json:"notes,omitempty"`
+	Notes    []diag.Note   `json:"notes,omitempty"`
 	Seconds  float64       `json:"seconds"`
 	Elapsed  time.Duration `json:"-"`
 	// phases and searchIters count the work run after the constructive heuristics (tests).
@@ -238,7 +238,7 @@ type solver struct {
 	best     float64
 	bounds   []Bound
 	cands    []candidate
-	notes    []string
+	notes    []diag.Note
 	modules  int
 	// infeasible is the proof that no plan fits memory (the full MILP proved its model
 	// infeasible), empty when nothing was proved.
@@ -571,12 +571,12 @@ func (s *solver) milp() {
 	run, err := in.solveMILP(s.ctx, start, maxBound(s.bounds), mipOptions{timeLimit: limit, relGap: o.RelGap, symmetry: o.Symmetry, seed: int(o.Seed)})
 	if err != nil {
 		s.add(MILP, nil, t0, 0, err.Error())
-		s.notes = append(s.notes, fmt.Sprintf("full MILP failed: %v", err))
+		s.notes = append(s.notes, diag.Notef(diag.NoteFault, "full MILP failed: %v", err))
 		return
 	}
 	note := fmt.Sprintf("status %v, %d columns, %d rows, %d nodes, built in %.2f s, solved in %.2f s", run.status, run.vars, run.rows, run.nodes, run.build.Seconds(), run.elapsed.Seconds())
 	if run.skipped != "" {
-		s.notes = append(s.notes, "full MILP "+run.skipped)
+		s.notes = append(s.notes, diag.Notef(diag.NoteSkipped, "full MILP %s", run.skipped))
 		s.add(MILP, nil, t0, run.bound, joinNote(note, run.skipped))
 		return
 	}
@@ -589,7 +589,7 @@ func (s *solver) milp() {
 		if run.infeasible {
 			s.infeasible = "the full MILP is infeasible"
 		}
-		s.notes = append(s.notes, fmt.Sprintf("milp: solver fault (%s); falling back to %s", run.fault, what))
+		s.notes = append(s.notes, diag.Notef(diag.NoteFault, "milp: solver fault (%s); falling back to %s", run.fault, what))
 		s.add(MILP, nil, t0, 0, joinNote(note, "fault: "+run.fault))
 		return
 	}
@@ -597,7 +597,7 @@ func (s *solver) milp() {
 	if run.pl == nil {
 		s.add(MILP, nil, t0, run.bound, joinNote(note, "no incumbent"))
 		if fb := s.bestCandidate(); fb != nil {
-			s.notes = append(s.notes, fmt.Sprintf("milp: %v without an incumbent of its own; %s's plan is the best known", run.status, fb.Method))
+			s.notes = append(s.notes, diag.Notef(diag.NoteCapped, "milp: %v without an incumbent of its own; %s's plan is the best known", run.status, fb.Method))
 		}
 		return
 	}
@@ -621,10 +621,10 @@ func (s *solver) split() {
 		if s.ctx.Err() == nil {
 			// Modules that cannot be solved on their own (memory shared too tightly, say):
 			// the full MILP gets the time that is left.
-			s.notes = append(s.notes, fmt.Sprintf("split: %v; solving the full MILP instead", err))
+			s.notes = append(s.notes, diag.Notef(diag.NoteFault, "split: %v; solving the full MILP instead", err))
 			s.milp()
 		} else {
-			s.notes = append(s.notes, fmt.Sprintf("split: %v", err))
+			s.notes = append(s.notes, diag.Notef(diag.NoteFault, "split: %v", err))
 		}
 		return
 	}
@@ -657,7 +657,7 @@ func (s *solver) result() (*Result, error) {
 		if chosen == nil {
 			chosen = s.bestCandidate()
 			if chosen != nil {
-				s.notes = append(s.notes, fmt.Sprintf("%s found no plan; kept %s's", s.o.Method, chosen.Method))
+				s.notes = append(s.notes, diag.Notef(diag.NoteFault, "%s found no plan; kept %s's", s.o.Method, chosen.Method))
 			}
 		}
 	default:
@@ -724,7 +724,7 @@ func (s *solver) result() (*Result, error) {
 				}
 				change = fmt.Sprintf("a makespan %.1f%% higher, to fit the cap of %s", 100*(sc.Makespan/chosen.sc.Makespan-1), strings.Join(what, " and "))
 			}
-			s.notes = append(s.notes, fmt.Sprintf("%s's plan was merged: %s onto other devices left %s, with %s",
+			s.notes = append(s.notes, diag.Notef(diag.NoteInfo, "%s's plan was merged: %s onto other devices left %s, with %s",
 				chosen.Method, plural(moves, "stage move"), plural(sc.StageCount(), "stage"), change))
 			c := *chosen
 			c.pl, c.sc, c.Makespan, c.Feasible = pl, sc, sc.Makespan, sc.Feasible
@@ -740,7 +740,7 @@ func (s *solver) result() (*Result, error) {
 	lb := 0.0
 	for _, b := range s.bounds {
 		if b.Value > r.Makespan+tolerance(r.Makespan) && chosen.Feasible {
-			s.notes = append(s.notes, fmt.Sprintf("bound %s = %.6g exceeds the plan's makespan %.6g: discarded as a fault", b.Method, b.Value, r.Makespan))
+			s.notes = append(s.notes, diag.Notef(diag.NoteFault, "bound %s = %.6g exceeds the plan's makespan %.6g: discarded as a fault", b.Method, b.Value, r.Makespan))
 			continue
 		}
 		r.Bounds = append(r.Bounds, b)

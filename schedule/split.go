@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
@@ -102,22 +103,22 @@ func (l *subLog) record(err error, run *mipRun) {
 }
 
 // notes are the log's lines for Result.Notes (none when nothing went wrong).
-func (l *subLog) notes() []string {
+func (l *subLog) notes() []diag.Note {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
+	var out []diag.Note
 	if l.failed > 0 {
-		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs failed and kept their heuristic plans and cheap bounds (%s)",
+		out = append(out, diag.Notef(diag.NoteFault, "split: %d of %d sub-MILPs failed and kept their heuristic plans and cheap bounds (%s)",
 			l.failed, l.milps, strings.Join(l.first, "; ")))
 	}
 	if l.skipped > 0 {
-		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs not started: too little time left for their set-up (heuristic plans kept)", l.skipped, l.milps))
+		out = append(out, diag.Notef(diag.NoteSkipped, "split: %d of %d sub-MILPs not started: too little time left for their set-up (heuristic plans kept)", l.skipped, l.milps))
 	}
 	if l.timedOut > 0 {
-		out = append(out, fmt.Sprintf("split: %d of %d sub-MILPs stopped at their time limit without an incumbent (heuristic plans kept)", l.timedOut, l.milps))
+		out = append(out, diag.Notef(diag.NoteCapped, "split: %d of %d sub-MILPs stopped at their time limit without an incumbent (heuristic plans kept)", l.timedOut, l.milps))
 	}
 	return out
 }

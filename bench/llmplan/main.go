@@ -84,7 +84,7 @@ func main() {
 		}
 		fmt.Println()
 		for _, n := range r.Notes {
-			if strings.HasPrefix(n, "cuts ") || strings.Contains(n, "computed again") {
+			if strings.HasPrefix(n.Msg, "cuts ") || strings.Contains(n.Msg, "computed again") {
 				fmt.Printf("- %s\n", n)
 			}
 		}

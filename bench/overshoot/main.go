@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/profile"
@@ -98,7 +99,7 @@ func main() {
 					fmt.Printf("| %s | %d | %s | %v | %.2f | %.3f | – | %v |\n", in.name, len(in.p.Nodes), m, lim, el.Seconds(), el.Seconds()/lim.Seconds(), err)
 					continue
 				}
-				notes := r.Notes
+				notes := diag.NoteStrings(r.Notes)
 				for _, c := range r.Candidates {
 					if c.Method == m || (m == schedule.Auto && (c.Method == schedule.MILP || c.Method == schedule.Split)) {
 						notes = append(notes, fmt.Sprintf("%s after %.2f s: %s", c.Method, c.Seconds, c.Note))

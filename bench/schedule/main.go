@@ -26,6 +26,7 @@ import (
 	"time"
 
 	hw "github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/planner"
 	"github.com/onnxpart/onnxpart/profile"
@@ -80,7 +81,7 @@ func solve(p *schedule.Problem, o schedule.Options) *schedule.Result {
 		logf("  %s: %v", o.Method, err)
 		return nil
 	}
-	logf("  %-11s makespan %.6g bound %.6g (%.1fs) %s", o.Method, r.Makespan, r.LowerBound, r.Seconds, strings.Join(r.Notes, "; "))
+	logf("  %-11s makespan %.6g bound %.6g (%.1fs) %s", o.Method, r.Makespan, r.LowerBound, r.Seconds, strings.Join(diag.NoteStrings(r.Notes), "; "))
 	return r
 }
 

@@ -188,7 +188,7 @@ func planDNN(ctx context.Context, path string, k, cpus int, bounds string, polis
 	}
 	o := &planJSON{Objective: plan.Objective, ObjectiveKind: "throughput", LowerBound: plan.LowerBound,
 		BoundMethod: plan.BoundMethod, Gap: plan.Gap, StageDeviceNames: plan.StageDeviceNames, Algorithm: plan.Algorithm,
-		Seconds: round3(plan.Seconds), Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, plan.Notes...)}
+		Seconds: round3(plan.Seconds), Devices: []string{}, Bounds: []boundJSON{}, Notes: diag.NoteStrings(plan.Notes), notes: plan.Notes}
 	seen := map[string]bool{}
 	for _, d := range plan.StageDeviceNames {
 		if !seen[d] {
@@ -245,7 +245,7 @@ func planMoirai(ctx context.Context, path, solver string, limit time.Duration, s
 	}
 	o := &planJSON{Objective: res.Makespan, ObjectiveKind: "latency", LowerBound: res.LowerBound, Gap: res.Gap,
 		LatencyS: res.Makespan, Algorithm: res.Method, Seconds: round3(res.Seconds), Devices: []string{},
-		Bounds: []boundJSON{}, Notes: append([]string{}, res.Notes...)}
+		Bounds: []boundJSON{}, Notes: diag.NoteStrings(res.Notes), notes: res.Notes}
 	for _, d := range p.Devices {
 		o.Devices = append(o.Devices, d.Name)
 	}
@@ -299,7 +299,9 @@ func printInstancePlan(w io.Writer, o *planJSON) {
 	} else {
 		fmt.Fprintln(w, "bound      none")
 	}
-	for _, n := range o.Notes {
-		fmt.Fprintf(w, "note       %s\n", n)
+	notes := o.notes
+	if notes == nil {
+		notes = diag.Infos(o.Notes...)
 	}
+	printNotes(w, "note       ", "notes      ", notes)
 }

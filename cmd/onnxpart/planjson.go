@@ -1,6 +1,9 @@
 package main
 
-import "github.com/onnxpart/onnxpart/emit"
+import (
+	"github.com/onnxpart/onnxpart/diag"
+	"github.com/onnxpart/onnxpart/emit"
+)
 
 // planJSON is the --json form of every plan, from the main command and from `plan` (schema
 // onnxpart.plan/v1, emit/schema/plan.v1.json). Costs are in seconds for ONNX models and in
@@ -42,6 +45,8 @@ type planJSON struct {
 	Output      string   `json:"output,omitempty"`
 	Interrupted bool     `json:"interrupted,omitempty"`
 	Notes       []string `json:"notes"`
+	// notes are Notes with their kinds, for the text output (nil: Notes as information).
+	notes []diag.Note
 	// Batch is a batched plan's sharing of the batch (the manifest's batch section); stages
 	// are then route 0's.
 	Batch *emit.Batch `json:"batch,omitempty"`

@@ -156,7 +156,7 @@ func runProfile(ctx context.Context, e *env, args []string) error {
 		}
 		return measureCostFile(ctx, e, cl, fs.Args(), ingest.Options{Dims: dims, InputShapes: shapes, Names: ingestFlags}, *only, *out, *merge)
 	}
-	rep := &profileReport{Devices: *devices, Notes: cl.Notes}
+	rep := &profileReport{Devices: *devices, Notes: diag.NoteStrings(cl.Notes)}
 	for i := range cl.Devices {
 		rep.Device = append(rep.Device, deviceJSON(&cl.Devices[i]))
 	}
@@ -416,7 +416,7 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	if mode == "files" {
 		mr.CostFiles = cspec.paths
 		applied = cspec.apply(cl, g)
-		rep.Notes = append(rep.Notes, applied.Notes...)
+		rep.Notes = append(rep.Notes, diag.NoteStrings(applied.Notes)...)
 		opts.Measured = applied.Measured
 		for i := range cl.Devices {
 			if applied.Calibrated[i] >= 0 {

@@ -243,7 +243,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for _, n := range cluster.Notes {
-		prog.note(n)
+		prog.note(n.Msg)
 	}
 	var measured [][]float64
 	var applied *costs.Applied
@@ -281,13 +281,13 @@ func runMain(ctx context.Context, e *env, args []string) error {
 		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
 		here := costs.FromMeasured(measured, "this run")
 		shares := here.Shares(m.Graph, cm, nodeDevices(res))
-		res.Notes = append(res.Notes, here.Line(shares), notReproducible)
+		res.Notes = append(res.Notes, diag.Note{Kind: diag.NoteInfo, Msg: here.Line(shares)}, diag.Note{Kind: diag.NoteInfo, Msg: notReproducible})
 		costsInfo = costsManifest(here, cluster, shares)
 		costsInfo.Source, costsInfo.MeasuredShare, costsInfo.Files = "measured", costsInfo.Files[0].Share, nil
 	case "files":
 		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
 		shares := applied.Shares(m.Graph, cm, nodeDevices(res))
-		res.Notes = append(append(res.Notes, applied.Notes...), applied.Line(shares))
+		res.Notes = append(append(res.Notes, applied.Notes...), diag.Note{Kind: diag.NoteInfo, Msg: applied.Line(shares)})
 		costsInfo = costsManifest(applied, cluster, shares)
 	}
 	if !fs.Changed("seed") {
@@ -395,7 +395,7 @@ func jsonPlan(m *ingest.Model, r *onnxpart.Result, man *emit.Manifest, out strin
 		ObjectiveReason: r.ObjectiveChosen, LowerBound: r.Lower, BoundMethod: r.BoundMethod, Gap: r.Gap, AtMostSlower: report.PlanFigures(man).Slower,
 		ThroughputPerS: r.ThroughputPerS, LatencyS: r.LatencyS, Fusion: r.RuleSet, PlanNodes: r.CoarseNodes,
 		Algorithm: r.Algorithm, Seed: seed, Seconds: round3(r.Seconds), Output: out, Interrupted: interrupted,
-		Devices: []string{}, Bounds: []boundJSON{}, Notes: append([]string{}, man.Notes...), Batch: man.Batch}
+		Devices: []string{}, Bounds: []boundJSON{}, Notes: diag.NoteStrings(man.Notes), Batch: man.Batch}
 	if man.Predicted != nil {
 		o.Workload = man.Predicted.Workload
 	}
@@ -544,9 +544,7 @@ func printPlan(w io.Writer, m *ingest.Model, r *onnxpart.Result, man *emit.Manif
 			fmt.Fprintf(w, "wrote      %s (%s, manifest.json%s)\n", out, plural(len(man.Stages), "stage file"), extrasText(out))
 		}
 	}
-	for _, n := range man.Notes {
-		fmt.Fprintf(w, "note       %s\n", n)
-	}
+	printNotes(w, "note       ", "notes      ", man.Notes)
 }
 
 func extrasText(dir string) string {

@@ -189,7 +189,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 			for _, dn := range cm.DerivedNotes() {
 				note += ", " + strings.TrimSuffix(dn, " (derived)")
 			}
-			a.Notes = append(a.Notes, note+" (left symbolic in the stages)")
+			a.Notes = append(a.Notes, diag.Note{Kind: diag.NoteApprox, Msg: note + " (left symbolic in the stages)"}.About(diag.Flag, "--stages"))
 		}
 		var bs *blockSplit
 		if bs, err = splitAtBlocks(g, *stages, *cutAt); err != nil {
@@ -255,9 +255,7 @@ func runSplit(ctx context.Context, e *env, args []string) error {
 	printSplit(e.stdout, *out, man)
 	extra.print(e.stdout, *out)
 	printDerived(e.stdout, m.DerivedNotes())
-	for _, n := range man.Notes {
-		fmt.Fprintf(e.stderr, "note: %s\n", n)
-	}
+	printNotes(e.stderr, "note: ", "notes: ", man.Notes)
 	return nil
 }
 
@@ -317,7 +315,7 @@ const recomputeFLOPsPerByte = 1
 type blockSplit struct {
 	stage     []int
 	recompute []bool // emit.Assignment.Recompute; nil for none
-	notes     []string
+	notes     []diag.Note
 }
 
 // splitAtBlocks applies --cut-at to --stages N: nil for cuts anywhere (emit.EqualFLOPs),
@@ -379,7 +377,7 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 	if total > 0 {
 		uneven = fmt.Sprintf(": the largest is %.1f%% above an equal share", 100*(float64(most)*float64(n)/float64(total)-1))
 	}
-	bs.notes = append(bs.notes, fmt.Sprintf("--stages %d cut only between the model's %d blocks (%s; --cut-at any cuts anywhere), so stages hold whole blocks; stage FLOPs %s%s",
+	bs.notes = append(bs.notes, diag.Notef(diag.NoteApprox, "--stages %d cut only between the model's %d blocks (%s; --cut-at any cuts anywhere), so stages hold whole blocks; stage FLOPs %s%s",
 		n, len(res.Blocks), why, strings.Join(parts, ", "), uneven))
 
 	// Tensors every block reads that cheap nodes compute from the model's inputs (not from
@@ -412,7 +410,7 @@ func splitAtBlocks(g *graph.Graph, n int, cutAt string) (*blockSplit, error) {
 		names = append(names, fmt.Sprintf("%q", g.Tensors[sh.Tensor].Name))
 	}
 	if len(names) > 0 {
-		bs.notes = append(bs.notes, fmt.Sprintf("%s, read by every block and computed from the model's inputs by a few cheap nodes, %s computed again in each stage that reads %s instead of sent",
+		bs.notes = append(bs.notes, diag.Notef(diag.NoteInfo, "%s, read by every block and computed from the model's inputs by a few cheap nodes, %s computed again in each stage that reads %s instead of sent",
 			strings.Join(names, ", "), map[bool]string{true: "is", false: "are"}[len(names) == 1], map[bool]string{true: "it", false: "them"}[len(names) == 1]))
 	}
 	return bs, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
@@ -56,7 +57,7 @@ func TestSplitCutAtBlocksDecoder(t *testing.T) {
 		if len(man.Stages) != n {
 			t.Fatalf("--stages %d: %d stages", n, len(man.Stages))
 		}
-		notes := strings.Join(man.Notes, "\n")
+		notes := strings.Join(diag.NoteStrings(man.Notes), "\n")
 		if !strings.Contains(notes, "cut only between the model's 4 blocks (--cut-at auto") || !strings.Contains(notes, "above an equal share") {
 			t.Errorf("--stages %d: notes %q do not say the cuts fall between the 4 blocks and how unequal the stages are", n, notes)
 		}
@@ -111,7 +112,7 @@ func TestSplitCutAtBlocksDecoder(t *testing.T) {
 	for _, tr := range got.Transfers {
 		other = other || tr.Bytes != hidden
 	}
-	if !other || strings.Contains(strings.Join(got.Notes, "\n"), "blocks") {
+	if !other || strings.Contains(strings.Join(diag.NoteStrings(got.Notes), "\n"), "blocks") {
 		t.Errorf("--cut-at any sends only hidden states or mentions blocks: %+v, notes %q", got.Transfers, got.Notes)
 	}
 	verifyBitExact(t, dir)

@@ -229,7 +229,7 @@ func Write(dir string, m *ingest.Model, man *emit.Manifest, opt *Options) error 
 		return err
 	}
 	for _, n := range notes {
-		if !slices.Contains(man.Notes, n) {
+		if !slices.ContainsFunc(man.Notes, func(o diag.Note) bool { return o.Msg == n.Msg }) {
 			man.Notes = append(man.Notes, n)
 		}
 	}
@@ -245,12 +245,14 @@ const genaiNote = File + ": "
 
 // genaiConfig builds genai_config.json for the manifest's stages of m, with the notes the
 // manifest should carry.
-func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []string, error) {
+func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []diag.Note, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
-	var notes []string
-	note := func(format string, args ...any) { notes = append(notes, genaiNote+fmt.Sprintf(format, args...)) }
+	var notes []diag.Note
+	note := func(k diag.NoteKind, format string, args ...any) {
+		notes = append(notes, diag.Notef(k, genaiNote+format, args...))
+	}
 	hf, hfPath, err := readHFConfig(m.Path, opt.HFConfig, opt.Names)
 	if err != nil {
 		return nil, nil, err
@@ -294,7 +296,7 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 	fill("num_key_value_heads", &d.NumKeyValueHeads)
 	fill("head_size", &d.HeadSize)
 	if len(disagree) > 0 {
-		note("the model's %s: the file keeps the model's", strings.Join(disagree, ", "))
+		note(diag.NoteMismatch, "the model's %s: the file keeps the model's", strings.Join(disagree, ", "))
 	}
 	if c, ok := hf.get("context_length"); ok {
 		cfg.Model.ContextLength = c
@@ -359,10 +361,10 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 				from = bases[0] + " does not say"
 			}
 		}
-		note("%s are placeholders (0 for a size, -1 for a token id; %s): fill them in from the model's config.json and tokenizer, or give %s (onnxruntime-genai refuses context_length 0)", strings.Join(missing, ", "), from, opt.Names.SayKey("Set", "KEY", "VALUE"))
+		note(diag.NoteApprox, "%s are placeholders (0 for a size, -1 for a token id; %s): fill them in from the model's config.json and tokenizer, or give %s (onnxruntime-genai refuses context_length 0)", strings.Join(missing, ", "), from, opt.Names.SayKey("Set", "KEY", "VALUE"))
 	}
 	for _, s := range gio.notes {
-		note("%s", s)
+		note(diag.NoteMismatch, "%s", s)
 	}
 
 	// The stages: the manifest's pipeline entries, in stage order.
@@ -379,7 +381,7 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 	}
 	for _, tr := range man.Transfers {
 		if managed[tr.Tensor] {
-			note("stage %d passes %q to stage %d, but genai binds %q to its own buffers and passes it to no stage: cut elsewhere so that the stage reading it computes it", tr.From, tr.Tensor, tr.To, tr.Tensor)
+			note(diag.NoteMismatch, "stage %d passes %q to stage %d, but genai binds %q to its own buffers and passes it to no stage: cut elsewhere so that the stage reading it computes it", tr.From, tr.Tensor, tr.To, tr.Tensor)
 		}
 	}
 	d.SessionOptions, notes = genaiPrimary(man, provs, notes)
@@ -408,9 +410,11 @@ var genaiRuns = map[string]bool{"cuda": true, "dml": true, "qnn": true, "webgpu"
 // unless the primary device is the CPU, QNN, or CUDA with the stage listing cuda
 // (IntermediatePipelineState::SupportsPrimaryDevice in decoder_only_pipeline.cpp); with the
 // CPU primary, ONNX Runtime copies them to and from the stages' devices each step.
-func genaiPrimary(man *emit.Manifest, provs []string, notes []string) (emit.GenAISessionOpts, []string) {
+func genaiPrimary(man *emit.Manifest, provs []string, notes []diag.Note) (emit.GenAISessionOpts, []diag.Note) {
 	so := emit.GenAISessionOpts{ProviderOptions: []map[string]map[string]string{}}
-	note := func(format string, args ...any) { notes = append(notes, genaiNote+fmt.Sprintf(format, args...)) }
+	note := func(k diag.NoteKind, format string, args ...any) {
+		notes = append(notes, diag.Notef(k, genaiNote+format, args...))
+	}
 	same := len(provs) > 0
 	for _, p := range provs {
 		same = same && p == provs[0]
@@ -422,7 +426,7 @@ func genaiPrimary(man *emit.Manifest, provs []string, notes []string) (emit.GenA
 		}
 	}
 	if len(odd) > 0 {
-		note("onnxruntime-genai has no execution provider for %s: run those stages on another provider", strings.Join(odd, ", "))
+		note(diag.NoteMismatch, "onnxruntime-genai has no execution provider for %s: run those stages on another provider", strings.Join(odd, ", "))
 	}
 	// genai keeps its CUDA buffers on device 0 (DeviceInterface::GetDeviceId, src/smartptrs.h)
 	// and runs every CUDA session on its one stream (src/cuda/session_options.cpp).
@@ -443,10 +447,10 @@ func genaiPrimary(man *emit.Manifest, provs []string, notes []string) (emit.GenA
 	}
 	switch {
 	case len(gpus) > 1:
-		note("the stages run on %d GPUs (%s): genai keeps its buffers on CUDA device 0 and runs every CUDA session on one CUDA stream, so a pipeline over several GPUs is not known to run under genai", len(gpus), strings.Join(names, ", "))
+		note(diag.NoteMismatch, "the stages run on %d GPUs (%s): genai keeps its buffers on CUDA device 0 and runs every CUDA session on one CUDA stream, so a pipeline over several GPUs is not known to run under genai", len(gpus), strings.Join(names, ", "))
 	case len(ids) == 1 && !ids[""] && !ids["0"]:
 		for id := range ids {
-			note("the CUDA stages have device_id %s, but genai keeps its buffers and stream on CUDA device 0: run with CUDA_VISIBLE_DEVICES=%s and device_id 0", id, id)
+			note(diag.NoteMismatch, "the CUDA stages have device_id %s, but genai keeps its buffers and stream on CUDA device 0: run with CUDA_VISIBLE_DEVICES=%s and device_id 0", id, id)
 		}
 	}
 	if same && (provs[0] == "cuda" || provs[0] == "qnn") {
@@ -455,7 +459,7 @@ func genaiPrimary(man *emit.Manifest, provs []string, notes []string) (emit.GenA
 		return so, notes
 	}
 	if !same || provs[0] != "" {
-		note("genai's primary device is the CPU (decoder.session_options): it keeps input_ids, the KV cache and the logits there, and ONNX Runtime copies them to and from the stages on other devices each step")
+		note(diag.NoteInfo, "genai's primary device is the CPU (decoder.session_options): it keeps input_ids, the KV cache and the logits there, and ONNX Runtime copies them to and from the stages on other devices each step")
 	}
 	return so, notes
 }

@@ -298,14 +298,14 @@ func writeGenAIDir(t *testing.T, path string, layerOf []int, devs []emit.Device,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(disk.Notes, man.Notes) {
+	if !reflect.DeepEqual(diag.NoteStrings(disk.Notes), diag.NoteStrings(man.Notes)) {
 		t.Errorf("manifest.json notes %q, want %q", disk.Notes, man.Notes)
 	}
 	return man, doc, b
 }
 
 func hasNote(man *emit.Manifest, sub string) bool {
-	for _, n := range man.Notes {
+	for _, n := range diag.NoteStrings(man.Notes) {
 		if strings.HasPrefix(n, genaiNote) && strings.Contains(n, sub) {
 			return true
 		}
@@ -377,7 +377,7 @@ func TestGenAIDecoder(t *testing.T) {
 	if got := d.SessionOptions.ProviderOptions; !reflect.DeepEqual(got, []map[string]map[string]string{{"cuda": {}}}) {
 		t.Errorf("primary device %v, want cuda", got)
 	}
-	for _, n := range man.Notes {
+	for _, n := range diag.NoteStrings(man.Notes) {
 		if strings.HasPrefix(n, genaiNote) && !strings.Contains(n, "the stages run on 3 GPUs (gpu0, gpu1, gpu2)") {
 			t.Errorf("unexpected note: %s", n)
 		}

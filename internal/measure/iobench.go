@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -67,10 +68,20 @@ func writeOneNode(path string, node *onnxpb.NodeProto, inits []*onnxpb.TensorPro
 	return os.WriteFile(path, data, 0o644)
 }
 
-// MeasureIO times calls of a one-Relu model on a small and a large tensor in ONNX Runtime
-// (CPU time of the calling thread, median of runs) and takes the difference per byte moved,
-// less the Relu's own pass over the data at the given memory bandwidth (0: not subtracted);
-// and profiles a 1×1 convolution for the layout conversions around it (about a second).
+// ioSides are the spatial sides of MeasureIO's one-Relu calls on float32 [1, 16, side, side]:
+// 4 KiB to 2.25 MiB per tensor, the range of a stage's inputs and outputs.
+var ioSides = []int64{8, 32, 64, 128, 192}
+
+// ioPasses is how often MeasureIO times every size; the least of the passes' medians counts.
+const ioPasses = 5
+
+// MeasureIO times calls of a one-Relu model on tensors of several sizes in ONNX Runtime, each
+// made as pipebench makes a stage's call (timeRuns: inputs copied into bound buffers,
+// outputs into preallocated ones and out again), in CPU time of the calling thread. The sizes
+// are timed in turn, ioPasses times over; per size the least of the passes' medians counts
+// (ioFit), the line through them gives the fixed cost and the cost per byte moved, less the
+// Relu's own pass over the data at the given memory bandwidth (0: not subtracted). It also
+// profiles a 1×1 convolution for the layout conversions around it (about a second).
 func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (profile.IOCost, error) {
 	if err := ort.Init(); err != nil {
 		return profile.IOCost{}, err
@@ -81,40 +92,49 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (profi
 	}
 	defer os.RemoveAll(dir)
 	rng := rand.New(rand.NewSource(1))
-	time := func(side int64) (float64, float64, error) {
+	type call struct {
+		s     *ort.Session
+		feeds map[string]*ort.Tensor
+		hints map[string]ort.OutputHint
+	}
+	calls := make([]call, len(ioSides))
+	defer func() {
+		for _, c := range calls {
+			if c.s != nil {
+				c.s.Close()
+			}
+		}
+	}()
+	bytes := make([]float64, len(ioSides))
+	for i, side := range ioSides {
 		p := filepath.Join(dir, fmt.Sprintf("relu%d.onnx", side))
 		if err := reluModel(p, 16, side, side, false); err != nil {
-			return 0, 0, err
+			return profile.IOCost{}, err
 		}
-		t := &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(1, 16, side, side)}
-		x, err := feeds.Tensor(rng, t)
+		shape := []int64{1, 16, side, side}
+		x, err := feeds.Tensor(rng, &graph.Tensor{Name: "x", DType: graph.Float, Shape: graph.ShapeOf(shape...)})
 		if err != nil {
-			return 0, 0, err
+			return profile.IOCost{}, err
 		}
 		s, err := ort.NewSession(p, []string{"x"}, []string{"y"}, ort.Options{Optimize: true, Threads: threads})
 		if err != nil {
-			return 0, 0, err
+			return profile.IOCost{}, err
 		}
-		defer s.Close()
-		cpus, _, err := timeRuns(ctx, s, map[string]*ort.Tensor{"x": x}, nil, 3, runs)
-		if err != nil {
-			return 0, 0, err
+		calls[i] = call{s, map[string]*ort.Tensor{"x": x}, map[string]ort.OutputHint{"y": {DType: graph.Float, Shape: shape}}}
+		bytes[i] = float64(2 * len(x.Data))
+	}
+	per := max(runs/2, 5)
+	times := make([][]float64, len(ioSides))
+	for range ioPasses {
+		for i, c := range calls {
+			cpus, _, err := timeRuns(ctx, c.s, c.feeds, c.hints, 2, per)
+			if err != nil {
+				return profile.IOCost{}, err
+			}
+			times[i] = append(times[i], median(cpus))
 		}
-		return median(cpus), float64(2 * len(x.Data)), nil
 	}
-	t1, b1, err := time(8)
-	if err != nil {
-		return profile.IOCost{}, err
-	}
-	t2, b2, err := time(256)
-	if err != nil {
-		return profile.IOCost{}, err
-	}
-	per := (t2 - t1) / (b2 - b1)
-	if bandwidth > 0 {
-		per -= 1 / bandwidth // the Relu reads its input and writes its output once
-	}
-	per = math.Max(per, 0)
+	fixed, perByte := ioFit(bytes, times, bandwidth)
 	layout, err := layoutCost(ctx, threads, runs)
 	if err != nil {
 		return profile.IOCost{}, err
@@ -123,7 +143,56 @@ func MeasureIO(ctx context.Context, threads, runs int, bandwidth float64) (profi
 	if err != nil {
 		return profile.IOCost{}, err
 	}
-	return profile.IOCost{Fixed: math.Max(t1-per*b1, 0), PerByte: per, LayoutPerByte: layout, ChannelBlock: block, ChannelAlign: align}, nil
+	return profile.IOCost{Fixed: fixed, PerByte: perByte, LayoutPerByte: layout, ChannelBlock: block, ChannelAlign: align}, nil
+}
+
+// ioFit fits a call's cost to timed calls of a one-Relu model: bytes[i] are the bytes call i
+// moves in and out, times[i] its median times over several passes. Per size the least of the
+// passes counts (load from other processes, and the cache they evict, only add time); a
+// least-squares line through those gives the cost per byte (its slope), less the Relu's own
+// read and write at bandwidth (0: not subtracted), and the fixed cost is the smallest call's
+// time less its bytes at that slope. Both are at least 0.
+func ioFit(bytes []float64, times [][]float64, bandwidth float64) (fixed, perByte float64) {
+	var xs, ys []float64
+	for i, ts := range times {
+		if len(ts) == 0 || i >= len(bytes) {
+			continue
+		}
+		xs = append(xs, bytes[i])
+		ys = append(ys, slices.Min(ts))
+	}
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	n := float64(len(xs))
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i] / n
+		my += ys[i] / n
+	}
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	var slope float64
+	if sxx > 0 {
+		slope = sxy / sxx
+	}
+	// The fixed cost is the smallest call's time less its bytes: the line's intercept would
+	// carry the cache's bend (small tensors copy faster per byte than large ones).
+	lo := 0
+	for i := range xs {
+		if xs[i] < xs[lo] {
+			lo = i
+		}
+	}
+	fixed = math.Max(ys[lo]-slope*xs[lo], 0)
+	perByte = slope
+	if bandwidth > 0 {
+		perByte -= 1 / bandwidth // the Relu reads its input and writes its output once
+	}
+	return fixed, math.Max(perByte, 0)
 }
 
 // convModel writes a one-Conv ONNX model: x float32 [1, cin, 8, 8], weights [cout, cin/group,

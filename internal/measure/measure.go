@@ -34,10 +34,14 @@ type MeasureOptions struct {
 	Feeds map[string]*ort.Tensor
 	// IO is the cost of a call's inputs and outputs (MeasureIO); nil measures it.
 	IO *profile.IOCost
+	// Passes is how often the runs are made (0: 3); the pass whose unprofiled calls took
+	// the least CPU time (median) gives the measurement: other processes only add time.
+	Passes int
 }
 
 // MeasureORT profiles the model at path (whose graph is g, with every input shape known) in
-// ONNX Runtime and attributes kernel times to g's nodes (see MapKernels).
+// ONNX Runtime and attributes kernel times to g's nodes (see MapKernels). The runs are made
+// opts.Passes times; the least disturbed pass gives the measurement.
 func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOptions) (*profile.Measurement, error) {
 	if opts.Threads <= 0 {
 		opts.Threads = 1
@@ -47,6 +51,9 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 	}
 	if opts.Warmup <= 0 {
 		opts.Warmup = 3
+	}
+	if opts.Passes <= 0 {
+		opts.Passes = 3
 	}
 	if err := ort.Init(); err != nil {
 		return nil, err
@@ -68,7 +75,7 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 	}
 	km := MapKernels(g, optNodes)
 
-	// 2. Profiled runs.
+	// 2. Inputs, outputs, and the cost of binding them.
 	feeds, inNames, err := makeFeeds(g, opts.Feeds)
 	if err != nil {
 		return nil, err
@@ -77,7 +84,37 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 	for _, id := range g.Outputs {
 		outNames = append(outNames, g.Tensors[id].Name)
 	}
-	prefix := filepath.Join(dir, "trace")
+	io := opts.IO
+	if io == nil {
+		c, err := MeasureIO(ctx, opts.Threads, opts.Runs, 0)
+		if err != nil {
+			return nil, err
+		}
+		io = &c
+	}
+	var ioBytes int64
+	for _, id := range append(append([]int(nil), g.Inputs...), g.Outputs...) {
+		ioBytes += max(g.Tensors[id].Bytes, 0)
+	}
+	// 3. Passes of profiled and unprofiled runs; the least disturbed pass counts.
+	var best *profile.Measurement
+	for pass := range opts.Passes {
+		m, err := measurePass(ctx, path, g, opts, km, feeds, inNames, outNames, *io, ioBytes, filepath.Join(dir, fmt.Sprintf("trace%d", pass)), len(optNodes))
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || m.Call < best.Call {
+			best = m
+		}
+	}
+	return best, nil
+}
+
+// measurePass is one pass of MeasureORT: opts.Warmup+opts.Runs profiled runs (trace files
+// under prefix), the same runs without the profiler, whose per-kernel bookkeeping would
+// otherwise be charged to the kernels, and their summary (summarize).
+func measurePass(ctx context.Context, path string, g *graph.Graph, opts MeasureOptions, km *KernelMap, feeds map[string]*ort.Tensor,
+	inNames, outNames []string, io profile.IOCost, ioBytes int64, prefix string, optimized int) (*profile.Measurement, error) {
 	s, err := ort.NewSession(path, inNames, outNames, ort.Options{Optimize: !opts.NoOptimize, Threads: opts.Threads, ProfilePrefix: prefix})
 	if err != nil {
 		return nil, err
@@ -90,8 +127,6 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 	if err != nil {
 		return nil, fmt.Errorf("ONNX Runtime run of %s: %w", path, err)
 	}
-	// 3. The same runs without the profiler, whose per-kernel bookkeeping would otherwise be
-	// charged to the kernels.
 	plain, err := ort.NewSession(path, inNames, outNames, ort.Options{Optimize: !opts.NoOptimize, Threads: opts.Threads})
 	if err != nil {
 		return nil, err
@@ -118,20 +153,8 @@ func MeasureORT(ctx context.Context, path string, g *graph.Graph, opts MeasureOp
 		return nil, fmt.Errorf("ONNX Runtime profile holds %d runs, want %d", len(prof.Runs), opts.Warmup+opts.Runs)
 	}
 	runs := prof.Runs[len(prof.Runs)-opts.Runs:]
-	io := opts.IO
-	if io == nil {
-		c, err := MeasureIO(ctx, opts.Threads, opts.Runs, 0)
-		if err != nil {
-			return nil, err
-		}
-		io = &c
-	}
-	var ioBytes int64
-	for _, id := range append(append([]int(nil), g.Inputs...), g.Outputs...) {
-		ioBytes += max(g.Tensors[id].Bytes, 0)
-	}
-	m := summarize(g, km, runs, calls, walls, unprof, *io, ioBytes, path, opts.Threads, len(optNodes))
-	m.IO = *io
+	m := summarize(g, km, runs, calls, walls, unprof, io, ioBytes, path, opts.Threads, optimized)
+	m.IO = io
 	m.Wall = median(walls)
 	return m, nil
 }
@@ -144,12 +167,21 @@ func cleanRun(wall, cpu float64) bool { return wall > 0 && wall-cpu < 0.03*wall 
 const minClean = 5
 
 // timeRuns runs s warmup+runs times and returns the CPU and wall times of the last runs.
+//
+// Each run is a call as pipebench (and a deployment's I/O binding) makes it: the inputs are
+// copied into buffers bound to the session once, the outputs written into preallocated
+// buffers and copied out into buffers of the caller's (see boundCall). Session.Run instead
+// allocates a fresh copy of every input and output on each call (Go heap allocations, their
+// zeroing and first-touch page faults), which costs several times the copies themselves and
+// is not what a stage pays in a pipeline.
 func timeRuns(ctx context.Context, s *ort.Session, feeds map[string]*ort.Tensor, hints map[string]ort.OutputHint, warmup, runs int) (cpus, walls []float64, err error) {
+	call, done := boundCall(s, feeds, hints)
+	defer done()
 	for i := range warmup + runs {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		wall, cpu, err := devices.TimeCall(func() error { _, err := s.Run(feeds, hints); return err })
+		wall, cpu, err := devices.TimeCall(call)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -159,6 +191,49 @@ func timeRuns(ctx context.Context, s *ort.Session, feeds map[string]*ort.Tensor,
 		}
 	}
 	return cpus, walls, nil
+}
+
+// boundCall prepares a call of s on feeds the way pipebench runs a stage: input buffers and
+// preallocated outputs bound once (Session.Prepare); each call copies the feeds into the
+// input buffers, runs, and copies every output into a buffer kept from the first call. When
+// the call cannot be prepared (an output of unknown shape or type) it calls Session.Run.
+func boundCall(s *ort.Session, feeds map[string]*ort.Tensor, hints map[string]ort.OutputHint) (call func() error, done func()) {
+	bufs := map[string]*ort.Tensor{}
+	var pairs [][2][]byte
+	for name, t := range feeds {
+		b := &ort.Tensor{DType: t.DType, Shape: t.Shape, Data: make([]byte, len(t.Data))}
+		copy(b.Data, t.Data)
+		bufs[name] = b
+		pairs = append(pairs, [2][]byte{b.Data, t.Data})
+	}
+	bd, err := s.Prepare(bufs, hints)
+	if err != nil {
+		return func() error { _, err := s.Run(feeds, hints); return err }, func() {}
+	}
+	outs := map[string][]byte{}
+	return func() error {
+			for _, p := range pairs {
+				copy(p[0], p[1])
+			}
+			if err := bd.Run(); err != nil {
+				return err
+			}
+			for _, name := range s.Outputs() {
+				t, err := bd.Output(name)
+				if err != nil {
+					return err
+				}
+				dst, ok := outs[name]
+				if !ok || len(dst) != len(t.Data) {
+					dst = make([]byte, len(t.Data))
+					outs[name] = dst
+				}
+				copy(dst, t.Data)
+			}
+			return nil
+		}, func() {
+			bd.Close()
+		}
 }
 
 // summarize turns per-run attributions into per-node medians.
@@ -373,14 +448,15 @@ func readOptNodes(path string) ([]OptNode, error) {
 	return out, nil
 }
 
-// outputHints lets the ORT wrapper preallocate outputs it cannot allocate itself (scalars,
-// fp16).
+// outputHints gives the type and shape of every output whose shape is known, as pipebench
+// does: a prepared call (boundCall) preallocates them all, Session.Run those it cannot
+// allocate itself (scalars, fp16).
 func outputHints(g *graph.Graph) map[string]ort.OutputHint {
 	h := map[string]ort.OutputHint{}
 	for _, id := range g.Outputs {
 		t := &g.Tensors[id]
 		dims := t.Shape.Dims()
-		if t.Shape.Known() && (len(dims) == 0 || t.DType == graph.Float16 || t.DType == graph.BFloat16) {
+		if t.Shape.Known() {
 			h[t.Name] = ort.OutputHint{DType: t.DType, Shape: dims}
 		}
 	}

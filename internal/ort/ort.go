@@ -164,6 +164,9 @@ func (s *Session) Close() error {
 	return err
 }
 
+// Outputs returns the names of the session's outputs, in the order they were given.
+func (s *Session) Outputs() []string { return s.outputs }
+
 // Run feeds inputs by name and returns every output by name. hints (optional, by output
 // name) let outputs that are scalars or have non-native element types (fp16, bf16, fp8) be
 // preallocated, which they must be.

@@ -70,9 +70,9 @@ func (run *run) placeBatch() (*solution, error) {
 	g, devs, c, opt := run.work, run.devs, run.c, run.opt
 	granules := granulesOf(opt.Batch)
 	per := opt.Batch / granules
-	var notes []string
+	var notes []diag.Note
 	if granules < 4 && opt.Batch > MaxGranules {
-		notes = append(notes, fmt.Sprintf("%s has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.say("Batch", strconv.Itoa(opt.Batch)), MaxGranules, granules, per))
+		notes = append(notes, diag.Notef(diag.NoteInfo, "%s has no divisor from 4 to %d: the batch is shared in %d granule(s) of %d inputs", opt.say("Batch", strconv.Itoa(opt.Batch)), MaxGranules, granules, per))
 	}
 	p := placementProblem(placement{c: c, g: g, devs: devs, times: run.times, overs: run.overs, table: run.table, granules: granules, per: per})
 	applyNodeMemory(p, c, devs, run.nodeMem)
@@ -285,11 +285,13 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 	sol.notes = append(sol.notes, res.Notes...)
 	if perDev > 0 {
 		note := fmt.Sprintf("%s; the lower bound is of the problem without the cap, and bounds the capped plan too (its plans are among the uncapped problem's)", capWhy)
+		kind := diag.NoteInfo
 		if u := res.Uncapped; u != nil && u.Makespan > 0 && res.Makespan > u.Makespan*(1+MinCapNote) {
 			note += fmt.Sprintf("; without the cap the plan would take %s instead of %s (%.0f%% less time) in %d stages, up to %d on one device (%s)",
 				durText(u.Makespan), durText(res.Makespan), 100*(1-u.Makespan/res.Makespan), u.Stages, u.PerDevice, opt.say("StagesPerDevice", "0"))
+			kind = diag.NoteCapped
 		}
-		sol.notes = append(sol.notes, note)
+		sol.notes = append(sol.notes, diag.Note{Kind: kind, Msg: note}.About(diag.Option, opt.name("StagesPerDevice")))
 	}
 	return sol, res, nil
 }
@@ -324,11 +326,11 @@ func (r *Result) expandRoutes(expand func([]int) ([]int, error)) error {
 			a.Devices = append(a.Devices, emit.Device{Name: r.Cluster.Devices[d].Name, Provider: provider(&r.Cluster.Devices[d])})
 		}
 		if i == 0 && len(r.Batch.Routes) > 1 {
-			a.Notes = append(a.Notes, fmt.Sprintf("the batch follows %d routes: route 0 (%d of %d inputs) is this directory's stages, the others are in %s",
+			a.Notes = append(a.Notes, diag.Notef(diag.NoteInfo, "the batch follows %d routes: route 0 (%d of %d inputs) is this directory's stages, the others are in %s",
 				len(r.Batch.Routes), rp.Inputs, r.Batch.Inputs, routeDirList(len(r.Batch.Routes))))
 		}
 		if i > 0 { // route 0's manifest is the plan's own, with its batch section
-			a.Notes = append(a.Notes, fmt.Sprintf("route %d of a batched plan: granules %s (%d of %d inputs); the whole plan is in %s",
+			a.Notes = append(a.Notes, diag.Notef(diag.NoteInfo, "route %d of a batched plan: granules %s (%d of %d inputs); the whole plan is in %s",
 				i, emit.GranuleList(rp.Granules), rp.Inputs, r.Batch.Inputs, filepath.Join("..", "manifest.json")))
 		}
 		rp.Assignment = a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/fusion"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/graph/blocks"
@@ -93,7 +94,7 @@ func (p *run) planThroughputCuts() (*solution, error) {
 	if nBlocks < 2 {
 		sol, err := p.planThroughput(p.ctx, whole)
 		if err == nil && mode == CutBlocks { // the note comes before the solver's
-			sol.notes = append([]string{opt.say("CutAt", string(CutBlocks)) + ": the model has no repeated blocks; cuts fall anywhere"}, sol.notes...)
+			sol.notes = append([]diag.Note{diag.Notef(diag.NoteSkipped, "%s: the model has no repeated blocks; cuts fall anywhere", opt.say("CutAt", string(CutBlocks))).About(diag.Option, opt.name("CutAt"))}, sol.notes...)
 		}
 		return sol, err
 	}
@@ -116,17 +117,17 @@ func (p *run) planThroughputCuts() (*solution, error) {
 	case errAny != nil && errBlk != nil:
 		return nil, errAny
 	case errBlk != nil:
-		sAny.notes = append(sAny.notes, fmt.Sprintf("cuts anywhere: no plan cutting only between the %s was found (%v)", desc, errBlk))
+		sAny.notes = append(sAny.notes, diag.Notef(diag.NoteFault, "cuts anywhere: no plan cutting only between the %s was found (%v)", desc, errBlk))
 		return sAny, nil
 	case errAny != nil:
 		// Without the unrestricted plan there is no bound that holds for every plan.
 		sBlk.lower, sBlk.bounds, sBlk.boundMethod = 0, nil, ""
-		sBlk.notes = append(sBlk.notes, fmt.Sprintf("cuts between the %s; the plan cutting anywhere failed (%v), so no bound covers every plan", desc, errAny))
+		sBlk.notes = append(sBlk.notes, diag.Notef(diag.NoteFault, "cuts between the %s; the plan cutting anywhere failed (%v), so no bound covers every plan", desc, errAny))
 		return sBlk, nil
 	}
 	cost := sBlk.upper/sAny.upper - 1
 	if mode == CutAuto && cost > AutoBlockSlack {
-		sAny.notes = append(sAny.notes, fmt.Sprintf("cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); %s asks for it anyway",
+		sAny.notes = append(sAny.notes, diag.Notef(diag.NoteApprox, "cuts anywhere: cutting only between the %s would be %.1f%% slower (%s against %s per %s); %s asks for it anyway",
 			desc, 100*cost, durText(sBlk.upper), durText(sAny.upper), unit(sAny), opt.say("CutAt", string(CutBlocks))))
 		return sAny, nil
 	}
@@ -136,7 +137,7 @@ func (p *run) planThroughputCuts() (*solution, error) {
 	if mode == CutAuto {
 		why = fmt.Sprintf("a model with state: the default for decoders when it costs at most %.0f%%", 100*AutoBlockSlack)
 	}
-	sBlk.notes = append(sBlk.notes, fmt.Sprintf("cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; %s lifts the restriction",
+	sBlk.notes = append(sBlk.notes, diag.Notef(diag.NoteApprox, "cuts only between the %s (%s): %s, %s the best plan cutting anywhere found (%s); among block-boundary plans it is within %.1f%% of the best possible (bound %s); the certificate is the bound over every plan; %s lifts the restriction",
 		desc, why, durText(sBlk.upper), slower(cost), durText(sAny.upper), 100*max(0, 1-blkLower/sBlk.upper), durText(blkLower), opt.say("CutAt", string(CutAny))))
 	return sBlk, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hw "github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/llamagen"
@@ -65,8 +66,13 @@ func TestCutAtBlocksDecoder(t *testing.T) {
 	if r.Lower > rAny.Upper*(1+1e-9) || r.Lower > r.Upper {
 		t.Errorf("block plan's bound %.6g above the plan cutting anywhere (%.6g) or its own objective (%.6g)", r.Lower, rAny.Upper, r.Upper)
 	}
-	if !strings.Contains(strings.Join(r.Notes, "\n"), "cuts only between the 4 blocks") {
+	if !strings.Contains(strings.Join(diag.NoteStrings(r.Notes), "\n"), "cuts only between the 4 blocks") {
 		t.Errorf("notes %q do not say the cuts fall between the 4 blocks", r.Notes)
+	}
+	for _, n := range r.Notes {
+		if strings.HasPrefix(n.Msg, "cuts only between") && n.Kind != diag.NoteApprox {
+			t.Errorf("block-cut note %+v: want kind approximation (a restriction, with what it costs)", n)
+		}
 	}
 	if r.recompute == nil {
 		t.Fatal("nothing recomputed: the mask and rotary cones should be cheaper than sending them")

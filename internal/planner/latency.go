@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/profile"
@@ -198,7 +199,7 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	case schedule.MILP, schedule.Split:
 		res, err := schedule.Solve(ctx, p, so)
 		if err == nil && !res.Optimal {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s stopped before it proved its plan optimal: the plan depends on the machine's speed (%s, ea or sa are reproducible)", so.Method, opt.say("Solver", string(SolverAuto))))
+			res.Notes = append(res.Notes, diag.Notef(diag.NoteCapped, "%s stopped before it proved its plan optimal: the plan depends on the machine's speed (%s, ea or sa are reproducible)", so.Method, opt.say("Solver", string(SolverAuto))))
 		}
 		return res, err
 	case schedule.Auto:
@@ -271,7 +272,7 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	for _, m := range order {
 		v := byMethod[m]
 		if v > best.Makespan*(1+1e-9) {
-			best.Notes = append(best.Notes, fmt.Sprintf("bound %s exceeds the plan's makespan: discarded as a fault", m))
+			best.Notes = append(best.Notes, diag.Notef(diag.NoteFault, "bound %s exceeds the plan's makespan: discarded as a fault", m))
 			continue
 		}
 		best.Bounds = append(best.Bounds, schedule.Bound{Method: m, Value: v})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	hw "github.com/onnxpart/onnxpart/devices"
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/emit/schema"
 	"github.com/onnxpart/onnxpart/ingest"
@@ -57,7 +58,7 @@ func TestLlama1BWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(r.Notes, "\n"), "cuts only between the 22 blocks (--cut-at blocks)") {
+	if !strings.Contains(strings.Join(diag.NoteStrings(r.Notes), "\n"), "cuts only between the 22 blocks (--cut-at blocks)") {
 		t.Errorf("notes %q: want cuts between the 22 layers", r.Notes)
 	}
 	if r.Lower <= 0 || r.Lower > r.Upper {

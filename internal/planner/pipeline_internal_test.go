@@ -57,7 +57,7 @@ func TestPipelineProblem(t *testing.T) {
 	if p.K != 4 || len(pp.groups) != 1 || len(pp.groups[0]) != 4 {
 		t.Fatalf("K %d, groups %v: want 4 stages on one group of 4 devices", p.K, pp.groups)
 	}
-	if len(pp.notes) != 1 || !strings.Contains(pp.notes[0], "Options.MaxStages = 8 on 4 devices") {
+	if len(pp.notes) != 1 || !strings.Contains(pp.notes[0].Msg, "Options.MaxStages = 8 on 4 devices") {
 		t.Errorf("notes %q: want one saying MaxStages = 8 is planned as one stage per device", pp.notes)
 	}
 	for v := range g.Nodes {

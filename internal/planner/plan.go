@@ -145,7 +145,7 @@ type solution struct {
 	latencyS, throughputPerS float64
 	stages                   []StageSummary
 	timeline                 []emit.TimelineEvent
-	notes                    []string
+	notes                    []diag.Note
 	partition                *partition.Plan
 	schedule                 *schedule.Result
 	placement                *schedule.Problem
@@ -353,7 +353,7 @@ func (p *run) price() error {
 		}
 		p.times = weightedTimes(wl, pcs, p.devs, len(c.Devices), len(work.Nodes))
 		p.phaseCosts = pcs
-		p.r.Notes = append(p.r.Notes, workloadNote(wl))
+		p.r.Notes = append(p.r.Notes, diag.Notef(diag.NoteInfo, "%s", workloadNote(wl)).About(diag.Option, p.opt.name("Workload")))
 	}
 	p.stateReads = stateReads(g, work, coarse, p.pairs)
 	return nil
@@ -375,7 +375,7 @@ func (p *run) solvePipeline() (*solution, error) {
 	p.blocks = blocks.Find(p.g)
 	if len(p.opt.Workload) == 0 {
 		if p.boundary = newStageBoundary(p.c, p.cm, p.g, p.devs); p.boundary != nil {
-			p.r.Notes = append(p.r.Notes, p.boundary.note(&p.c.Devices[p.devs[0]]))
+			p.r.Notes = append(p.r.Notes, diag.Notef(diag.NoteInfo, "%s", p.boundary.note(&p.c.Devices[p.devs[0]])))
 		}
 	}
 	return p.planThroughputCuts()
@@ -412,6 +412,6 @@ func (p *run) memory() error { return p.r.checkMemory(p.g, p.mg) }
 // --- throughput: MTPP pipelines --------------------------------------------------------
 
 // clockCutNote says that the safety net of a reproducible plan fired.
-func clockCutNote(opt *Options) string {
-	return "the time limit cut the search short: this plan depends on the machine's speed and load; a larger " + opt.name("TimeLimit") + " gives a reproducible plan"
+func clockCutNote(opt *Options) diag.Note {
+	return diag.Notef(diag.NoteCapped, "the time limit cut the search short: this plan depends on the machine's speed and load; a larger %s gives a reproducible plan", opt.name("TimeLimit")).About(diag.Option, opt.name("TimeLimit"))
 }

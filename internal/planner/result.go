@@ -3,6 +3,7 @@ package planner
 import (
 	"math"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/partition"
@@ -45,7 +46,7 @@ type Result struct {
 	Stages            []StageSummary
 	Assignment        *emit.Assignment
 	Layout            *emit.Layout
-	Notes             []string
+	Notes             []diag.Note
 	// Timeline is the predicted schedule of one inference (latency plans).
 	Timeline []emit.TimelineEvent
 	// Partition or Schedule holds the solver's own result.

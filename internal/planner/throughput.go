@@ -4,7 +4,6 @@ package planner
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -26,8 +25,8 @@ type pipeline struct {
 	workRe, fineRe []bool
 	latBW          float64 // a transfer's latency in bytes of the link (Size/B = bytes/B + latency)
 	folded         *foldedBoundary
-	calls          float64  // calls per request: the workload's total weight, else 1
-	notes          []string // what the problem changed of the options (MaxStages above the devices)
+	calls          float64     // calls per request: the workload's total weight, else 1
+	notes          []diag.Note // what the problem changed of the options (MaxStages above the devices)
 }
 
 // cuts is how one solve of a pipeline differs from the run's options: CutAuto and CutBlocks
@@ -47,7 +46,7 @@ type cuts struct {
 // with a note.
 func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 	g, times, table, devs, identical, opt := run.work, run.times, run.table, run.devs, run.identical, run.opt
-	var notes []string
+	var notes []diag.Note
 	p := &partition.Problem{Name: g.Name, Params: make([]float64, len(g.Nodes))}
 	p.NodeNames = make([]string, len(g.Nodes))
 	for v := range g.Nodes {
@@ -141,7 +140,7 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 			// Stages that share a device run in turn: the device is busy for the sum of their
 			// times per inference, so the pipeline's period is the largest device load, not
 			// the largest stage. One stage per device is what the model certifies.
-			notes = append(notes, fmt.Sprintf("%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("MaxStages", strconv.Itoa(k)), len(devs), len(devs)))
+			notes = append(notes, diag.Notef(diag.NoteCapped, "%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("MaxStages", strconv.Itoa(k)), len(devs), len(devs)))
 			k = len(devs)
 		}
 		p.K = k
@@ -174,7 +173,7 @@ func (run *run) pipelineProblem(colocate [][]int) (*pipeline, error) {
 			return nil, diag.Usage("%s: a heterogeneous pipeline runs one stage on each of its %d devices; give %s (or leave %s out), name fewer devices, or use %s, which caps its stages at %s",
 				opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), len(devs), opt.say("MaxStages", strconv.Itoa(len(devs))), opt.name("MaxStages"), opt.say("Objective", string(Latency)), opt.name("MaxStages")).About(diag.Option, opt.name("MaxStages"))
 		case opt.MaxStages > len(devs):
-			notes = append(notes, fmt.Sprintf("%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), len(devs), len(devs)))
+			notes = append(notes, diag.Notef(diag.NoteCapped, "%s on %d devices: stages that share a device run in turn and add up their busy time per inference, so more stages than devices cannot be priced as a pipeline of separate stages; planned %d stages, one per device", opt.say("MaxStages", strconv.Itoa(opt.MaxStages)), len(devs), len(devs)))
 		}
 	}
 	return &pipeline{problem: p, groups: groups, tensorWork: tensorWork, workRe: workRe, fineRe: fineRe,
@@ -248,7 +247,7 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 	}
 	for _, b := range plan.Bounds {
 		if b.Status == "error" { // partition keeps going without saying so
-			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: HiGHS failed on the %s MIP; the plan is the heuristics' and the bound the best of the others", b.Method))
+			plan.Notes = append(plan.Notes, diag.Notef(diag.NoteFault, "solver fault: HiGHS failed on the %s MIP; the plan is the heuristics' and the bound the best of the others", b.Method))
 		}
 	}
 	sol.partition = plan
@@ -324,7 +323,7 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 				n++
 			}
 		}
-		sol.notes = append(sol.notes, fmt.Sprintf("%d nodes computing tensors every block reads from the model's inputs (masks, rotary tables) are computed again in each stage that reads them, which costs less than sending their outputs", n))
+		sol.notes = append(sol.notes, diag.Notef(diag.NoteInfo, "%d nodes computing tensors every block reads from the model's inputs (masks, rotary tables) are computed again in each stage that reads them, which costs less than sending their outputs", n))
 	}
 	sol.workStage, sol.labelDevice = plan.Assignment, labelDevice
 	return sol, nil
@@ -336,7 +335,7 @@ func (run *run) planThroughput(ctx context.Context, c cuts) (*solution, error) {
 // not. A finished exact MIP may also bring a better plan.
 func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *partition.Plan, effort partition.BoundEffort, gap float64) *partition.Plan {
 	if p.NumNodes()*p.NumStages() > 400000 { // Solve's own limit (on contracted nodes)
-		plan.Notes = append(plan.Notes, fmt.Sprintf("MIP bounds skipped: %d nodes × %d stages is too large", p.NumNodes(), p.NumStages()))
+		plan.Notes = append(plan.Notes, diag.Notef(diag.NoteSkipped, "MIP bounds skipped: %d nodes × %d stages is too large", p.NumNodes(), p.NumStages()))
 		return plan
 	}
 	methods := []string{partition.BoundExact}
@@ -360,17 +359,17 @@ func reproducibleMIPBounds(ctx context.Context, p *partition.Problem, plan *part
 		info, better, err := partition.LowerBound(ctx, p, plan, method, partition.BoundOptions{TimeLimit: limit, Gap: math.Max(gap, 1e-9), Parallel: 1})
 		switch {
 		case err != nil:
-			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: %v", method, err))
+			plan.Notes = append(plan.Notes, diag.Notef(diag.NoteFault, "%s bound: %v", method, err))
 			continue
 		case info.Status == "fault":
 			plan.Bounds = append(plan.Bounds, info)
-			plan.Notes = append(plan.Notes, fmt.Sprintf("solver fault: the %s bound exceeds the plan's value; bound discarded", method))
+			plan.Notes = append(plan.Notes, diag.Notef(diag.NoteFault, "solver fault: the %s bound exceeds the plan's value; bound discarded", method))
 			continue
 		case info.Status == "error":
 			plan.Bounds = append(plan.Bounds, info) // noted by the caller, as for Solve's own MIPs
 			continue
 		case info.Status != "optimal" && info.Status != "infeasible" && info.Status != "fixings-infeasible":
-			plan.Notes = append(plan.Notes, fmt.Sprintf("%s bound: the MIP did not finish (%s); left out so that the output is reproducible", method, info.Status))
+			plan.Notes = append(plan.Notes, diag.Notef(diag.NoteCapped, "%s bound: the MIP did not finish (%s); left out so that the output is reproducible", method, info.Status))
 			continue
 		}
 		info.Seconds = 0 // not reproducible, and the manifest leaves timings out anyway
@@ -405,7 +404,7 @@ func markBottleneck(st []StageSummary) {
 // reproduciblePolish runs the window polish on a reproducible plan with a third of the time
 // left and keeps its plan only when it ran to its end (its effort is capped by work, so the
 // plan is then a function of the inputs); otherwise it says so in a note.
-func reproduciblePolish(ctx context.Context, p *partition.Problem, plan *partition.Plan, po partition.Options, notes *[]string) *partition.Plan {
+func reproduciblePolish(ctx context.Context, p *partition.Problem, plan *partition.Plan, po partition.Options, notes *[]diag.Note) *partition.Plan {
 	if plan.Gap <= po.Gap+1e-9 {
 		return plan
 	}
@@ -417,9 +416,9 @@ func reproduciblePolish(ctx context.Context, p *partition.Problem, plan *partiti
 	polished, done, err := partition.Polish(pctx, p, plan, po)
 	switch {
 	case err != nil:
-		*notes = append(*notes, fmt.Sprintf("window polish failed (%v); the plan is the search's", err))
+		*notes = append(*notes, diag.Notef(diag.NoteFault, "window polish failed (%v); the plan is the search's", err))
 	case !done:
-		*notes = append(*notes, "window polish: did not finish within its share of the time limit; left out so that the output is reproducible")
+		*notes = append(*notes, diag.Notef(diag.NoteCapped, "window polish: did not finish within its share of the time limit; left out so that the output is reproducible"))
 	default:
 		return polished
 	}
