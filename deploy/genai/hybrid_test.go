@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/genaigen"
@@ -80,7 +81,7 @@ func TestGenAIHybrid(t *testing.T) {
 			t.Errorf("layer_types[%d] %q, want %q", i, lt, want)
 		}
 	}
-	notes := genaiNotes(man.Notes)
+	notes := genaiNotes(diag.NoteStrings(man.Notes))
 	if len(notes) != 1 || !strings.Contains(notes[0], "36 state pairs") || !strings.Contains(notes[0], "past_recurrent.%d → present_recurrent.%d") {
 		t.Errorf("want one note of the 36 state pairs, got %d: %q", len(notes), notes)
 	}
@@ -117,7 +118,7 @@ func TestGenAIHybridDerivedNamesAndNoKV(t *testing.T) {
 	if len(cfg.Model.Decoder.LayerTypes) != 24 || cfg.Model.Decoder.Inputs.PastConvNames != "past_key_values.%d.conv_state" {
 		t.Errorf("decoder: %+v", cfg.Model.Decoder)
 	}
-	for _, n := range notes {
+	for _, n := range diag.NoteStrings(notes) {
 		if strings.Contains(n, "state") || strings.Contains(n, "genai feeds") {
 			t.Errorf("note about state genai binds: %s", n)
 		}
@@ -139,7 +140,7 @@ func TestGenAIHybridDerivedNamesAndNoKV(t *testing.T) {
 		t.Fatal(err)
 	}
 	var state int
-	for _, n := range notes {
+	for _, n := range diag.NoteStrings(notes) {
 		if strings.Contains(n, "no past key/value inputs (") {
 			t.Errorf("contradicting note: %s", n)
 		}
