@@ -37,6 +37,16 @@ import (
 // config.json beside the model (or named by --genai hf_config=FILE); what neither says
 // stays a placeholder, and a manifest note names the fields to fill: 0 for a size (genai
 // refuses context_length 0 at load) and -1 for a token id.
+//
+// Hybrid stacks (linear-attention or conv layers between attention layers) have a KV cache
+// on some layers only; genai finds those layers by the names of the model's inputs
+// (src/models/kv_cache.cpp), so the KV templates are written as for any decoder, with
+// num_hidden_layers the whole stack. The other state pairs (graph.StatePairs) give
+// decoder.layer_types and, for a conv cache, past_conv_names / present_conv_names (fields
+// genai's parser reads; its lfm2 model uses them). genai's decoder-pipeline binds such state
+// only under names it derives from past_key_names (KV template up to its last '.', then
+// conv_state or recurrent_state; src/models/recurrent_state.cpp): state so named is
+// genai's, other state gets one note.
 
 // File is onnxruntime-genai's configuration file name inside an output directory.
 const File = outdir.GenAIFile
