@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/profile"
 )
@@ -25,7 +26,7 @@ type Applied struct {
 	Calibrated []int
 	// Notes are one line each: a file whose device or ONNX Runtime version does not match,
 	// a file that describes none of the devices, devices no file describes.
-	Notes []string
+	Notes []diag.Note
 	// source[d][v] is the file that priced node v on device d (-1: the roofline).
 	source [][]int
 }
@@ -97,17 +98,17 @@ func Apply(c *profile.Cluster, g *graph.Graph, files []*Loaded, ortVersion strin
 	}
 	for fi, l := range files {
 		if v := l.File.ONNXRuntime; ortVersion != "" && v != ortVersion && used[fi] {
-			a.Notes = append(a.Notes, fmt.Sprintf("cost file %s: measured with ONNX Runtime %s, this onnxpart runs %s: its kernels' times may differ", l.Path, v, ortVersion))
+			a.Notes = append(a.Notes, diag.Notef(diag.NoteMismatch, "cost file %s: measured with ONNX Runtime %s, this onnxpart runs %s: its kernels' times may differ", l.Path, v, ortVersion).About(diag.File, l.Path))
 		}
 		if len(nameOnly[fi]) > 0 {
-			a.Notes = append(a.Notes, fmt.Sprintf("cost file %s: applied by device name to a device other than the one measured: %s; its times may not fit", l.Path, strings.Join(nameOnly[fi], ", ")))
+			a.Notes = append(a.Notes, diag.Notef(diag.NoteMismatch, "cost file %s: applied by device name to a device other than the one measured: %s; its times may not fit", l.Path, strings.Join(nameOnly[fi], ", ")).About(diag.File, l.Path))
 		}
 		if !used[fi] {
 			var have []string
 			for _, fd := range l.File.Devices {
 				have = append(have, fmt.Sprintf("%s (%s)", fd.Name, identityWords(fd.Identity)))
 			}
-			a.Notes = append(a.Notes, fmt.Sprintf("cost file %s describes none of the devices (it has %s): unused", l.Path, strings.Join(have, ", ")))
+			a.Notes = append(a.Notes, diag.Notef(diag.NoteSkipped, "cost file %s describes none of the devices (it has %s): unused", l.Path, strings.Join(have, ", ")).About(diag.File, l.Path))
 		}
 	}
 	var none []string
@@ -117,7 +118,7 @@ func Apply(c *profile.Cluster, g *graph.Graph, files []*Loaded, ortVersion strin
 		}
 	}
 	if len(none) > 0 && len(files) > 0 {
-		a.Notes = append(a.Notes, fmt.Sprintf("no cost file describes %s: priced by the roofline with the device's own figures", strings.Join(none, ", ")))
+		a.Notes = append(a.Notes, diag.Notef(diag.NoteApprox, "no cost file describes %s: priced by the roofline with the device's own figures", strings.Join(none, ", ")))
 	}
 	// Figures and calibration of the first match.
 	for d := range c.Devices {

@@ -234,18 +234,19 @@ func TestApply(t *testing.T) {
 	lg.Path = "gpu.json"
 	c = cluster(cpu("cpu0", "Example CPU", 1), cpu("cpu1", "Example CPU", 2))
 	ap = Apply(c, g, []*Loaded{lx, lg}, "1.30.0")
-	want := []string{
+	want := []string{ // with their kinds: mismatch, mismatch, skipped, approximation
 		"cost file other.json: measured with ONNX Runtime 1.17.0, this onnxpart runs 1.30.0",
 		"cost file other.json: applied by device name to a device other than the one measured: cpu0 (measured on Other CPU, 1 thread(s); here Example CPU, 1 thread(s))",
 		"cost file gpu.json describes none of the devices (it has gpu0 (Some GPU)): unused",
 		"no cost file describes cpu1 (Example CPU, 2 thread(s))",
 	}
+	kinds := []diag.NoteKind{diag.NoteMismatch, diag.NoteMismatch, diag.NoteSkipped, diag.NoteApprox}
 	if len(ap.Notes) != len(want) {
-		t.Fatalf("notes:\n%s", strings.Join(ap.Notes, "\n"))
+		t.Fatalf("notes:\n%s", strings.Join(diag.NoteStrings(ap.Notes), "\n"))
 	}
 	for i := range want {
-		if !strings.HasPrefix(ap.Notes[i], want[i]) {
-			t.Errorf("note %d:\n got %s\nwant %s…", i, ap.Notes[i], want[i])
+		if !strings.HasPrefix(ap.Notes[i].Msg, want[i]) || ap.Notes[i].Kind != kinds[i] {
+			t.Errorf("note %d:\n got %s (%s)\nwant %s… (%s)", i, ap.Notes[i].Msg, ap.Notes[i].Kind, want[i], kinds[i])
 		}
 	}
 	if ap.Measured[1] != nil || ap.Calibrated[1] != -1 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	htmlpkg "html"
 	"math"
 	"os"
 	"path/filepath"
@@ -143,7 +144,7 @@ func TestFiguresAgree(t *testing.T) {
 			} else if v := seconds(t, plan[1], plan[2]); !near(v, f.Upper) {
 				t.Errorf("bound chart's plan %g, manifest %g", v, f.Upper)
 			}
-			if !strings.Contains(html, "at most upper/lower − 1 = "+pct(f.Slower)+" slower; gap 1 − lower/upper = "+pct(f.Gap)) && f.Gap > 0 {
+			if !strings.Contains(html, htmlpkg.EscapeString("at most upper/lower − 1 = "+pct(f.Slower)+" slower; gap 1 − lower/upper = "+pct(f.Gap))) && f.Gap > 0 {
 				t.Errorf("report certificate lacks slower %s and gap %s", pct(f.Slower), pct(f.Gap))
 			}
 

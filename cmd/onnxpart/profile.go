@@ -416,7 +416,7 @@ func predictModel(ctx context.Context, rep *profileReport, cl *profile.Cluster, 
 	if mode == "files" {
 		mr.CostFiles = cspec.paths
 		applied = cspec.apply(cl, g)
-		rep.Notes = append(rep.Notes, applied.Notes...)
+		rep.Notes = append(rep.Notes, diag.NoteStrings(applied.Notes)...)
 		opts.Measured = applied.Measured
 		for i := range cl.Devices {
 			if applied.Calibrated[i] >= 0 {

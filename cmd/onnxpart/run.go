@@ -287,7 +287,7 @@ func runMain(ctx context.Context, e *env, args []string) error {
 	case "files":
 		cm := profile.NewCostModel(cluster, profile.CostOptions{Measured: measured})
 		shares := applied.Shares(m.Graph, cm, nodeDevices(res))
-		res.Notes = append(append(res.Notes, diag.Infos(applied.Notes...)...), diag.Note{Kind: diag.NoteInfo, Msg: applied.Line(shares)})
+		res.Notes = append(append(res.Notes, applied.Notes...), diag.Note{Kind: diag.NoteInfo, Msg: applied.Line(shares)})
 		costsInfo = costsManifest(applied, cluster, shares)
 	}
 	if !fs.Changed("seed") {

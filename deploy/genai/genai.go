@@ -37,6 +37,16 @@ import (
 // config.json beside the model (or named by --genai hf_config=FILE); what neither says
 // stays a placeholder, and a manifest note names the fields to fill: 0 for a size (genai
 // refuses context_length 0 at load) and -1 for a token id.
+//
+// Hybrid stacks (linear-attention or conv layers between attention layers) have a KV cache
+// on some layers only; genai finds those layers by the names of the model's inputs
+// (src/models/kv_cache.cpp), so the KV templates are written as for any decoder, with
+// num_hidden_layers the whole stack. The other state pairs (graph.StatePairs) give
+// decoder.layer_types and, for a conv cache, past_conv_names / present_conv_names (fields
+// genai's parser reads; its lfm2 model uses them). genai's decoder-pipeline binds such state
+// only under names it derives from past_key_names (KV template up to its last '.', then
+// conv_state or recurrent_state; src/models/recurrent_state.cpp): state so named is
+// genai's, other state gets one note.
 
 // File is onnxruntime-genai's configuration file name inside an output directory.
 const File = outdir.GenAIFile
@@ -158,13 +168,17 @@ type Decoder struct {
 	// attention mask, the KV cache and the logits (see genaiPrimary).
 	SessionOptions emit.GenAISessionOpts `json:"session_options"`
 	// Sizes; 0 when not known.
-	HeadSize          int64          `json:"head_size"`
-	HiddenSize        int64          `json:"hidden_size"`
-	NumAttentionHeads int64          `json:"num_attention_heads"`
-	NumHiddenLayers   int64          `json:"num_hidden_layers"`
-	NumKeyValueHeads  int64          `json:"num_key_value_heads"`
-	Inputs            DecoderInputs  `json:"inputs"`
-	Outputs           DecoderOutputs `json:"outputs"`
+	HeadSize          int64 `json:"head_size"`
+	HiddenSize        int64 `json:"hidden_size"`
+	NumAttentionHeads int64 `json:"num_attention_heads"`
+	NumHiddenLayers   int64 `json:"num_hidden_layers"`
+	NumKeyValueHeads  int64 `json:"num_key_value_heads"`
+	// LayerTypes name each layer's kind ("full_attention" for a layer with a KV cache,
+	// "conv" or "linear_attention" for a layer that keeps other state), written for hybrid
+	// stacks only: genai's parser reads it (Decoder.layer_types, the LFM2 fields).
+	LayerTypes []string       `json:"layer_types,omitempty"`
+	Inputs     DecoderInputs  `json:"inputs"`
+	Outputs    DecoderOutputs `json:"outputs"`
 	// Pipeline has one element per stage, {"stage<i>": entry}, in stage order: the
 	// manifest's stages[i].pipeline.
 	Pipeline []map[string]emit.GenAIStage `json:"pipeline"`
@@ -179,6 +193,9 @@ type DecoderInputs struct {
 	PositionIDs    string `json:"position_ids,omitempty"`
 	PastKeyNames   string `json:"past_key_names,omitempty"`
 	PastValueNames string `json:"past_value_names,omitempty"`
+	// PastConvNames is the conv state's input template (genai's past_conv_names, read by
+	// its lfm2 model), for hybrid stacks with a conv cache.
+	PastConvNames string `json:"past_conv_names,omitempty"`
 }
 
 // DecoderOutputs are the model outputs genai reads: the logits and the KV cache's
@@ -187,6 +204,8 @@ type DecoderOutputs struct {
 	Logits            string `json:"logits,omitempty"`
 	PresentKeyNames   string `json:"present_key_names,omitempty"`
 	PresentValueNames string `json:"present_value_names,omitempty"`
+	// PresentConvNames is the conv state's output template (present_conv_names).
+	PresentConvNames string `json:"present_conv_names,omitempty"`
 }
 
 // Search is genai's "search" object: greedy decoding up to the context length.
@@ -258,6 +277,7 @@ func genaiConfig(m *ingest.Model, man *emit.Manifest, opt *Options) (*Config, []
 	d := &cfg.Model.Decoder
 	d.Inputs, d.Outputs = gio.in, gio.out
 	d.NumHiddenLayers, d.NumKeyValueHeads, d.HeadSize = gio.layers, gio.kvHeads, gio.headSize
+	d.LayerTypes = gio.layerTypes
 	vocab, hidden := embedding(g, gio.idsTensor)
 	d.NumAttentionHeads = attentionHeads(g, gio.headSize, gio.kvHeads, hidden)
 	if vocab == 0 && gio.logitsTensor >= 0 {
@@ -462,9 +482,14 @@ type genaiIO struct {
 	layers, kvHeads, headSize int64
 	// idsTensor and logitsTensor are the tensor ids of input_ids and the logits (-1: none).
 	idsTensor, logitsTensor int
-	// kv are the names of the past and present tensors.
-	kv    []string
-	notes []string
+	// kv are the names of the past and present tensors genai binds (the KV cache, and
+	// hybrid state under the names genai derives).
+	kv []string
+	// layerTypes is decoder.layer_types (nil: not a hybrid stack, or not every layer known).
+	layerTypes []string
+	// stateInputs are the names of other state, which genai does not bind (one note says so).
+	stateInputs []string
+	notes       []string
 }
 
 // managed are the tensor names genai binds itself.
@@ -485,9 +510,11 @@ func (gio genaiIO) managed() map[string]bool {
 var digits = regexp.MustCompile(`[0-9]+`)
 
 // kvTemplates groups names of rank-4 tensors by their template (the first number replaced
-// by %d) and returns the key and value templates, with the layer count when both cover the
-// layers 0..n-1 and the names of their tensors.
-func kvTemplates(g *graph.Graph, ids []int) (key, value string, layers int64, names []string) {
+// by %d) and returns the key and value templates, with the layers they cover (ascending)
+// and the names of their tensors. The key and value templates cover the same layers: all
+// of 0..n-1, or a subset in a hybrid stack whose other layers keep other state (genai
+// finds the layers of a KV cache by the names of the model's inputs, kv_cache.cpp).
+func kvTemplates(g *graph.Graph, ids []int) (key, value string, layers []int64, names []string) {
 	type group struct {
 		layers map[int64]int // layer → tensor id
 	}
@@ -528,31 +555,98 @@ func kvTemplates(g *graph.Graph, ids []int) (key, value string, layers int64, na
 		}
 		return ""
 	}
-	complete := func(gr *group) bool {
-		for i := int64(0); i < int64(len(gr.layers)); i++ {
-			if _, ok := gr.layers[i]; !ok {
-				return false
-			}
+	sorted := func(gr *group) []int64 {
+		var ls []int64
+		for l := range gr.layers {
+			ls = append(ls, l)
 		}
-		return true
+		slices.Sort(ls)
+		return ls
 	}
 	for _, kt := range order {
-		if role(kt) != "key" || !complete(groups[kt]) {
+		if role(kt) != "key" {
 			continue
 		}
+		kl := sorted(groups[kt])
 		for _, vt := range order {
-			if role(vt) != "value" || !complete(groups[vt]) || len(groups[vt].layers) != len(groups[kt].layers) {
+			if role(vt) != "value" || !slices.Equal(sorted(groups[vt]), kl) {
 				continue
 			}
 			for _, tm := range []string{kt, vt} {
-				for i := int64(0); i < int64(len(groups[tm].layers)); i++ {
-					names = append(names, g.Tensors[groups[tm].layers[i]].Name)
+				for _, l := range kl {
+					names = append(names, g.Tensors[groups[tm].layers[l]].Name)
 				}
 			}
-			return kt, vt, int64(len(groups[kt].layers)), names
+			return kt, vt, kl, names
 		}
 	}
-	return "", "", 0, nil
+	return "", "", nil, nil
+}
+
+// template is name with its first number replaced by %d, and that number (-1: none).
+func template(name string) (string, int64) {
+	loc := digits.FindStringIndex(name)
+	if loc == nil {
+		return name, -1
+	}
+	n, err := strconv.ParseInt(name[loc[0]:loc[1]], 10, 32)
+	if err != nil {
+		return name, -1
+	}
+	return name[:loc[0]] + "%d" + name[loc[1]:], n
+}
+
+// derivedState are the names genai's decoder-pipeline gives a hybrid layer's conv and
+// recurrent state (recurrent_state.cpp): the KV template up to its last '.', then
+// conv_state or recurrent_state; "" when the template has no '.'.
+func derivedState(kvTemplate string) (conv, recurrent string) {
+	i := strings.LastIndex(kvTemplate, ".")
+	if i < 0 {
+		return "", ""
+	}
+	return kvTemplate[:i+1] + "conv_state", kvTemplate[:i+1] + "recurrent_state"
+}
+
+// otherState is the model's state besides the KV cache: its pairs grouped by the input's
+// template, in the order found.
+type otherState struct {
+	past, present []string         // templates, one per group
+	layers        []map[int64]bool // per group, the layers it covers
+	inputs        []string         // the names of all its inputs and outputs
+	pairs         int
+}
+
+// findOtherState groups the graph's state pairs that are not the KV cache (kv: its tensor
+// names) by template.
+func findOtherState(g *graph.Graph, kv map[string]bool) otherState {
+	var st otherState
+	pairs, err := g.StatePairs(nil)
+	if err != nil {
+		return st
+	}
+	at := map[string]int{}
+	for _, p := range pairs {
+		in, out := g.Tensors[p.In].Name, g.Tensors[p.Out].Name
+		if kv[in] || kv[out] {
+			continue
+		}
+		pt, l := template(in)
+		ct, _ := template(out)
+		i, ok := at[pt]
+		if !ok {
+			i = len(st.past)
+			at[pt] = i
+			st.past = append(st.past, pt)
+			st.present = append(st.present, ct)
+			st.layers = append(st.layers, map[int64]bool{})
+		}
+		if l >= 0 {
+			st.layers[i][l] = true
+		}
+		st.inputs = append(st.inputs, in, out)
+		st.pairs++
+	}
+	return st
 }
 
 // genaiNames finds the inputs and outputs genai binds: input_ids, attention_mask,
@@ -585,17 +679,27 @@ func genaiNames(g *graph.Graph) genaiIO {
 	}
 	pk, pv, layers, pastNames := kvTemplates(g, g.Inputs)
 	ck, cv, outLayers, presentNames := kvTemplates(g, g.Outputs)
+	kvNames := map[string]bool{}
+	for _, n := range append(slices.Clone(pastNames), presentNames...) {
+		kvNames[n] = true
+	}
+	other := findOtherState(g, kvNames)
+	haveKV := len(layers) > 0 && slices.Equal(outLayers, layers)
 	switch {
-	case layers == 0:
+	case len(layers) == 0 && other.pairs > 0:
+		gio.notes = append(gio.notes, fmt.Sprintf("the model keeps %d state pairs (%s) but no past key/value inputs: genai's decoder-pipeline carries state only beside a KV cache (past_key_names), so it would not feed them", other.pairs, stateList(other)))
+		gio.stateInputs = other.inputs
+	case len(layers) == 0:
 		gio.notes = append(gio.notes, "the model has no past key/value inputs (past_key_values.%d.key, .value): genai's decoder feeds only the new token each step and expects a KV cache")
-	case outLayers != layers:
-		gio.notes = append(gio.notes, fmt.Sprintf("the model has %d layers of past key/value inputs but no matching present outputs: genai cannot carry its KV cache", layers))
+	case !haveKV:
+		gio.notes = append(gio.notes, fmt.Sprintf("the model has %d layers of past key/value inputs but no matching present outputs: genai cannot carry its KV cache", len(layers)))
 	default:
 		gio.in.PastKeyNames, gio.in.PastValueNames = pk, pv
 		gio.out.PresentKeyNames, gio.out.PresentValueNames = ck, cv
-		gio.layers = layers
+		gio.layers = layers[len(layers)-1] + 1
 		gio.kv = append(pastNames, presentNames...)
-		t, _ := g.TensorByName(fmt.Sprintf(pk, 0))
+		gio.hybrid(other, layers)
+		t, _ := g.TensorByName(fmt.Sprintf(pk, layers[0]))
 		if s := g.Tensors[t].Shape; len(s) == 4 {
 			if s[1].Known() {
 				gio.kvHeads = s[1].Value
@@ -609,7 +713,7 @@ func genaiNames(g *graph.Graph) genaiIO {
 		gio.logitsTensor = t
 	} else {
 		kv := map[string]bool{}
-		for _, n := range presentNames {
+		for _, n := range append(append(slices.Clone(presentNames), gio.kv...), gio.stateInputs...) {
 			kv[n] = true
 		}
 		var rest []int
@@ -628,12 +732,83 @@ func genaiNames(g *graph.Graph) genaiIO {
 		gio.out.Logits = g.Tensors[gio.logitsTensor].Name
 	}
 	managed := gio.managed()
+	for _, n := range gio.stateInputs {
+		managed[n] = true // their note is the state's
+	}
 	for _, t := range g.Inputs {
 		if n := g.Tensors[t].Name; !managed[n] {
 			gio.notes = append(gio.notes, fmt.Sprintf("model input %q is not one genai feeds (input_ids, attention_mask, position_ids, the KV cache): pass it with the generator's extra inputs", n))
 		}
 	}
 	return gio
+}
+
+// stateList names the templates of other state, past → present.
+func stateList(o otherState) string {
+	var l []string
+	for i := range o.past {
+		l = append(l, o.past[i]+" → "+o.present[i])
+	}
+	return strings.Join(l, ", ")
+}
+
+// hybrid fills in a hybrid stack: the KV cache on kvLayers, other state o on the rest.
+// It writes layer_types when every layer has a KV cache or other state, and the conv
+// templates when one is named so. genai's decoder-pipeline carries the other state only
+// under the names it derives from past_key_names (derivedState); state so named is
+// genai's to bind, other state gets one note.
+func (gio *genaiIO) hybrid(o otherState, kvLayers []int64) {
+	if o.pairs == 0 {
+		return
+	}
+	n := gio.layers
+	for _, ls := range o.layers {
+		for l := range ls {
+			n = max(n, l+1)
+		}
+	}
+	gio.layers = n
+	types := make([]string, n)
+	for _, l := range kvLayers {
+		types[l] = "full_attention"
+	}
+	for i, ls := range o.layers {
+		kind := "linear_attention"
+		if strings.Contains(strings.ToLower(o.past[i]), "conv") {
+			kind = "conv"
+		}
+		for l := range ls {
+			if types[l] == "" || (types[l] == "conv" && kind != "conv") {
+				types[l] = kind
+			}
+		}
+	}
+	if !slices.Contains(types, "") {
+		gio.layerTypes = types
+	}
+	for i := range o.past {
+		if strings.Contains(strings.ToLower(o.past[i]), "conv") && gio.in.PastConvNames == "" {
+			gio.in.PastConvNames, gio.out.PresentConvNames = o.past[i], o.present[i]
+		}
+	}
+	pc, pr := derivedState(gio.in.PastKeyNames)
+	cc, cr := derivedState(gio.out.PresentKeyNames)
+	carried := pc != "" && cc != ""
+	for i := range o.past {
+		if !(o.past[i] == pc && o.present[i] == cc) && !(o.past[i] == pr && o.present[i] == cr) {
+			carried = false
+		}
+	}
+	if carried {
+		gio.kv = append(gio.kv, o.inputs...)
+		return
+	}
+	gio.stateInputs = o.inputs
+	want := "no name genai derives, as past_key_names has no '.'"
+	if pc != "" {
+		want = fmt.Sprintf("%s / %s and %s / %s", pc, cc, pr, cr)
+	}
+	gio.notes = append(gio.notes, fmt.Sprintf("the model keeps %d state pairs besides its KV cache (%s): genai's decoder-pipeline carries such state only under the names it derives from past_key_names (%s); layer_types and past_conv_names are read by genai's lfm2 model alone. Rename them so, or feed them with the generator's extra inputs", o.pairs, stateList(o), want))
 }
 
 // through follows t back through Cast, Identity, Reshape, Squeeze and Unsqueeze nodes to a

@@ -57,6 +57,11 @@ import (
 //	                      diversity_penalty, random_seed, do_sample, past_present_share_buffer,
 //	                      early_stopping
 //
+// The hybrid fields (LFM2): layer_types (an array, Decoder_Element::OnArray) and
+// conv_cache_size in /model/decoder, past_conv_names and present_conv_names in its inputs
+// and outputs, as read at microsoft/onnxruntime-genai's snapshot of August 2026
+// (src/config.cpp:696, 734, 362, 401; used by src/models/kv_cache.cpp's LFM2Cache).
+//
 // The model type "decoder-pipeline" is src/models/model_type.h:72 (ModelType::IsPipe),
 // which src/models/model.cpp:1154 makes a DecoderOnlyPipelineModel.
 var genaiFields = map[string][]string{
@@ -64,10 +69,10 @@ var genaiFields = map[string][]string{
 	"/model": {"type", "vocab_size", "context_length", "pad_token_id", "eos_token_id", "bos_token_id", "decoder",
 		"tokenizer_dir", "decoder_start_token_id", "sep_token_id"},
 	"/model/decoder": {"filename", "hidden_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "head_size",
-		"session_options", "run_options", "inputs", "outputs", "pipeline", "sliding_window"},
+		"session_options", "run_options", "inputs", "outputs", "pipeline", "sliding_window", "layer_types", "conv_cache_size"},
 	"/model/decoder/inputs": {"input_ids", "inputs_embeds", "attention_mask", "position_ids", "past_key_names", "past_value_names",
-		"past_names", "past_sequence_length", "current_sequence_length", "total_sequence_length"},
-	"/model/decoder/outputs": {"logits", "present_key_names", "present_value_names", "present_names"},
+		"past_names", "past_sequence_length", "current_sequence_length", "total_sequence_length", "past_conv_names"},
+	"/model/decoder/outputs": {"logits", "present_key_names", "present_value_names", "present_names", "present_conv_names"},
 	"pipeline model": {"filename", "run_on_prompt", "run_on_token_gen", "is_lm_head", "inherit_session_options", "reset_session_idx",
 		"session_options", "run_options", "output_names_forwarder", "inputs", "outputs"},
 	"session options": {"log_id", "enable_profiling", "intra_op_num_threads", "inter_op_num_threads", "log_severity_level",
@@ -559,10 +564,15 @@ func TestGenAINotADecoderAndForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"no input_ids input", "no past key/value inputs", "no logits output", `model input "x" is not one genai feeds`} {
+	// Its one state pair (past_key → present) is not named as a KV cache: one note says so,
+	// and the one output besides it is taken for the logits.
+	for _, want := range []string{"no input_ids input", "keeps 1 state pairs (past_key → present) but no past key/value inputs", `model input "x" is not one genai feeds`} {
 		if !hasNote(man, want) {
 			t.Errorf("no note %q: %q", want, man.Notes)
 		}
+	}
+	if hasNote(man, "no logits output") || hasNote(man, `model input "past_key"`) {
+		t.Errorf("notes contradict the state note: %q", man.Notes)
 	}
 	if err := schema.ValidateStrict("genai_config.v1", mustRead(t, filepath.Join(dir, File))); err != nil {
 		t.Error(err)
