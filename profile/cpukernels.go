@@ -27,8 +27,8 @@ import (
 //     of MLAS's; CompFp32 dequantizes B to float32 once per call (written and read back, at
 //     the device's bandwidth) and runs the fp32 GEMM (the MatMul class's efficiency).
 const (
-	nbitsRowInt8  = 0.18
-	nbitsRowFP32  = 0.075
+	nbitsRowInt8  = 0.30
+	nbitsRowFP32  = 0.125
 	nbitsGEMMInt8 = 0.45
 )
 

@@ -68,9 +68,9 @@ func TestMatMulNBitsOnCPU(t *testing.T) {
 			bytes += float64(n.ParamBytes)
 		}
 	}
-	// At least the weights' count at the int8 row kernel's rate (0.18 of the peak, 2
+	// At least the weights' count at the int8 row kernel's rate (0.30 of the peak, profile/cpukernels.go, 2
 	// operations a weight), well above their bytes at the cache's rate.
-	if floor := 2 * weights / (0.18 * 100e9); t4 < floor || t4 < 4*bytes/80e9 {
+	if floor := 2 * weights / (0.30 * 100e9); t4 < floor || t4 < 4*bytes/80e9 {
 		t.Errorf("token step MatMulNBits (accuracy_level 4): %.3g s for %.0f weights (%.0f bytes): want at least %.3g s", t4, weights, bytes, floor)
 	}
 	if t0 < 1.5*t4 {
@@ -93,7 +93,7 @@ func TestMatMulNBitsOnCPU(t *testing.T) {
 	// A device's own figure for the op type wins over the kernel model.
 	own := cpu
 	own.Efficiency = map[string]profile.Figure{optype.MatMulNBits: fixed(1)}
-	if to, _ := opTime(model(own), acc4, optype.MatMulNBits, 0); to >= t4/3 {
+	if to, _ := opTime(model(own), acc4, optype.MatMulNBits, 0); to >= t4/2 {
 		t.Errorf("with the device's own efficiency: %.3g s, the kernel model %.3g s", to, t4)
 	}
 }
