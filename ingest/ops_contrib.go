@@ -408,7 +408,6 @@ func qlinearConcat(c *nctx) error {
 	if z == nil {
 		return nil
 	}
-	var out graph.Shape
 	rank := -1
 	var xs []*tinfo
 	for i := 2; i < c.nin(); i += 3 {
@@ -425,31 +424,10 @@ func qlinearConcat(c *nctx) error {
 		c.set(0, z.dt, nil)
 		return nil
 	}
-	axis, err := normAxis(c.n.AttrInt("axis", 0), rank)
+	out, _, err := concatShape(c, xs, rank)
 	if err != nil {
-		return c.errorf("%v", err)
+		return err
 	}
-	out = make(graph.Shape, rank)
-	for i := range out {
-		out[i] = unknownDim
-	}
-	sum := graph.Static(0)
-	for _, x := range xs {
-		if x.shape == nil {
-			sum = unknownDim
-			continue
-		}
-		if len(x.shape) != rank {
-			return c.errorf("inputs of different ranks")
-		}
-		sum = dimAdd(sum, x.shape[axis])
-		for i, d := range x.shape {
-			if i != axis && (d.Known() || !out[i].Known() && out[i].Param == "") {
-				out[i] = d
-			}
-		}
-	}
-	out[axis] = sum
 	c.set(0, z.dt, out)
 	return nil
 }

@@ -185,9 +185,22 @@ func concat(c *nctx) error {
 		c.set(0, dt, nil)
 		return nil
 	}
+	out, axis, err := concatShape(c, ins, rank)
+	if err != nil {
+		return err
+	}
+	t := c.set(0, dt, out)
+	concatValues(t, ins, axis, out)
+	return nil
+}
+
+// concatShape is the shape of ins (rank rank, some shapes unknown) concatenated along the
+// node's axis attribute, and that axis: the axis's sizes summed, the other dimensions from
+// any input that knows them (inputs that disagree on one are an error).
+func concatShape(c *nctx, ins []*tinfo, rank int) (graph.Shape, int, error) {
 	axis, err := normAxis(c.n.AttrInt("axis", 0), rank)
 	if err != nil {
-		return c.errorf("%v", err)
+		return nil, 0, c.errorf("%v", err)
 	}
 	out := make(graph.Shape, rank)
 	for i := range out {
@@ -200,12 +213,12 @@ func concat(c *nctx) error {
 			continue
 		}
 		if len(x.shape) != rank {
-			return c.errorf("inputs of different ranks")
+			return nil, 0, c.errorf("inputs of different ranks")
 		}
 		sum = dimAdd(sum, x.shape[axis])
 		for i, d := range x.shape {
 			if i != axis && d.Known() && out[i].Known() && d.Value != out[i].Value {
-				return c.errorf("inputs differ in dimension %d (%d and %d) off the concatenation axis", i, out[i].Value, d.Value)
+				return nil, 0, c.errorf("inputs differ in dimension %d (%d and %d) off the concatenation axis", i, out[i].Value, d.Value)
 			}
 			if i != axis && (d.Known() || !out[i].Known() && out[i].Param == "") {
 				out[i] = d
@@ -213,9 +226,7 @@ func concat(c *nctx) error {
 		}
 	}
 	out[axis] = sum
-	t := c.set(0, dt, out)
-	concatValues(t, ins, axis, out)
-	return nil
+	return out, axis, nil
 }
 
 func split(c *nctx) error {
