@@ -787,12 +787,18 @@ func gemm(c *nctx) error {
 	if a == nil || b == nil {
 		return nil
 	}
+	return gemmShape(c, a, b, a.dt)
+}
+
+// gemmShape sets output 0 of a Gemm-like node (Gemm, QGemm) to a·b with the node's transA and
+// transB, of type dt: [M, N] from 2-D operands whose inner dimensions agree.
+func gemmShape(c *nctx, a, b *tinfo, dt graph.DType) error {
 	if a.shape == nil || b.shape == nil {
-		c.set(0, a.dt, nil)
+		c.set(0, dt, nil)
 		return nil
 	}
 	if len(a.shape) != 2 || len(b.shape) != 2 {
-		return c.errorf("Gemm needs 2-D operands, got %v and %v", a.shape, b.shape)
+		return c.errorf("%s needs 2-D operands, got %v and %v", c.n.OpType, a.shape, b.shape)
 	}
 	m, ka := a.shape[0], a.shape[1]
 	if c.n.AttrInt("transA", 0) != 0 {
@@ -805,7 +811,7 @@ func gemm(c *nctx) error {
 	if ka.Known() && kb.Known() && ka.Value != kb.Value {
 		return c.errorf("inner dimensions %v and %v differ", ka, kb)
 	}
-	c.set(0, a.dt, graph.Shape{m, n})
+	c.set(0, dt, graph.Shape{m, n})
 	return nil
 }
 

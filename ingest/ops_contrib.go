@@ -308,26 +308,7 @@ func qGemm(c *nctx) error {
 			dt = z.dt
 		}
 	}
-	if a.shape == nil || b.shape == nil {
-		c.set(0, dt, nil)
-		return nil
-	}
-	if len(a.shape) != 2 || len(b.shape) != 2 {
-		return c.errorf("QGemm needs 2-D operands, got %v and %v", a.shape, b.shape)
-	}
-	m, ka := a.shape[0], a.shape[1]
-	if c.n.AttrInt("transA", 0) != 0 {
-		m, ka = ka, m
-	}
-	kb, n := b.shape[0], b.shape[1]
-	if c.n.AttrInt("transB", 0) != 0 {
-		kb, n = n, kb
-	}
-	if ka.Known() && kb.Known() && ka.Value != kb.Value {
-		return c.errorf("inner dimensions %v and %v differ", ka, kb)
-	}
-	c.set(0, dt, graph.Shape{m, n})
-	return nil
+	return gemmShape(c, a, b, dt)
 }
 
 // qlinearPool is QLinearAveragePool and QLinearGlobalAveragePool: the float op's shapes in

@@ -244,18 +244,6 @@ func (in *inst) moduleDPMix(ctx context.Context, deadline time.Time, budget int6
 			blocks[b].side = append(blocks[b].side, s)
 		}
 	}
-	devsOf := func(c int) []int {
-		if c < 0 {
-			return []int{-1}
-		}
-		var d []int
-		for u := range in.numDevices {
-			if in.canRun(c, u) {
-				d = append(d, u)
-			}
-		}
-		return d
-	}
 	type job struct {
 		b, u, v int
 		val     float64
@@ -265,8 +253,8 @@ func (in *inst) moduleDPMix(ctx context.Context, deadline time.Time, budget int6
 	}
 	var jobs []*job
 	for b, blk := range blocks {
-		for _, u := range devsOf(blk.entry) {
-			for _, v := range devsOf(blk.exit) {
+		for _, u := range in.devicesOf(blk.entry) {
+			for _, v := range in.devicesOf(blk.exit) {
 				jobs = append(jobs, &job{b: b, u: u, v: v})
 			}
 		}

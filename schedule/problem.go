@@ -173,6 +173,21 @@ func (in *inst) comm(e, u, v, c int) float64 {
 // canRun reports whether node i may run (some batch) on device u.
 func (in *inst) canRun(i, u int) bool { return !math.IsInf(in.granuleTime[i][u], 1) }
 
+// devicesOf lists the devices node c can run on; c < 0 (no node: a block without an entry or
+// exit cut) gives the one pseudo-device -1.
+func (in *inst) devicesOf(c int) []int {
+	if c < 0 {
+		return []int{-1}
+	}
+	var d []int
+	for u := range in.numDevices {
+		if in.canRun(c, u) {
+			d = append(d, u)
+		}
+	}
+	return d
+}
+
 // invalid reports what is wrong with a Problem or a Placement: a *diag.Error of kind input,
 // "schedule: …".
 func invalid(format string, args ...any) error {

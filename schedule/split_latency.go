@@ -46,18 +46,6 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 	out.blocks = B
 	cutIn := make([]int, B)
 	cutOut := make([]int, B)
-	devsOf := func(c int) []int {
-		if c < 0 {
-			return []int{-1}
-		}
-		var d []int
-		for u := range in.numDevices {
-			if in.canRun(c, u) {
-				d = append(d, u)
-			}
-		}
-		return d
-	}
 	var jobs []*blockJob
 	exits := make([][]int, B) // possible exit devices of block b (for the bound DP)
 	for b, blk := range blocks {
@@ -68,8 +56,8 @@ func (in *inst) splitLatency(ctx context.Context, ms *moduleSet, o splitOptions,
 		if b < B-1 {
 			cutOut[b] = ms.cut[blk[len(blk)-1]]
 		}
-		exits[b] = devsOf(cutOut[b])
-		for _, u := range devsOf(cutIn[b]) {
+		exits[b] = in.devicesOf(cutOut[b])
+		for _, u := range in.devicesOf(cutIn[b]) {
 			if len(blk) > 1 {
 				jobs = append(jobs, &blockJob{b: b, u: u, v: -1, chain: true, mk: math.Inf(1)})
 				continue

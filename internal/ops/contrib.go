@@ -158,22 +158,7 @@ func unpack(bits int64) int64 {
 }
 
 // qGemmFLOPs: QGemm's product, A (input 0) by B (input 3), plus the bias C (input 6).
-func qGemmFLOPs(g *graph.Graph, n *graph.Node) int64 {
-	a, oka := Dims(g, In(n, 0))
-	o, oko := Dims(g, Out(n, 0))
-	if !oka || !oko || len(a) != 2 {
-		return 0
-	}
-	k := a[1]
-	if n.AttrInt("transA", 0) != 0 {
-		k = a[0]
-	}
-	f := 2 * prod(o) * k
-	if In(n, 6) >= 0 {
-		f += prod(o)
-	}
-	return f
-}
+func qGemmFLOPs(g *graph.Graph, n *graph.Node) int64 { return gemmProductFLOPs(g, n, 6) }
 
 // nhwcConvFLOPs: Conv's formula with the channels last: 2 · |Y| · (Cin/group) · Π(kernel),
 // plus the bias (input 2).

@@ -124,7 +124,9 @@ func matmulFLOPs(transA bool) FLOPsFunc {
 	}
 }
 
-func gemmFLOPs(g *graph.Graph, n *graph.Node) int64 {
+// gemmProductFLOPs is a Gemm-like node's product A (input 0, transA) by B into output 0, plus
+// the bias at input bias when present.
+func gemmProductFLOPs(g *graph.Graph, n *graph.Node, bias int) int64 {
 	a, oka := Dims(g, In(n, 0))
 	o, oko := Dims(g, Out(n, 0))
 	if !oka || !oko || len(a) != 2 {
@@ -135,9 +137,18 @@ func gemmFLOPs(g *graph.Graph, n *graph.Node) int64 {
 		k = a[0]
 	}
 	f := 2 * prod(o) * k
-	if In(n, 2) >= 0 {
+	if In(n, bias) >= 0 {
 		f += prod(o)
 	}
+	return f
+}
+
+func gemmFLOPs(g *graph.Graph, n *graph.Node) int64 {
+	f := gemmProductFLOPs(g, n, 2)
+	if f == 0 {
+		return 0 // shapes unknown
+	}
+	o, _ := Dims(g, Out(n, 0))
 	if n.AttrFloat("alpha", 1) != 1 {
 		f += prod(o)
 	}
