@@ -108,6 +108,7 @@ type bench struct {
 	failed  chan error
 	ctx     context.Context // the workers' context
 	notes   []string
+	bound   map[string]int64 // the dims the run binds (feeds and shapes)
 	bufs    buffers
 	nextRt  int
 }

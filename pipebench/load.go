@@ -46,6 +46,7 @@ func (b *bench) load(dir string) (*emit.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.bound = dims
 	if err := b.makeFeeds(dir, man, dims, orig); err != nil {
 		return nil, err
 	}

@@ -183,6 +183,19 @@ func (r *Report) finish(b *bench, measured map[int]bool, lat []float64, window f
 			predBott = 1 / predTP
 		}
 	}
+	// A workload plan's figures are per request (every phase's calls); one run binds one
+	// phase's dims, so it is compared with that phase's per-call figures, or with nothing.
+	var phaseStage []float64
+	workload := !batched && man.Predicted != nil && len(man.Predicted.Workload) > 0
+	if workload {
+		predTP, predLat, predBott = 0, 0, 0
+		if p := phaseOf(man.Predicted.Workload, b.bound); p != nil {
+			predTP, predLat, predBott, phaseStage = p.ThroughputPerS, p.LatencyS, p.BottleneckS, p.StageS
+			r.Notes = append(r.Notes, "a workload plan: compared with its phase "+p.Name+"'s figures per call, whose dims this run binds")
+		} else {
+			r.Notes = append(r.Notes, "a workload plan's figures are per request of every phase; this run binds no phase's dims, so nothing is compared with the plan (bind a phase's dims to compare)")
+		}
+	}
 	r.Throughput = compared(tp, predTP)
 	r.Latency = percentiles(lat)
 	single := 0.0
@@ -228,7 +241,12 @@ func (r *Report) finish(b *bench, measured map[int]bool, lat []float64, window f
 			bp, cp, qp := percentiles(busy), percentiles(cpu), percentiles(queue)
 			busyOn[s.dev.name] += bp.Mean * float64(bp.Count)
 			pred := 0.0
-			if !batched && s.st.Predicted != nil {
+			switch {
+			case workload:
+				if s.index < len(phaseStage) {
+					pred = phaseStage[s.index]
+				}
+			case !batched && s.st.Predicted != nil:
 				pred = s.st.Predicted.TotalS
 			}
 			wait := 0.0
@@ -256,4 +274,21 @@ func (r *Report) finish(b *bench, measured map[int]bool, lat []float64, window f
 	if n == 0 {
 		r.Notes = append(r.Notes, "no request completed in the measured window")
 	}
+}
+
+// phaseOf is the workload phase whose every dim the run binds to the same size (nil: none).
+func phaseOf(phases []emit.PhasePrediction, dims map[string]int64) *emit.PhasePrediction {
+	for i := range phases {
+		p := &phases[i]
+		match := len(p.Dims) > 0
+		for k, v := range p.Dims {
+			if dims[k] != v {
+				match = false
+			}
+		}
+		if match {
+			return p
+		}
+	}
+	return nil
 }
