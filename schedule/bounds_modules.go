@@ -770,15 +770,21 @@ func (bb *blockBB) dfs(x int, path float64) {
 // at most; chains of small modules need a few thousand).
 const moduleDPBudget = 3_000_000
 
-// moduleBound adds the module DP's bound (latency mode) within a tenth of the time left, and
+// moduleBound adds the module DP's bound (latency mode) within a tenth of the time left (its
+// node budget alone without a deadline), and
 // keeps its stitched placement as a candidate (s.mdpPlan, judged after the constructive
 // heuristics).
 func (s *solver) moduleBound() {
 	var dl time.Time
+	workers := s.o.Workers
 	if !s.deadline.IsZero() {
 		dl = time.Now().Add(time.Until(s.deadline) / 10)
+	} else {
+		// No deadline: the node budget alone stops it, and one worker hands the budget on
+		// in a fixed order, so the bound and the stitched plan are reproducible.
+		workers = 1
 	}
-	r := s.in.moduleDP(s.ctx, dl, moduleDPBudget, s.o.Workers)
+	r := s.in.moduleDP(s.ctx, dl, moduleDPBudget, workers)
 	if r != nil {
 		s.addBound("module-dp", r.bound)
 		s.report("", "module DP bound")
@@ -787,7 +793,7 @@ func (s *solver) moduleBound() {
 		}
 	}
 	if r == nil || !r.exact || relaxAlways {
-		if r := s.in.relaxedModuleDP(s.ctx, dl, moduleDPBudget, s.o.Workers); r != nil {
+		if r := s.in.relaxedModuleDP(s.ctx, dl, moduleDPBudget, workers); r != nil {
 			s.addBound("module-dp-relaxed", r.bound)
 			s.report("", "module DP bound on a sub-graph with more cut nodes")
 		}

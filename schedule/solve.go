@@ -64,6 +64,11 @@ type Options struct {
 	// the bounds stay valid lower bounds of the capped problem (its plans are among the
 	// uncapped problem's), and Result.Uncapped tells what the caps cost.
 	MaxStagesPerDevice int
+	// ModuleDP makes EA and SA also compute the module DP's bounds and judge its stitched
+	// plan first (bounds_modules.go), as Auto, MILP and Split do. Without a deadline the DP
+	// runs on one worker and its node budget alone, so its bound and plan are reproducible
+	// (the planner's seeded placements set it on their SA run).
+	ModuleDP bool
 }
 
 // DefaultIterations is EA's and SA's budget when neither Iterations nor a time limit is set.
@@ -420,6 +425,8 @@ func (s *solver) run() {
 		}
 		if o.Method != EA && o.Method != SA && s.next("the coupled LP") {
 			s.coupled()
+		} else if o.ModuleDP && (o.Method == EA || o.Method == SA) && s.next("the module DP") {
+			s.moduleBound()
 		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")

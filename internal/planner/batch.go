@@ -243,7 +243,8 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 	if method == "" {
 		method = schedule.Auto
 	}
-	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
+	// Gap (--gap) stops the search once the plan is proved within it, as for pipelines.
+	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed), RelGap: opt.Gap}
 	if opt.MaxStages > 0 {
 		// MaxStages caps the stages (runtime calls) of the placement, latency or batched
 		// (where every route then has at most MaxStages stages too).
