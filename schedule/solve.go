@@ -224,6 +224,9 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
 	s.bounds = in.simpleBounds(ctx)
 	s.report("", "lower bounds computed")
+	if !in.latency() {
+		s.batchBound()
+	}
 	s.run()
 	return s.result()
 }
@@ -252,6 +255,8 @@ type solver struct {
 	hlpPlan *Placement
 	// mdpPlan is the module DP's stitched placement (bounds_modules.go), judged after hlpPlan.
 	mdpPlan *Placement
+	// routesPlan is uniformRoutes' plan (batched mode), EA's and SA's start when it beats MET's.
+	routesPlan *Placement
 	// phases counts the phases run after the constructive heuristics (bounds, searches,
 	// MILPs); stopped is set once the best plan met the best bound and the rest was skipped.
 	phases      int
@@ -430,6 +435,10 @@ func (s *solver) run() {
 		if s.mdpPlan != nil {
 			s.add("module-dp", s.mdpPlan, t0, 0, "the module DP's placements, stitched")
 		}
+		if pl := in.uniformRoutes(); pl != nil {
+			s.routesPlan = pl
+			s.add("routes", pl, t0, 0, "one split of the batch for every node")
+		}
 	}
 	switch o.Method {
 	case EA, SA:
@@ -524,6 +533,13 @@ func (s *solver) search(method string, heur []named) {
 	for _, h := range heur {
 		if h.method == MET && h.pl != nil {
 			start = h.pl
+		}
+	}
+	if r := s.routesPlan; r != nil && start != nil {
+		if a, err := in.simulate(start); err == nil {
+			if b, err := in.simulate(r); err == nil && b.Feasible && (!a.Feasible || b.Makespan < a.Makespan) {
+				start = r
+			}
 		}
 	}
 	if start == nil {
