@@ -345,17 +345,95 @@ func (in *inst) batchPatternLP(ctx context.Context, limit time.Duration) float64
 // per node at most, 165 for 8 granules on 4 devices.
 const batchLPMaxCols = 200_000
 
-// batchBound adds batchPatternLP's bound (batched mode), within a tenth of the time left.
+// batchBound adds the module DP's bound of the granule instance (granuleInstance) and
+// batchPatternLP's bound (batched mode): the DP within a tenth of the time left, the LP
+// within a fifth (a few hundred ms to a second on a 4-device batch of 8).
 func (s *solver) batchBound() {
 	var limit time.Duration
 	if !s.deadline.IsZero() {
-		limit = time.Until(s.deadline) / 10
+		limit = time.Until(s.deadline) / 5
 		if limit <= 0 {
 			return
+		}
+	}
+	if g := s.in.granuleInstance(); g != nil {
+		var dl time.Time
+		if !s.deadline.IsZero() {
+			dl = time.Now().Add(time.Until(s.deadline) / 10)
+		}
+		if r := g.moduleDP(s.ctx, dl, moduleDPBudget, s.o.Workers); r != nil {
+			s.addBound("module-dp-granule", r.bound)
+			s.report("", "module DP bound of one granule")
+			if r.dev != nil {
+				// Every granule on the granule DP's stitched placement: a candidate plan.
+				gr := make([][]int, s.in.numNodes)
+				for i, u := range r.dev {
+					gr[i] = make([]int, s.in.numGranules)
+					for l := range gr[i] {
+						gr[i][l] = u
+					}
+				}
+				s.mdpPlan = &Placement{Granules: gr}
+			}
 		}
 	}
 	if b := s.in.batchPatternLP(s.ctx, limit); b > 0 {
 		s.addBound("batch-lp", b)
 		s.report("", "batched pattern LP bound")
 	}
+}
+
+// granuleInstance is the latency problem one granule of a batched problem sees: every node
+// at its least batch time on each device (min over the supported sizes c of batchTime[c]),
+// the same edges, links, calls and congestion, no memory limit; nil in latency mode, with
+// pinned granules, or when the batched problem is malformed for it.
+//
+// Claim: every latency-mode bound of this instance that holds for the simulator's latency
+// schedules through the argument below bounds the batched problem too; the module DP's does
+// (module-dp-granule). Proof: take any batched plan and any granule l, and let x_j = g_jl, the
+// device of the batch that holds l at node j: a placement of the granule instance. The
+// batches holding l behave as the tasks of that placement do in moduleDP's proof. A batch
+// (j, v) holding l starts after l's input from each predecessor arrived — the batch holding
+// l there ended, plus the transfer when it crosses devices (a message of m ≥ 1 granules
+// takes comm(e,u,v,m) ≥ comm(e,u,v,1); congestion only delays it) — and lasts ≥ the least
+// batch time of j on v, plus v's call when it reads l's non-free input from another device
+// (the batch then opens a stage, placeBatch). Batches holding l on one device are distinct
+// tasks, run one at a time, and l's messages on distinct edges are distinct messages, each
+// holding its sender's egress and its receiver's ingress for ≥ comm(·,1). Between
+// single-channel cut nodes (moduleDP's blocks, which depend on the graph only) every batch
+// holding l in block b lies within [E_{b−1,l}, E_{b,l}], E_{b,l} the end of c_b's batch
+// holding l (its ancestors in the block end before c_b's starts, and its descendants start
+// after c_{b−1}'s ends; the last block ends by the makespan M). Block 0's first calls: u's
+// first batch in the simulator's order opens a stage and pays its call (it is a source or
+// reads from another device); a batch of positive time on u that holds l is that batch or
+// waits for it, so the call lies in [0, E_{0,l}] and a batch of positive least time on u
+// ends ≥ c_u + its time. So LB_b(x) ≤ E_{b,l} − E_{b−1,l} term by term, Σ_b ≤ M, and the
+// DP's minimum over placements is ≤ M. (Memory: the instance has none, a relaxation.)
+func (in *inst) granuleInstance() *inst {
+	if in.latency() || in.pinnedGranules != nil {
+		return nil
+	}
+	p := in.problem
+	q := &Problem{Edges: p.Edges, Links: p.Links, Congestion: p.Congestion, Nodes: make([]Node, in.numNodes), Devices: make([]Device, in.numDevices)}
+	for u, d := range p.Devices {
+		q.Devices[u] = Device{Name: d.Name, CallCost: d.CallCost}
+	}
+	for i := range in.numNodes {
+		t := make([]float64, in.numDevices)
+		for u := range in.numDevices {
+			t[u] = math.Inf(1)
+			for c := 1; c <= in.numGranules; c++ {
+				if in.sizeOK[u][c] {
+					t[u] = math.Min(t[u], in.batchTime[i][u][c])
+				}
+			}
+		}
+		q.Nodes[i] = Node{Name: p.Nodes[i].Name, Time: t}
+	}
+	g, err := prepare(q)
+	if err != nil {
+		return nil
+	}
+	g.sourceCalls = in.sourceCalls
+	return g
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/onnxpart/onnxpart/schedule"
 )
 
-// TestCertificatesBatched checks the batched bounds (bounds_batched.go: the pattern LP, which
-// every batched Solve computes) and the uniform-routes plan against the exhaustive optimum
-// through the certificate harness, on batched instances only, with every method drawn as
-// certOptions draws them. ONNXPART_FUZZ_CERT_BATCHED=N runs N instances instead of the short
+// TestCertificatesBatched checks the batched bounds (bounds_batched.go: the pattern LP and the
+// module DP of one granule, which every batched Solve computes) and the uniform-routes plan
+// against the exhaustive optimum through the certificate harness, on batched instances only,
+// with every method drawn as certOptions draws them; a bound that Solve discards as above a
+// plan is a violation too. ONNXPART_FUZZ_CERT_BATCHED=N runs N instances instead of the short
 // run's 300 (seed ONNXPART_FUZZ_CERT_SEED, default 11), e.g.
 //
 //	ONNXPART_FUZZ_CERT_BATCHED=100000 go test -run TestCertificatesBatched -timeout 0 ./schedule/
@@ -77,6 +78,9 @@ func TestCertificatesBatched(t *testing.T) {
 	if st.bounds["batch-lp"] < st.batched/2 || st.tight["batch-lp"] == 0 {
 		t.Errorf("batch-lp checked on %d of %d batched instances, tight on %d: too few", st.bounds["batch-lp"], st.batched, st.tight["batch-lp"])
 	}
+	if st.bounds["module-dp-granule"] < st.batched/20 || st.tight["module-dp-granule"] == 0 {
+		t.Errorf("module-dp-granule checked on %d of %d batched instances, tight on %d: too few", st.bounds["module-dp-granule"], st.batched, st.tight["module-dp-granule"])
+	}
 }
 
 // TestBatchPatternLP is an instance where the batched pattern LP proves more than the
@@ -120,5 +124,49 @@ func TestBatchPatternLP(t *testing.T) {
 	}
 	if lp < 23.04-1e-3 || lp > ref.opt+tolOf(ref.opt) {
 		t.Errorf("batch-lp = %v, want 23.04 (≤ the optimum %v; bounds %v)", lp, ref.opt, res.Bounds)
+	}
+}
+
+// TestBatchGranuleModuleDP is an instance where the module DP of one granule proves the
+// optimum and the other bounds do not: a fork-join (a → b, c → d) with two granules, a fast
+// device whose batches cost 10 whatever their size and a slower one (20), transfers of 5.
+// The whole batch on the fast device takes 40; moving a branch, or a granule, to the slow
+// device costs more than it saves. Each granule passes its block {b, c, d} on the devices it uses,
+// one batch at a time, so it needs 10 + 30: the granule's module DP proves 40. The critical
+// path is 30 and the pattern LP, which averages the granules' paths and lets each node mix
+// its splits, 34.3.
+func TestBatchGranuleModuleDP(t *testing.T) {
+	node := func(name string) schedule.Node {
+		return schedule.Node{Name: name, Time: []float64{10, 20}, BatchTime: [][]float64{{10, 10}, {20, 20}}}
+	}
+	p := &schedule.Problem{
+		Batch:   2,
+		Nodes:   []schedule.Node{node("a"), node("b"), node("c"), node("d")},
+		Edges:   []schedule.Edge{{From: 0, To: 1, Bytes: 5}, {From: 0, To: 2, Bytes: 5}, {From: 1, To: 3, Bytes: 5}, {From: 2, To: 3, Bytes: 5}},
+		Devices: []schedule.Device{{Name: "fast"}, {Name: "slow"}},
+		Links:   [][]schedule.Link{{{}, {Bandwidth: 1}}, {{Bandwidth: 1}, {}}},
+	}
+	ref := newRef(p).optimum()
+	if !ref.feasible || !near(ref.opt, 40) {
+		t.Fatalf("exhaustive optimum %v (feasible %v), want 40", ref.opt, ref.feasible)
+	}
+	res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: schedule.HEFT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bounds %v", res.Bounds)
+	var dp, others float64
+	for _, b := range res.Bounds {
+		if b.Method == "module-dp-granule" {
+			dp = b.Value
+		} else {
+			others = max(others, b.Value)
+		}
+	}
+	if others > 39 {
+		t.Errorf("the other bounds reach %v: the instance no longer needs the granule DP (bounds %v)", others, res.Bounds)
+	}
+	if dp < 40-1e-6 || dp > ref.opt+tolOf(ref.opt) {
+		t.Errorf("module-dp-granule = %v, want 40 (≤ the optimum %v; bounds %v)", dp, ref.opt, res.Bounds)
 	}
 }
