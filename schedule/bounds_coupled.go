@@ -427,6 +427,7 @@ func (s *solver) coupled() {
 		}
 	}
 	s.moduleBound()
+	s.cappedBound()
 	var limit time.Duration
 	if !s.deadline.IsZero() {
 		limit = time.Until(s.deadline) / 8

@@ -64,6 +64,11 @@ type Options struct {
 	// the bounds stay valid lower bounds of the capped problem (its plans are among the
 	// uncapped problem's), and Result.Uncapped tells what the caps cost.
 	MaxStagesPerDevice int
+	// ModuleDP makes EA and SA also compute the module DP's bounds and judge its stitched
+	// plan first (bounds_modules.go), as Auto, MILP and Split do. Without a deadline the DP
+	// runs on one worker and its node budget alone, so its bound and plan are reproducible
+	// (the planner's seeded placements set it on their SA run).
+	ModuleDP bool
 }
 
 // DefaultIterations is EA's and SA's budget when neither Iterations nor a time limit is set.
@@ -240,9 +245,12 @@ type solver struct {
 	mu       sync.Mutex
 	best     float64
 	bounds   []Bound
-	cands    []candidate
-	notes    []diag.Note
-	modules  int
+	// capBounds bound the plans within the stage caps only (bounds_cap.go); result adds
+	// them to the capped plan's bounds.
+	capBounds []Bound
+	cands     []candidate
+	notes     []diag.Note
+	modules   int
 	// infeasible is the proof that no plan fits memory (the full MILP proved its model
 	// infeasible), empty when nothing was proved.
 	infeasible string
@@ -333,7 +341,7 @@ func (s *solver) report(method, msg string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.o.Progress(Progress{Method: method, Elapsed: time.Since(s.begin), Makespan: s.best, Bound: maxBound(s.bounds), Message: msg})
+	s.o.Progress(Progress{Method: method, Elapsed: time.Since(s.begin), Makespan: s.best, Bound: s.shownBound(), Message: msg})
 }
 
 // add judges a plan with the simulator and records it.
@@ -425,6 +433,8 @@ func (s *solver) run() {
 		}
 		if o.Method != EA && o.Method != SA && s.next("the coupled LP") {
 			s.coupled()
+		} else if o.ModuleDP && (o.Method == EA || o.Method == SA) && s.next("the module DP") {
+			s.moduleBound()
 		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
@@ -752,9 +762,10 @@ func (s *solver) result() (*Result, error) {
 	if !in.latency() {
 		r.Objective = "throughput"
 	}
-	// Bounds: drop any that contradicts a feasible plan (a solver fault), and say so.
+	// Bounds: drop any that contradicts a feasible plan (a solver fault), and say so. The
+	// capped bounds count here, where the plan is within the caps.
 	lb := 0.0
-	for _, b := range s.bounds {
+	for _, b := range append(s.bounds[:len(s.bounds):len(s.bounds)], s.capBounds...) {
 		if b.Value > r.Makespan+tolerance(r.Makespan) && chosen.Feasible {
 			s.notes = append(s.notes, diag.Notef(diag.NoteFault, "bound %s = %.6g exceeds the plan's makespan %.6g: discarded as a fault", b.Method, b.Value, r.Makespan))
 			continue

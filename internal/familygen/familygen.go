@@ -35,6 +35,14 @@ var Presets = map[string]Model{
 	"randwire_er_small":  RandWire{Model: instances.ER, N: 32, C: 8, Stages: 3, Image: 224, Classes: 125, GraphSeed: 1},
 	"randwire_ws_small":  RandWire{Model: instances.WS, N: 32, C: 8, Stages: 3, Image: 224, Classes: 125, GraphSeed: 1},
 	"gpt2_small":         GPT2{Layers: 12, Hidden: 64, Heads: 2, Seq: 128, Vocab: 1000},
+	// Full widths (torchvision's), and a wider GPT-2-like at opset 17.
+	"densenet121":       DenseNet{Blocks: []int{6, 12, 24, 16}, Growth: 32, Init: 64, BNSize: 4, Image: 224, Classes: 1000},
+	"inception_v3":      Inception{Div: 1, Image: 299, Classes: 1000},
+	"gpt2_w256_op17":    GPT2{Layers: 12, Hidden: 256, Heads: 4, Seq: 128, Vocab: 8000, LayerNorm: true},
+	"gpt2_small_op17":   GPT2{Layers: 12, Hidden: 64, Heads: 2, Seq: 128, Vocab: 1000, LayerNorm: true},
+	"inception_v3_div4": Inception{Div: 4, Image: 299, Classes: 250},
+	"densenet121_div4":  DenseNet{Blocks: []int{6, 12, 24, 16}, Growth: 8, Init: 16, BNSize: 4, Image: 224, Classes: 250},
+	"gpt2_d128_s256":    GPT2{Layers: 12, Hidden: 128, Heads: 4, Seq: 256, Vocab: 2000},
 	// Tiny variants: few blocks, for tests that plan in seconds.
 	"densenet_tiny":  DenseNet{Blocks: []int{3, 4}, Growth: 4, Init: 8, BNSize: 4, Image: 64, Classes: 10},
 	"randwire_tiny":  RandWire{Model: instances.ER, N: 8, C: 8, Stages: 2, Image: 64, Classes: 10, GraphSeed: 1},

@@ -17,6 +17,9 @@ import (
 // Inputs input_ids and attention_mask (int64 [1, Seq]); output logits [1, Seq, Vocab].
 type GPT2 struct {
 	Layers, Hidden, Heads, Seq, Vocab int64
+	// LayerNorm writes each LayerNorm as one LayerNormalization node at opset 17 (the
+	// exporter's form from opset 17 on) instead of its seven ops at opset 14.
+	LayerNorm bool
 }
 
 func (m GPT2) build(b *builder) (int64, error) {
@@ -60,6 +63,10 @@ func (m GPT2) build(b *builder) (int64, error) {
 	eps := b.floats("ln_eps", []float32{1e-5})
 
 	ln := func(sc, x string) string {
+		if m.LayerNorm {
+			return b.op(optype.LayerNormalization, sc, []string{x, b.weight(sc[1:]+".weight", 0.1, 1, d), b.weight(sc[1:]+".bias", 0.05, 0, d)},
+				attrInt("axis", -1), attrFloat("epsilon", 1e-5))
+		}
 		mu := b.op(optype.ReduceMean, sc, []string{x}, attrInts("axes", -1))
 		dx := b.op(optype.Sub, sc, []string{x, mu})
 		v := b.op(optype.ReduceMean, sc, []string{b.op(optype.Pow, sc, []string{dx, two})}, attrInts("axes", -1))
@@ -111,5 +118,8 @@ func (m GPT2) build(b *builder) (int64, error) {
 	b.g.Node[len(b.g.Node)-1].Output[0] = "logits"
 	_ = y
 	b.output("logits", graph.Float, 1, s, m.Vocab)
+	if m.LayerNorm {
+		return 17, nil
+	}
 	return 14, nil
 }
