@@ -221,7 +221,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return 0, false, false
 	}
 	sub, _ := in.nonFreeSub()
-	if sub == nil || sub.numNodes > moduleDPMaxNodes {
+	if sub == nil || sub.numNodes > moduleDPMaxNodes || (in.numDevices > 2 && sub.numNodes > cappedMaxNodes3) {
 		return 0, false, false
 	}
 	blocks := sub.moduleBlocks()
@@ -379,12 +379,17 @@ func (s *solver) cappedBound() {
 		return
 	}
 	var dl time.Time
+	workers, budget := s.o.Workers, int64(cappedDPBudget)
 	if !s.deadline.IsZero() {
 		// A quarter of the time left: under a cap this is the bound that certifies the plan
 		// the user gets.
 		dl = time.Now().Add(time.Until(s.deadline) / 4)
+	} else {
+		// No deadline (the planner's reproducible searches): the node budget alone stops it,
+		// and one worker hands the budget on in a fixed order, so the bound is reproducible.
+		workers, budget = 1, cappedDPBudgetNoDeadline
 	}
-	v, exact, ok := s.in.cappedModuleDP(s.ctx, dl, cappedDPBudget, s.o.Workers, s.o.MaxStagesPerDevice, s.o.MaxStages)
+	v, exact, ok := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages)
 	if !ok || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 		return
 	}
@@ -398,8 +403,19 @@ func (s *solver) cappedBound() {
 	s.report("", fmt.Sprintf("capped module DP bound %.6g over the plans within the stage cap (%s)", v, what))
 }
 
-// cappedDPBudget is the capped module DP's total branch-and-bound nodes.
-const cappedDPBudget = 60_000_000
+// cappedDPBudget is the capped module DP's total branch-and-bound nodes (RandWire WS on two
+// devices needs about 20 million, 4 s of one core); cappedDPBudgetNoDeadline its budget
+// without a deadline.
+const (
+	cappedDPBudget           = 60_000_000
+	cappedDPBudgetNoDeadline = 30_000_000
+)
+
+// cappedMaxNodes3 bounds the sub-DAGs the capped module DP is tried on with more than two
+// devices: its branch and bound over K ≥ 3 devices does not end on RandWire's 180-node blocks
+// within a budget (88 million nodes for one block), and an unfinished search leaves only its
+// weak open-subtree bound.
+const cappedMaxNodes3 = 60
 
 // shownBound is the bound a progress report shows: the best bound, a capped one included
 // while it is not above the best plan so far (whose makespan, before the merge into the cap,

@@ -435,6 +435,7 @@ func (s *solver) run() {
 			s.coupled()
 		} else if o.ModuleDP && (o.Method == EA || o.Method == SA) && s.next("the module DP") {
 			s.moduleBound()
+			s.cappedBound()
 		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
