@@ -342,14 +342,19 @@ func (in *inst) batchPatternLP(ctx context.Context, limit time.Duration) float64
 }
 
 // batchLPMaxCols bounds the patterns batchPatternLP enumerates (Σ_i |P_i|): C(L+K−1, K−1)
-// per node at most, 165 for 8 granules on 4 devices.
-const batchLPMaxCols = 200_000
+// per node at most, 165 for 8 granules on 4 devices (GoogLeNet's 81 nodes: 13,365, about a
+// second; RandWire WS's 550 nodes, 90,750, are skipped).
+const batchLPMaxCols = 20_000
+
+// batchLPNoDeadline is the pattern LP's time limit when the solve has none (the planner's
+// reproducible searches): a safety net, which the pattern cap keeps out of reach.
+const batchLPNoDeadline = 10 * time.Second
 
 // batchBound adds the module DP's bound of the granule instance (granuleInstance) and
 // batchPatternLP's bound (batched mode): the DP within a tenth of the time left, the LP
 // within a fifth (a few hundred ms to a second on a 4-device batch of 8).
 func (s *solver) batchBound() {
-	var limit time.Duration
+	limit := batchLPNoDeadline
 	if !s.deadline.IsZero() {
 		limit = time.Until(s.deadline) / 5
 		if limit <= 0 {
