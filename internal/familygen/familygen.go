@@ -39,6 +39,7 @@ var Presets = map[string]Model{
 	"densenet121":       DenseNet{Blocks: []int{6, 12, 24, 16}, Growth: 32, Init: 64, BNSize: 4, Image: 224, Classes: 1000},
 	"inception_v3":      Inception{Div: 1, Image: 299, Classes: 1000},
 	"gpt2_w256_op17":    GPT2{Layers: 12, Hidden: 256, Heads: 4, Seq: 128, Vocab: 8000, LayerNorm: true},
+	"gpt2_small_masks":  GPT2{Layers: 12, Hidden: 64, Heads: 2, Seq: 128, Vocab: 1000, MaskPerLayer: true},
 	"gpt2_small_op17":   GPT2{Layers: 12, Hidden: 64, Heads: 2, Seq: 128, Vocab: 1000, LayerNorm: true},
 	"inception_v3_div4": Inception{Div: 4, Image: 299, Classes: 250},
 	"densenet121_div4":  DenseNet{Blocks: []int{6, 12, 24, 16}, Growth: 8, Init: 16, BNSize: 4, Image: 224, Classes: 250},

@@ -20,6 +20,9 @@ type GPT2 struct {
 	// LayerNorm writes each LayerNorm as one LayerNormalization node at opset 17 (the
 	// exporter's form from opset 17 on) instead of its seven ops at opset 14.
 	LayerNorm bool
+	// MaskPerLayer computes the padding mask in every layer from attention_mask (as
+	// PyTorch's nn.MultiheadAttention exports it) instead of once before the layers.
+	MaskPerLayer bool
 }
 
 func (m GPT2) build(b *builder) (int64, error) {
@@ -40,11 +43,14 @@ func (m GPT2) build(b *builder) (int64, error) {
 	x = b.op(optype.Add, "/transformer", []string{x, p})
 
 	// Padding mask: (1 − mask) · min, broadcast over heads and query positions.
-	em := b.op(optype.Unsqueeze, "/transformer", []string{mask, b.ints("unsqueeze_axes", []int64{1, 2}, 2)})
-	em = b.op(optype.Cast, "/transformer", []string{em}, attrInt("to", int64(graph.Float)))
-	one := b.floats("one", []float32{1})
-	em = b.op(optype.Sub, "/transformer", []string{one, em})
-	em = b.op(optype.Mul, "/transformer", []string{em, b.floats("mask_min", []float32{-1e4})})
+	axes, one, minv := b.ints("unsqueeze_axes", []int64{1, 2}, 2), b.floats("one", []float32{1}), b.floats("mask_min", []float32{-1e4})
+	padding := func(sc string) string {
+		em := b.op(optype.Unsqueeze, sc, []string{mask, axes})
+		em = b.op(optype.Cast, sc, []string{em}, attrInt("to", int64(graph.Float)))
+		em = b.op(optype.Sub, sc, []string{one, em})
+		return b.op(optype.Mul, sc, []string{em, minv})
+	}
+	em := padding("/transformer")
 	causal := make([]bool, s*s)
 	for i := range s {
 		for j := range i + 1 {
@@ -91,6 +97,9 @@ func (m GPT2) build(b *builder) (int64, error) {
 		w := b.op(optype.MatMul, sc+"/attn", []string{q, k})
 		w = b.op(optype.Div, sc+"/attn", []string{w, scale})
 		w = b.op(optype.Where, sc+"/attn", []string{bias, w, maskValue})
+		if m.MaskPerLayer {
+			em = padding(sc + "/attn/mask")
+		}
 		w = b.op(optype.Add, sc+"/attn", []string{w, em})
 		w = b.op(optype.Softmax, sc+"/attn", []string{w}, attrInt("axis", -1))
 		o := b.op(optype.MatMul, sc+"/attn", []string{w, v})
