@@ -57,7 +57,8 @@ import (
 // best_o, the least leaf it could improve on (best_k ≤ best_o for every k ≥ o, since leaves
 // of vector ≤ o are ≤ k). Memory is ignored (a relaxation).
 type capTrack struct {
-	limit      []int // per device: the opener budget
+	limit      []int // per device: the opener budget (the grid of vectors)
+	run        []int // the budget of the search under way (≤ limit)
 	stride     []int // mixed radix of an opener vector
 	size       int
 	best, open []float64
@@ -65,7 +66,7 @@ type capTrack struct {
 }
 
 func newCapTrack(limit []int) *capTrack {
-	ct := &capTrack{limit: limit, stride: make([]int, len(limit)), size: 1}
+	ct := &capTrack{limit: limit, run: limit, stride: make([]int, len(limit)), size: 1}
 	for w, l := range limit {
 		ct.stride[w] = ct.size
 		ct.size *= l + 1
@@ -232,6 +233,32 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	if len(blocks) == 0 {
 		blocks = []moduleBlock{{nodes: append([]int(nil), sub.topo...), entry: -1, exit: -1, first: true}}
 	}
+	// The maximal opener vectors the cap allows: a block's vector is at most the total's, so
+	// the vectors below none of them are never used, and one search per maximal vector m
+	// (openers capped at m) finds every leaf of vector ≤ k for each k ≤ m.
+	var maximal [][]int
+	{
+		g := newCapTrack(limit)
+		var ok []int
+		o := make([]int, len(limit))
+		for x := range g.size {
+			g.vec(x, o)
+			if capAllows(o, limit, perDevice, total) {
+				ok = append(ok, x)
+			}
+		}
+		for _, x := range ok {
+			top := true
+			for _, y := range ok {
+				top = top && (y == x || !g.geq(y, x))
+			}
+			if top {
+				m := make([]int, len(limit))
+				g.vec(x, m)
+				maximal = append(maximal, m)
+			}
+		}
+	}
 	type job struct {
 		b, u, v int
 		ct      *capTrack
@@ -262,11 +289,18 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 				}
 				j := jobs[x]
 				share := left.Load() / max(1, int64(len(jobs))-done.Load())
-				bb := newBlockBB(sub, &blocks[j.b], j.u, j.v, dpMix{w: -1})
-				bb.ct = newCapTrack(limit)
-				_, _, j.exact = bb.solve(ctx, deadline, max(share, 20000))
-				j.ct = bb.ct
-				left.Add(-bb.nodes)
+				// One search per maximal vector the cap allows, into one track.
+				j.ct, j.exact = newCapTrack(limit), true
+				share = max(share, 20000)
+				for _, m := range maximal {
+					bb := newBlockBB(sub, &blocks[j.b], j.u, j.v, dpMix{w: -1})
+					bb.ct = j.ct
+					j.ct.run = m
+					_, _, ex := bb.solve(ctx, deadline, max(share, 1000))
+					j.exact = j.exact && ex
+					share -= bb.nodes
+					left.Add(-bb.nodes)
+				}
 				done.Add(1)
 			}
 		}()
@@ -420,7 +454,7 @@ const cappedBoundName = "module-dp-capped"
 func CappedBound(method string) bool { return strings.HasSuffix(method, "-capped") }
 
 // cappedBound adds the capped module DP's bound when a stage cap is set (latency mode),
-// within a tenth of the time left. It is kept apart from the bounds of the uncapped
+// within a third of the time left. It is kept apart from the bounds of the uncapped
 // problem (s.capBounds): the methods' plans are uncapped until result merges them into the
 // cap, and a capped bound may exceed them.
 func (s *solver) cappedBound() {
@@ -430,9 +464,9 @@ func (s *solver) cappedBound() {
 	var dl time.Time
 	workers, budget := s.o.Workers, int64(cappedDPBudget)
 	if !s.deadline.IsZero() {
-		// A quarter of the time left: under a cap this is the bound that certifies the plan
+		// A third of the time left: under a cap this is the bound that certifies the plan
 		// the user gets.
-		dl = time.Now().Add(time.Until(s.deadline) / 4)
+		dl = time.Now().Add(time.Until(s.deadline) / 3)
 	} else {
 		// No deadline (the planner's reproducible searches): the node budget alone stops it,
 		// and one worker hands the budget on in a fixed order, so the bound is reproducible.
@@ -551,7 +585,7 @@ func (cs *capState) loadLB(bb *blockBB, x int) float64 {
 	mask, cnt := 0, 0
 	sum := 0.0
 	for w := range bb.k {
-		if bb.openers[w] < bb.ct.limit[w] || cs.pend[w] > 0 || cs.srcAfter[x] > 0 {
+		if bb.openers[w] < bb.ct.run[w] || cs.pend[w] > 0 || cs.srcAfter[x] > 0 {
 			mask |= 1 << w
 			cnt++
 			sum += bb.loadOf(w)

@@ -426,8 +426,10 @@ func (s *solver) coupled() {
 			return
 		}
 	}
+	if s.o.MaxStagesPerDevice > 0 || s.o.MaxStages > 0 {
+		s.cappedBound() // under a cap, the bound that certifies the plan: first
+	}
 	s.moduleBound()
-	s.cappedBound()
 	var limit time.Duration
 	if !s.deadline.IsZero() {
 		limit = time.Until(s.deadline) / 8

@@ -737,7 +737,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 				}
 			}
 		}
-		if opens && bb.ct != nil && bb.openers[w] >= bb.ct.limit[w] {
+		if opens && bb.ct != nil && bb.openers[w] >= bb.ct.run[w] {
 			continue // over the device's opener cap (bounds_cap.go)
 		}
 		call := 0.0
