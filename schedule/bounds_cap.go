@@ -61,6 +61,7 @@ type capTrack struct {
 	stride     []int // mixed radix of an opener vector
 	size       int
 	best, open []float64
+	bestDev    [][]int // per vector: the leaf of best (nil: none)
 }
 
 func newCapTrack(limit []int) *capTrack {
@@ -70,6 +71,7 @@ func newCapTrack(limit []int) *capTrack {
 		ct.size *= l + 1
 	}
 	ct.best = make([]float64, ct.size)
+	ct.bestDev = make([][]int, ct.size)
 	ct.open = make([]float64, ct.size)
 	for x := range ct.best {
 		ct.best[x], ct.open[x] = math.Inf(1), math.Inf(1)
@@ -104,12 +106,14 @@ func (ct *capTrack) geq(a, b int) bool {
 
 func (ct *capTrack) bestOf(o []int) float64 { return ct.best[ct.index(o)] }
 
-// leaf records a leaf of vector o: it is a placement within every budget k ≥ o.
-func (ct *capTrack) leaf(o []int, v float64) {
+// leaf records a leaf of vector o and placement dev: it is a placement within every budget
+// k ≥ o.
+func (ct *capTrack) leaf(o []int, v float64, dev []int) {
 	at := ct.index(o)
 	for k := range ct.size {
 		if v < ct.best[k] && ct.geq(k, at) {
 			ct.best[k] = v
+			ct.bestDev[k] = append(ct.bestDev[k][:0], dev...)
 		}
 	}
 }
@@ -203,26 +207,26 @@ func capLimits(k, perDevice, total int) []int {
 
 // cappedModuleDP computes the bound of plans within perDevice stages per device and total
 // stages in all (0: no such cap) within deadline and a total budget of branch-and-bound
-// nodes; ok is false when it does not apply (no cap, batched, one device, too many opener
-// vectors, too large a graph).
-func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget int64, workers, perDevice, total int) (bound float64, exact, ok bool) {
+// nodes; nil when it does not apply (no cap, batched, one device, too many opener vectors,
+// too large a graph).
+func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget int64, workers, perDevice, total int) *cappedResult {
 	if !in.latency() || in.pinnedGranules != nil || in.numDevices < 2 {
-		return 0, false, false
+		return nil
 	}
 	limit := capLimits(in.numDevices, perDevice, total)
 	if limit == nil {
-		return 0, false, false
+		return nil
 	}
 	size := 1
 	for _, l := range limit {
 		size *= l + 1
 	}
 	if size > capTrackMax {
-		return 0, false, false
+		return nil
 	}
-	sub, _ := in.nonFreeSub()
+	sub, orig := in.nonFreeSub()
 	if sub == nil || sub.numNodes > moduleDPMaxNodes || (in.numDevices > 2 && sub.numNodes > cappedMaxNodes3) {
-		return 0, false, false
+		return nil
 	}
 	blocks := sub.moduleBlocks()
 	if len(blocks) == 0 {
@@ -269,16 +273,24 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		return 0, false, false
+		return nil
 	}
 	// The DP over (cut device, opener vector); the pseudo-device −1 stands for "no cut".
+	// Each cell keeps how it was reached (the job, its vector, the previous cell) to stitch
+	// the blocks' argmin leaves.
 	ct := newCapTrack(limit)
 	inf := math.Inf(1)
 	type key struct{ v, o int }
-	dp := map[key]float64{}
-	exact = true
+	type cell struct {
+		val  float64
+		job  *job
+		k    int
+		prev key
+	}
+	dps := make([]map[key]cell, len(blocks))
+	exact := true
 	for b := range blocks {
-		nd := map[key]float64{}
+		nd := map[key]cell{}
 		for _, j := range jobs {
 			if j.b != b {
 				continue
@@ -290,13 +302,13 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 					continue
 				}
 				if b == 0 {
-					if c, seen := nd[key{j.v, k}]; !seen || val < c {
-						nd[key{j.v, k}] = val
+					if c, seen := nd[key{j.v, k}]; !seen || val < c.val {
+						nd[key{j.v, k}] = cell{val, j, k, key{}}
 					}
 					continue
 				}
 				for o := range ct.size {
-					prev, seen := dp[key{j.u, o}]
+					prev, seen := dps[b-1][key{j.u, o}]
 					if !seen {
 						continue
 					}
@@ -304,28 +316,65 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 					if !okSum {
 						continue
 					}
-					if c, seen := nd[key{j.v, sum}]; !seen || prev+val < c {
-						nd[key{j.v, sum}] = prev + val
+					if c, seen := nd[key{j.v, sum}]; !seen || prev.val+val < c.val {
+						nd[key{j.v, sum}] = cell{prev.val + val, j, k, key{j.u, o}}
 					}
 				}
 			}
 		}
-		dp = nd
+		dps[b] = nd
 	}
-	best := inf
-	o := make([]int, in.numDevices)
-	for kv, val := range dp {
+	best, at := inf, key{}
+	o := make([]int, len(limit))
+	for kv, c := range dps[len(blocks)-1] {
 		ct.vec(kv.o, o)
 		if !capAllows(o, limit, perDevice, total) {
 			continue
 		}
-		best = math.Min(best, val)
+		if c.val < best || (c.val == best && (kv.v < at.v || (kv.v == at.v && kv.o < at.o))) {
+			best, at = c.val, kv
+		}
 	}
 	if math.IsInf(best, 1) {
-		return 0, false, false
+		return nil
 	}
 	// The sums are exact up to rounding: keep a little margin.
-	return best * (1 - 1e-9), exact, true
+	r := &cappedResult{bound: best * (1 - 1e-9), exact: exact}
+	// Stitch the argmin leaves; the dropped nodes go where the sub-DAG's first node runs.
+	dev := make([]int, in.numNodes)
+	for i := range dev {
+		dev[i] = -1
+	}
+	for b := len(blocks) - 1; b >= 0; b-- {
+		c := dps[b][at]
+		leaf := c.job.ct.bestDev[c.k]
+		if leaf == nil || c.job.ct.best[c.k] > c.job.ct.open[c.k] {
+			return r // an open subtree decided this block: no leaf stands for it
+		}
+		for x, i := range blocks[b].nodes {
+			dev[orig[i]] = leaf[x]
+		}
+		at = c.prev
+	}
+	home := dev[orig[sub.topo[0]]]
+	for i := range dev {
+		if dev[i] < 0 {
+			dev[i] = home
+			if !in.canRun(i, home) {
+				dev[i] = in.devicesOf(i)[0]
+			}
+		}
+	}
+	r.dev = dev
+	return r
+}
+
+// cappedResult is the capped module DP's answer: the bound, whether every block was searched
+// to the end, and the stitched argmin placement (nil when an open subtree decided a block).
+type cappedResult struct {
+	bound float64
+	exact bool
+	dev   []int
 }
 
 // addVec is the index of the sum of the vectors at a and b, false when it exceeds the budget.
@@ -389,10 +438,12 @@ func (s *solver) cappedBound() {
 		// and one worker hands the budget on in a fixed order, so the bound is reproducible.
 		workers, budget = 1, cappedDPBudgetNoDeadline
 	}
-	v, exact, ok := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages)
-	if !ok || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+	t0 := time.Now()
+	r := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages)
+	if r == nil || r.bound <= 0 || math.IsInf(r.bound, 0) || math.IsNaN(r.bound) {
 		return
 	}
+	v, exact := r.bound, r.exact
 	s.mu.Lock()
 	s.capBounds = append(s.capBounds, Bound{Method: cappedBoundName, Value: v})
 	s.mu.Unlock()
@@ -401,6 +452,9 @@ func (s *solver) cappedBound() {
 		what = "budget spent"
 	}
 	s.report("", fmt.Sprintf("capped module DP bound %.6g over the plans within the stage cap (%s)", v, what))
+	if r.dev != nil {
+		s.add(cappedBoundName, &Placement{Device: r.dev, Order: positions(s.in.bfs)}, t0, 0, "the capped module DP's placements, stitched")
+	}
 }
 
 // cappedDPBudget is the capped module DP's total branch-and-bound nodes (RandWire WS on two

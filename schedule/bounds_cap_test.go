@@ -31,13 +31,19 @@ func TestCappedBoundKnown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, exact, ok := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 1, 0)
-	if !ok || !exact || math.Abs(v-24) > 1e-6 {
-		t.Fatalf("capped module DP: %v (exact %v, ok %v), want 24", v, exact, ok)
+	r1 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 1, 0)
+	if r1 == nil || !r1.exact || math.Abs(r1.bound-24) > 1e-6 {
+		t.Fatalf("capped module DP: %+v, want 24", r1)
+	}
+	// Its stitched placement is the capped optimum: everything on d0.
+	for i, u := range r1.dev {
+		if u != 0 {
+			t.Errorf("stitched placement %v: node %d on d%d", r1.dev, i, u)
+		}
 	}
 	// Two stages per device allow the parallel plan: the bound must not exceed its 20.
-	if v, _, ok := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0); !ok || v > 20+1e-9 {
-		t.Fatalf("capped module DP at 2 stages per device: %v (ok %v), above the plan of 20", v, ok)
+	if r2 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0); r2 == nil || r2.bound > 20+1e-9 {
+		t.Fatalf("capped module DP at 2 stages per device: %+v, above the plan of 20", r2)
 	}
 	r, err := Solve(context.Background(), p, Options{MaxStagesPerDevice: 1, TimeLimit: 20 * time.Second})
 	if err != nil {

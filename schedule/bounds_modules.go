@@ -670,7 +670,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 			return
 		}
 		if x == bb.n {
-			bb.ct.leaf(bb.openers, lb)
+			bb.ct.leaf(bb.openers, lb, bb.dev)
 			return
 		}
 	} else {

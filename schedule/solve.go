@@ -728,9 +728,22 @@ func (s *solver) result() (*Result, error) {
 				Stages: sc.StageCount(), PerDevice: slices.Max(append([]int{0}, sc.Stages...))}
 			return nil, diag.Wrap(diag.KindNoPlan, capErr)
 		}
-		if c.excess(chosen.sc) > 0 {
-			// What the cap costs: the same plan merged without it.
-			_, usc, _ := in.improveStages(stop, chosen.pl, chosen.sc, stageCap{}, 0)
+		best := chosen
+		if !c.none() && c.excess(chosen.sc) > 0 && s.o.Method == Auto {
+			// A candidate already within the cap (the capped module DP's stitched plan, a
+			// region search's) may beat the best plan merged into it.
+			for x := range s.cands {
+				o := &s.cands[x]
+				if o.Feasible && o.pl != nil && o.sc != nil && c.excess(o.sc) == 0 && o.Makespan < sc.Makespan*(1-1e-12) {
+					if p2, sc2, m2, ok2 := in.mergeStages(stop, o.pl, o.sc, c); ok2 && sc2.Makespan < sc.Makespan*(1-1e-12) {
+						pl, sc, moves, chosen = p2, sc2, m2, o
+					}
+				}
+			}
+		}
+		if c.excess(best.sc) > 0 {
+			// What the cap costs: the best plan merged without it.
+			_, usc, _ := in.improveStages(stop, best.pl, best.sc, stageCap{}, 0)
 			uncapped = &UncappedPlan{Makespan: usc.Makespan, Stages: usc.StageCount(), PerDevice: slices.Max(append([]int{0}, usc.Stages...))}
 		}
 		if moves > 0 {
