@@ -72,6 +72,11 @@ func (b *builder) concat(scope string, xs []fmap) fmap {
 	if len(xs) == 1 {
 		return xs[0]
 	}
+	return b.concatAll(scope, xs)
+}
+
+// concatAll is a Concat along the channels, of one input too.
+func (b *builder) concatAll(scope string, xs []fmap) fmap {
 	names := make([]string, len(xs))
 	c := int64(0)
 	for i, x := range xs {

@@ -31,7 +31,8 @@ func (d DenseNet) build(b *builder) (int64, error) {
 		feats := []fmap{x}
 		for j := range n {
 			s := fmt.Sprintf("features.denseblock%d.denselayer%d", i+1, j+1)
-			y := b.concat(s, feats)
+			// torch.cat of the one-element list exports as a Concat of one input too.
+			y := b.concatAll(s, feats)
 			y = b.relu(s+"/relu1", b.batchNorm(s+".norm1", y))
 			y = b.relu(s+"/relu2", b.conv(s+".conv1", y, d.BNSize*d.Growth, 1, 1, 1, 0, 0, 1))
 			y = b.conv(s+".conv2", y, d.Growth, 3, 3, 1, 1, 1, 1)

@@ -189,14 +189,14 @@ func opCount(m *ingest.Model) map[string]int {
 }
 
 // TestDenseNetConcatsAllEarlierFeatures: layer j of a dense block reads one Concat of the
-// block input and the j−1 earlier layers' outputs (DenseNet-121: 6+12+24+16 layers, 121
+// block input and the j−1 earlier layers' outputs (the first a Concat of one input) (DenseNet-121: 6+12+24+16 layers, 121
 // weighted layers in all).
 func TestDenseNetConcatsAllEarlierFeatures(t *testing.T) {
 	_, m := write(t, "densenet121_small", 1)
 	d := Presets["densenet121_small"].(DenseNet)
 	want := map[int]int{} // Concat arity → count
 	for _, n := range d.Blocks {
-		for j := 2; j <= n+1; j++ { // layers 2..n, then the block's output
+		for j := 1; j <= n+1; j++ { // layers 1..n, then the block's output
 			want[j]++
 		}
 	}
