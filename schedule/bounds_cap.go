@@ -596,3 +596,32 @@ func (cs *capState) loadLB(bb *blockBB, x int) float64 {
 	}
 	return (sum + cs.rest[mask][x]) / float64(cnt)
 }
+
+// machineLB is a leaf's one-machine bound (the capped search's leaves): for each device w
+// with tasks in the block, head_w + load_w + tail_w, where head_w = min over its tasks y of
+// fin_y − t_yw − c_w and tail_w = min over them of tail[y][w].
+//
+// Proof (T_{b−1} = 0, as the leaf's ends fin are measured): task y on w ends ≥ fin_y (the
+// path part of LB_b) and lasts t_yw plus at most w's call, so it starts ≥ fin_y − t_yw − c_w ≥
+// head_w; w runs its tasks one at a time, for load_w in all (loadOf: their times and calls),
+// so the last of them to end, ℓ, ends ≥ head_w + load_w, and T_b ≥ end_ℓ + tail[ℓ][w] (the
+// block tail) ≥ head_w + load_w + tail_w. Tasks of duration 0, which need not wait for w,
+// only lower the minima.
+func (bb *blockBB) machineLB() float64 {
+	lb := 0.0
+	for w := range bb.k {
+		head, tail, any := math.Inf(1), math.Inf(1), false
+		for y := range bb.n {
+			if bb.dev[y] != w {
+				continue
+			}
+			any = true
+			head = math.Min(head, math.Max(0, bb.fin[y]-bb.in.granuleTime[bb.blk.nodes[y]][w]-bb.in.callCost[w]))
+			tail = math.Min(tail, bb.tail[y][w])
+		}
+		if any {
+			lb = math.Max(lb, head+bb.loadOf(w)+tail)
+		}
+	}
+	return lb
+}

@@ -670,7 +670,10 @@ func (bb *blockBB) dfs(x int, path float64) {
 			return
 		}
 		if x == bb.n {
-			bb.ct.leaf(bb.openers, lb, bb.dev)
+			lb = math.Max(lb, bb.machineLB())
+			if lb < bb.ct.bestOf(bb.openers) {
+				bb.ct.leaf(bb.openers, lb, bb.dev)
+			}
 			return
 		}
 	} else {
