@@ -192,6 +192,13 @@ fidelity-decoder: deps
 	@mkdir -p out
 	set -o pipefail; $(CGO_ENV) $(GO) run ./bench/decoder $(BENCH_DECODER_FLAGS) | tee out/fidelity-decoder.md
 
+# Held-out families (issue 41): internal/familygen's models planned on mixed devices with the
+# latency objective; one Markdown row per plan (docs/benchmarks.md, "Held-out families").
+.PHONY: bench-families
+bench-families: build
+	@mkdir -p out
+	set -o pipefail; ONNXPART=$(BIN) $(CGO_ENV) bash scripts/families-table.sh $(BENCH_FAMILIES_FLAGS) | tee out/bench-families.md
+
 # Benchmarks of package schedule (Moirai, RandWire latency/throughput, MILP vs SPLIT timing,
 # corpus): about 50 minutes on 2 cores. Subsets: BENCH_SCHEDULE_FLAGS="-tables moirai -budget 10s".
 bench-schedule: deps

@@ -293,6 +293,9 @@ func PlanFigures(m *emit.Manifest) Figures {
 	}
 	if b := m.Bounds; b != nil {
 		f.Lower, f.Method, f.Gap = b.LowerBoundS, b.Method, b.Gap
+		if strings.HasSuffix(b.Method, "-capped") {
+			f.Word += " within the stage cap" // a bound over the plans within the cap only
+		}
 		if f.Upper <= 0 && b.Gap < 1 && b.LowerBoundS > 0 {
 			f.Upper = b.LowerBoundS / (1 - b.Gap)
 		}

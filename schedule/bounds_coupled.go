@@ -426,6 +426,9 @@ func (s *solver) coupled() {
 			return
 		}
 	}
+	if s.o.MaxStagesPerDevice > 0 || s.o.MaxStages > 0 {
+		s.cappedBound() // under a cap, the bound that certifies the plan: first
+	}
 	s.moduleBound()
 	var limit time.Duration
 	if !s.deadline.IsZero() {

@@ -396,6 +396,14 @@ type blockBB struct {
 	stopped        bool
 	congestion     bool
 	calls0, source []bool
+	// ct, when set, caps each device's openers in the block and keeps the best leaf and the
+	// open subtrees' bounds per opener vector (bounds_cap.go); best, bestDev and open are
+	// then unused.
+	ct *capTrack
+	// nsucc[x]: x's non-free edges to later block nodes; ghostSucc: the entry cut's.
+	nsucc     []int
+	ghostSucc int
+	cs        *capState
 }
 
 func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
@@ -482,6 +490,19 @@ func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
 			}
 		}
 	}
+	bb.nsucc = make([]int, n)
+	for x := range n {
+		for _, s := range succ[x] {
+			if !in.free[s[0]] {
+				bb.nsucc[x]++
+			}
+		}
+	}
+	for _, s := range ghostOut {
+		if !in.free[s[0]] {
+			bb.ghostSucc++
+		}
+	}
 	tailOf := func(outs [][2]int, w int) float64 {
 		best := 0.0
 		for _, s := range outs {
@@ -550,7 +571,11 @@ func (bb *blockBB) loadLB(x int) float64 {
 			lb = math.Max(lb, math.Max(bb.ingress[w], bb.egress[w]))
 		}
 	}
-	return math.Max(lb, (sum+bb.rest[x])/float64(bb.k))
+	lb = math.Max(lb, (sum+bb.rest[x])/float64(bb.k))
+	if bb.cs != nil {
+		lb = math.Max(lb, bb.cs.loadLB(bb, x))
+	}
+	return lb
 }
 
 // solve runs the search with a node budget; it returns V (≤ the minimum of LB_b over the
@@ -559,6 +584,9 @@ func (bb *blockBB) loadLB(x int) float64 {
 func (bb *blockBB) solve(ctx context.Context, deadline time.Time, budget int64) (float64, []int, bool) {
 	bb.ctx, bb.deadline, bb.budget = ctx, deadline, budget
 	bb.best, bb.open = math.Inf(1), math.Inf(1)
+	if bb.ct != nil {
+		bb.cs = newCapState(bb)
+	}
 	if math.IsInf(bb.ghostT, 1) {
 		return math.Inf(1), nil, true
 	}
@@ -637,6 +665,14 @@ func (bb *blockBB) dfs(x int, path float64) {
 			bb.front = bb.front.add(base, busy)
 			return
 		}
+	} else if bb.ct != nil {
+		if lb >= bb.ct.bestOf(bb.openers) {
+			return
+		}
+		if x == bb.n {
+			bb.ct.leaf(bb.openers, lb, bb.dev)
+			return
+		}
 	} else {
 		if lb >= bb.best {
 			return
@@ -652,6 +688,9 @@ func (bb *blockBB) dfs(x int, path float64) {
 		bb.budget = 0 // stop everywhere
 		bb.stopped = true
 		bb.open = math.Min(bb.open, lb)
+		if bb.ct != nil {
+			bb.ct.cut(bb.openers, lb)
+		}
 		if bb.mix.pareto {
 			bb.front = bb.front.add(base, busy)
 		}
@@ -698,6 +737,9 @@ func (bb *blockBB) dfs(x int, path float64) {
 				}
 			}
 		}
+		if opens && bb.ct != nil && bb.openers[w] >= bb.ct.run[w] {
+			continue // over the device's opener cap (bounds_cap.go)
+		}
 		call := 0.0
 		if opens {
 			call = in.callCost[w]
@@ -711,6 +753,9 @@ func (bb *blockBB) dfs(x int, path float64) {
 			continue
 		}
 		// Apply.
+		if bb.cs != nil {
+			bb.cs.place(bb, x, w, 1)
+		}
 		bb.dev[x], bb.fin[x] = w, f
 		bb.work[w] += t
 		if opens {
@@ -734,6 +779,9 @@ func (bb *blockBB) dfs(x int, path float64) {
 		}
 		bb.dfs(x+1, np)
 		// Undo.
+		if bb.cs != nil {
+			bb.cs.place(bb, x, w, -1)
+		}
 		bb.work[w] -= t
 		if opens {
 			bb.openers[w]--
@@ -756,8 +804,12 @@ func (bb *blockBB) dfs(x int, path float64) {
 		}
 		if bb.budget == 0 && bb.stopped {
 			// Out of budget: the remaining siblings are open subtrees; their bound is ≥ lb
-			// (pareto: their points are ≥ (base, busy)).
+			// (pareto: their points are ≥ (base, busy); capped: their opener vectors are ≥
+			// this node's).
 			bb.open = math.Min(bb.open, lb)
+			if bb.ct != nil {
+				bb.ct.cut(bb.openers, lb)
+			}
 			if bb.mix.pareto {
 				bb.front = bb.front.add(base, busy)
 			}
@@ -770,15 +822,21 @@ func (bb *blockBB) dfs(x int, path float64) {
 // at most; chains of small modules need a few thousand).
 const moduleDPBudget = 3_000_000
 
-// moduleBound adds the module DP's bound (latency mode) within a tenth of the time left, and
+// moduleBound adds the module DP's bound (latency mode) within a tenth of the time left (its
+// node budget alone without a deadline), and
 // keeps its stitched placement as a candidate (s.mdpPlan, judged after the constructive
 // heuristics).
 func (s *solver) moduleBound() {
 	var dl time.Time
+	workers := s.o.Workers
 	if !s.deadline.IsZero() {
 		dl = time.Now().Add(time.Until(s.deadline) / 10)
+	} else {
+		// No deadline: the node budget alone stops it, and one worker hands the budget on
+		// in a fixed order, so the bound and the stitched plan are reproducible.
+		workers = 1
 	}
-	r := s.in.moduleDP(s.ctx, dl, moduleDPBudget, s.o.Workers)
+	r := s.in.moduleDP(s.ctx, dl, moduleDPBudget, workers)
 	if r != nil {
 		s.addBound("module-dp", r.bound)
 		s.report("", "module DP bound")
@@ -787,7 +845,7 @@ func (s *solver) moduleBound() {
 		}
 	}
 	if r == nil || !r.exact || relaxAlways {
-		if r := s.in.relaxedModuleDP(s.ctx, dl, moduleDPBudget, s.o.Workers); r != nil {
+		if r := s.in.relaxedModuleDP(s.ctx, dl, moduleDPBudget, workers); r != nil {
 			s.addBound("module-dp-relaxed", r.bound)
 			s.report("", "module DP bound on a sub-graph with more cut nodes")
 		}

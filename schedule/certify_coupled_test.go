@@ -13,7 +13,8 @@ import (
 // TestCertificatesCoupled checks the coupled bounds (bounds_coupled.go: the coupled LP, which
 // every Solve computes in latency mode, and the coupled MIP's dual bound; bounds_modules.go:
 // the module DP, exercised by the generator's chains of modules, and the relaxed module DP,
-// switched on for every instance with any spine node allowed) against the
+// switched on for every instance with any spine node allowed; bounds_cap.go: the capped
+// module DP, on the instances with a stage cap, against the capped optimum) against the
 // exhaustive optimum through the certificate harness: a constructive method (cheap) with the
 // coupled MIP switched on, so every instance reports both bounds and the MIP's plan as a
 // candidate. ONNXPART_FUZZ_CERT_COUPLED=N runs N instances instead of the short run's 400
@@ -37,6 +38,11 @@ func TestCertificatesCoupled(t *testing.T) {
 	st := runCertificatesWith(t, seed, count, max(2, runtimeProcs()), func(s source, x uint64) schedule.Options {
 		o := schedule.Options{TimeLimit: 2 * time.Second, Seed: x, Workers: 1, RelGap: relGap, Iterations: 50}
 		o.Method = []string{schedule.BestDevice, schedule.MET, schedule.Greedy, schedule.HEFT}[s.intn(4)]
+		if x%3 != 0 && s.intn(2) == 0 {
+			// The capped module DP (bounds_cap.go): a cap of 1 to 3 stages per device (instances
+			// with x%3 = 0 get a cap on all stages in checkInstance, which it bounds too).
+			o.MaxStagesPerDevice = 1 + s.intn(3)
+		}
 		return o
 	})
 	t.Log(st)
@@ -45,6 +51,9 @@ func TestCertificatesCoupled(t *testing.T) {
 	}
 	if st.tight["module-dp"] == 0 || st.tight["module-dp-relaxed"] == 0 || st.bounds["module-dp-relaxed"] < st.latency/10 {
 		t.Errorf("the module DP's bounds were never tight, or the relaxed one too seldom checked: %v", st)
+	}
+	if st.bounds["module-dp-capped"] < st.latency/10 || st.tight["module-dp-capped"] == 0 {
+		t.Errorf("the capped module DP was checked on %d of %d latency instances, tight on %d: too few", st.bounds["module-dp-capped"], st.latency, st.tight["module-dp-capped"])
 	}
 	if st.tight["coupled-mip"] == 0 {
 		t.Errorf("the coupled MIP's bound was never tight: %v", st)

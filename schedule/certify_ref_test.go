@@ -45,6 +45,49 @@ type refInst struct {
 	cap     []float64     // +Inf when unlimited
 	bw, lat [][]float64   // routed links (bw 0: unreachable)
 	free    []bool
+	// capPer and capTotal, when positive, keep only the latency assignments that a plan
+	// within those stage caps can have (capOK).
+	capPer, capTotal int
+}
+
+// capOK reports whether a latency assignment passes the necessary condition of a plan within
+// the stage caps: a device's stages are its openers (nodes reading a non-free edge from
+// another device) plus one when its first task is a source, which the schedule's very first
+// task is; so every device has at most capPer openers, some device at most capPer − 1, and
+// all of them together at most capTotal − 1. The optimum over these assignments is ≤ the
+// capped optimum (a relaxation), which is what the capped bounds bound.
+func (r *refInst) capOK(dev []int) bool {
+	if r.capPer <= 0 && r.capTotal <= 0 {
+		return true
+	}
+	opens := make([]bool, r.n)
+	for e, ed := range r.p.Edges {
+		if !r.free[e] && dev[ed.From] != dev[ed.To] {
+			opens[ed.To] = true
+		}
+	}
+	per := make([]int, r.k)
+	total := 0
+	for i, o := range opens {
+		if o {
+			per[dev[i]]++
+			total++
+		}
+	}
+	if r.capTotal > 0 && total > r.capTotal-1 {
+		return false
+	}
+	if r.capPer > 0 {
+		some := false
+		for _, c := range per {
+			if c > r.capPer {
+				return false
+			}
+			some = some || c <= r.capPer-1
+		}
+		return some
+	}
+	return true
 }
 
 func newRef(p *schedule.Problem) *refInst {
@@ -453,6 +496,9 @@ func (r *refInst) latencyOpt() refResult {
 	rec = func(i int) {
 		if i == r.n {
 			res.assigns++
+			if !r.capOK(dev) {
+				return
+			}
 			g, _, ok := r.latencyGraph(dev)
 			if !ok {
 				return

@@ -158,6 +158,15 @@ func checkInstanceWith(x *instance, o schedule.Options, st *certStats, extra fun
 		o.MaxStages = 1 + int(o.Seed/3%3) // a stage cap of 1 to 3
 	}
 	ref := newRef(p).optimum()
+	// refCap is the optimum over the assignments a plan within the stage caps can have
+	// (capOK): the plan and the capped bounds (schedule.CappedBound) are checked against it.
+	refCap := ref
+	capped := (o.MaxStages > 0 || o.MaxStagesPerDevice > 0) && p.Batch <= 1
+	if capped {
+		rc := newRef(p)
+		rc.capPer, rc.capTotal = o.MaxStagesPerDevice, o.MaxStages
+		refCap = rc.optimum()
+	}
 	res, err := schedule.Solve(context.Background(), p, o)
 	if err == nil && o.MaxStages > 0 {
 		stages := map[int]bool{}
@@ -166,6 +175,13 @@ func checkInstanceWith(x *instance, o schedule.Options, st *certStats, extra fun
 		}
 		if len(stages) > o.MaxStages || res.Schedule.StageCount() != len(stages) {
 			fail("%d stages (schedule says %d) above the cap of %d", len(stages), res.Schedule.StageCount(), o.MaxStages)
+		}
+	}
+	if err == nil && o.MaxStagesPerDevice > 0 {
+		for u, n := range res.Schedule.Stages {
+			if n > o.MaxStagesPerDevice {
+				fail("%d stages on device %d above the cap of %d per device", n, u, o.MaxStagesPerDevice)
+			}
 		}
 	}
 	if err != nil {
@@ -226,16 +242,30 @@ func checkInstanceWith(x *instance, o schedule.Options, st *certStats, extra fun
 		if res.Makespan < ref.opt-tolOf(ref.opt) {
 			fail("objective %g below the exhaustive optimum %g", res.Makespan, ref.opt)
 		}
-		// Optimal means gap = 1 − bound/objective ≤ RelGap, so objective·(1 − RelGap) ≤ optimum.
-		if res.Optimal && res.Makespan*(1-o.RelGap) > ref.opt+tolOf(ref.opt) {
-			fail("claims optimal with objective %g, the exhaustive optimum is %g", res.Makespan, ref.opt)
+		if capped && res.Makespan < refCap.opt-tolOf(refCap.opt) {
+			fail("objective %g of a plan within the cap below the exhaustive capped optimum %g", res.Makespan, refCap.opt)
+		}
+		// Optimal means gap = 1 − bound/objective ≤ RelGap, so objective·(1 − RelGap) ≤ optimum
+		// (with a cap, the capped optimum: the capped bounds make the claim among those plans).
+		if res.Optimal && res.Makespan*(1-o.RelGap) > refCap.opt+tolOf(refCap.opt) {
+			fail("claims optimal with objective %g, the exhaustive optimum is %g", res.Makespan, refCap.opt)
 		}
 	}
 	if !ref.feasible {
 		return bad
 	}
-	if res.LowerBound > ref.opt+tolOf(ref.opt) {
-		fail("lower bound %g above the exhaustive optimum %g (bounds %v)", res.LowerBound, ref.opt, res.Bounds)
+	if res.LowerBound > refCap.opt+tolOf(refCap.opt) {
+		fail("lower bound %g above the exhaustive optimum %g (bounds %v)", res.LowerBound, refCap.opt, res.Bounds)
+	}
+	// optOf is the optimum bound b must not exceed: the capped one for a capped bound.
+	optOf := func(b schedule.Bound) float64 {
+		if schedule.CappedBound(b.Method) {
+			if !capped {
+				fail("capped bound %s without a cap", b.Method)
+			}
+			return refCap.opt
+		}
+		return ref.opt
 	}
 	st.mu.Lock()
 	if st.bounds == nil {
@@ -243,14 +273,14 @@ func checkInstanceWith(x *instance, o schedule.Options, st *certStats, extra fun
 	}
 	for _, b := range res.Bounds {
 		st.bounds[b.Method]++
-		if b.Value >= ref.opt-tolOf(ref.opt) {
+		if opt := optOf(b); b.Value >= opt-tolOf(opt) {
 			st.tight[b.Method]++
 		}
 	}
 	st.mu.Unlock()
 	for _, b := range res.Bounds {
-		if b.Value > ref.opt+tolOf(ref.opt) {
-			fail("bound %s = %g above the exhaustive optimum %g", b.Method, b.Value, ref.opt)
+		if opt := optOf(b); b.Value > opt+tolOf(opt) {
+			fail("bound %s = %g above the exhaustive optimum %g", b.Method, b.Value, opt)
 		}
 	}
 	for _, c := range res.Candidates {

@@ -64,3 +64,71 @@ func TestStopsWhenOptimal(t *testing.T) {
 		t.Errorf("%d phases and %d iterations (makespan %g, bound %g): the search did not run", r.phases, r.searchIters, r.Makespan, r.LowerBound)
 	}
 }
+
+// moduleChain is a chain of m fork–join modules (a cut node, three branches of two nodes,
+// the next cut node) on a fast device and a slower one that pay calls and transfers: the
+// module DP's bound lies above the critical-path and load bounds.
+func moduleChain(m int) *Problem {
+	p := &Problem{Devices: []Device{{Name: "fast", CallCost: 2}, {Name: "slow", CallCost: 2}}, Congestion: true,
+		Links: [][]Link{{{}, {Bandwidth: 2, Latency: 1}}, {{Bandwidth: 2, Latency: 1}, {}}}}
+	add := func(a, b float64) int {
+		p.Nodes = append(p.Nodes, Node{Name: fmt.Sprintf("n%d", len(p.Nodes)), Time: []float64{a, b}})
+		return len(p.Nodes) - 1
+	}
+	cut := add(1, 1.5)
+	for x := range m {
+		var tails []int
+		for br := range 3 {
+			a := add(2+float64((x+br)%3), 3+float64(br))
+			b := add(1+float64(br), 2)
+			p.Edges = append(p.Edges, Edge{From: cut, To: a, Bytes: 4}, Edge{From: a, To: b, Bytes: 4})
+			tails = append(tails, b)
+		}
+		join := add(1, 1.5)
+		for _, t := range tails {
+			p.Edges = append(p.Edges, Edge{From: t, To: join, Bytes: 4})
+		}
+		cut = join
+	}
+	return p
+}
+
+// TestModuleDPInSearch: Options.ModuleDP gives EA and SA the module DP's bound (and its
+// stitched plan as a candidate); without a deadline its result does not depend on the
+// workers (the planner's seeded placements rely on that), and without the option they run
+// without it.
+func TestModuleDPInSearch(t *testing.T) {
+	p := moduleChain(6)
+	bounds := func(r *Result) map[string]float64 {
+		m := map[string]float64{}
+		for _, b := range r.Bounds {
+			m[b.Method] = b.Value
+		}
+		return m
+	}
+	var first *Result
+	for _, workers := range []int{1, 4} {
+		for _, m := range []string{SA, EA} {
+			r, err := Solve(context.Background(), p, Options{Method: m, Iterations: 300, Seed: 1, Workers: workers, ModuleDP: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := bounds(r)
+			if b["module-dp"] <= max(b["critical-path"], b["load"])*(1+1e-6) {
+				t.Fatalf("%s, %d workers: module-dp %g, critical path %g, load %g: want the module DP above both", m, workers, b["module-dp"], b["critical-path"], b["load"])
+			}
+			if first == nil {
+				first = r
+			} else if r.LowerBound != first.LowerBound || bounds(first)["module-dp"] != b["module-dp"] {
+				t.Errorf("%s, %d workers: bound %g (module-dp %g), first run %g (%g)", m, workers, r.LowerBound, b["module-dp"], first.LowerBound, bounds(first)["module-dp"])
+			}
+		}
+	}
+	r, err := Solve(context.Background(), p, Options{Method: SA, Iterations: 300, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := bounds(r)["module-dp"]; ok {
+		t.Error("SA without ModuleDP ran the module DP")
+	}
+}

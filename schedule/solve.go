@@ -64,6 +64,11 @@ type Options struct {
 	// the bounds stay valid lower bounds of the capped problem (its plans are among the
 	// uncapped problem's), and Result.Uncapped tells what the caps cost.
 	MaxStagesPerDevice int
+	// ModuleDP makes EA and SA also compute the module DP's bounds and judge its stitched
+	// plan first (bounds_modules.go), as Auto, MILP and Split do. Without a deadline the DP
+	// runs on one worker and its node budget alone, so its bound and plan are reproducible
+	// (the planner's seeded placements set it on their SA run).
+	ModuleDP bool
 }
 
 // DefaultIterations is EA's and SA's budget when neither Iterations nor a time limit is set.
@@ -224,6 +229,9 @@ func Solve(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	s := &solver{in: in, o: o, ctx: ctx, begin: begin, deadline: deadline, best: math.Inf(1)}
 	s.bounds = in.simpleBounds(ctx)
 	s.report("", "lower bounds computed")
+	if !in.latency() {
+		s.batchBound()
+	}
 	s.run()
 	return s.result()
 }
@@ -237,9 +245,12 @@ type solver struct {
 	mu       sync.Mutex
 	best     float64
 	bounds   []Bound
-	cands    []candidate
-	notes    []diag.Note
-	modules  int
+	// capBounds bound the plans within the stage caps only (bounds_cap.go); result adds
+	// them to the capped plan's bounds.
+	capBounds []Bound
+	cands     []candidate
+	notes     []diag.Note
+	modules   int
 	// infeasible is the proof that no plan fits memory (the full MILP proved its model
 	// infeasible), empty when nothing was proved.
 	infeasible string
@@ -249,6 +260,8 @@ type solver struct {
 	hlpPlan *Placement
 	// mdpPlan is the module DP's stitched placement (bounds_modules.go), judged after hlpPlan.
 	mdpPlan *Placement
+	// routesPlan is uniformRoutes' plan (batched mode), EA's and SA's start when it beats MET's.
+	routesPlan *Placement
 	// phases counts the phases run after the constructive heuristics (bounds, searches,
 	// MILPs); stopped is set once the best plan met the best bound and the rest was skipped.
 	phases      int
@@ -328,7 +341,7 @@ func (s *solver) report(method, msg string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.o.Progress(Progress{Method: method, Elapsed: time.Since(s.begin), Makespan: s.best, Bound: maxBound(s.bounds), Message: msg})
+	s.o.Progress(Progress{Method: method, Elapsed: time.Since(s.begin), Makespan: s.best, Bound: s.shownBound(), Message: msg})
 }
 
 // add judges a plan with the simulator and records it.
@@ -420,12 +433,19 @@ func (s *solver) run() {
 		}
 		if o.Method != EA && o.Method != SA && s.next("the coupled LP") {
 			s.coupled()
+		} else if o.ModuleDP && (o.Method == EA || o.Method == SA) && s.next("the module DP") {
+			s.moduleBound()
+			s.cappedBound()
 		}
 		if s.hlpPlan != nil {
 			s.add("coupled", s.hlpPlan, t0, 0, "the coupled LP's assignment, rounded")
 		}
 		if s.mdpPlan != nil {
 			s.add("module-dp", s.mdpPlan, t0, 0, "the module DP's placements, stitched")
+		}
+		if pl := in.uniformRoutes(); pl != nil {
+			s.routesPlan = pl
+			s.add("routes", pl, t0, 0, "one split of the batch for every node")
 		}
 	}
 	switch o.Method {
@@ -521,6 +541,13 @@ func (s *solver) search(method string, heur []named) {
 	for _, h := range heur {
 		if h.method == MET && h.pl != nil {
 			start = h.pl
+		}
+	}
+	if r := s.routesPlan; r != nil && start != nil {
+		if a, err := in.simulate(start); err == nil {
+			if b, err := in.simulate(r); err == nil && b.Feasible && (!a.Feasible || b.Makespan < a.Makespan) {
+				start = r
+			}
 		}
 	}
 	if start == nil {
@@ -701,9 +728,22 @@ func (s *solver) result() (*Result, error) {
 				Stages: sc.StageCount(), PerDevice: slices.Max(append([]int{0}, sc.Stages...))}
 			return nil, diag.Wrap(diag.KindNoPlan, capErr)
 		}
-		if c.excess(chosen.sc) > 0 {
-			// What the cap costs: the same plan merged without it.
-			_, usc, _ := in.improveStages(stop, chosen.pl, chosen.sc, stageCap{}, 0)
+		best := chosen
+		if !c.none() && c.excess(chosen.sc) > 0 && s.o.Method == Auto {
+			// A candidate already within the cap (the capped module DP's stitched plan, a
+			// region search's) may beat the best plan merged into it.
+			for x := range s.cands {
+				o := &s.cands[x]
+				if o.Feasible && o.pl != nil && o.sc != nil && c.excess(o.sc) == 0 && o.Makespan < sc.Makespan*(1-1e-12) {
+					if p2, sc2, m2, ok2 := in.mergeStages(stop, o.pl, o.sc, c); ok2 && sc2.Makespan < sc.Makespan*(1-1e-12) {
+						pl, sc, moves, chosen = p2, sc2, m2, o
+					}
+				}
+			}
+		}
+		if c.excess(best.sc) > 0 {
+			// What the cap costs: the best plan merged without it.
+			_, usc, _ := in.improveStages(stop, best.pl, best.sc, stageCap{}, 0)
 			uncapped = &UncappedPlan{Makespan: usc.Makespan, Stages: usc.StageCount(), PerDevice: slices.Max(append([]int{0}, usc.Stages...))}
 		}
 		if moves > 0 {
@@ -736,9 +776,10 @@ func (s *solver) result() (*Result, error) {
 	if !in.latency() {
 		r.Objective = "throughput"
 	}
-	// Bounds: drop any that contradicts a feasible plan (a solver fault), and say so.
+	// Bounds: drop any that contradicts a feasible plan (a solver fault), and say so. The
+	// capped bounds count here, where the plan is within the caps.
 	lb := 0.0
-	for _, b := range s.bounds {
+	for _, b := range append(s.bounds[:len(s.bounds):len(s.bounds)], s.capBounds...) {
 		if b.Value > r.Makespan+tolerance(r.Makespan) && chosen.Feasible {
 			s.notes = append(s.notes, diag.Notef(diag.NoteFault, "bound %s = %.6g exceeds the plan's makespan %.6g: discarded as a fault", b.Method, b.Value, r.Makespan))
 			continue

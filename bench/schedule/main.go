@@ -7,6 +7,9 @@
 //     (sd) and weakly (wd) dependent, on a CPU, a T4 and an A100 with seed 003's relative
 //     speeds and PCIe-class links, every method at the same time budget, like seed 003's
 //     Tables 4.1 and 4.4 (throughput with a batch of B inputs in four granules);
+//   - capped: RandWire ER and WS stacks on a T4 and an A100 under the planner's default cap of
+//     2 stages per device (20 µs calls), auto's plan against the best bound of the uncapped
+//     problem (before) and the capped module DP's (after);
 //   - timing: the solve time of the full MILP against MILP-SPLIT's on single-channel stacks
 //     of 5, 10 and 20 modules (seed 003 Table 4.3), both run to optimality (the MILP within
 //     a cap).
@@ -35,7 +38,7 @@ import (
 )
 
 func main() {
-	tables := flag.String("tables", "moirai,latency,throughput,timing,corpus", "comma list of tables: moirai, latency, throughput, timing, corpus")
+	tables := flag.String("tables", "moirai,latency,throughput,timing,corpus", "comma list of tables: moirai, latency, throughput, timing, corpus, capped")
 	models := flag.String("models", "../shared/models", "directory of the corpus ONNX models")
 	devices := flag.String("devices", "cpu,t4,a100-80g", "--devices of the corpus table")
 	moiraiDir := flag.String("moirai", "../shared/benchmarks/moirai", "directory of the Moirai CSV instances")
@@ -65,6 +68,8 @@ func main() {
 			timing(*nodes, *capT, *seed, *timingMods)
 		case "corpus":
 			corpus(*models, *devices, *budget, *seed)
+		case "capped":
+			capped(*nodes, *modules, *budget, *seed)
 		case "":
 		default:
 			fmt.Fprintf(os.Stderr, "bench: unknown table %q\n", t)
@@ -327,6 +332,56 @@ func corpus(dir, devices string, budget time.Duration, seed uint64) {
 		}
 		const ms = 1e3 // the problem's seconds, printed in milliseconds
 		fmt.Printf("| %s | %d | %.4g | %.4g | %.4g | %s | %.4g | %.1f%% | %.2f× |\n", name, len(p.Nodes), bd.Makespan*ms, heft.Makespan*ms, auto.Makespan*ms, auto.Method, auto.LowerBound*ms, 100*auto.Gap, bd.Makespan/auto.Makespan)
+	}
+	fmt.Println()
+}
+
+// capped plans RandWire ER(0.2) and WS(4, 0.75) stacks on the T4 and the A100 of seed 003's
+// platform, every stage call 20 µs, under the planner's default cap of 2 stages per device,
+// and compares auto's plan with the best bound of the uncapped problem (what the certificate
+// said before the capped module DP) and with the best bound including it.
+func capped(n, modules int, budget time.Duration, seed uint64) {
+	pf := instances.ThesisPlatform()
+	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[1:], pf.Slowdown[1:], pf.BatchExp[1:], pf.Memory[1:]
+	const perDevice = 2
+	fmt.Printf("## RandWire stacks on a T4 and an A100, at most %d stages per device (latency, ms)\n\n", perDevice)
+	fmt.Printf("%d modules of %d nodes, seed 003's T4/A100 speeds (1.26/1) and links, stage calls of 20 µs; auto gets %v. Before: the best bound of the uncapped problem; after: with module-dp-capped (bounds_cap.go).\n\n", modules, n, budget)
+	fmt.Printf("| model | case | nodes | plan | stages | bound before | gap before | bound after | gap after | by | s |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, model := range []string{instances.ER, instances.WS} {
+		for _, c := range stackCases {
+			st, err := instances.NewStack(instances.StackConfig{Model: model, N: n, Modules: modules, Channels: c.channels, Strong: c.strong, Seed: seed})
+			if err != nil {
+				panic(err)
+			}
+			cc := instances.ThesisCosts()
+			cc.Seed = seed
+			p, err := st.Problem(pf, cc)
+			if err != nil {
+				panic(err)
+			}
+			for u := range p.Devices {
+				p.Devices[u].CallCost = 0.02
+			}
+			logf("capped %s %s", model, c.name)
+			r := solve(p, schedule.Options{Method: schedule.Auto, TimeLimit: budget, Seed: seed, MaxStagesPerDevice: perDevice})
+			if r == nil {
+				continue
+			}
+			before, by := 0.0, ""
+			for _, b := range r.Bounds {
+				if !schedule.CappedBound(b.Method) {
+					before = math.Max(before, b.Value)
+				}
+				if b.Value >= r.LowerBound && by == "" {
+					by = b.Method
+				}
+			}
+			stages := 0
+			for _, k := range r.Schedule.Stages {
+				stages += k
+			}
+			fmt.Printf("| %s | %s | %d | %.4g | %d | %.4g | %.1f%% | %.4g | %.1f%% | %s | %.1f |\n", model, c.name, len(p.Nodes), r.Makespan, stages, before, 100*(1-before/r.Makespan), r.LowerBound, 100*r.Gap, by, r.Seconds)
+		}
 	}
 	fmt.Println()
 }

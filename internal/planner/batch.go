@@ -243,7 +243,8 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 	if method == "" {
 		method = schedule.Auto
 	}
-	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed)}
+	// Gap (--gap) stops the search once the plan is proved within it, as for pipelines.
+	so := schedule.Options{Method: method, TimeLimit: opt.TimeLimit, Seed: uint64(opt.Seed), RelGap: opt.Gap}
 	if opt.MaxStages > 0 {
 		// MaxStages caps the stages (runtime calls) of the placement, latency or batched
 		// (where every route then has at most MaxStages stages too).
@@ -285,6 +286,19 @@ func (run *run) place(p *schedule.Problem) (*solution, *schedule.Result, error) 
 	sol.notes = append(sol.notes, res.Notes...)
 	if perDev > 0 {
 		note := fmt.Sprintf("%s; the lower bound is of the problem without the cap, and bounds the capped plan too (its plans are among the uncapped problem's)", capWhy)
+		if schedule.CappedBound(sol.boundMethod) {
+			// The best bound is over the plans within the cap (schedule's capped module DP).
+			unc, by := 0.0, ""
+			for _, b := range res.Bounds {
+				if !schedule.CappedBound(b.Method) && b.Value > unc {
+					unc, by = b.Value, b.Method
+				}
+			}
+			note = fmt.Sprintf("%s; the lower bound (%s) is over the plans within the cap", capWhy, sol.boundMethod)
+			if unc > 0 {
+				note += fmt.Sprintf("; the problem without the cap has the bound %s (%s)", durText(unc), by)
+			}
+		}
 		kind := diag.NoteInfo
 		if u := res.Uncapped; u != nil && u.Makespan > 0 && res.Makespan > u.Makespan*(1+MinCapNote) {
 			note += fmt.Sprintf("; without the cap the plan would take %s instead of %s (%.0f%% less time) in %d stages, up to %d on one device (%s)",

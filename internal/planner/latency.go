@@ -212,6 +212,9 @@ func solveLatency(ctx context.Context, p *schedule.Problem, so schedule.Options,
 	solve := func(method string) (*schedule.Result, error) {
 		o := budgetedOpts
 		o.Method, o.Iterations = method, reproducibleIterations
+		// The module DP (its bounds, and its stitched plan as a candidate) runs on its node
+		// budget, reproducibly: once, beside SA.
+		o.ModuleDP = method == schedule.SA
 		return schedule.Solve(budgeted, p, o)
 	}
 	keep := func(method string, res *schedule.Result, err error) {

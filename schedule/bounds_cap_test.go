@@ -1,0 +1,78 @@
+package schedule
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+// diamond is s → {a, b} → t on two devices with calls of 2 and transfers of 1, s and t on
+// d0 only: without a cap the branches run in parallel (optimum 20: b on d1 reads from s, t
+// on d0 reads from b, two openers), within one stage per device at most one node may read
+// from the other device, so b (or a) on d1 is out, and the best plan is everything on d0:
+// 2 + 1 + 10 + 10 + 1 = 24.
+func diamond() *Problem {
+	tr := [][]float64{{0, 1}, {1, 0}}
+	node := func(name string, t float64) Node { return Node{Name: name, Time: []float64{t, t}} }
+	return &Problem{
+		Nodes:   []Node{{Name: "s", Time: []float64{1, math.Inf(1)}}, node("a", 10), node("b", 10), {Name: "t", Time: []float64{1, math.Inf(1)}}},
+		Edges:   []Edge{{From: 0, To: 1, Time: tr}, {From: 0, To: 2, Time: tr}, {From: 1, To: 3, Time: tr}, {From: 2, To: 3, Time: tr}},
+		Devices: []Device{{Name: "d0", CallCost: 2}, {Name: "d1", CallCost: 2}},
+	}
+}
+
+// TestCappedBoundKnown checks the capped module DP on an instance whose capped optimum (24)
+// is above every bound of the uncapped problem (whose optimum is 20): the plan within one
+// stage per device must be proved optimal by module-dp-capped, and that bound must equal 24.
+func TestCappedBoundKnown(t *testing.T) {
+	p := diamond()
+	in, err := prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 1, 0)
+	if r1 == nil || !r1.exact || math.Abs(r1.bound-24) > 1e-6 {
+		t.Fatalf("capped module DP: %+v, want 24", r1)
+	}
+	// Its stitched placement is the capped optimum: everything on d0.
+	for i, u := range r1.dev {
+		if u != 0 {
+			t.Errorf("stitched placement %v: node %d on d%d", r1.dev, i, u)
+		}
+	}
+	// Two stages per device allow the parallel plan: the bound must not exceed its 20.
+	if r2 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0); r2 == nil || r2.bound > 20+1e-9 {
+		t.Fatalf("capped module DP at 2 stages per device: %+v, above the plan of 20", r2)
+	}
+	r, err := Solve(context.Background(), p, Options{MaxStagesPerDevice: 1, TimeLimit: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capped *Bound
+	for x := range r.Bounds {
+		if r.Bounds[x].Method == cappedBoundName {
+			capped = &r.Bounds[x]
+		} else if r.Bounds[x].Value > 20+1e-9 {
+			t.Errorf("uncapped bound %v above the uncapped optimum 20", r.Bounds[x])
+		}
+	}
+	if capped == nil || math.Abs(capped.Value-24) > 1e-6 {
+		t.Fatalf("bounds %v: want %s = 24", r.Bounds, cappedBoundName)
+	}
+	if math.Abs(r.Makespan-24) > 1e-9 || !r.Optimal {
+		t.Errorf("capped plan %v (optimal %v), want 24 proved optimal", r.Makespan, r.Optimal)
+	}
+	u, err := Solve(context.Background(), p, Options{TimeLimit: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range u.Bounds {
+		if CappedBound(b.Method) {
+			t.Errorf("capped bound %v without a cap", b)
+		}
+	}
+	if math.Abs(u.Makespan-20) > 1e-9 {
+		t.Errorf("uncapped plan %v, want 20", u.Makespan)
+	}
+}
