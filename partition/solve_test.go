@@ -179,6 +179,9 @@ func TestDeterminism(t *testing.T) {
 		o := quick
 		o.Workers = w
 		o.Bounds = BoundsNone
+		// Small polish sub-MIPs exercise the same path (each is capped by branch-and-bound
+		// nodes, so deterministic); the default caps took 45 s of CPU per solve here.
+		o.Polish = PolishOptions{MaxNodes: 20, MaxSolves: 8}
 		pl, err := Solve(context.Background(), p, o)
 		if err != nil {
 			t.Fatal(err)
