@@ -226,7 +226,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return nil
 	}
 	sub, orig := in.nonFreeSub()
-	if sub == nil || sub.numNodes > moduleDPMaxNodes || (in.numDevices > 2 && sub.numNodes > cappedMaxNodes3) {
+	if sub == nil || sub.numNodes > moduleDPMaxNodes || ((in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3) {
 		return nil
 	}
 	blocks := sub.moduleBlocks()
@@ -500,9 +500,10 @@ const (
 )
 
 // cappedMaxNodes3 bounds the sub-DAGs the capped module DP is tried on with more than two
-// devices: its branch and bound over K ≥ 3 devices does not end on RandWire's 180-node blocks
-// within a budget (88 million nodes for one block), and an unfinished search leaves only its
-// weak open-subtree bound.
+// devices or more than 16 opener vectors (a cap of 4 or more stages per device, or -k 5 and
+// more, on two devices): its branch and bound over K ≥ 3 devices does not end on RandWire's
+// 180-node blocks within a budget (88 million nodes for one block), and an unfinished search
+// leaves only its weak open-subtree bound after a third of the time.
 const cappedMaxNodes3 = 60
 
 // shownBound is the bound a progress report shows: the best bound, a capped one included
