@@ -720,9 +720,10 @@ func (s *solver) result() (*Result, error) {
 	var uncapped *UncappedPlan
 	if chosen.pl != nil && chosen.sc != nil {
 		// Stage calls: merge stages while that pays, and honour the cap.
-		stop := func() bool { return false } // bounded work: every move removes time or stages
+		// Bounded work: every move removes time or stages, and each repair walk has a budget
+		// of simulations (repairWork).
 		c := stageCap{total: s.o.MaxStages, perDevice: s.o.MaxStagesPerDevice}
-		pl, sc, moves, ok := in.mergeStages(stop, chosen.pl, chosen.sc, c)
+		pl, sc, moves, ok := in.mergeStages(chosen.pl, chosen.sc, c)
 		if !ok {
 			capErr := &StageCapError{Method: s.o.Method, MaxStages: s.o.MaxStages, MaxStagesPerDevice: s.o.MaxStagesPerDevice,
 				Stages: sc.StageCount(), PerDevice: slices.Max(append([]int{0}, sc.Stages...))}
@@ -735,7 +736,7 @@ func (s *solver) result() (*Result, error) {
 			for x := range s.cands {
 				o := &s.cands[x]
 				if o.Feasible && o.pl != nil && o.sc != nil && c.excess(o.sc) == 0 && o.Makespan < sc.Makespan*(1-1e-12) {
-					if p2, sc2, m2, ok2 := in.mergeStages(stop, o.pl, o.sc, c); ok2 && sc2.Makespan < sc.Makespan*(1-1e-12) {
+					if p2, sc2, m2, ok2 := in.mergeStages(o.pl, o.sc, c); ok2 && sc2.Makespan < sc.Makespan*(1-1e-12) {
 						pl, sc, moves, chosen = p2, sc2, m2, o
 					}
 				}
@@ -743,7 +744,7 @@ func (s *solver) result() (*Result, error) {
 		}
 		if c.excess(best.sc) > 0 {
 			// What the cap costs: the best plan merged without it.
-			_, usc, _ := in.improveStages(stop, best.pl, best.sc, stageCap{}, 0)
+			_, usc, _ := in.improveStages(in.repairBudget(), best.pl, best.sc, stageCap{}, 0)
 			uncapped = &UncappedPlan{Makespan: usc.Makespan, Stages: usc.StageCount(), PerDevice: slices.Max(append([]int{0}, usc.Stages...))}
 		}
 		if moves > 0 {

@@ -158,6 +158,33 @@ func (in *inst) stageMovesTo(pl *Placement, sc *Schedule, anyUsed bool) []stageM
 	return out
 }
 
+// simBudget bounds the simulations of a walk of stage moves (each candidate move is one):
+// a deterministic stand-in for the clock, which the merge after a search does not watch.
+// Each step's moves are judged in full; the walk stops at the first step after the budget is
+// spent. A nil budget never runs out.
+type simBudget struct{ left int }
+
+func (b *simBudget) out() bool { return b != nil && b.left <= 0 }
+
+func (b *simBudget) spend(n int) {
+	if b != nil {
+		b.left -= n
+	}
+}
+
+// repairWork is the work of one repair walk (repairStages) in node-simulations: a
+// simulation takes about a microsecond per node, so a walk takes a few seconds at most.
+// A walk takes about stages² · devices simulations: a search's plan of 250 stages on three
+// devices (a RandWire graph of 1,100 nodes, seeded) took 80,000 and a minute; merging a
+// few dozen stages takes a few thousand. A walk cut short leaves a plan over the cap, which
+// mergeStages does not keep: the other walk, or the best single-device plan, is kept.
+const repairWork = 5_000_000
+
+// repairBudget is one repair walk's budget of simulations (repairWork).
+func (in *inst) repairBudget() *simBudget {
+	return &simBudget{left: max(repairWork/max(in.numNodes, 1), 1000)}
+}
+
 // stageCap is a cap on a plan's stages: in all (Options.MaxStages) and on each device
 // (Options.MaxStagesPerDevice); 0 leaves that part uncapped.
 type stageCap struct{ total, perDevice int }
@@ -188,9 +215,9 @@ func (c stageCap) excess(sc *Schedule) int {
 // makespan), repeated; the best single-device plan (one stage) — each repair is then improved
 // by the moves that keep the cap, and the fastest result is kept. ok is false when no plan
 // within the cap fits memory. Every step is judged by the simulator.
-func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, c stageCap) (*Placement, *Schedule, int, bool) {
+func (in *inst) mergeStages(pl *Placement, sc *Schedule, c stageCap) (*Placement, *Schedule, int, bool) {
 	if c.none() || c.excess(sc) == 0 {
-		pl, sc, moves := in.improveStages(stop, pl, sc, c, 0)
+		pl, sc, moves := in.improveStages(nil, pl, sc, c, 0)
 		return pl, sc, moves, true
 	}
 	var best *stageMove
@@ -203,13 +230,13 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, c sta
 		if c.excess(s) > 0 || (sc.Feasible && !s.Feasible) {
 			return
 		}
-		p, s, moves = in.improveStages(stop, p, s, c, moves)
+		p, s, moves = in.improveStages(nil, p, s, c, moves)
 		if best == nil || s.Makespan < best.sc.Makespan*(1-1e-9) {
 			best, bestMoves = &stageMove{p, s}, moves
 		}
 	}
 	for _, fewest := range []bool{false, true} {
-		p, s, moves := in.repairStages(stop, pl, sc, c, fewest)
+		p, s, moves := in.repairStages(in.repairBudget(), pl, sc, c, fewest)
 		try(p, s, moves)
 	}
 	for _, m := range in.oneDevice(pl) {
@@ -228,11 +255,13 @@ func (in *inst) mergeStages(stop func() bool, pl *Placement, sc *Schedule, c sta
 // (fewest false) or the one of least excess, then fewest stages (fewest true), ties by the
 // other criterion. It
 // stops when no move lowers the excess.
-func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, c stageCap, fewest bool) (*Placement, *Schedule, int) {
+func (in *inst) repairStages(b *simBudget, pl *Placement, sc *Schedule, c stageCap, fewest bool) (*Placement, *Schedule, int) {
 	moves := 0
-	for c.excess(sc) > 0 && !stop() {
+	for c.excess(sc) > 0 && !b.out() {
 		var best *stageMove
-		for _, m := range in.stageMovesTo(pl, sc, true) {
+		cands := in.stageMovesTo(pl, sc, true)
+		b.spend(len(cands))
+		for _, m := range cands {
 			n := c.excess(m.sc)
 			if n >= c.excess(sc) {
 				continue
@@ -262,10 +291,12 @@ func (in *inst) repairStages(stop func() bool, pl *Placement, sc *Schedule, c st
 // many small stages may lose to one device while no single move pays) of least makespan while
 // it lowers the makespan and keeps the cap c and feasibility; moves counts the moves taken
 // before.
-func (in *inst) improveStages(stop func() bool, pl *Placement, sc *Schedule, c stageCap, moves int) (*Placement, *Schedule, int) {
-	for round := 0; round < 4*in.numNodes && !stop(); round++ {
+func (in *inst) improveStages(b *simBudget, pl *Placement, sc *Schedule, c stageCap, moves int) (*Placement, *Schedule, int) {
+	for round := 0; round < 4*in.numNodes && !b.out(); round++ {
 		var best *stageMove
-		for _, m := range append(in.stageMoves(pl, sc), in.oneDevice(pl)...) {
+		cands := append(in.stageMoves(pl, sc), in.oneDevice(pl)...)
+		b.spend(len(cands))
+		for _, m := range cands {
 			if c.excess(m.sc) > 0 || (sc.Feasible && !m.sc.Feasible) {
 				continue
 			}

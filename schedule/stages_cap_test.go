@@ -31,14 +31,20 @@ func TestStageCapPrefersFastest(t *testing.T) {
 	if sc.StageCount() != 3 || !near(sc.Makespan, 5.7) {
 		t.Fatalf("start: %d stages, makespan %v; want 3, 5.7", sc.StageCount(), sc.Makespan)
 	}
-	stop := func() bool { return false }
+	// A spent budget stops a repair walk before its first step; one step's worth takes one.
+	if _, zsc, zm := in.repairStages(&simBudget{}, pl, sc, stageCap{total: 2}, true); zm != 0 || zsc != sc {
+		t.Fatalf("repair with a spent budget took %d moves", zm)
+	}
+	if _, _, om := in.repairStages(&simBudget{left: 1}, pl, sc, stageCap{total: 1}, true); om != 1 {
+		t.Fatalf("repair with a budget of one step took %d moves, want 1", om)
+	}
 	// The fewest-stages repair alone ends on one stage.
-	fpl, fsc, _ := in.repairStages(stop, pl, sc, stageCap{total: 2}, true)
-	fpl, fsc, _ = in.improveStages(stop, fpl, fsc, stageCap{total: 2}, 0)
+	fpl, fsc, _ := in.repairStages(nil, pl, sc, stageCap{total: 2}, true)
+	fpl, fsc, _ = in.improveStages(nil, fpl, fsc, stageCap{total: 2}, 0)
 	if fsc.StageCount() != 1 || !near(fsc.Makespan, 13.5) {
 		t.Fatalf("fewest-first repair: %d stages, makespan %v (%v); want 1, 13.5", fsc.StageCount(), fsc.Makespan, fpl.Device)
 	}
-	npl, nsc, moves, ok := in.mergeStages(stop, pl, sc, stageCap{total: 2})
+	npl, nsc, moves, ok := in.mergeStages(pl, sc, stageCap{total: 2})
 	if !ok || nsc.StageCount() > 2 || !near(nsc.Makespan, 5.1) {
 		t.Fatalf("capped merge: ok %v, %d stages, makespan %v (%v, %d moves); want 2 stages, 5.1", ok, nsc.StageCount(), nsc.Makespan, npl.Device, moves)
 	}
@@ -80,7 +86,7 @@ func TestStageCapBatchedRoutes(t *testing.T) {
 	if len(in.stageMoves(pl, sc)) != 0 {
 		t.Fatalf("the routes have neighbours: %d moves", len(in.stageMoves(pl, sc)))
 	}
-	npl, nsc, _, ok := in.mergeStages(func() bool { return false }, pl, sc, stageCap{total: 2})
+	npl, nsc, _, ok := in.mergeStages(pl, sc, stageCap{total: 2})
 	if !ok || nsc.StageCount() != 2 || !near(nsc.Makespan, 9) {
 		t.Fatalf("capped merge: ok %v, %d stages, makespan %v (%v); want 2 stages, 9", ok, nsc.StageCount(), nsc.Makespan, npl.Granules)
 	}
