@@ -3,7 +3,7 @@ package familygen
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 
 	"google.golang.org/protobuf/proto"
@@ -53,10 +53,10 @@ func (b *builder) weight(name string, scale, offset float32, shape ...int64) str
 	for _, d := range shape {
 		n *= d
 	}
-	r := newRNG(b.seed, name)
+	r := seeded.New(b.seed, name)
 	v := make([]float32, n)
 	for i := range v {
-		v[i] = offset + scale*r.sym()
+		v[i] = offset + scale*r.Sym()
 	}
 	return b.floats(name, v, shape...)
 }
@@ -132,23 +132,3 @@ func attrInts(name string, v ...int64) *onnxpb.AttributeProto {
 func attrFloat(name string, v float32) *onnxpb.AttributeProto {
 	return &onnxpb.AttributeProto{Name: proto.String(name), Type: onnxpb.AttributeProto_FLOAT.Enum(), F: proto.Float32(v)}
 }
-
-// rng makes deterministic values from a seed and a tensor's name (splitmix64).
-type rng struct{ s uint64 }
-
-func newRNG(seed uint64, name string) *rng {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return &rng{s: seed ^ h.Sum64()}
-}
-
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	z := r.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// sym is uniform in (−1, 1).
-func (r *rng) sym() float32 { return float32(r.next()>>40)/float32(1<<23) - 1 }

@@ -27,6 +27,7 @@ package genaigen
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 	"os"
 	"path/filepath"
@@ -362,7 +363,7 @@ func quantizeRows4(e []float32, V, H, bs int) (packed []byte, scales []float32, 
 // linear adds x [b, s, K] · W [K, N] named /model/…/<scope>/MatMul: MatMulNBits for an int4
 // model, MatMul (with the dequantized weights when Dequantized) otherwise.
 func (c Config) linear(b *builder, scope, weight, x string, K, N int) string {
-	w := uniform(c.Seed, weight, K*N, float32(math.Sqrt(3/float64(K))))
+	w := seeded.Uniform(c.Seed, weight, K*N, float32(math.Sqrt(3/float64(K))))
 	shape := dims{Batch, Seq, N}
 	if c.Int4 || c.Dequantized {
 		packed, scales, deq := quantize4(w, K, N, c.block())
@@ -380,7 +381,7 @@ func (c Config) linear(b *builder, scope, weight, x string, K, N int) string {
 }
 
 func (c Config) normWeight(b *builder, name string) string {
-	v := uniform(c.Seed, name, c.Hidden, 0.1)
+	v := seeded.Uniform(c.Seed, name, c.Hidden, 0.1)
 	for i := range v {
 		v[i]++
 	}
@@ -435,7 +436,7 @@ func (c Config) build() ([]byte, error) {
 	sin := b.initF32("sin_cache", sinv, int64(c.Context), int64(hd/2))
 
 	// embedding
-	emb := uniform(c.Seed, "model.embed_tokens.weight", c.Vocab*H, 1)
+	emb := seeded.Uniform(c.Seed, "model.embed_tokens.weight", c.Vocab*H, 1)
 	var x string
 	if c.QuantEmbed && !c.Dequantized {
 		packed, scales, _ := quantizeRows4(emb, c.Vocab, H, c.block())

@@ -3,6 +3,7 @@ package genaigen
 import (
 	"encoding/binary"
 	"encoding/json"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,10 +39,10 @@ func floats(x *ort.Tensor) []float32 {
 
 // tokens is a deterministic token sequence.
 func tokens(c Config, n int) []int64 {
-	r := newRNG(c.Seed, "tokens")
+	r := seeded.New(c.Seed, "tokens")
 	v := make([]int64, n)
 	for i := range v {
-		v[i] = int64(r.next() % uint64(c.Vocab))
+		v[i] = int64(r.Uint64() % uint64(c.Vocab))
 	}
 	return v
 }

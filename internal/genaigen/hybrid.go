@@ -2,6 +2,7 @@ package genaigen
 
 import (
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 
 	"google.golang.org/protobuf/proto"
@@ -111,7 +112,7 @@ func (c Config) linearMixer(b *builder, i int, x, first string) string {
 	})
 	outs := b.node("", "If", p+"/conv/If", []string{first}, []out{{dt: graph.Float, shape: dims{Batch, C, padLen}},
 		{name: PresentConv(i), dt: graph.Float, shape: dims{Batch, C, K - 1}}}, graphAttr("then_branch", then), graphAttr("else_branch", els))
-	w := uniform(c.Seed, wp+"conv.weight", C*K, float32(1/math.Sqrt(float64(K))))
+	w := seeded.Uniform(c.Seed, wp+"conv.weight", C*K, float32(1/math.Sqrt(float64(K))))
 	conv := b.op("Conv", p+"/conv/Conv", []string{outs[0], b.initF32(wp+"conv.weight", w, int64(C), 1, int64(K))}, graph.Float, dims{Batch, C, Seq},
 		attrInt("group", int64(C)))
 	sg := b.op("Sigmoid", p+"/conv/act/Sigmoid", []string{conv}, graph.Float, dims{Batch, C, Seq})

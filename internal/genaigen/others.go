@@ -2,6 +2,7 @@ package genaigen
 
 import (
 	"fmt"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func WriteCNN(dir string, c CNNConfig) (string, error) {
 	// weight returns w's dequantized form: DequantizeLinear of int8 values, per channel on
 	// axis 0 when perChannel, or the float32 twin's initializer.
 	weight := func(name string, n, per int, wdims []int64, perChannel bool) string {
-		w := uniform(c.Seed, name, n*per, float32(math.Sqrt(3/float64(per))))
+		w := seeded.Uniform(c.Seed, name, n*per, float32(math.Sqrt(3/float64(per))))
 		nch := 1
 		if perChannel {
 			nch = n
@@ -113,7 +114,7 @@ func WriteCNN(dir string, c CNNConfig) (string, error) {
 		}
 		name := fmt.Sprintf("conv%d", i)
 		w := weight(name+".weight", ch, in*9, []int64{int64(ch), int64(in), 3, 3}, true)
-		bias := b.initF32(name+".bias", uniform(c.Seed, name+".bias", ch, 0.1), int64(ch))
+		bias := b.initF32(name+".bias", seeded.Uniform(c.Seed, name+".bias", ch, 0.1), int64(ch))
 		shape := dims{"batch", ch, size, size}
 		y := b.op("Conv", "/"+name+"/Conv", []string{x, w, bias}, graph.Float, shape,
 			attrInts("kernel_shape", 3, 3), attrInts("pads", 1, 1, 1, 1), attrInts("strides", int64(stride), int64(stride)))
@@ -126,7 +127,7 @@ func WriteCNN(dir string, c CNNConfig) (string, error) {
 	x = qdq("/flatten/Flatten_output_0", x, 0, dims{"batch", in})
 	w := weight("fc.weight", in, c.Classes, []int64{int64(in), int64(c.Classes)}, false)
 	y := b.op("MatMul", "/fc/MatMul", []string{x, w}, graph.Float, dims{"batch", c.Classes})
-	b.op("Add", "/fc/Add", []string{y, b.initF32("fc.bias", uniform(c.Seed, "fc.bias", c.Classes, 0.1), int64(c.Classes))}, graph.Float, dims{"batch", c.Classes})
+	b.op("Add", "/fc/Add", []string{y, b.initF32("fc.bias", seeded.Uniform(c.Seed, "fc.bias", c.Classes, 0.1), int64(c.Classes))}, graph.Float, dims{"batch", c.Classes})
 	last := b.g.Node[len(b.g.Node)-1]
 	last.Output[0] = "logits"
 	b.vi = b.vi[:len(b.vi)-1]
@@ -181,10 +182,10 @@ func WriteEncoder(dir string, c EncoderConfig) (string, error) {
 		if fanIn > 0 {
 			scale = float32(math.Sqrt(3 / float64(fanIn)))
 		}
-		return b.initF32(name, uniform(c.Seed, name, n, scale), shape...)
+		return b.initF32(name, seeded.Uniform(c.Seed, name, n, scale), shape...)
 	}
 	gamma := func(name string) string {
-		v := uniform(c.Seed, name, H, 0.1)
+		v := seeded.Uniform(c.Seed, name, H, 0.1)
 		for i := range v {
 			v[i]++
 		}

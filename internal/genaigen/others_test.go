@@ -2,6 +2,7 @@ package genaigen
 
 import (
 	"encoding/binary"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
@@ -40,7 +41,7 @@ func TestQDQCNN(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 2 * 3 * 32 * 32
-	in := &ort.Tensor{DType: graph.Float, Shape: []int64{2, 3, 32, 32}, Data: f32raw(uniform(7, "input", n, 1))}
+	in := &ort.Tensor{DType: graph.Float, Shape: []int64{2, 3, 32, 32}, Data: f32raw(seeded.Uniform(7, "input", n, 1))}
 	a := floats(runOnce(t, q, []string{"input"}, []string{"logits"}, map[string]*ort.Tensor{"input": in})["logits"])
 	b := floats(runOnce(t, f, []string{"input"}, []string{"logits"}, map[string]*ort.Tensor{"input": in})["logits"])
 	if len(a) != 20 {

@@ -3,7 +3,6 @@ package genaigen
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 
 	"google.golang.org/protobuf/proto"
@@ -170,34 +169,4 @@ func (b *builder) model(producer string, opset int64, withVI bool) ([]byte, erro
 		Graph: b.g,
 	}
 	return proto.Marshal(mp)
-}
-
-// rng makes deterministic values from a seed and a tensor's name.
-type rng struct{ s uint64 }
-
-func newRNG(seed uint64, name string) *rng {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return &rng{s: seed ^ h.Sum64()}
-}
-
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	z := r.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// sym is uniform in (−1, 1).
-func (r *rng) sym() float32 { return float32(r.next()>>40)/float32(1<<23) - 1 }
-
-// uniform returns n values scale·U(−1, 1).
-func uniform(seed uint64, name string, n int, scale float32) []float32 {
-	r := newRNG(seed, name)
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = scale * r.sym()
-	}
-	return v
 }
