@@ -63,6 +63,7 @@ func TestCappedBoundKnown(t *testing.T) {
 	if math.Abs(r.Makespan-24) > 1e-9 || !r.Optimal {
 		t.Errorf("capped plan %v (optimal %v), want 24 proved optimal", r.Makespan, r.Optimal)
 	}
+
 	u, err := Solve(context.Background(), p, Options{TimeLimit: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
