@@ -251,8 +251,8 @@ type solver struct {
 	// bestCapped is the least makespan of the feasible candidates within the stage cap.
 	bestCapped float64
 	cands      []candidate
-	notes     []diag.Note
-	modules   int
+	notes      []diag.Note
+	modules    int
 	// infeasible is the proof that no plan fits memory (the full MILP proved its model
 	// infeasible), empty when nothing was proved.
 	infeasible string
