@@ -15,22 +15,8 @@ import (
 // these RandWire stacks (T4+A100, 2 stages per device) the full MILP then ran to the time
 // limit after the plan was proved optimal; its candidate is the sign (no timing here).
 func TestCappedBoundStopsSearch(t *testing.T) {
-	pf := instances.ThesisPlatform()
-	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[1:], pf.Slowdown[1:], pf.BatchExp[1:], pf.Memory[1:]
 	for _, seed := range []uint64{1, 3, 4} {
-		st, err := instances.NewStack(instances.StackConfig{Model: instances.ER, N: 10, Modules: 3, Channels: 1, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc := instances.ThesisCosts()
-		cc.Seed = seed
-		p, err := st.Problem(pf, cc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for u := range p.Devices {
-			p.Devices[u].CallCost = 0.02
-		}
+		p := gpuStack(t, instances.StackConfig{Model: instances.ER, N: 10, Modules: 3, Channels: 1, Seed: seed})
 		res, err := schedule.Solve(context.Background(), p, schedule.Options{TimeLimit: 10 * time.Second, MaxStagesPerDevice: 2})
 		if err != nil {
 			t.Fatal(err)

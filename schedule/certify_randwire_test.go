@@ -22,8 +22,6 @@ func TestRandWireCappedOptima(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exhaustive optima of 16 stacks")
 	}
-	pf := instances.ThesisPlatform()
-	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[1:], pf.Slowdown[1:], pf.BatchExp[1:], pf.Memory[1:]
 	const perDevice = 2
 	var rows []string
 	for _, model := range []string{instances.ER, instances.WS} {
@@ -32,19 +30,7 @@ func TestRandWireCappedOptima(t *testing.T) {
 			if model == instances.WS {
 				cfg.K = 2
 			}
-			st, err := instances.NewStack(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cc := instances.ThesisCosts()
-			cc.Seed = seed
-			p, err := st.Problem(pf, cc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for u := range p.Devices {
-				p.Devices[u].CallCost = 0.02
-			}
+			p := gpuStack(t, cfg)
 			ref := newRef(p).optimum()
 			rc := newRef(p)
 			rc.capPer = perDevice
@@ -79,4 +65,26 @@ func TestRandWireCappedOptima(t *testing.T) {
 		}
 	}
 	t.Logf("\n| model | seed | nodes | uncapped optimum | capped optimum | plan | uncapped bound | capped bound |\n|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}
+
+// gpuStack is the RandWire stack of cfg on the T4 and the A100 of seed 003's platform (its
+// costs drawn with cfg.Seed), every device paying a call of 20 µs.
+func gpuStack(t *testing.T, cfg instances.StackConfig) *schedule.Problem {
+	t.Helper()
+	pf := instances.ThesisPlatform()
+	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[1:], pf.Slowdown[1:], pf.BatchExp[1:], pf.Memory[1:]
+	st, err := instances.NewStack(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := instances.ThesisCosts()
+	cc.Seed = cfg.Seed
+	p, err := st.Problem(pf, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := range p.Devices {
+		p.Devices[u].CallCost = 0.02
+	}
+	return p
 }
