@@ -3,12 +3,12 @@ package familygen
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 

@@ -27,12 +27,12 @@ package genaigen
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 	"os"
 	"path/filepath"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 

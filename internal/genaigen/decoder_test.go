@@ -3,7 +3,6 @@ package genaigen
 import (
 	"encoding/binary"
 	"encoding/json"
-	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 )
 
 func needORT(t *testing.T) {

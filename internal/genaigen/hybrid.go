@@ -2,12 +2,12 @@ package genaigen
 
 import (
 	"fmt"
-	"github.com/onnxpart/onnxpart/internal/seeded"
 	"math"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/graph"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 	"github.com/onnxpart/onnxpart/onnxpb"
 )
 

@@ -2,12 +2,12 @@ package genaigen
 
 import (
 	"encoding/binary"
-	"github.com/onnxpart/onnxpart/internal/seeded"
 	"testing"
 
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
+	"github.com/onnxpart/onnxpart/internal/seeded"
 )
 
 func runOnce(t *testing.T, path string, ins, outs []string, feeds map[string]*ort.Tensor) map[string]*ort.Tensor {
