@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -274,38 +272,23 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	}
 	// Small blocks first: they finish early and leave their share of the budget to the large.
 	slices.SortStableFunc(jobs, func(a, b *job) int { return len(blocks[a.b].nodes) - len(blocks[b.b].nodes) })
-	var left atomic.Int64
-	left.Store(budget)
-	var next, done atomic.Int64
-	var wg sync.WaitGroup
-	for range max(1, min(workers, len(jobs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				x := int(next.Add(1) - 1)
-				if x >= len(jobs) {
-					return
-				}
-				j := jobs[x]
-				share := left.Load() / max(1, int64(len(jobs))-done.Load())
-				// One search per maximal vector the cap allows, into one track.
-				j.ct, j.exact = newCapTrack(limit), true
-				share = max(share, 20000)
-				for _, m := range maximal {
-					bb := newBlockBB(sub, &blocks[j.b], j.u, j.v, dpMix{w: -1})
-					bb.ct = j.ct
-					j.ct.run = m
-					_, _, ex := bb.solve(ctx, deadline, max(share, 1000))
-					j.exact = j.exact && ex
-					share -= bb.nodes
-					left.Add(-bb.nodes)
-				}
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
+	runBudgeted(len(jobs), workers, budget, func(x int, share int64) int64 {
+		j := jobs[x]
+		// One search per maximal vector the cap allows, into one track.
+		j.ct, j.exact = newCapTrack(limit), true
+		share = max(share, 20000)
+		used := int64(0)
+		for _, m := range maximal {
+			bb := newBlockBB(sub, &blocks[j.b], j.u, j.v, dpMix{w: -1})
+			bb.ct = j.ct
+			j.ct.run = m
+			_, _, ex := bb.solve(ctx, deadline, max(share, 1000))
+			j.exact = j.exact && ex
+			share -= bb.nodes
+			used += bb.nodes
+		}
+		return used
+	})
 	if ctx.Err() != nil {
 		return nil
 	}

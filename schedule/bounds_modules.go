@@ -259,33 +259,13 @@ func (in *inst) moduleDPMix(ctx context.Context, deadline time.Time, budget int6
 			}
 		}
 	}
-	// Each job gets the budget left over the jobs left; small blocks finish early and leave
-	// theirs to the larger ones.
-	var left atomic.Int64
-	left.Store(budget)
-	var next atomic.Int64
-	var done atomic.Int64
-	var wg sync.WaitGroup
-	for range max(1, min(workers, len(jobs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				x := int(next.Add(1) - 1)
-				if x >= len(jobs) {
-					return
-				}
-				j := jobs[x]
-				share := left.Load() / max(1, int64(len(jobs))-done.Load())
-				bb := newBlockBB(in, &blocks[j.b], j.u, j.v, mix)
-				j.val, j.dev, j.exact = bb.solve(ctx, deadline, max(share, 20000))
-				j.front = bb.front.prune(paretoSize)
-				left.Add(-bb.nodes)
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
+	runBudgeted(len(jobs), workers, budget, func(x int, share int64) int64 {
+		j := jobs[x]
+		bb := newBlockBB(in, &blocks[j.b], j.u, j.v, mix)
+		j.val, j.dev, j.exact = bb.solve(ctx, deadline, max(share, 20000))
+		j.front = bb.front.prune(paretoSize)
+		return bb.nodes
+	})
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -1151,4 +1131,30 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// runBudgeted runs jobs 0..n−1 on up to workers goroutines, in order of x: each gets as its
+// share the node budget left over the jobs not yet done, and returns the nodes it used, so
+// small jobs (sorted first) that end early leave their share to the larger ones. With one
+// worker the shares, hence the results, are reproducible.
+func runBudgeted(n, workers int, budget int64, run func(x int, share int64) (used int64)) {
+	var left, next, done atomic.Int64
+	left.Store(budget)
+	var wg sync.WaitGroup
+	for range max(1, min(workers, n)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				x := int(next.Add(1) - 1)
+				if x >= n {
+					return
+				}
+				share := left.Load() / max(1, int64(n)-done.Load())
+				left.Add(-run(x, share))
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
 }
