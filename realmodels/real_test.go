@@ -23,14 +23,12 @@ import (
 
 	hw "github.com/onnxpart/onnxpart/devices"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/onnxpart/onnxpart"
 	"github.com/onnxpart/onnxpart/emit"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/ort"
-	"github.com/onnxpart/onnxpart/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/verify"
 	"github.com/onnxpart/onnxpart/verify/npy"
 )
@@ -184,50 +182,7 @@ func TestRealModels(t *testing.T) {
 // Runtime and compares each tensor's dtype and shape with inference.
 func checkShapes(t *testing.T, m *ingest.Model, in map[string]*ort.Tensor, dir string) {
 	g := m.Graph
-	mp := proto.Clone(m.Proto()).(*onnxpb.ModelProto)
-	have := map[string]bool{}
-	for _, o := range mp.Graph.Output {
-		have[o.GetName()] = true
-	}
-	var names []string
-	hints := map[string]ort.OutputHint{}
-	for _, tn := range g.Tensors {
-		if tn.Kind != graph.Activation || tn.Producer < 0 || tn.NonTensor != "" {
-			continue
-		}
-		names = append(names, tn.Name)
-		// ORT's wrapper preallocates scalars and non-native element types from hints; every
-		// other output's shape is ORT's own.
-		if len(tn.Shape) == 0 || tn.DType == graph.Float16 || tn.DType == graph.BFloat16 {
-			hints[tn.Name] = ort.OutputHint{DType: tn.DType, Shape: tn.Shape.Dims()}
-		}
-		if !have[tn.Name] {
-			mp.Graph.Output = append(mp.Graph.Output, &onnxpb.ValueInfoProto{Name: proto.String(tn.Name),
-				Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
-					ElemType: proto.Int32(int32(tn.DType))}}}})
-		}
-	}
-	path := filepath.Join(dir, "all_outputs.onnx")
-	b, err := proto.Marshal(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var inNames []string
-	for _, id := range g.Inputs {
-		inNames = append(inNames, g.Tensors[id].Name)
-	}
-	s, err := ort.NewSession(path, inNames, names, ort.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := s.Run(in, hints)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, names := testmodel.RunActivations(t, m, in, dir)
 	bad := 0
 	for _, name := range names {
 		got := res[name]

@@ -5,18 +5,15 @@ import (
 	"encoding/binary"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/onnxpart/onnxpart/diag"
 	"github.com/onnxpart/onnxpart/graph"
 	"github.com/onnxpart/onnxpart/ingest"
 	"github.com/onnxpart/onnxpart/internal/feeds"
 	"github.com/onnxpart/onnxpart/internal/ort"
-	"github.com/onnxpart/onnxpart/onnxpb"
+	"github.com/onnxpart/onnxpart/internal/testmodel"
 	"github.com/onnxpart/onnxpart/schedule/instances"
 )
 
@@ -59,53 +56,11 @@ func i64(v []int64, shape ...int64) *ort.Tensor {
 	return &ort.Tensor{DType: graph.Int64, Shape: shape, Data: b}
 }
 
-// runAll makes every activation of the model a graph output, runs it in ONNX Runtime and
-// returns ORT's tensors by name.
+// runAll runs the model in ONNX Runtime with every activation a graph output and returns
+// ORT's tensors by name.
 func runAll(t *testing.T, m *ingest.Model, in map[string]*ort.Tensor) map[string]*ort.Tensor {
 	t.Helper()
-	g := m.Graph
-	mp := proto.Clone(m.Proto()).(*onnxpb.ModelProto)
-	have := map[string]bool{}
-	for _, o := range mp.Graph.Output {
-		have[o.GetName()] = true
-	}
-	var names []string
-	hints := map[string]ort.OutputHint{}
-	for _, tn := range g.Tensors {
-		if tn.Kind != graph.Activation || tn.Producer < 0 {
-			continue
-		}
-		names = append(names, tn.Name)
-		if len(tn.Shape) == 0 {
-			hints[tn.Name] = ort.OutputHint{DType: tn.DType, Shape: tn.Shape.Dims()}
-		}
-		if !have[tn.Name] {
-			mp.Graph.Output = append(mp.Graph.Output, &onnxpb.ValueInfoProto{Name: proto.String(tn.Name),
-				Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
-					ElemType: proto.Int32(int32(tn.DType))}}}})
-		}
-	}
-	b, err := proto.Marshal(mp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "all_outputs.onnx")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var inNames []string
-	for _, id := range g.Inputs {
-		inNames = append(inNames, g.Tensors[id].Name)
-	}
-	s, err := ort.NewSession(path, inNames, names, ort.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	res, err := s.Run(in, hints)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, _ := testmodel.RunActivations(t, m, in, t.TempDir())
 	return res
 }
 
