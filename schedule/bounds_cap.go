@@ -533,16 +533,15 @@ type capState struct {
 	srcAfter []int       // srcAfter[x]: sources among the block nodes x, x+1, …
 	rest     [][]float64 // rest[mask][x]: Σ_{y ≥ x} min over the devices in mask of t_y (+Inf: none)
 	// The packing of meeting paths (meets): outs[x] lists x's local consumers by non-free
-	// edges, exit is the exit cut's local index (−1: none); lab, par, used and queue are
-	// scratch.
-	outs            [][]int
-	exit            int
-	lab, par, queue []int
-	used            []bool
-	opened          []bool // opened[x]: the placement of x opened a stage
-	mv              []int  // mv[y]: the meeting path of the last packing y is on
-	frames          []*meetFrame
-	cur             []int // cur[x]: the depth of the frame in force at x (−1: none)
+	// edges, exit is the exit cut's local index (−1: none); lab, par and used are scratch.
+	outs     []([]int)
+	exit     int
+	lab, par []int
+	used     []bool
+	opened   []bool // opened[x]: the placement of x opened a stage
+	mv       []int  // mv[y]: the meeting path of the last packing y is on
+	frames   []*meetFrame
+	cur      []int // cur[x]: the depth of the frame in force at x (−1: none)
 	// closing's scratch
 	idom, depth, tin, tout, lo, hi, stack []int
 	kids                                  [][]int
@@ -673,13 +672,14 @@ func (bb *blockBB) machineLB() float64 {
 // on d ≠ v). Node-disjoint meeting paths (over their unplaced nodes) thus need distinct new
 // openers, and a completion within the cap has at most Σ_w (run_w − openers_w) of them.
 //
-// The search is greedy (any set of disjoint meeting paths bounds the openers from below):
-// a breadth-first search from the placed nodes labels each unplaced, unused node with the
-// device of the first path to reach it (the exit starts labelled v); an edge into a node
-// labelled with another device closes a meeting path (if some unused node is reachable
-// from two devices, or the exit from d ≠ v, the search finds one: along the path from the
-// second device, the first node labelled otherwise is reached by an edge from a node with
-// that path's label); its unplaced nodes are marked used, and the search starts again.
+// The search is greedy (any set of disjoint meeting paths bounds the openers from below): a
+// pass over the unplaced, unused nodes in topological order labels each with the device of
+// its first producer (a placed one's device, an unplaced one's label; the exit starts
+// labelled v) and notes that producer; a producer with another label closes a meeting path
+// at that node, along the two producers' chains of noted producers (if some unused node is
+// reached from two devices, or the exit from d ≠ v, the first such node in topological
+// order is where the pass stops: its producers' labels are their only ones). The path's
+// unplaced nodes are marked used, and the pass starts again.
 func (cs *capState) meets(bb *blockBB, x, limit int) int {
 	n := bb.n
 	for y := x; y < n; y++ {
@@ -687,57 +687,42 @@ func (cs *capState) meets(bb *blockBB, x, limit int) int {
 	}
 	count := 0
 	for count <= limit {
+		meet, from := -1, -1
+	pass:
 		for y := x; y < n; y++ {
 			cs.lab[y] = -1
-		}
-		if e := cs.exit; e >= x && bb.v >= 0 && !cs.used[e] {
-			cs.lab[e], cs.par[e] = bb.v, -1
-		}
-		q := cs.queue[:0]
-		meet, from := -1, -1
-	seed:
-		for y := x; y < n; y++ {
 			if cs.used[y] {
 				continue
 			}
+			if y == cs.exit && bb.v >= 0 {
+				cs.lab[y], cs.par[y] = bb.v, -1
+			}
 			for _, ey := range bb.inE[y] {
-				p := ey[1]
-				if p >= x || bb.in.free[ey[0]] {
+				if bb.in.free[ey[0]] {
 					continue
 				}
-				d := bb.u
-				if p >= 0 {
-					d = bb.dev[p]
+				d, p := bb.u, ey[1]
+				switch {
+				case p >= x:
+					if cs.used[p] || cs.lab[p] < 0 {
+						continue
+					}
+					d = cs.lab[p]
+				case p >= 0:
+					d, p = bb.dev[p], -1
 				}
 				if d < 0 {
 					continue
 				}
 				switch {
 				case cs.lab[y] < 0:
-					cs.lab[y], cs.par[y] = d, -1
-					q = append(q, y)
+					cs.lab[y], cs.par[y] = d, p
 				case cs.lab[y] != d:
-					meet = y
-					break seed
+					meet, from = y, p
+					break pass
 				}
 			}
 		}
-		for h := 0; meet < 0 && h < len(q); h++ {
-			a := q[h]
-			for _, b := range cs.outs[a] {
-				if cs.used[b] {
-					continue
-				}
-				if cs.lab[b] < 0 {
-					cs.lab[b], cs.par[b] = cs.lab[a], a
-					q = append(q, b)
-				} else if cs.lab[b] != cs.lab[a] {
-					meet, from = b, a
-					break
-				}
-			}
-		}
-		cs.queue = q
 		if meet < 0 {
 			break
 		}
