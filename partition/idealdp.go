@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 )
 
@@ -23,14 +24,15 @@ const BoundIdealDP = "ideal-dp"
 func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, maxPairs int) (val float64, stage, device []int, ok bool) {
 	n := c.n
 	words := (n + 63) / 64
-	key := func(b []uint64) string {
-		buf := make([]byte, 8*len(b))
+	// key writes b's bytes into kb; maps are indexed with string(kb) in place, which Go does
+	// without allocating, so only a stored key costs an allocation (the DP's enumeration and
+	// pair loops are most of Solve's time on wide graphs, where they run to their caps).
+	kb := make([]byte, 8*words)
+	key := func(b []uint64) []byte {
 		for i, x := range b {
-			for k := 0; k < 8; k++ {
-				buf[8*i+k] = byte(x >> (8 * k))
-			}
+			binary.LittleEndian.PutUint64(kb[8*i:], x)
 		}
-		return string(buf)
+		return kb
 	}
 	has := func(b []uint64, i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
 	// Enumerate ideals breadth-first: an ideal's sub-ideals come before it.
@@ -38,7 +40,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 	index := map[string]int32{}
 	empty := make([]uint64, words)
 	ideals = append(ideals, empty)
-	index[key(empty)] = 0
+	index[string(key(empty))] = 0
 	predIn := func(I []uint64, v int) bool {
 		for _, p := range c.predOf(v) {
 			if !has(I, int(p)) {
@@ -58,14 +60,13 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 			}
 			J := append([]uint64(nil), I...)
 			J[v/64] |= 1 << (uint(v) % 64)
-			k := key(J)
-			if _, ok := index[k]; ok {
+			if _, ok := index[string(key(J))]; ok {
 				continue
 			}
 			if len(ideals) >= maxIdeals {
 				return 0, nil, nil, false
 			}
-			index[k] = int32(len(ideals))
+			index[string(kb)] = int32(len(ideals))
 			ideals = append(ideals, J)
 		}
 	}
@@ -131,9 +132,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 			return 0, nil, nil, false
 		}
 		I := ideals[i]
-		for k := range seen {
-			delete(seen, k)
-		}
+		clear(seen)
 		// Depth-first over the non-empty up-closed subsets S of I (the last stage), adding
 		// maximal elements of I \ S one at a time with incremental tensor counts.
 		var rec func() bool
@@ -153,9 +152,8 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 					continue
 				}
 				add(x, 1)
-				k := key(inS)
-				if !seen[k] && minWork() < U {
-					seen[k] = true
+				if !seen[string(key(inS))] && minWork() < U {
+					seen[string(kb)] = true
 					pairs++
 					if pairs > maxPairs || (pairs%4096 == 0 && ctx.Err() != nil) {
 						add(x, -1)
@@ -164,7 +162,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 					for w := range sub {
 						sub[w] = I[w] &^ inS[w]
 					}
-					j := index[key(sub)]
+					j := index[string(key(sub))]
 					for d := 0; d < nd; d++ {
 						cc := cut * c.coef[d]
 						if cc < 0 {
