@@ -229,3 +229,23 @@ func TestWordConstantsMatchPlanner(t *testing.T) {
 		t.Errorf("word constants differ:\nroot    %v\nplanner %v", pub, internal)
 	}
 }
+
+// TestConstantsMatchPlanner fails when a constant the root package states (for go doc to
+// show its value) differs from the planner's.
+func TestConstantsMatchPlanner(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		pub, own float64
+	}{
+		{"AutoBlockSlack", AutoBlockSlack, planner.AutoBlockSlack},
+		{"MaxPlacementDevices", MaxPlacementDevices, planner.MaxPlacementDevices},
+		{"MaxGranules", MaxGranules, planner.MaxGranules},
+		{"DefaultStagesPerDevice", DefaultStagesPerDevice, planner.DefaultStagesPerDevice},
+		{"NoStageCap", NoStageCap, planner.NoStageCap},
+		{"MinCapNote", MinCapNote, planner.MinCapNote},
+	} {
+		if c.pub != c.own {
+			t.Errorf("%s is %g here and %g in the planner", c.name, c.pub, c.own)
+		}
+	}
+}

@@ -30,22 +30,26 @@ import (
 
 // AutoBlockSlack is the throughput CutAuto gives up for block-boundary cuts: the block plan
 // is kept when its objective is within this fraction above the best plan cutting anywhere.
-const AutoBlockSlack = planner.AutoBlockSlack
+const AutoBlockSlack = 0.05
 
 // MaxPlacementDevices bounds the devices of a latency placement: schedule's route set-up
 // takes k⁵ steps and does not watch the time limit. Pipelines (package partition) take up
 // to profile's 256.
-const MaxPlacementDevices = planner.MaxPlacementDevices
+const MaxPlacementDevices = 32
 
 // MaxGranules is the most granules a batch is cut into (Options.Batch).
-const MaxGranules = planner.MaxGranules
+const MaxGranules = 8
 
 // DefaultStagesPerDevice is the default cap on a mixed-device placement's stages per device
-// (Options.StagesPerDevice); NoStageCap lifts it.
+// (Options.StagesPerDevice); NoStageCap lifts it. MinCapNote is the least gain (a fraction of
+// the uncapped plan's time) of the uncapped plan that the notes report.
+//
+// These constants are the planner's (TestConstantsMatchPlanner), written out so that go doc
+// shows their values.
 const (
-	DefaultStagesPerDevice = planner.DefaultStagesPerDevice
-	NoStageCap             = planner.NoStageCap
-	MinCapNote             = planner.MinCapNote
+	DefaultStagesPerDevice = 2
+	NoStageCap             = -1
+	MinCapNote             = 0.03
 )
 
 // Plan plans model m on cluster c. It runs the planner's phases in order; Result.Phases has
