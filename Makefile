@@ -67,7 +67,7 @@ examples: deps
 # or hangs; a crasher lands in the package's testdata/fuzz/<Target>/ and then runs in every
 # `go test`. -fuzzminimizetime=100x: minimising each new input takes up to 60 s by default,
 # which with one worker is most of the run.
-FUZZ_TARGETS := ingest:FuzzIngest profile:FuzzSpec partition/instances:FuzzLoadDNN schedule/instances:FuzzReadMoirai \
+FUZZ_TARGETS := ingest:FuzzIngest devices:FuzzSpec partition/instances:FuzzLoadDNN schedule/instances:FuzzReadMoirai \
 	partition:FuzzCertificates schedule:FuzzCertificates
 FUZZTIME ?= 2m
 # make test's short passes count executions rather than seconds: with a duration, Go 1.26's
@@ -77,9 +77,12 @@ FUZZTIME ?= 2m
 FUZZTIME_SHORT ?= 3000x
 FUZZ_FLAGS ?= -fuzzminimizetime=100x
 
-# A few thousand calls of each fuzz target (part of `make test`).
+# A few thousand calls of each fuzz target (part of `make test`). A target that is not in its
+# package fails the run: `go test -fuzz` with no match fuzzes nothing and passes (FuzzSpec
+# moved from profile to devices and was skipped that way).
 fuzz-short: deps
 	@set -e; for t in $(FUZZ_TARGETS); do \
+		grep -qs "^func $${t#*:}(" $${t%%:*}/*_test.go || { echo "fuzz-short: no $${t#*:} in ./$${t%%:*}"; exit 1; }; \
 		echo "go test -run='^$$' -fuzz='^$${t#*:}$$' -fuzztime=$(FUZZTIME_SHORT) ./$${t%%:*}"; \
 		$(CGO_ENV) $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME_SHORT) $(FUZZ_FLAGS) ./$${t%%:*}; \
 	done
@@ -87,6 +90,7 @@ fuzz-short: deps
 # Every fuzz target for FUZZTIME each, e.g. make fuzz FUZZTIME=10m FUZZ_FLAGS='-parallel 1 -fuzzminimizetime=100x'.
 fuzz: deps
 	@set -e; for t in $(FUZZ_TARGETS); do \
+		grep -qs "^func $${t#*:}(" $${t%%:*}/*_test.go || { echo "fuzz: no $${t#*:} in ./$${t%%:*}"; exit 1; }; \
 		echo "go test -run='^$$' -fuzz='^$${t#*:}$$' -fuzztime=$(FUZZTIME) ./$${t%%:*}"; \
 		$(CGO_ENV) $(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) $(FUZZ_FLAGS) ./$${t%%:*}; \
 	done

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 )
 
@@ -21,21 +22,45 @@ const BoundIdealDP = "ideal-dp"
 // graphs), where it certifies optimality outright. ok = false also when ctx ends first;
 // then ctx.Err() is set, which is how callers tell a clock stop from a size stop.
 func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, maxPairs int) (val float64, stage, device []int, ok bool) {
+	// The maps of node sets are keyed by a comparable copy of the set's words: a machine word
+	// or a small array where the set fits one (no allocation per lookup; the enumeration and
+	// pair loops are most of Solve's time on wide graphs, where they run to their caps), the
+	// set's bytes as a string beyond 2048 nodes. The key type changes nothing else.
+	switch words := (c.n + 63) / 64; {
+	case words <= 1:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k uint64) {
+			if len(b) > 0 {
+				k = b[0]
+			}
+			return k
+		})
+	case words <= 2:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [2]uint64) { copy(k[:], b); return k })
+	case words <= 4:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [4]uint64) { copy(k[:], b); return k })
+	case words <= 8:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [8]uint64) { copy(k[:], b); return k })
+	case words <= 32:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [32]uint64) { copy(k[:], b); return k })
+	default:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) string {
+			buf := make([]byte, 8*len(b))
+			for i, x := range b {
+				binary.LittleEndian.PutUint64(buf[8*i:], x)
+			}
+			return string(buf)
+		})
+	}
+}
+
+// idealDPKeyed is idealDP with node sets keyed by key(set) in its maps.
+func idealDPKeyed[K comparable](c *core, ctx context.Context, a *automaton, U float64, maxIdeals, maxPairs int, key func([]uint64) K) (val float64, stage, device []int, ok bool) {
 	n := c.n
 	words := (n + 63) / 64
-	key := func(b []uint64) string {
-		buf := make([]byte, 8*len(b))
-		for i, x := range b {
-			for k := 0; k < 8; k++ {
-				buf[8*i+k] = byte(x >> (8 * k))
-			}
-		}
-		return string(buf)
-	}
 	has := func(b []uint64, i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
 	// Enumerate ideals breadth-first: an ideal's sub-ideals come before it.
 	var ideals [][]uint64
-	index := map[string]int32{}
+	index := map[K]int32{}
 	empty := make([]uint64, words)
 	ideals = append(ideals, empty)
 	index[key(empty)] = 0
@@ -88,7 +113,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 	cost := make([]float64, nd)
 	var cut, params float64
 	inS := make([]uint64, words)
-	seen := map[string]bool{}
+	seen := map[K]bool{}
 	pairs := 0
 	sub := make([]uint64, words)
 	add := func(x int, sign int32) {
@@ -131,9 +156,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 			return 0, nil, nil, false
 		}
 		I := ideals[i]
-		for k := range seen {
-			delete(seen, k)
-		}
+		clear(seen)
 		// Depth-first over the non-empty up-closed subsets S of I (the last stage), adding
 		// maximal elements of I \ S one at a time with incremental tensor counts.
 		var rec func() bool

@@ -37,7 +37,11 @@ func TestMILPFaults(t *testing.T) {
 	}
 	var cases []instance
 	rng := rand.New(rand.NewSource(5))
-	for it := 0; it < 4; it++ {
+	// Three instances: two on identical devices and one on an accelerator plus a CPU. (A
+	// fourth, random3, a second mixed one, took 60% of the test's 90 s of CPU at its exact
+	// MIPs' root cuts; the fault classes are the same on random1. random2 is the instance on
+	// which a misreported optimum once passed as a bound, 51 > OPT 49.)
+	for it := 0; it < 3; it++ {
 		// Wide graphs: the exact DP over ideals gives up, and the exact MIP proves the optimum.
 		n := 24 + rng.Intn(8)
 		k := 2 + rng.Intn(2)
