@@ -128,6 +128,46 @@ func (ct *capTrack) cut(o []int, v float64) {
 	}
 }
 
+// exitFree, as newBlockBB's exit device, lets the exit cut run on any device, each leaf
+// recorded in the track of its exit's device (blockBB.byExit).
+const exitFree = -2
+
+// capBest is the least leaf a subtree of the capped search below the current opener vector
+// could improve on: with one track per exit device, the largest of theirs.
+func (bb *blockBB) capBest() float64 {
+	if bb.byExit == nil {
+		return bb.ct.bestOf(bb.openers)
+	}
+	b := 0.0
+	for _, t := range bb.byExit {
+		if t != nil {
+			b = max(b, t.bestOf(bb.openers))
+		}
+	}
+	return b
+}
+
+// capTrackOf is the track a leaf goes to: its exit device's with one track per exit device.
+func (bb *blockBB) capTrackOf() *capTrack {
+	if bb.byExit == nil {
+		return bb.ct
+	}
+	return bb.byExit[bb.dev[bb.cs.exit]]
+}
+
+// capCut records an unfinished subtree in every track it could end in.
+func (bb *blockBB) capCut(lb float64) {
+	if bb.byExit == nil {
+		bb.ct.cut(bb.openers, lb)
+		return
+	}
+	for _, t := range bb.byExit {
+		if t != nil {
+			t.cut(bb.openers, lb)
+		}
+	}
+}
+
 // capTrackMax bounds the opener vectors tracked per block ((cap+1)^K).
 const capTrackMax = 81
 
@@ -263,29 +303,49 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		ct      *capTrack
 		exact   bool
 	}
+	// One search per block and entry device covers every exit device (exitFree: the exit is
+	// the block's last node, so the placements differ only there; each leaf goes to its exit
+	// device's job).
 	var jobs []*job
+	var searches [][]*job
 	for b, blk := range blocks {
 		for _, u := range sub.devicesOf(blk.entry) {
+			var group []*job
 			for _, v := range sub.devicesOf(blk.exit) {
-				jobs = append(jobs, &job{b: b, u: u, v: v})
+				j := &job{b: b, u: u, v: v, ct: newCapTrack(limit), exact: true}
+				jobs = append(jobs, j)
+				group = append(group, j)
 			}
+			searches = append(searches, group)
 		}
 	}
 	// Small blocks first: they finish early and leave their share of the budget to the large.
-	slices.SortStableFunc(jobs, func(a, b *job) int { return len(blocks[a.b].nodes) - len(blocks[b.b].nodes) })
+	slices.SortStableFunc(searches, func(a, b []*job) int { return len(blocks[a[0].b].nodes) - len(blocks[b[0].b].nodes) })
 	var nodes atomic.Int64
-	runBudgeted(len(jobs), workers, budget, func(x int, share int64) int64 {
-		j := jobs[x]
-		// One search per maximal vector the cap allows, into one track.
-		j.ct, j.exact = newCapTrack(limit), true
+	runBudgeted(len(searches), workers, budget, func(x int, share int64) int64 {
+		group := searches[x]
+		j := group[0]
+		// One search per maximal vector the cap allows, into the jobs' tracks.
 		share = max(share, 20000)
 		used := int64(0)
 		for _, m := range maximal {
-			bb := newBlockBB(sub, &blocks[j.b], j.u, j.v, dpMix{w: -1})
+			v := j.v
+			if len(group) > 1 {
+				v = exitFree
+			}
+			bb := newBlockBB(sub, &blocks[j.b], j.u, v, dpMix{w: -1})
 			bb.ct = j.ct
 			j.ct.run = m
+			if len(group) > 1 {
+				bb.byExit = make([]*capTrack, sub.numDevices)
+				for _, g := range group {
+					bb.byExit[g.v] = g.ct
+				}
+			}
 			_, _, ex := bb.solve(ctx, deadline, max(share, 1000))
-			j.exact = j.exact && ex
+			for _, g := range group {
+				g.exact = g.exact && ex
+			}
 			share -= bb.nodes
 			used += bb.nodes
 		}
@@ -546,6 +606,7 @@ type capState struct {
 	idom, depth, tin, tout, lo, hi, stack []int
 	kids                                  [][]int
 	load, sub                             []float64
+	at                                    []float64 // machineLB's scratch
 }
 
 func newCapState(bb *blockBB) *capState {
@@ -555,7 +616,7 @@ func newCapState(bb *blockBB) *capState {
 		mv: make([]int, n), frames: make([]*meetFrame, n+1), cur: make([]int, n+1),
 		idom: make([]int, n+1), depth: make([]int, n+1), tin: make([]int, n+1), tout: make([]int, n+1),
 		lo: make([]int, n), hi: make([]int, n), kids: make([][]int, n+1),
-		load: make([]float64, k), sub: make([]float64, n*k)}
+		load: make([]float64, k), sub: make([]float64, n*k), at: make([]float64, n)}
 	if bb.u >= 0 {
 		cs.pend[bb.u] = bb.ghostSucc
 	}
@@ -638,7 +699,30 @@ func (cs *capState) loadLB(bb *blockBB, x int) float64 {
 // so the last of them to end, ℓ, ends ≥ head_w + load_w, and T_b ≥ end_ℓ + tail[ℓ][w] (the
 // block tail) ≥ head_w + load_w + tail_w. Tasks of duration 0, which need not wait for w,
 // only lower the minima.
+//
+// The leaf's placement is known, so the tail of y may be the longer of tail[y][w] (over all
+// completions) and its longest path to the exit in this placement (at): along any path from
+// y to the exit cut each node starts after its producer ended and its tensor arrived, and
+// lasts its time, plus its call when it opens a stage (capState.opened), so T_b − end_y is
+// at least the path's sum. With an exit free to run anywhere (exitFree) tail[y][w] is the
+// least over the exit's devices; at is of the exit's own.
 func (bb *blockBB) machineLB() float64 {
+	at := bb.cs.at
+	for y := bb.n - 1; y >= 0; y-- {
+		at[y] = 0
+	}
+	for y := bb.n - 1; y >= 0; y-- {
+		w := bb.dev[y]
+		d := at[y] + bb.in.granuleTime[bb.blk.nodes[y]][w]
+		if bb.cs.opened[y] {
+			d += bb.in.callCost[w]
+		}
+		for _, ey := range bb.inE[y] {
+			if p := ey[1]; p >= 0 {
+				at[p] = max(at[p], d+bb.in.comm(ey[0], bb.dev[p], w, 1))
+			}
+		}
+	}
 	lb := 0.0
 	for w := range bb.k {
 		head, tail, any := math.Inf(1), math.Inf(1), false
@@ -648,7 +732,7 @@ func (bb *blockBB) machineLB() float64 {
 			}
 			any = true
 			head = math.Min(head, math.Max(0, bb.fin[y]-bb.in.granuleTime[bb.blk.nodes[y]][w]-bb.in.callCost[w]))
-			tail = math.Min(tail, bb.tail[y][w])
+			tail = math.Min(tail, max(bb.tail[y][w], at[y]))
 		}
 		if any {
 			lb = math.Max(lb, head+bb.loadOf(w)+tail)
@@ -791,7 +875,7 @@ func (cs *capState) infeasible(bb *blockBB, x int) bool {
 		}
 		cs.cur[x] = x
 	} else if c == 0 && left == 1 && cs.srcAfter[x] == 0 {
-		if cs.closing(bb, x) >= bb.ct.bestOf(bb.openers) {
+		if cs.closing(bb, x) >= bb.capBest() {
 			return true
 		}
 	}

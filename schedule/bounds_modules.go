@@ -380,6 +380,9 @@ type blockBB struct {
 	// open subtrees' bounds per opener vector (bounds_cap.go); best, bestDev and open are
 	// then unused.
 	ct *capTrack
+	// byExit, when set (exit device exitFree), holds a track per exit device: each leaf goes
+	// to its exit's device's track, and a subtree is pruned against the largest of theirs.
+	byExit []*capTrack
 	// nsucc[x]: x's non-free edges to later block nodes; ghostSucc: the entry cut's.
 	nsucc     []int
 	ghostSucc int
@@ -646,13 +649,13 @@ func (bb *blockBB) dfs(x int, path float64) {
 			return
 		}
 	} else if bb.ct != nil {
-		if lb >= bb.ct.bestOf(bb.openers) || bb.cs.infeasible(bb, x) {
+		if lb >= bb.capBest() || bb.cs.infeasible(bb, x) {
 			return
 		}
 		if x == bb.n {
 			lb = math.Max(lb, bb.machineLB())
-			if lb < bb.ct.bestOf(bb.openers) {
-				bb.ct.leaf(bb.openers, lb, bb.dev)
+			if t := bb.capTrackOf(); lb < t.bestOf(bb.openers) {
+				t.leaf(bb.openers, lb, bb.dev)
 			}
 			return
 		}
@@ -672,7 +675,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 		bb.stopped = true
 		bb.open = math.Min(bb.open, lb)
 		if bb.ct != nil {
-			bb.ct.cut(bb.openers, lb)
+			bb.capCut(lb)
 		}
 		if bb.mix.pareto {
 			bb.front = bb.front.add(base, busy)
@@ -798,7 +801,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 			// this node's).
 			bb.open = math.Min(bb.open, lb)
 			if bb.ct != nil {
-				bb.ct.cut(bb.openers, lb)
+				bb.capCut(lb)
 			}
 			if bb.mix.pareto {
 				bb.front = bb.front.add(base, busy)
