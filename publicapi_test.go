@@ -12,10 +12,10 @@ import (
 
 // TestPublicAPINoInternalTypes fails when an exported identifier of a public package mentions
 // a type of an internal package in its signature, fields or methods: code outside the module
-// could see such a value but never name its type, build one, or read it. A public package
-// may re-export an internal type by an exported alias (the root package's Options =
-// internal/planner.Options): code outside can name it then, and its fields and methods are
-// checked as if the alias declared them.
+// could see such a value but never name its type, build one, or read it. An exported alias of
+// an internal type counts too (it once was `type Options = planner.Options`, and go doc showed
+// the internal name): a public package declares its own types and converts to the internal
+// ones.
 func TestPublicAPINoInternalTypes(t *testing.T) {
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedImports | packages.NeedDeps}
 	pkgs, err := packages.Load(cfg, "./...")
@@ -25,21 +25,6 @@ func TestPublicAPINoInternalTypes(t *testing.T) {
 	for _, p := range pkgs {
 		if len(p.Errors) > 0 {
 			t.Fatalf("%s: %v", p.PkgPath, p.Errors[0])
-		}
-	}
-	// The internal types public packages name by an alias.
-	aliased := map[string]bool{} // path.Name
-	for _, p := range pkgs {
-		if !public(p.PkgPath) {
-			continue
-		}
-		scope := p.Types.Scope()
-		for _, name := range scope.Names() {
-			if tn, ok := scope.Lookup(name).(*types.TypeName); ok && tn.Exported() && tn.IsAlias() {
-				if n, ok := types.Unalias(tn.Type()).(*types.Named); ok {
-					aliased[n.Obj().Pkg().Path()+"."+n.Obj().Name()] = true
-				}
-			}
 		}
 	}
 	var problems []string
@@ -55,17 +40,23 @@ func TestPublicAPINoInternalTypes(t *testing.T) {
 			}
 			where := p.PkgPath + "." + name
 			if tn, ok := obj.(*types.TypeName); ok {
+				if tn.IsAlias() {
+					if n, ok := types.Unalias(tn.Type()).(*types.Named); ok && internal(n) {
+						problems = append(problems, fmt.Sprintf("%s is an alias of %s.%s", where, n.Obj().Pkg().Path(), n.Obj().Name()))
+						continue
+					}
+				}
 				if named, ok := types.Unalias(tn.Type()).(*types.Named); ok {
 					for i := 0; i < named.NumMethods(); i++ {
 						if m := named.Method(i); m.Exported() {
-							problems = append(problems, leaks(where+"."+m.Name(), m.Type(), aliased, map[types.Type]bool{})...)
+							problems = append(problems, leaks(where+"."+m.Name(), m.Type(), map[types.Type]bool{})...)
 						}
 					}
 				}
-				problems = append(problems, leaks(where, tn.Type().Underlying(), aliased, map[types.Type]bool{})...)
+				problems = append(problems, leaks(where, tn.Type().Underlying(), map[types.Type]bool{})...)
 				continue
 			}
-			problems = append(problems, leaks(where, obj.Type(), aliased, map[types.Type]bool{})...)
+			problems = append(problems, leaks(where, obj.Type(), map[types.Type]bool{})...)
 		}
 	}
 	sort.Strings(problems)
@@ -86,43 +77,42 @@ func public(path string) bool {
 	return true
 }
 
-// leaks lists the internal types t mentions that no public alias names (not looking into
-// named types' own fields: those are checked where the named type is declared or aliased, or
-// are internal themselves).
-func leaks(where string, t types.Type, aliased map[string]bool, seen map[types.Type]bool) []string {
+// leaks lists the internal types t mentions (not looking into named types' own fields: those
+// are checked where the named type is declared, or are internal themselves).
+func leaks(where string, t types.Type, seen map[types.Type]bool) []string {
 	if seen[t] {
 		return nil
 	}
 	seen[t] = true
 	switch t := t.(type) {
 	case *types.Named:
-		if pkg := t.Obj().Pkg(); pkg != nil && strings.Contains("/"+pkg.Path()+"/", "/internal/") && !aliased[pkg.Path()+"."+t.Obj().Name()] {
-			return []string{fmt.Sprintf("%s mentions %s.%s", where, pkg.Path(), t.Obj().Name())}
+		if internal(t) {
+			return []string{fmt.Sprintf("%s mentions %s.%s", where, t.Obj().Pkg().Path(), t.Obj().Name())}
 		}
 		var out []string
 		if args := t.TypeArgs(); args != nil {
 			for i := 0; i < args.Len(); i++ {
-				out = append(out, leaks(where, args.At(i), aliased, seen)...)
+				out = append(out, leaks(where, args.At(i), seen)...)
 			}
 		}
 		return out
 	case *types.Alias:
-		return leaks(where, types.Unalias(t), aliased, seen)
+		return leaks(where, types.Unalias(t), seen)
 	case *types.Pointer:
-		return leaks(where, t.Elem(), aliased, seen)
+		return leaks(where, t.Elem(), seen)
 	case *types.Slice:
-		return leaks(where, t.Elem(), aliased, seen)
+		return leaks(where, t.Elem(), seen)
 	case *types.Array:
-		return leaks(where, t.Elem(), aliased, seen)
+		return leaks(where, t.Elem(), seen)
 	case *types.Chan:
-		return leaks(where, t.Elem(), aliased, seen)
+		return leaks(where, t.Elem(), seen)
 	case *types.Map:
-		return append(leaks(where, t.Key(), aliased, seen), leaks(where, t.Elem(), aliased, seen)...)
+		return append(leaks(where, t.Key(), seen), leaks(where, t.Elem(), seen)...)
 	case *types.Signature:
 		var out []string
 		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
 			for i := 0; i < tup.Len(); i++ {
-				out = append(out, leaks(where, tup.At(i).Type(), aliased, seen)...)
+				out = append(out, leaks(where, tup.At(i).Type(), seen)...)
 			}
 		}
 		return out
@@ -130,7 +120,7 @@ func leaks(where string, t types.Type, aliased map[string]bool, seen map[types.T
 		var out []string
 		for i := 0; i < t.NumFields(); i++ {
 			if f := t.Field(i); f.Exported() {
-				out = append(out, leaks(where+"."+f.Name(), f.Type(), aliased, seen)...)
+				out = append(out, leaks(where+"."+f.Name(), f.Type(), seen)...)
 			}
 		}
 		return out
@@ -138,10 +128,16 @@ func leaks(where string, t types.Type, aliased map[string]bool, seen map[types.T
 		var out []string
 		for i := 0; i < t.NumExplicitMethods(); i++ {
 			if m := t.ExplicitMethod(i); m.Exported() {
-				out = append(out, leaks(where+"."+m.Name(), m.Type(), aliased, seen)...)
+				out = append(out, leaks(where+"."+m.Name(), m.Type(), seen)...)
 			}
 		}
 		return out
 	}
 	return nil
+}
+
+// internal reports whether a named type belongs to an internal package.
+func internal(n *types.Named) bool {
+	pkg := n.Obj().Pkg()
+	return pkg != nil && strings.Contains("/"+pkg.Path()+"/", "/internal/")
 }

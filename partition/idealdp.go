@@ -22,25 +22,48 @@ const BoundIdealDP = "ideal-dp"
 // graphs), where it certifies optimality outright. ok = false also when ctx ends first;
 // then ctx.Err() is set, which is how callers tell a clock stop from a size stop.
 func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, maxPairs int) (val float64, stage, device []int, ok bool) {
+	// The maps of node sets are keyed by a comparable copy of the set's words: a machine word
+	// or a small array where the set fits one (no allocation per lookup; the enumeration and
+	// pair loops are most of Solve's time on wide graphs, where they run to their caps), the
+	// set's bytes as a string beyond 2048 nodes. The key type changes nothing else.
+	switch words := (c.n + 63) / 64; {
+	case words <= 1:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k uint64) {
+			if len(b) > 0 {
+				k = b[0]
+			}
+			return k
+		})
+	case words <= 2:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [2]uint64) { copy(k[:], b); return k })
+	case words <= 4:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [4]uint64) { copy(k[:], b); return k })
+	case words <= 8:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [8]uint64) { copy(k[:], b); return k })
+	case words <= 32:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) (k [32]uint64) { copy(k[:], b); return k })
+	default:
+		return idealDPKeyed(c, ctx, a, U, maxIdeals, maxPairs, func(b []uint64) string {
+			buf := make([]byte, 8*len(b))
+			for i, x := range b {
+				binary.LittleEndian.PutUint64(buf[8*i:], x)
+			}
+			return string(buf)
+		})
+	}
+}
+
+// idealDPKeyed is idealDP with node sets keyed by key(set) in its maps.
+func idealDPKeyed[K comparable](c *core, ctx context.Context, a *automaton, U float64, maxIdeals, maxPairs int, key func([]uint64) K) (val float64, stage, device []int, ok bool) {
 	n := c.n
 	words := (n + 63) / 64
-	// key writes b's bytes into kb; maps are indexed with string(kb) in place, which Go does
-	// without allocating, so only a stored key costs an allocation (the DP's enumeration and
-	// pair loops are most of Solve's time on wide graphs, where they run to their caps).
-	kb := make([]byte, 8*words)
-	key := func(b []uint64) []byte {
-		for i, x := range b {
-			binary.LittleEndian.PutUint64(kb[8*i:], x)
-		}
-		return kb
-	}
 	has := func(b []uint64, i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
 	// Enumerate ideals breadth-first: an ideal's sub-ideals come before it.
 	var ideals [][]uint64
-	index := map[string]int32{}
+	index := map[K]int32{}
 	empty := make([]uint64, words)
 	ideals = append(ideals, empty)
-	index[string(key(empty))] = 0
+	index[key(empty)] = 0
 	predIn := func(I []uint64, v int) bool {
 		for _, p := range c.predOf(v) {
 			if !has(I, int(p)) {
@@ -60,13 +83,14 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 			}
 			J := append([]uint64(nil), I...)
 			J[v/64] |= 1 << (uint(v) % 64)
-			if _, ok := index[string(key(J))]; ok {
+			k := key(J)
+			if _, ok := index[k]; ok {
 				continue
 			}
 			if len(ideals) >= maxIdeals {
 				return 0, nil, nil, false
 			}
-			index[string(kb)] = int32(len(ideals))
+			index[k] = int32(len(ideals))
 			ideals = append(ideals, J)
 		}
 	}
@@ -89,7 +113,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 	cost := make([]float64, nd)
 	var cut, params float64
 	inS := make([]uint64, words)
-	seen := map[string]bool{}
+	seen := map[K]bool{}
 	pairs := 0
 	sub := make([]uint64, words)
 	add := func(x int, sign int32) {
@@ -152,8 +176,9 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 					continue
 				}
 				add(x, 1)
-				if !seen[string(key(inS))] && minWork() < U {
-					seen[string(kb)] = true
+				k := key(inS)
+				if !seen[k] && minWork() < U {
+					seen[k] = true
 					pairs++
 					if pairs > maxPairs || (pairs%4096 == 0 && ctx.Err() != nil) {
 						add(x, -1)
@@ -162,7 +187,7 @@ func (c *core) idealDP(ctx context.Context, a *automaton, U float64, maxIdeals, 
 					for w := range sub {
 						sub[w] = I[w] &^ inS[w]
 					}
-					j := index[string(key(sub))]
+					j := index[key(sub)]
 					for d := 0; d < nd; d++ {
 						cc := cut * c.coef[d]
 						if cc < 0 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -207,8 +208,8 @@ func capLimits(k, perDevice, total int) []int {
 // cappedModuleDP computes the bound of plans within perDevice stages per device and total
 // stages in all (0: no such cap) within deadline and a total budget of branch-and-bound
 // nodes; nil when it does not apply (no cap, batched, one device, too many opener vectors,
-// too large a graph).
-func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget int64, workers, perDevice, total int) *cappedResult {
+// too large a graph: with more than two devices, above cappedMaxNodes3 unless large).
+func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget int64, workers, perDevice, total int, large bool) *cappedResult {
 	if !in.latency() || in.pinnedGranules != nil || in.numDevices < 2 {
 		return nil
 	}
@@ -224,7 +225,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return nil
 	}
 	sub, orig := in.nonFreeSub()
-	if sub == nil || sub.numNodes > moduleDPMaxNodes || ((in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3) {
+	if sub == nil || sub.numNodes > moduleDPMaxNodes || (!large && (in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3) {
 		return nil
 	}
 	blocks := sub.moduleBlocks()
@@ -272,6 +273,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	}
 	// Small blocks first: they finish early and leave their share of the budget to the large.
 	slices.SortStableFunc(jobs, func(a, b *job) int { return len(blocks[a.b].nodes) - len(blocks[b.b].nodes) })
+	var nodes atomic.Int64
 	runBudgeted(len(jobs), workers, budget, func(x int, share int64) int64 {
 		j := jobs[x]
 		// One search per maximal vector the cap allows, into one track.
@@ -287,6 +289,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 			share -= bb.nodes
 			used += bb.nodes
 		}
+		nodes.Add(used)
 		return used
 	})
 	if ctx.Err() != nil {
@@ -356,7 +359,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return nil
 	}
 	// The sums are exact up to rounding: keep a little margin.
-	r := &cappedResult{bound: best * (1 - 1e-9), exact: exact}
+	r := &cappedResult{bound: best * (1 - 1e-9), exact: exact, nodes: nodes.Load()}
 	// Stitch the argmin leaves; the dropped nodes go where the sub-DAG's first node runs.
 	dev := make([]int, in.numNodes)
 	for i := range dev {
@@ -392,6 +395,7 @@ type cappedResult struct {
 	bound float64
 	exact bool
 	dev   []int
+	nodes int64 // branch-and-bound nodes searched
 }
 
 // addVec is the index of the sum of the vectors at a and b, false when it exceeds the budget.
@@ -446,17 +450,24 @@ func (s *solver) cappedBound() {
 	}
 	var dl time.Time
 	workers, budget := s.o.Workers, int64(cappedDPBudget)
+	large := false
 	if !s.deadline.IsZero() {
 		// A third of the time left: under a cap this is the bound that certifies the plan
-		// the user gets.
-		dl = time.Now().Add(time.Until(s.deadline) / 3)
+		// the user gets. Given long enough, the large searches too, with the nodes the time
+		// allows.
+		span := time.Until(s.deadline) / 3
+		dl = time.Now().Add(span)
+		if span >= cappedLargeAfter {
+			large = true
+			budget = max(budget, int64(span.Seconds()*cappedNodesPerSecond)*int64(max(workers, 1)))
+		}
 	} else {
 		// No deadline (the planner's reproducible searches): the node budget alone stops it,
 		// and one worker hands the budget on in a fixed order, so the bound is reproducible.
 		workers, budget = 1, cappedDPBudgetNoDeadline
 	}
 	t0 := time.Now()
-	r := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages)
+	r := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages, large)
 	if r == nil || r.bound <= 0 || math.IsInf(r.bound, 0) || math.IsNaN(r.bound) {
 		return
 	}
@@ -484,10 +495,17 @@ const (
 
 // cappedMaxNodes3 bounds the sub-DAGs the capped module DP is tried on with more than two
 // devices or more than 16 opener vectors (a cap of 4 or more stages per device, or -k 5 and
-// more, on two devices): its branch and bound over K ≥ 3 devices does not end on RandWire's
-// 180-node blocks within a budget (88 million nodes for one block), and an unfinished search
-// leaves only its weak open-subtree bound after a third of the time.
-const cappedMaxNodes3 = 60
+// more, on two devices) when it has less than cappedLargeAfter: its branch and bound over
+// K ≥ 3 devices takes minutes on RandWire's 180-node blocks (RandWire WS on a100-80g,t4,cpu,
+// 27 searches of 1 to 7 million nodes per opener budget, 260 million in all, even with the
+// pruning by meeting paths), and an unfinished search leaves only its weak open-subtree
+// bound. With cappedLargeAfter or more (a time limit of 2 minutes or more) it runs on any
+// size with cappedNodesPerSecond per worker.
+const (
+	cappedMaxNodes3      = 60
+	cappedLargeAfter     = 40 * time.Second
+	cappedNodesPerSecond = 4e6
+)
 
 // shownBound is the bound a progress report shows: the best bound, a capped one included
 // while it is not above the best plan so far (whose makespan, before the merge into the cap,
@@ -514,13 +532,42 @@ type capState struct {
 	pend     []int
 	srcAfter []int       // srcAfter[x]: sources among the block nodes x, x+1, …
 	rest     [][]float64 // rest[mask][x]: Σ_{y ≥ x} min over the devices in mask of t_y (+Inf: none)
+	// The packing of meeting paths (meets): outs[x] lists x's local consumers by non-free
+	// edges, exit is the exit cut's local index (−1: none); lab, par and used are scratch.
+	outs     []([]int)
+	exit     int
+	lab, par []int
+	used     []bool
+	opened   []bool // opened[x]: the placement of x opened a stage
+	mv       []int  // mv[y]: the meeting path of the last packing y is on
+	frames   []*meetFrame
+	cur      []int // cur[x]: the depth of the frame in force at x (−1: none)
+	// closing's scratch
+	idom, depth, tin, tout, lo, hi, stack []int
+	kids                                  [][]int
+	load, sub                             []float64
 }
 
 func newCapState(bb *blockBB) *capState {
 	k, n := bb.k, bb.n
-	cs := &capState{pend: make([]int, k), srcAfter: make([]int, n+1), rest: make([][]float64, 1<<k)}
+	cs := &capState{pend: make([]int, k), srcAfter: make([]int, n+1), rest: make([][]float64, 1<<k),
+		outs: make([][]int, n), exit: -1, lab: make([]int, n), par: make([]int, n), used: make([]bool, n), opened: make([]bool, n),
+		mv: make([]int, n), frames: make([]*meetFrame, n+1), cur: make([]int, n+1),
+		idom: make([]int, n+1), depth: make([]int, n+1), tin: make([]int, n+1), tout: make([]int, n+1),
+		lo: make([]int, n), hi: make([]int, n), kids: make([][]int, n+1),
+		load: make([]float64, k), sub: make([]float64, n*k)}
 	if bb.u >= 0 {
 		cs.pend[bb.u] = bb.ghostSucc
+	}
+	for y := range n {
+		if bb.blk.nodes[y] == bb.blk.exit {
+			cs.exit = y
+		}
+		for _, ey := range bb.inE[y] {
+			if ey[1] >= 0 && !bb.in.free[ey[0]] {
+				cs.outs[ey[1]] = append(cs.outs[ey[1]], y)
+			}
+		}
 	}
 	for x := n - 1; x >= 0; x-- {
 		cs.srcAfter[x] = cs.srcAfter[x+1]
@@ -608,4 +655,381 @@ func (bb *blockBB) machineLB() float64 {
 		}
 	}
 	return lb
+}
+
+// meets counts node-disjoint meeting paths among the unplaced nodes x, x+1, … (stopping
+// past limit); more of them than openers left means that no completion stays within the
+// cap.
+//
+// A meeting path is a pair of paths along non-free edges, P1 from a placed node t1 (or the
+// entry cut, on u) on device d1 and P2 from a placed t2 on d2 ≠ d1, through unplaced nodes,
+// both ending at the same unplaced node y; or a single such path from a placed node on d ≠ v
+// to the exit cut, which runs on v. Claim: every completion has a new opener on P1 ∪ P2 less
+// t1 and t2 (on P for the exit's paths). Proof: a non-source node that reads a non-free edge
+// from another device opens a stage (opensStage); the nodes of P1 after t1 read a non-free
+// edge from their predecessor on P1, so if none of them opens, each runs on its
+// predecessor's device, and y on d1; likewise y on d2 by P2, a contradiction (and the exit
+// on d ≠ v). Node-disjoint meeting paths (over their unplaced nodes) thus need distinct new
+// openers, and a completion within the cap has at most Σ_w (run_w − openers_w) of them.
+//
+// The search is greedy (any set of disjoint meeting paths bounds the openers from below): a
+// pass over the unplaced, unused nodes in topological order labels each with the device of
+// its first producer (a placed one's device, an unplaced one's label; the exit starts
+// labelled v) and notes that producer; a producer with another label closes a meeting path
+// at that node, along the two producers' chains of noted producers (if some unused node is
+// reached from two devices, or the exit from d ≠ v, the first such node in topological
+// order is where the pass stops: its producers' labels are their only ones). The path's
+// unplaced nodes are marked used, and the pass starts again.
+func (cs *capState) meets(bb *blockBB, x, limit int) int {
+	n := bb.n
+	for y := x; y < n; y++ {
+		cs.used[y] = false
+	}
+	count := 0
+	for count <= limit {
+		meet, from := -1, -1
+	pass:
+		for y := x; y < n; y++ {
+			cs.lab[y] = -1
+			if cs.used[y] {
+				continue
+			}
+			if y == cs.exit && bb.v >= 0 {
+				cs.lab[y], cs.par[y] = bb.v, -1
+			}
+			for _, ey := range bb.inE[y] {
+				if bb.in.free[ey[0]] {
+					continue
+				}
+				d, p := bb.u, ey[1]
+				switch {
+				case p >= x:
+					if cs.used[p] || cs.lab[p] < 0 {
+						continue
+					}
+					d = cs.lab[p]
+				case p >= 0:
+					d, p = bb.dev[p], -1
+				}
+				if d < 0 {
+					continue
+				}
+				switch {
+				case cs.lab[y] < 0:
+					cs.lab[y], cs.par[y] = d, p
+				case cs.lab[y] != d:
+					meet, from = y, p
+					break pass
+				}
+			}
+		}
+		if meet < 0 {
+			break
+		}
+		for z := meet; z >= 0; z = cs.par[z] {
+			cs.used[z], cs.mv[z] = true, count
+		}
+		for z := from; z >= 0; z = cs.par[z] {
+			cs.used[z], cs.mv[z] = true, count
+		}
+		count++
+	}
+	return count
+}
+
+// infeasible reports whether the meeting paths among the unplaced nodes need more new
+// openers than the cap leaves (see meets), or whether the search passed a meeting path of
+// a tight packing (frame) without an opener on it.
+//
+// Tight packings: when the packing found at a node of the search has exactly as many paths
+// as openers left, every completion puts exactly one new opener on each path and none
+// elsewhere (each path needs one, and they are disjoint). The search below that node then
+// skips a branch that opens a stage on a node off the paths, or on a path that has its
+// opener (blocked), and prunes once it has placed the last node of a path without one.
+func (cs *capState) infeasible(bb *blockBB, x int) bool {
+	if !capPrune {
+		return false
+	}
+	cs.cur[x] = -1
+	if x > 0 {
+		cs.cur[x] = cs.cur[x-1]
+	}
+	if f := cs.frame(x); f != nil {
+		for i, l := range f.last {
+			if f.sat[i] == 0 && l < x {
+				return true
+			}
+		}
+	}
+	left := 0
+	for w, r := range bb.ct.run {
+		left += max(r-bb.openers[w], 0)
+	}
+	if !cs.fresh(bb, x) {
+		return false // the checks made where the last opener was placed hold
+	}
+	c := cs.meets(bb, x, left)
+	if c > left {
+		return true
+	}
+	if c == left && c > 0 {
+		f := cs.frames[x]
+		if f == nil {
+			f = &meetFrame{vid: make([]int, bb.n)}
+			cs.frames[x] = f
+		}
+		f.last, f.sat = f.last[:0], f.sat[:0]
+		for range c {
+			f.last, f.sat = append(f.last, -1), append(f.sat, 0)
+		}
+		for y := x; y < bb.n; y++ {
+			f.vid[y] = -1
+			if cs.used[y] {
+				f.vid[y] = cs.mv[y]
+				f.last[cs.mv[y]] = max(f.last[cs.mv[y]], y)
+			}
+		}
+		cs.cur[x] = x
+	} else if c == 0 && left == 1 && cs.srcAfter[x] == 0 {
+		if cs.closing(bb, x) >= bb.ct.bestOf(bb.openers) {
+			return true
+		}
+	}
+	return false
+}
+
+// closing sets the frame of a node of the search with one opener left and no meeting path
+// (and no unplaced source): then every unplaced node y has one label, the device of every
+// placed node that reaches it (two would make a meeting path), and its producers' devices
+// are that label. Claim: a completion whose last opener is q on d has q dominate all its
+// descendants (every path from a placed node to a descendant of q passes q), and d = v when
+// the exit cut is q or one of them. Proof: q opens, so d ≠ label(q); if a descendant y of q
+// had a path from a placed node avoiding q, that node's device is label(y) = label(q) (a
+// path through q also reaches y), and the path from q on d would meet it at y: a meeting
+// path with no opener left (see meets). The exit descends from q (or is q) and so runs on
+// d, which must be v. The search below may then open only such nodes (blocked).
+//
+// Dominators: the unplaced nodes in topological order, each dominated by the nearest
+// common dominator of its producers (the root for a placed producer or the entry cut); q
+// dominates its descendants iff no edge leaves q's subtree of the dominator tree (its
+// descendants are then within the subtree; conversely a descendant outside the subtree is
+// reached by such an edge), checked by the least and largest preorder numbers of the
+// edges' heads below each node.
+func (cs *capState) closing(bb *blockBB, x int) float64 {
+	n := bb.n
+	root := n
+	idom, depth := cs.idom, cs.depth
+	depth[root] = 0
+	for y := x; y < n; y++ {
+		d := -1
+		for _, ey := range bb.inE[y] {
+			if bb.in.free[ey[0]] {
+				continue
+			}
+			p := ey[1]
+			if p < x {
+				p = root
+			}
+			if d < 0 {
+				d = p
+				continue
+			}
+			for d != p {
+				if depth[d] >= depth[p] {
+					d = idom[d]
+				} else {
+					p = idom[p]
+				}
+			}
+		}
+		if d < 0 {
+			d = root
+		}
+		idom[y], depth[y] = d, depth[d]+1
+	}
+	// Preorder numbers: children in topological order after their parent (a child is later
+	// in topological order than its dominator), so a stack walk over the tree.
+	kids := cs.kids
+	for y := x; y <= n; y++ {
+		kids[y] = kids[y][:0]
+	}
+	for y := x; y < n; y++ {
+		kids[idom[y]] = append(kids[idom[y]], y)
+	}
+	tin, tout := cs.tin, cs.tout
+	t := 0
+	stack := append(cs.stack[:0], root)
+	for len(stack) > 0 {
+		y := stack[len(stack)-1]
+		if y >= 0 {
+			stack[len(stack)-1] = -1 - y
+			tin[y] = t
+			t++
+			for i := len(kids[y]) - 1; i >= 0; i-- {
+				stack = append(stack, kids[y][i])
+			}
+			continue
+		}
+		stack = stack[:len(stack)-1]
+		tout[-1-y] = t - 1
+	}
+	cs.stack = stack
+	// lo, hi: the least and largest preorder number of an edge head out of a subtree's node.
+	lo, hi := cs.lo, cs.hi
+	for y := n - 1; y >= x; y-- {
+		lo[y], hi[y] = math.MaxInt, -1
+		for _, c := range cs.outs[y] {
+			lo[y], hi[y] = min(lo[y], tin[c]), max(hi[y], tin[c])
+		}
+		for _, c := range kids[y] {
+			lo[y], hi[y] = min(lo[y], lo[c]), max(hi[y], hi[c])
+		}
+	}
+	f := cs.frames[x]
+	if f == nil {
+		f = &meetFrame{vid: make([]int, n)}
+		cs.frames[x] = f
+	}
+	f.last, f.sat = f.last[:0], append(f.sat[:0], 0)
+	if f.only == nil {
+		f.only = make([]int, n)
+	}
+	e := cs.exit
+	for y := x; y < n; y++ {
+		f.vid[y], f.only[y] = -1, -1
+		if lo[y] >= tin[y] && hi[y] <= tout[y] {
+			f.vid[y] = 0
+			if e >= x && tin[y] <= tin[e] && tin[e] <= tout[y] && bb.v >= 0 {
+				f.only[y] = bb.v
+			}
+		}
+	}
+	cs.cur[x] = x
+	return cs.closingLB(bb, x, f)
+}
+
+// closingLB is a load bound of the completions below a closing frame (see closing): with
+// no opener, every unplaced node runs on its label (its producers' device, by induction in
+// topological order), so device w's load ends at F_w = its load so far + its labelled
+// nodes' times; with the last opener on q on d, q's dominator subtree (which holds all its
+// descendants) moves from label(q) to d, with d's call. The least over these of the
+// largest load bounds every completion's LB_b.
+func (cs *capState) closingLB(bb *blockBB, x int, f *meetFrame) float64 {
+	n, k := bb.n, bb.k
+	lab := cs.lab
+	for y := x; y < n; y++ {
+		lab[y] = -1
+		for _, ey := range bb.inE[y] {
+			if bb.in.free[ey[0]] {
+				continue
+			}
+			switch p := ey[1]; {
+			case p < 0:
+				lab[y] = bb.u
+			case p < x:
+				lab[y] = bb.dev[p]
+			default:
+				lab[y] = lab[p]
+			}
+			break
+		}
+		if lab[y] < 0 {
+			return 0 // no label (cannot happen without sources): no bound
+		}
+	}
+	load := cs.load
+	for w := range k {
+		load[w] = bb.loadOf(w)
+	}
+	// sub[y*k+w]: y's dominator subtree's times on w.
+	sub := cs.sub
+	for y := n - 1; y >= x; y-- {
+		i := bb.blk.nodes[y]
+		load[lab[y]] += bb.in.granuleTime[i][lab[y]]
+		for w := range k {
+			t := bb.in.granuleTime[i][w]
+			for _, c := range cs.kids[y] {
+				t += sub[c*k+w]
+			}
+			sub[y*k+w] = t
+		}
+	}
+	best := 0.0
+	for w := range k {
+		if math.IsInf(load[w], 1) {
+			return 0 // a labelled node cannot run on its label: no bound here
+		}
+		best = max(best, load[w])
+	}
+	for q := x; q < n; q++ {
+		if f.vid[q] < 0 {
+			continue
+		}
+		from := lab[q]
+		for d := range k {
+			if d == from || (f.only[q] >= 0 && f.only[q] != d) || bb.openers[d] >= bb.ct.run[d] || math.IsInf(sub[q*k+d], 1) {
+				continue
+			}
+			a, b := load[from]-sub[q*k+from], load[d]+sub[q*k+d]+bb.in.callCost[d]
+			v := max(a, b)
+			for w := range k {
+				if w != from && w != d {
+					v = max(v, load[w])
+				}
+			}
+			best = min(best, v)
+		}
+	}
+	return best * (1 - 1e-9)
+}
+
+// capPrune switches the capped search's pruning by meeting paths and frames (infeasible,
+// blocked); tests switch it off to compare.
+var capPrune = true
+
+// meetFrame restricts the openers below a node of the search: a tight packing of meeting
+// paths (see infeasible), where vid[y] is the path of node y (−1: none), last[i] the last
+// node of path i, sat[i] the openers the search put on path i since; or the nodes the last
+// opener may be (closing: vid 0, only[y] the one device it may open on, −1 any).
+type meetFrame struct {
+	vid       []int
+	last, sat []int
+	only      []int
+}
+
+// frame is the tight packing in force at node x of the search (nil: none).
+func (cs *capState) frame(x int) *meetFrame {
+	if d := cs.cur[x]; d >= 0 {
+		return cs.frames[d]
+	}
+	return nil
+}
+
+// blocked reports whether opening a stage on node x on device w breaks the frame in force.
+func (cs *capState) blocked(x, w int) bool {
+	if !capPrune {
+		return false
+	}
+	f := cs.frame(x)
+	if f == nil {
+		return false
+	}
+	if f.vid[x] < 0 || f.sat[f.vid[x]] > 0 {
+		return true
+	}
+	return f.only != nil && len(f.last) == 0 && f.only[x] >= 0 && f.only[x] != w
+}
+
+// opens records (sign 1) or undoes (−1) an opener on node x in the packing in force.
+func (cs *capState) opens(x, sign int) {
+	if f := cs.frame(x); f != nil {
+		f.sat[f.vid[x]] += sign
+	}
+}
+
+// fresh reports whether the placement of node x−1 opened a stage (or x is 0): with no opener
+// left, the checks made there hold along the rest of the search, whose every node follows
+// its producers' device.
+func (cs *capState) fresh(bb *blockBB, x int) bool {
+	return x == 0 || cs.opened[x-1]
 }

@@ -31,7 +31,7 @@ func TestCappedBoundKnown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 1, 0)
+	r1 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 1, 0, false)
 	if r1 == nil || !r1.exact || math.Abs(r1.bound-24) > 1e-6 {
 		t.Fatalf("capped module DP: %+v, want 24", r1)
 	}
@@ -42,7 +42,7 @@ func TestCappedBoundKnown(t *testing.T) {
 		}
 	}
 	// Two stages per device allow the parallel plan: the bound must not exceed its 20.
-	if r2 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0); r2 == nil || r2.bound > 20+1e-9 {
+	if r2 := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, false); r2 == nil || r2.bound > 20+1e-9 {
 		t.Fatalf("capped module DP at 2 stages per device: %+v, above the plan of 20", r2)
 	}
 	r, err := Solve(context.Background(), p, Options{MaxStagesPerDevice: 1, TimeLimit: 20 * time.Second})

@@ -646,7 +646,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 			return
 		}
 	} else if bb.ct != nil {
-		if lb >= bb.ct.bestOf(bb.openers) {
+		if lb >= bb.ct.bestOf(bb.openers) || bb.cs.infeasible(bb, x) {
 			return
 		}
 		if x == bb.n {
@@ -720,8 +720,8 @@ func (bb *blockBB) dfs(x int, path float64) {
 				}
 			}
 		}
-		if opens && bb.ct != nil && bb.openers[w] >= bb.ct.run[w] {
-			continue // over the device's opener cap (bounds_cap.go)
+		if opens && bb.ct != nil && (bb.openers[w] >= bb.ct.run[w] || bb.cs.blocked(x, w)) {
+			continue // over the device's opener cap, or off a tight packing (bounds_cap.go)
 		}
 		call := 0.0
 		if opens {
@@ -738,6 +738,10 @@ func (bb *blockBB) dfs(x int, path float64) {
 		// Apply.
 		if bb.cs != nil {
 			bb.cs.place(bb, x, w, 1)
+			bb.cs.opened[x] = opens
+			if opens {
+				bb.cs.opens(x, 1)
+			}
 		}
 		bb.dev[x], bb.fin[x] = w, f
 		bb.work[w] += t
@@ -764,6 +768,9 @@ func (bb *blockBB) dfs(x int, path float64) {
 		// Undo.
 		if bb.cs != nil {
 			bb.cs.place(bb, x, w, -1)
+			if opens {
+				bb.cs.opens(x, -1)
+			}
 		}
 		bb.work[w] -= t
 		if opens {

@@ -1,5 +1,10 @@
 package schedule
 
+import (
+	"context"
+	"time"
+)
+
 // SetCoupledMIPAlways switches the coupled MIP on for the constructive methods (tests only).
 func SetCoupledMIPAlways(on bool) (restore func()) {
 	old := coupledMIPAlways
@@ -26,4 +31,22 @@ func SetRunToLimit(on bool) (restore func()) {
 	old := runToLimit
 	runToLimit = on
 	return func() { runToLimit = old }
+}
+
+// CappedDP runs the capped module DP of p within perDevice stages per device and a budget of
+// branch-and-bound nodes, with or without the pruning by meeting paths (tests only): its
+// bound, whether every block's search ended, and the nodes it took.
+func CappedDP(p *Problem, perDevice int, budget int64, prune bool) (bound float64, exact bool, nodes int64) {
+	in, err := prepare(p)
+	if err != nil {
+		return 0, false, 0
+	}
+	old := capPrune
+	capPrune = prune
+	defer func() { capPrune = old }()
+	r := in.cappedModuleDP(context.Background(), time.Time{}, budget, 1, perDevice, 0, true)
+	if r == nil {
+		return 0, false, 0
+	}
+	return r.bound, r.exact, r.nodes
 }

@@ -45,12 +45,20 @@ func TestMILPFaults(t *testing.T) {
 	methods := []string{schedule.MILP, schedule.Split, schedule.Auto}
 	for _, pc := range probs {
 		// The optimum from a clean run of the full MILP (or, where it does not prove optimality
-		// in time, the best makespan it found: then only bounds above that are caught).
-		clean, err := schedule.Solve(ctx, pc.p, schedule.Options{Method: schedule.MILP, TimeLimit: 3 * time.Second, Seed: 1})
-		if err != nil {
-			t.Fatalf("%s: clean solve: %v", pc.name, err)
+		// in time, the best makespan it or split found: then only bounds above that are caught).
+		// A second of MILP and 300 ms of split give a smaller makespan than the 3 s of MILP
+		// alone this used on the batched problems (2.934 vs 2.969, 6.094 vs 6.666), and 4.184
+		// vs 4.163 on latency 2-ch.
+		opt := 0.0 // an upper bound on the optimum in any case
+		for _, c := range []schedule.Options{{Method: schedule.MILP, TimeLimit: time.Second, Seed: 1}, {Method: schedule.Split, TimeLimit: 300 * time.Millisecond, Seed: 1}} {
+			clean, err := schedule.Solve(ctx, pc.p, c)
+			if err != nil {
+				t.Fatalf("%s: clean %s solve: %v", pc.name, c.Method, err)
+			}
+			if opt == 0 || clean.Makespan < opt {
+				opt = clean.Makespan
+			}
 		}
-		opt := clean.Makespan // an upper bound on the optimum in any case
 		for _, fc := range faults {
 			for _, m := range methods {
 				t.Run(pc.name+"/"+fc.name+"/"+m, func(t *testing.T) {

@@ -9,7 +9,10 @@ import (
 // InputRange says how RandomFeeds fills an input: float inputs are uniform in [Lo, Hi);
 // integer inputs uniform in the integers of [Lo, Hi); Why explains the choice ("indexes
 // tok.weight", "mask", …).
-type InputRange = feeds.Range
+type InputRange struct {
+	Lo, Hi float64
+	Why    string
+}
 
 // DefaultIntHigh bounds integer inputs that neither index a table nor are masks: [0, 4).
 const DefaultIntHigh = feeds.DefaultIntHigh
@@ -19,7 +22,14 @@ const DefaultIntHigh = feeds.DefaultIntHigh
 // GatherElements) in [0, rows), the smallest table they index; bool inputs in {0, 1};
 // integer inputs whose name contains "mask" all ones (a valid attention mask); other
 // integers in [0, 4).
-func InputRanges(g *graph.Graph) map[string]InputRange { return feeds.Ranges(g) }
+func InputRanges(g *graph.Graph) map[string]InputRange {
+	rs := feeds.Ranges(g)
+	out := make(map[string]InputRange, len(rs))
+	for name, r := range rs {
+		out[name] = InputRange(r) // a conversion: the compiler keeps the fields in step
+	}
+	return out
+}
 
 // RandomFeeds makes one deterministic value for every model input from seed, in the
 // ranges InputRanges chooses: the inputs Run feeds at that seed. Every input's shape must

@@ -12,7 +12,8 @@ import (
 // 47 s with 96, hours with 256). Pipelines (package partition) take up to profile's 256.
 const MaxPlacementDevices = 32
 
-// Options control Plan.
+// Options control Plan: onnxpart.Options as the planner takes it (the root package's
+// convert.go; TestConversionsCoverEveryField keeps the fields of the two in step).
 type Options struct {
 	// MaxStages caps the stages: a pipeline's (throughput), or a latency or batched
 	// placement's runtime calls (a batched plan's every route then has at most MaxStages

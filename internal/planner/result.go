@@ -25,7 +25,9 @@ type StageSummary struct {
 	Memory     StageMemory // the whole memory on its device
 }
 
-// Result is a plan ready to emit.
+// Result is a plan ready to emit: onnxpart.Result's exported fields (the root package's
+// convert.go; TestConversionsCoverEveryField keeps the two in step) and the state Prepare
+// needs beyond them.
 type Result struct {
 	Objective Objective // Throughput or Latency
 	// ObjectiveChosen explains a defaulted objective ("mixed devices: latency").

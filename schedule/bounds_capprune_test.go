@@ -1,0 +1,124 @@
+package schedule_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/onnxpart/onnxpart/schedule"
+	"github.com/onnxpart/onnxpart/schedule/instances"
+)
+
+// TestCappedPruningKeepsBound runs the capped module DP on RandWire stacks over three devices
+// of similar speed (a CPU as fast as seed 003's T4, the T4, the A100), 2 stages per device,
+// with and without the pruning by meeting paths (bounds_cap.go: infeasible, closing): both
+// searches must end with the same bound (the pruning cuts only subtrees without a placement
+// within the cap, or none below the best leaf), and the pruned one in at most a fifth of
+// the nodes. RandWire's random nodes, in-degree 2 to 4, are where the plain search spends
+// its nodes on partial placements that no opener budget can complete.
+func TestCappedPruningKeepsBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("capped searches over three devices")
+	}
+	for _, c := range []struct {
+		model string
+		seed  uint64
+	}{{instances.WS, 3}, {instances.ER, 5}} {
+		p := cappedStack(t, instances.StackConfig{Model: c.model, N: 24, Modules: 1, Channels: 1, K: 4, Seed: c.seed}, []float64{1.26, 1.26, 1}, 0.02)
+		const budget = 400_000_000
+		plain, plainExact, plainNodes := schedule.CappedDP(p, 2, budget, false)
+		pruned, prunedExact, prunedNodes := schedule.CappedDP(p, 2, budget, true)
+		t.Logf("%s seed %d, %d nodes: bound %.6g in %d nodes (plain %.6g in %d)", c.model, c.seed, len(p.Nodes), pruned, prunedNodes, plain, plainNodes)
+		if !plainExact || !prunedExact {
+			t.Fatalf("%s: searches unfinished (plain %v, pruned %v)", c.model, plainExact, prunedExact)
+		}
+		if math.Abs(pruned-plain) > 1e-9*plain {
+			t.Errorf("%s: pruned bound %.9g, plain %.9g", c.model, pruned, plain)
+		}
+		if prunedNodes*5 > plainNodes {
+			t.Errorf("%s: pruned search took %d nodes, plain %d: want at most a fifth", c.model, prunedNodes, plainNodes)
+		}
+	}
+}
+
+// TestCappedPruningSweep compares the pruned and the plain capped search (see
+// TestCappedPruningKeepsBound) on random stacks: ER, WS or BA graphs of 4 to 12 random nodes
+// in one or two modules, two or three devices of random speeds, calls of 0 to 50 µs, one to
+// three stages per device; both must end with the same bound. The short run checks 30 (those the plain search settles within 2 million nodes);
+// ONNXPART_FUZZ_CAPPRUNE=N checks N (seed ONNXPART_FUZZ_CERT_SEED, default 13), e.g.
+//
+//	ONNXPART_FUZZ_CAPPRUNE=20000 go test -run TestCappedPruningSweep -timeout 0 ./schedule/
+func TestCappedPruningSweep(t *testing.T) {
+	n, seed := 30, uint64(13)
+	if v, _ := strconv.Atoi(os.Getenv("ONNXPART_FUZZ_CAPPRUNE")); v > 0 {
+		n = v
+	}
+	if s, err := strconv.ParseUint(os.Getenv("ONNXPART_FUZZ_CERT_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5ca1ab1e))
+	models := []string{instances.ER, instances.WS, instances.BA}
+	checked, pruned := 0, 0
+	for x := range n {
+		cfg := instances.StackConfig{Model: models[rng.IntN(3)], N: 4 + rng.IntN(9), Modules: 1 + rng.IntN(2),
+			Channels: 1 + rng.IntN(2), K: 2 + 2*rng.IntN(2), M: 1 + rng.IntN(3), Strong: rng.IntN(2) == 0, Seed: rng.Uint64()}
+		if cfg.K >= cfg.N {
+			cfg.K = 2
+		}
+		if cfg.M >= cfg.N {
+			cfg.M = 1
+		}
+		k := 2 + rng.IntN(2)
+		slow := make([]float64, k)
+		for u := range slow {
+			slow[u] = 0.8 + 1.2*rng.Float64()
+		}
+		p := cappedStack(t, cfg, slow, 0.05*rng.Float64())
+		per := 1 + rng.IntN(3)
+		name := fmt.Sprintf("instance %d (%s n=%d modules=%d, %d devices, %d per device)", x, cfg.Model, cfg.N, cfg.Modules, k, per)
+		const budget = 2_000_000
+		a, aExact, aNodes := schedule.CappedDP(p, per, budget, false)
+		b, bExact, bNodes := schedule.CappedDP(p, per, budget, true)
+		if !aExact || !bExact {
+			continue // too large to settle here
+		}
+		checked++
+		if bNodes < aNodes {
+			pruned++
+		}
+		if math.Abs(a-b) > 1e-9*math.Max(a, 1e-12) {
+			t.Errorf("%s: pruned bound %.12g, plain %.12g", name, b, a)
+		}
+	}
+	t.Logf("%d of %d instances settled by both searches, %d with fewer nodes pruned", checked, n, pruned)
+	if checked < n/2 {
+		t.Errorf("only %d of %d instances settled", checked, n)
+	}
+}
+
+// cappedStack is the stack of cfg on seed 003's platform with the devices' slowdowns slow
+// (one device per entry, the platform's first ones renamed as needed) and every device
+// paying call (ms).
+func cappedStack(t *testing.T, cfg instances.StackConfig, slow []float64, call float64) *schedule.Problem {
+	t.Helper()
+	pf := instances.ThesisPlatform()
+	k := len(slow)
+	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[:k], slow, pf.BatchExp[:k], pf.Memory[:k]
+	st, err := instances.NewStack(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := instances.ThesisCosts()
+	cc.Seed = cfg.Seed
+	p, err := st.Problem(pf, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := range p.Devices {
+		p.Devices[u].CallCost = call
+	}
+	return p
+}
