@@ -51,6 +51,12 @@ debian_mirror() {
 
 fetch_highs_source() { # fetch_highs_source DEST_TARBALL
 	local dest=$1 mirror
+	if [ -n "${ONNXPART_HIGHS_TARBALL:-}" ]; then # a local copy of Debian's tarball (offline machines, timing runs)
+		[ "$(sha256_of "$ONNXPART_HIGHS_TARBALL")" = "$HIGHS_DEB_SHA256" ] ||
+			die "ONNXPART_HIGHS_TARBALL=$ONNXPART_HIGHS_TARBALL is not $HIGHS_DEB_TARBALL (sha256 mismatch)"
+		cp "$ONNXPART_HIGHS_TARBALL" "$dest"
+		return 0
+	fi
 	mirror=$(debian_mirror || true)
 	if [ -n "$mirror" ]; then
 		log "fetching HiGHS ${HIGHS_VERSION} source from the configured Debian mirror"
@@ -66,6 +72,13 @@ fetch_highs_source() { # fetch_highs_source DEST_TARBALL
 	log "fetching HiGHS ${HIGHS_VERSION} from the upstream release"
 	curl -fsSL --retry 3 -o "$dest.part" "$upstream" || die "could not download HiGHS source"
 	mv "$dest.part" "$dest"
+}
+
+highs_cmake() { # highs_cmake WORK CMAKE_ARGS...: configures and builds $WORK/src in $WORK/build
+	local work=$1
+	shift
+	cmake -S "$work/src" -B "$work/build" "$@" >"$work/cmake.log" 2>&1 || { tail -40 "$work/cmake.log" >&2; return 1; }
+	cmake --build "$work/build" -j"$(nproc)" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log" >&2; return 1; }
 }
 
 highs_prefix() {
@@ -89,12 +102,40 @@ highs_prefix() {
 	fetch_highs_source "$work/src.tar"
 	mkdir -p "$work/src"
 	tar -xf "$work/src.tar" -C "$work/src" --strip-components=1
-	log "building HiGHS ${HIGHS_VERSION} (static, takes several minutes once; cached in $prefix)"
+	log "building HiGHS ${HIGHS_VERSION} (static, takes a few minutes once; cached in $prefix)"
 	rm -rf "$prefix"
-	cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-		-DCMAKE_INSTALL_PREFIX="$prefix" -DBUILD_TESTING=OFF -DFAST_BUILD=ON \
-		-DCMAKE_POSITION_INDEPENDENT_CODE=ON >"$work/cmake.log" 2>&1 || { tail -40 "$work/cmake.log" >&2; die "cmake configure of HiGHS failed"; }
-	cmake --build "$work/build" -j"$(nproc)" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log" >&2; die "HiGHS build failed"; }
+	# Only the library (with the highs command that its install rules name): no examples,
+	# tests or other interfaces. The library compiles as a unity build, several sources per
+	# compiler run, which halves the compile's CPU time; HiGHS 1.10 does not compile that way
+	# as a whole, so a script run at its project() call turns it on for the library target
+	# alone and leaves out the sources that clash when joined: Filereader.cpp and
+	# filereaderlp/reader.cpp (each defines its own tolower / kHighsInf) and the C sources
+	# (basiclu's lu_list.h has no include guard). Same flags (Release, -O3), same code.
+	cat >"$work/unity.cmake" <<-'EOF'
+		function(onnxpart_highs_unity)
+		  set_target_properties(highs PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 24)
+		  get_target_property(srcs highs SOURCES)
+		  get_target_property(dir highs SOURCE_DIR)
+		  set(alone)
+		  foreach(s IN LISTS srcs)
+		    cmake_path(ABSOLUTE_PATH s BASE_DIRECTORY "${dir}" NORMALIZE)
+		    if(s MATCHES "\\.c$|/io/Filereader\\.cpp$|/filereaderlp/reader\\.cpp$")
+		      list(APPEND alone "${s}")
+		    endif()
+		  endforeach()
+		  set_source_files_properties(${alone} TARGET_DIRECTORY highs PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+		endfunction()
+		# After the top-level CMakeLists.txt has run, when the highs target exists.
+		cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL onnxpart_highs_unity)
+	EOF
+	local args=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_INSTALL_PREFIX="$prefix"
+		-DBUILD_TESTING=OFF -DBUILD_EXAMPLES=OFF -DFAST_BUILD=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
+	if ! highs_cmake "$work" "${args[@]}" -DCMAKE_PROJECT_HIGHS_INCLUDE="$work/unity.cmake"; then
+		# A compiler or CMake (before 3.20) that the unity build does not suit: file by file.
+		log "the unity build of HiGHS failed (last lines above); building it file by file"
+		rm -rf "$work/build"
+		highs_cmake "$work" "${args[@]}" || die "HiGHS build failed"
+	fi
 	cmake --install "$work/build" >"$work/install.log" 2>&1 || { tail -40 "$work/install.log" >&2; die "HiGHS install failed"; }
 	touch "$prefix/.complete"
 	echo "$prefix"
