@@ -20,7 +20,7 @@ CGO_ENV = PKG_CONFIG_PATH="$(if $(filter system,$(HIGHS_PREFIX)),$(PKG_CONFIG_PA
 
 
 .PHONY: all build demo test vet unit examples fuzz-short fuzz proto env deps check-link bench clean install \
-	test-matrix test-real fuzz-certificates bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
+	test-late test-matrix test-real fuzz-certificates bench-emit bench-fusion bench-fusion-quick test-report test-huge test-corrupt fidelity \
 	bench-schedule bench-partition
 
 all: build
@@ -50,7 +50,13 @@ demo: build
 	@echo; echo '$$ onnxpart verify out'
 	@$(CGO_ENV) ./$(BIN) verify out
 
-test: build vet unit examples fuzz-short test-report test-matrix test-corrupt test-huge test-real
+test: build vet unit examples
+	$(MAKE) --no-print-directory -j2 -O test-late
+
+# The later checks run two at a time (each target's output kept together): fuzz-short's
+# instrumented builds use most of both cores only while compiling, the others about one core
+# each, so together they take less wall time than one after another.
+test-late: fuzz-short test-report test-matrix test-corrupt test-huge test-real
 
 vet: deps
 	$(CGO_ENV) $(GO) vet ./...
