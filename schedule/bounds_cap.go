@@ -594,7 +594,7 @@ type capState struct {
 	rest     [][]float64 // rest[mask][x]: Σ_{y ≥ x} min over the devices in mask of t_y (+Inf: none)
 	// The packing of meeting paths (meets): outs[x] lists x's local consumers by non-free
 	// edges, exit is the exit cut's local index (−1: none); lab, par and used are scratch.
-	outs     []([]int)
+	outs     [][]int
 	exit     int
 	lab, par []int
 	used     []bool
@@ -1000,23 +1000,10 @@ func (cs *capState) closing(bb *blockBB, x int) float64 {
 // largest load bounds every completion's LB_b.
 func (cs *capState) closingLB(bb *blockBB, x int, f *meetFrame) float64 {
 	n, k := bb.n, bb.k
+	// The labels are meets' last pass, which found no meeting path and so labelled every
+	// unplaced node with its producers' one device (−1 only without a labelled producer).
 	lab := cs.lab
 	for y := x; y < n; y++ {
-		lab[y] = -1
-		for _, ey := range bb.inE[y] {
-			if bb.in.free[ey[0]] {
-				continue
-			}
-			switch p := ey[1]; {
-			case p < 0:
-				lab[y] = bb.u
-			case p < x:
-				lab[y] = bb.dev[p]
-			default:
-				lab[y] = lab[p]
-			}
-			break
-		}
 		if lab[y] < 0 {
 			return 0 // no label (cannot happen without sources): no bound
 		}
