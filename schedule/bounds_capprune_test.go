@@ -107,18 +107,5 @@ func cappedStack(t *testing.T, cfg instances.StackConfig, slow []float64, call f
 	pf := instances.ThesisPlatform()
 	k := len(slow)
 	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[:k], slow, pf.BatchExp[:k], pf.Memory[:k]
-	st, err := instances.NewStack(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := instances.ThesisCosts()
-	cc.Seed = cfg.Seed
-	p, err := st.Problem(pf, cc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for u := range p.Devices {
-		p.Devices[u].CallCost = call
-	}
-	return p
+	return stackOn(t, cfg, pf, call)
 }

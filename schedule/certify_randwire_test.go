@@ -73,6 +73,13 @@ func gpuStack(t *testing.T, cfg instances.StackConfig) *schedule.Problem {
 	t.Helper()
 	pf := instances.ThesisPlatform()
 	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[1:], pf.Slowdown[1:], pf.BatchExp[1:], pf.Memory[1:]
+	return stackOn(t, cfg, pf, 0.02)
+}
+
+// stackOn is the RandWire stack of cfg on platform pf, its costs drawn with cfg.Seed, every
+// device paying call (ms).
+func stackOn(t *testing.T, cfg instances.StackConfig, pf instances.Platform, call float64) *schedule.Problem {
+	t.Helper()
 	st, err := instances.NewStack(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +91,7 @@ func gpuStack(t *testing.T, cfg instances.StackConfig) *schedule.Problem {
 		t.Fatal(err)
 	}
 	for u := range p.Devices {
-		p.Devices[u].CallCost = 0.02
+		p.Devices[u].CallCost = call
 	}
 	return p
 }
