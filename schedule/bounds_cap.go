@@ -55,6 +55,18 @@ import (
 // V_b(u, v, k) = min(best_k, open_k). A subtree of vector o is pruned when its bound is ≥
 // best_o, the least leaf it could improve on (best_k ≤ best_o for every k ≥ o, since leaves
 // of vector ≤ o are ≤ k). Memory is ignored (a relaxation).
+//
+// The searches of one block and entry device run one per maximal vector m_1, m_2, … into the
+// same tracks, and a later one looks only for leaves of vectors below none of the earlier
+// m_i (capTrack.admissible). Claim: after the search of m_i, every placement P of vector
+// o(P) ≤ m_i has min(best_k, open_k) ≤ LB(P) for every k ≥ o(P). Proof: P was reached (a
+// leaf, recorded in every k ≥ o(P)), or pruned at a partial vector o ≤ o(P) with a bound ≥
+// best at a vector ≤ o(P) (best is non-increasing in the vector order: leaf records every
+// larger vector), or left in an unfinished subtree of vector ≤ o(P) whose bound went to open
+// of every larger vector. So P need not be found again, and a subtree of vector o in the
+// search of m_j is pruned when its bound is ≥ best_{o'} for each least vector o' with o ≤ o'
+// ≤ m_j that is below no earlier m_i (at once when there is none): its other leaves are
+// placements of an earlier search.
 type capTrack struct {
 	limit      []int // per device: the opener budget (the grid of vectors)
 	run        []int // the budget of the search under way (≤ limit)
@@ -135,16 +147,66 @@ const exitFree = -2
 // capBest is the least leaf a subtree of the capped search below the current opener vector
 // could improve on: with one track per exit device, the largest of theirs.
 func (bb *blockBB) capBest() float64 {
-	if bb.byExit == nil {
-		return bb.ct.bestOf(bb.openers)
+	ks := bb.capAdm[bb.ct.index(bb.openers)]
+	if len(ks) == 0 {
+		return math.Inf(-1) // every completion is within an earlier search's budget
 	}
 	b := 0.0
-	for _, t := range bb.byExit {
-		if t != nil {
-			b = max(b, t.bestOf(bb.openers))
+	for _, k := range ks {
+		if bb.byExit == nil {
+			b = max(b, bb.ct.best[k])
+			continue
+		}
+		for _, t := range bb.byExit {
+			if t != nil {
+				b = max(b, t.best[k])
+			}
 		}
 	}
 	return b
+}
+
+// admissible is, for each opener vector o ≤ m, the least vectors o' with o ≤ o' ≤ m that are
+// below none of done (the maximal vectors searched before m into the same tracks); nil
+// entries for the vectors not ≤ m.
+func (ct *capTrack) admissible(m []int, done [][]int) [][]int {
+	top := ct.index(m)
+	var below []int
+	for _, d := range done {
+		below = append(below, ct.index(d))
+	}
+	fresh := func(k int) bool {
+		for _, d := range below {
+			if ct.geq(d, k) {
+				return false
+			}
+		}
+		return true
+	}
+	adm := make([][]int, ct.size)
+	for o := range ct.size {
+		if !ct.geq(top, o) {
+			continue
+		}
+		var cand []int
+		for k := range ct.size {
+			if ct.geq(k, o) && ct.geq(top, k) && fresh(k) {
+				cand = append(cand, k)
+			}
+		}
+		least := []int{}
+		for _, k := range cand {
+			min := true
+			for _, q := range cand {
+				min = min && (q == k || !ct.geq(k, q))
+			}
+			if min {
+				least = append(least, k)
+			}
+		}
+		adm[o] = least
+	}
+	return adm
 }
 
 // capTrackOf is the track a leaf goes to: its exit device's with one track per exit device.
@@ -328,6 +390,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		// One search per maximal vector the cap allows, into the jobs' tracks.
 		share = max(share, 20000)
 		used := int64(0)
+		var done [][]int
 		for _, m := range maximal {
 			v := j.v
 			if len(group) > 1 {
@@ -336,6 +399,10 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 			bb := newBlockBB(sub, &blocks[j.b], j.u, v, dpMix{w: -1})
 			bb.ct = j.ct
 			j.ct.run = m
+			bb.capAdm = j.ct.admissible(m, done)
+			if capPrune {
+				done = append(done, m)
+			}
 			if len(group) > 1 {
 				bb.byExit = make([]*capTrack, sub.numDevices)
 				for _, g := range group {
@@ -377,7 +444,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 			}
 			exact = exact && j.exact
 			for k := range ct.size {
-				val := math.Min(j.ct.best[k], j.ct.open[k])
+				val := min(j.ct.best[k], j.ct.open[k])
 				if math.IsInf(val, 1) || math.IsNaN(val) {
 					continue
 				}
@@ -606,7 +673,7 @@ type capState struct {
 	idom, depth, tin, tout, lo, hi, stack []int
 	kids                                  [][]int
 	load, sub                             []float64
-	at                                    []float64 // machineLB's scratch
+	at, head, tail                        []float64 // machineLB's scratch
 }
 
 func newCapState(bb *blockBB) *capState {
@@ -616,7 +683,7 @@ func newCapState(bb *blockBB) *capState {
 		mv: make([]int, n), frames: make([]*meetFrame, n+1), cur: make([]int, n+1),
 		idom: make([]int, n+1), depth: make([]int, n+1), tin: make([]int, n+1), tout: make([]int, n+1),
 		lo: make([]int, n), hi: make([]int, n), kids: make([][]int, n+1),
-		load: make([]float64, k), sub: make([]float64, n*k), at: make([]float64, n)}
+		load: make([]float64, k), sub: make([]float64, n*k), at: make([]float64, n), head: make([]float64, k), tail: make([]float64, k)}
 	if bb.u >= 0 {
 		cs.pend[bb.u] = bb.ghostSucc
 	}
@@ -642,7 +709,7 @@ func newCapState(bb *blockBB) *capState {
 			f := math.Inf(1)
 			for _, w := range bb.order[x] {
 				if m&(1<<w) != 0 {
-					f = math.Min(f, bb.in.granuleTime[bb.blk.nodes[x]][w])
+					f = min(f, bb.in.granuleTime[bb.blk.nodes[x]][w])
 				}
 			}
 			r[x] = r[x+1] + f
@@ -707,13 +774,20 @@ func (cs *capState) loadLB(bb *blockBB, x int) float64 {
 // at least the path's sum. With an exit free to run anywhere (exitFree) tail[y][w] is the
 // least over the exit's devices; at is of the exit's own.
 func (bb *blockBB) machineLB() float64 {
-	at := bb.cs.at
+	at, head, tail := bb.cs.at, bb.cs.head, bb.cs.tail
 	for y := bb.n - 1; y >= 0; y-- {
 		at[y] = 0
 	}
+	for w := range bb.k {
+		head[w], tail[w] = math.Inf(1), math.Inf(1)
+	}
+	// Backwards: at[y] is complete when y is reached (its consumers come later).
 	for y := bb.n - 1; y >= 0; y-- {
 		w := bb.dev[y]
-		d := at[y] + bb.in.granuleTime[bb.blk.nodes[y]][w]
+		t := bb.in.granuleTime[bb.blk.nodes[y]][w]
+		head[w] = min(head[w], max(0, bb.fin[y]-t-bb.in.callCost[w]))
+		tail[w] = min(tail[w], max(bb.tail[y][w], at[y]))
+		d := at[y] + t
 		if bb.cs.opened[y] {
 			d += bb.in.callCost[w]
 		}
@@ -725,17 +799,8 @@ func (bb *blockBB) machineLB() float64 {
 	}
 	lb := 0.0
 	for w := range bb.k {
-		head, tail, any := math.Inf(1), math.Inf(1), false
-		for y := range bb.n {
-			if bb.dev[y] != w {
-				continue
-			}
-			any = true
-			head = math.Min(head, math.Max(0, bb.fin[y]-bb.in.granuleTime[bb.blk.nodes[y]][w]-bb.in.callCost[w]))
-			tail = math.Min(tail, max(bb.tail[y][w], at[y]))
-		}
-		if any {
-			lb = math.Max(lb, head+bb.loadOf(w)+tail)
+		if !math.IsInf(head[w], 1) {
+			lb = max(lb, head[w]+bb.loadOf(w)+tail[w])
 		}
 	}
 	return lb

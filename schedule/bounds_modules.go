@@ -383,6 +383,9 @@ type blockBB struct {
 	// byExit, when set (exit device exitFree), holds a track per exit device: each leaf goes
 	// to its exit's device's track, and a subtree is pruned against the largest of theirs.
 	byExit []*capTrack
+	// capAdm[o]: the least opener vectors a leaf below vector o must reach to be new to the
+	// tracks (capTrack.admissible); a subtree is pruned against their best leaves.
+	capAdm [][]int
 	// nsucc[x]: x's non-free edges to later block nodes; ghostSucc: the entry cut's.
 	nsucc     []int
 	ghostSucc int
@@ -456,7 +459,7 @@ func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
 	for x := n - 1; x >= 0; x-- {
 		f := math.Inf(1)
 		for _, w := range bb.order[x] {
-			f = math.Min(f, in.granuleTime[blk.nodes[x]][w])
+			f = min(f, in.granuleTime[blk.nodes[x]][w])
 		}
 		bb.rest[x] = bb.rest[x+1] + f
 	}
@@ -499,9 +502,9 @@ func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
 				if w2 != w && !in.free[e] {
 					c += in.callCost[w2]
 				}
-				m = math.Min(m, c+in.granuleTime[blk.nodes[y]][w2]+bb.tail[y][w2])
+				m = min(m, c+in.granuleTime[blk.nodes[y]][w2]+bb.tail[y][w2])
 			}
-			best = math.Max(best, m) // +Inf: no completion puts the successor anywhere
+			best = max(best, m) // +Inf: no completion puts the successor anywhere
 		}
 		return best
 	}
@@ -549,14 +552,14 @@ func (bb *blockBB) loadLB(x int) float64 {
 	for w := range bb.k {
 		l := bb.loadOf(w)
 		sum += l
-		lb = math.Max(lb, l)
+		lb = max(lb, l)
 		if bb.congestion {
-			lb = math.Max(lb, math.Max(bb.ingress[w], bb.egress[w]))
+			lb = max(lb, max(bb.ingress[w], bb.egress[w]))
 		}
 	}
-	lb = math.Max(lb, (sum+bb.rest[x])/float64(bb.k))
+	lb = max(lb, (sum+bb.rest[x])/float64(bb.k))
 	if bb.cs != nil {
-		lb = math.Max(lb, bb.cs.loadLB(bb, x))
+		lb = max(lb, bb.cs.loadLB(bb, x))
 	}
 	return lb
 }
@@ -574,7 +577,7 @@ func (bb *blockBB) solve(ctx context.Context, deadline time.Time, budget int64) 
 		return math.Inf(1), nil, true
 	}
 	bb.sideDFS(0)
-	v := math.Min(bb.best, bb.open)
+	v := min(bb.best, bb.open)
 	return v, bb.bestDev, !bb.stopped
 }
 
@@ -624,11 +627,11 @@ func (bb *blockBB) sideDFS(q int) {
 		bb.sideWork = before
 		if bb.stopped {
 			// The other devices of q are open subtrees: their side work is ≥ before.
-			base := math.Max(bb.ghostT, bb.loadLB(0))
+			base := max(bb.ghostT, bb.loadLB(0))
 			if bb.mix.pareto {
 				bb.front = bb.front.add(base, bb.busyOf(bb.mix.w)+before)
 			}
-			bb.open = math.Min(bb.open, base)
+			bb.open = min(bb.open, base)
 			return
 		}
 	}
@@ -636,7 +639,7 @@ func (bb *blockBB) sideDFS(q int) {
 
 // dfs places local node x; path is the largest end + tail so far.
 func (bb *blockBB) dfs(x int, path float64) {
-	base := math.Max(path, bb.loadLB(x))
+	base := max(path, bb.loadLB(x))
 	lb := base
 	busy := 0.0 // pareto: w's busy time so far
 	if bb.mix.pareto {
@@ -653,9 +656,11 @@ func (bb *blockBB) dfs(x int, path float64) {
 			return
 		}
 		if x == bb.n {
-			lb = math.Max(lb, bb.machineLB())
-			if t := bb.capTrackOf(); lb < t.bestOf(bb.openers) {
-				t.leaf(bb.openers, lb, bb.dev)
+			t := bb.capTrackOf()
+			if b := t.bestOf(bb.openers); lb < b {
+				if lb = max(lb, bb.machineLB()); lb < b {
+					t.leaf(bb.openers, lb, bb.dev)
+				}
 			}
 			return
 		}
@@ -673,7 +678,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 	if bb.nodes > bb.budget || (bb.nodes&1023 == 0 && (bb.ctx.Err() != nil || (!bb.deadline.IsZero() && time.Now().After(bb.deadline)))) {
 		bb.budget = 0 // stop everywhere
 		bb.stopped = true
-		bb.open = math.Min(bb.open, lb)
+		bb.open = min(bb.open, lb)
 		if bb.ct != nil {
 			bb.capCut(lb)
 		}
@@ -684,7 +689,27 @@ func (bb *blockBB) dfs(x int, path float64) {
 	}
 	in := bb.in
 	i := bb.blk.nodes[x]
+	// Capped: the devices of x's producers along non-free edges, so that a device on which x
+	// would open a stage beyond the budget is skipped before its edges are priced.
+	pmask := 0
+	if bb.ct != nil && !in.source[i] && bb.sideIn == nil {
+		for _, ey := range bb.inE[x] {
+			if in.free[ey[0]] {
+				continue
+			}
+			pw := bb.u
+			if ey[1] >= 0 {
+				pw = bb.dev[ey[1]]
+			}
+			if pw >= 0 {
+				pmask |= 1 << pw
+			}
+		}
+	}
 	for _, w := range bb.order[x] {
+		if pmask&^(1<<w) != 0 && bb.openers[w] >= bb.ct.run[w] {
+			continue // x would open a stage on w, whose openers are spent
+		}
 		t := in.granuleTime[i][w]
 		ready := 0.0
 		opens := false
@@ -707,7 +732,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 				opens = true
 				inSum += c
 			}
-			ready = math.Max(ready, a)
+			ready = max(ready, a)
 		}
 		if !feasible {
 			continue
@@ -732,9 +757,9 @@ func (bb *blockBB) dfs(x int, path float64) {
 		}
 		f := ready + call + t
 		if bb.calls && t > 0 {
-			f = math.Max(f, in.callCost[w]+t)
+			f = max(f, in.callCost[w]+t)
 		}
-		np := math.Max(path, f+bb.tail[x][w])
+		np := max(path, f+bb.tail[x][w])
 		if math.IsInf(np, 1) {
 			continue
 		}
@@ -799,7 +824,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 			// Out of budget: the remaining siblings are open subtrees; their bound is ≥ lb
 			// (pareto: their points are ≥ (base, busy); capped: their opener vectors are ≥
 			// this node's).
-			bb.open = math.Min(bb.open, lb)
+			bb.open = min(bb.open, lb)
 			if bb.ct != nil {
 				bb.capCut(lb)
 			}
@@ -877,7 +902,7 @@ func (in *inst) relaxedModuleDP(ctx context.Context, deadline time.Time, budget 
 	for i := range n {
 		fast[i] = math.Inf(1)
 		for u := range in.numDevices {
-			fast[i] = math.Min(fast[i], in.granuleTime[i][u])
+			fast[i] = min(fast[i], in.granuleTime[i][u])
 		}
 		total += fast[i]
 	}
@@ -1124,7 +1149,7 @@ func paretoDP(nb int, jobs []paretoJob) *moduleDPResult {
 	best := math.Inf(1)
 	for _, f := range fr[nb-1] {
 		for _, p := range f {
-			best = math.Min(best, math.Max(p[0], p[1]))
+			best = min(best, max(p[0], p[1]))
 		}
 	}
 	if math.IsInf(best, 1) {
