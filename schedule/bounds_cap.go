@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/onnxpart/onnxpart/diag"
 )
 
 // cappedModuleDP is a lower bound on the makespan of the latency plans within a stage cap
@@ -327,8 +329,12 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return nil
 	}
 	sub, orig := in.nonFreeSub()
-	if sub == nil || sub.numNodes > moduleDPMaxNodes || (!large && (in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3) {
+	if sub == nil || sub.numNodes > moduleDPMaxNodes {
 		return nil
+	}
+	if !large && (in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3 {
+		return &cappedResult{skipped: fmt.Sprintf("the bound of the plans within the stage cap (%s) was not computed: on %d devices and %d nodes its search needs a time limit of %v or more",
+			cappedBoundName, in.numDevices, sub.numNodes, 3*cappedLargeAfter)}
 	}
 	blocks := sub.moduleBlocks()
 	if len(blocks) == 0 {
@@ -519,10 +525,11 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 // cappedResult is the capped module DP's answer: the bound, whether every block was searched
 // to the end, and the stitched argmin placement (nil when an open subtree decided a block).
 type cappedResult struct {
-	bound float64
-	exact bool
-	dev   []int
-	nodes int64 // branch-and-bound nodes searched
+	skipped string // why it did not run (then the rest is zero)
+	bound   float64
+	exact   bool
+	dev     []int
+	nodes   int64 // branch-and-bound nodes searched
 }
 
 // addVec is the index of the sum of the vectors at a and b, false when it exceeds the budget.
@@ -595,6 +602,10 @@ func (s *solver) cappedBound() {
 	}
 	t0 := time.Now()
 	r := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages, large)
+	if r != nil && r.skipped != "" {
+		s.notes = append(s.notes, diag.Notef(diag.NoteSkipped, "%s", r.skipped))
+		return
+	}
 	if r == nil || r.bound <= 0 || math.IsInf(r.bound, 0) || math.IsNaN(r.bound) {
 		return
 	}

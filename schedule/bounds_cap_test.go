@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -75,5 +76,30 @@ func TestCappedBoundKnown(t *testing.T) {
 	}
 	if math.Abs(u.Makespan-20) > 1e-9 {
 		t.Errorf("uncapped plan %v, want 20", u.Makespan)
+	}
+}
+
+// TestCappedSkipped: on more than two devices above cappedMaxNodes3 nodes the capped module
+// DP runs only with a long time limit (large): it says why it skipped, and given the time it
+// runs (TestCappedSkipNoted: Solve passes the reason on).
+func TestCappedSkipped(t *testing.T) {
+	const n = cappedMaxNodes3 + 10
+	tr := [][]float64{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}}
+	p := &Problem{Devices: []Device{{Name: "a", CallCost: 2}, {Name: "b", CallCost: 2}, {Name: "c", CallCost: 2}}}
+	for i := range n {
+		p.Nodes = append(p.Nodes, Node{Name: fmt.Sprint("n", i), Time: []float64{1 + float64(i%3), 2, 3 - float64(i%2)}})
+		if i > 0 {
+			p.Edges = append(p.Edges, Edge{From: i - 1, To: i, Time: tr})
+		}
+	}
+	in, err := prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, false); r == nil || r.skipped == "" || r.bound != 0 {
+		t.Fatalf("capped module DP on %d nodes and 3 devices, not large: %+v, want skipped", n, r)
+	}
+	if r := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, true); r == nil || r.skipped != "" || r.bound <= 0 {
+		t.Fatalf("capped module DP given the time: %+v, want a bound", r)
 	}
 }

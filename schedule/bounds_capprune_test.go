@@ -1,12 +1,15 @@
 package schedule_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/onnxpart/onnxpart/schedule"
 	"github.com/onnxpart/onnxpart/schedule/instances"
@@ -108,4 +111,28 @@ func cappedStack(t *testing.T, cfg instances.StackConfig, slow []float64, call f
 	k := len(slow)
 	pf.Names, pf.Slowdown, pf.BatchExp, pf.Memory = pf.Names[:k], slow, pf.BatchExp[:k], pf.Memory[:k]
 	return stackOn(t, cfg, pf, call)
+}
+
+// TestCappedSkipNoted: a RandWire stack of 72 random nodes on three devices with the default
+// cap and a 1 s limit is too large for the capped module DP's short run; Solve must say in a
+// note that the bound of the plans within the cap was not computed (the certificate is then
+// of the uncapped problem), and name its bound only when it ran.
+func TestCappedSkipNoted(t *testing.T) {
+	p := cappedStack(t, instances.StackConfig{Model: instances.WS, N: 24, Modules: 3, Channels: 1, K: 4, Seed: 3}, []float64{1.26, 1.26, 1}, 0.02)
+	res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: schedule.Auto, TimeLimit: time.Second, MaxStagesPerDevice: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := false
+	for _, n := range res.Notes {
+		noted = noted || strings.Contains(n.String(), "(module-dp-capped) was not computed")
+	}
+	for _, b := range res.Bounds {
+		if schedule.CappedBound(b.Method) {
+			t.Errorf("capped bound %v reported although skipped", b)
+		}
+	}
+	if !noted {
+		t.Errorf("%d nodes on 3 devices: no note of the skipped capped bound: %v (bounds %v)", len(p.Nodes), res.Notes, res.Bounds)
+	}
 }
