@@ -333,8 +333,8 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return nil
 	}
 	if !large && (in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3 {
-		return &cappedResult{skipped: fmt.Sprintf("the bound of the plans within the stage cap (%s) was not computed: on %d devices and %d nodes its search needs a time limit of %v or more",
-			cappedBoundName, in.numDevices, sub.numNodes, 3*cappedLargeAfter)}
+		return &cappedResult{skipped: fmt.Sprintf("the bound of the plans within the stage cap (%s) was not computed: on %d devices and %d nodes its search needs a time limit of %g minutes or more",
+			cappedBoundName, in.numDevices, sub.numNodes, cappedLargeLimit.Minutes())}
 	}
 	blocks := sub.moduleBlocks()
 	if len(blocks) == 0 {
@@ -575,9 +575,9 @@ const cappedBoundName = "module-dp-capped"
 func CappedBound(method string) bool { return strings.HasSuffix(method, "-capped") }
 
 // cappedBound adds the capped module DP's bound when a stage cap is set (latency mode),
-// within a third of the time left. It is kept apart from the bounds of the uncapped
-// problem (s.capBounds): the methods' plans are uncapped until result merges them into the
-// cap, and a capped bound may exceed them.
+// within a third of the time left (half with a long limit: large). It is kept apart from the
+// bounds of the uncapped problem (s.capBounds): the methods' plans are uncapped until result
+// merges them into the cap, and a capped bound may exceed them.
 func (s *solver) cappedBound() {
 	if s.o.MaxStagesPerDevice <= 0 && s.o.MaxStages <= 0 {
 		return
@@ -590,11 +590,17 @@ func (s *solver) cappedBound() {
 		// the user gets. Given long enough, the large searches too, with the nodes the time
 		// allows.
 		span := time.Until(s.deadline) / 3
-		dl = time.Now().Add(span)
-		if span >= cappedLargeAfter {
+		if span >= cappedLargeAfter || s.o.TimeLimit >= cappedLargeLimit {
+			// Half of the time left: on three devices the bounds of the uncapped problem
+			// say little, and the DP's stitched placement is often the better plan.
+			// The clock alone stops it: a node budget shared out among the searches left
+			// the largest (143 million nodes on RandWire ER) short while the others
+			// finished early.
 			large = true
-			budget = max(budget, int64(span.Seconds()*cappedNodesPerSecond)*int64(max(workers, 1)))
+			span = time.Until(s.deadline) / 2
+			budget = math.MaxInt64 / 2
 		}
+		dl = time.Now().Add(span)
 	} else {
 		// No deadline (the planner's reproducible searches): the node budget alone stops it,
 		// and one worker hands the budget on in a fixed order, so the bound is reproducible.
@@ -634,15 +640,15 @@ const (
 // cappedMaxNodes3 bounds the sub-DAGs the capped module DP is tried on with more than two
 // devices or more than 16 opener vectors (a cap of 4 or more stages per device, or -k 5 and
 // more, on two devices) when it has less than cappedLargeAfter: its branch and bound over
-// K ≥ 3 devices takes minutes on RandWire's 180-node blocks (RandWire WS on a100-80g,t4,cpu,
-// 27 searches of 1 to 7 million nodes per opener budget, 260 million in all, even with the
-// pruning by meeting paths), and an unfinished search leaves only its weak open-subtree
-// bound. With cappedLargeAfter or more (a time limit of 2 minutes or more) it runs on any
-// size with cappedNodesPerSecond per worker.
+// K ≥ 3 devices takes a minute or more of one core on RandWire's 180-node blocks (RandWire WS
+// on a100-80g,t4,cpu: 27 searches of 0.4 to 23 million nodes, 259 million in all, 66 s, even
+// with the pruning by meeting paths), and an unfinished search leaves only its weak
+// open-subtree bound. With cappedLargeAfter or more, or a time limit (Options.TimeLimit) of
+// cappedLargeLimit or more, it runs on any size within half the time left.
 const (
-	cappedMaxNodes3      = 60
-	cappedLargeAfter     = 40 * time.Second
-	cappedNodesPerSecond = 4e6
+	cappedMaxNodes3  = 60
+	cappedLargeAfter = 40 * time.Second
+	cappedLargeLimit = 2 * time.Minute
 )
 
 // shownBound is the bound a progress report shows: the best bound, a capped one included
