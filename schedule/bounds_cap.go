@@ -609,7 +609,11 @@ func (s *solver) cappedBound() {
 	t0 := time.Now()
 	r := s.in.cappedModuleDP(s.ctx, dl, budget, workers, s.o.MaxStagesPerDevice, s.o.MaxStages, large)
 	if r != nil && r.skipped != "" {
-		s.notes = append(s.notes, diag.Notef(diag.NoteSkipped, "%s", r.skipped))
+		why := r.skipped
+		if s.deadline.IsZero() {
+			why += " (the searches on work budgets, without a deadline, never run it at this size)"
+		}
+		s.notes = append(s.notes, diag.Notef(diag.NoteSkipped, "%s", why))
 		return
 	}
 	if r == nil || r.bound <= 0 || math.IsInf(r.bound, 0) || math.IsNaN(r.bound) {
