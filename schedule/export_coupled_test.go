@@ -50,3 +50,10 @@ func CappedDP(p *Problem, perDevice int, budget int64, prune bool) (bound float6
 	}
 	return r.bound, r.exact, r.nodes
 }
+
+// SetSplitMaxRows sets the row limit of MILP-SPLIT's sub-MILPs (tests only).
+func SetSplitMaxRows(n int) (restore func()) {
+	old := splitMaxRows
+	splitMaxRows = n
+	return func() { splitMaxRows = old }
+}

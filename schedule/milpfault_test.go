@@ -121,3 +121,22 @@ func TestMILPFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitPassesMaxRows: Solve's MILP-SPLIT passes its row limit to its sub-MILPs (lowered
+// here below every sub-MILP of a RandWire stack, whose split runs several with the default)
+// and says so in a note; HiGHS then solves none of them.
+func TestSplitPassesMaxRows(t *testing.T) {
+	defer schedule.SetSplitMaxRows(1)()
+	p := stack(t, instances.StackConfig{Model: instances.ER, N: 4, Modules: 3, Channels: 1, Strong: true, Seed: 3}, 1)
+	r, err := schedule.Solve(context.Background(), p, schedule.Options{Method: schedule.Split, TimeLimit: 300 * time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted := false
+	for _, n := range r.Notes {
+		noted = noted || strings.Contains(n.String(), "sub-MILPs not started: above 1 rows")
+	}
+	if !noted {
+		t.Errorf("no note of the sub-MILPs above the row limit: %v", diag.NoteStrings(r.Notes))
+	}
+}

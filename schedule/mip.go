@@ -17,6 +17,7 @@ type mipOptions struct {
 	symmetry  string
 	seed      int
 	log       bool
+	maxRows   int // above this many rows HiGHS is not called (0: no limit)
 }
 
 // mipRun is the outcome of one MILP solve, in problem units, after the simulator re-judged
@@ -40,7 +41,8 @@ type mipRun struct {
 	infeasible bool
 	startSet   bool
 	build      time.Duration // building the model and its start
-	skipped    string        // why HiGHS was not called (the time left could not cover the model's setup)
+	skipped    string        // why HiGHS was not called (the time left could not cover the model's setup, or maxRows)
+	tooLarge   bool          // skipped for maxRows
 }
 
 // setupPerNonzero is a conservative estimate of the work per nonzero that no time limit
@@ -191,6 +193,11 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 		relGap = 1e-4
 	}
 	run.build = time.Since(built)
+	if o.maxRows > 0 && run.rows > o.maxRows {
+		run.status, run.bound, run.tooLarge = milp.TimeLimit, lb, true
+		run.skipped = fmt.Sprintf("not solved: %d columns and %d rows, above %d", run.vars, run.rows, o.maxRows)
+		return run, nil
+	}
 	// HiGHS cannot be interrupted while it sets the model up: with too little time left, do
 	// not start; otherwise stop its search early enough for the tail to fit.
 	limit := o.timeLimit
