@@ -92,7 +92,7 @@ type batchModel struct {
 
 type batchPair struct{ i, j, u, col int }
 
-func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) (*batchModel, error) {
+func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry, maxRows int) (*batchModel, error) {
 	if !(ub > 0) || math.IsInf(ub, 0) {
 		return nil, fmt.Errorf("schedule: batched MILP needs a finite positive horizon, got %v", ub)
 	}
@@ -257,6 +257,9 @@ func (in *inst) buildBatched(ctx context.Context, ub, lb float64, sym symmetry) 
 	for a := range in.numNodes {
 		if err := ctx.Err(); err != nil {
 			return nil, err // the time is up: building the rest would only overshoot it
+		}
+		if maxRows > 0 && m.NumRows() > maxRows {
+			return nil, errTooManyRows
 		}
 		for bb := a + 1; bb < in.numNodes; bb++ {
 			sa, fa := head[a]*sc, H-tail[a]*sc

@@ -131,7 +131,7 @@ func (in *inst) headTail() (head, tail, fast []float64) {
 
 // buildLatency builds the model for horizon ub (problem units; the makespan of a known
 // feasible plan) and lower bound lb.
-func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) (*latModel, error) {
+func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry, maxRows int) (*latModel, error) {
 	if !(ub > 0) || math.IsInf(ub, 0) {
 		return nil, fmt.Errorf("schedule: latency MILP needs a finite positive horizon, got %v", ub)
 	}
@@ -301,6 +301,9 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		if err := ctx.Err(); err != nil {
 			return nil, err // the time is up: building the rest would only overshoot it
 		}
+		if maxRows > 0 && m.NumRows() > maxRows {
+			return nil, errTooManyRows
+		}
 		for b := a + 1; b < in.numNodes; b++ {
 			if in.comparable(a, b) {
 				continue
@@ -339,6 +342,9 @@ func (in *inst) buildLatency(ctx context.Context, ub, lb float64, sym symmetry) 
 		for q1 := range nq {
 			if err := ctx.Err(); err != nil {
 				return nil, err
+			}
+			if maxRows > 0 && m.NumRows() > maxRows {
+				return nil, errTooManyRows
 			}
 			e1 := in.problem.Edges[lm.qe[q1]]
 			for q2 := q1 + 1; q2 < nq; q2++ {

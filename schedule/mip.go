@@ -17,8 +17,11 @@ type mipOptions struct {
 	symmetry  string
 	seed      int
 	log       bool
-	maxRows   int // above this many rows HiGHS is not called (0: no limit)
+	maxRows   int // above this many rows HiGHS is not called (0: no limit), and the model not built past them
 }
+
+// errTooManyRows stops a model's build past mipOptions.maxRows.
+var errTooManyRows = errors.New("schedule: the MILP has more rows than its limit")
 
 // mipRun is the outcome of one MILP solve, in problem units, after the simulator re-judged
 // the decoded plan.
@@ -140,6 +143,11 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 	}
 	built := time.Now()
 	stopped := func(err error) (*mipRun, error) {
+		if errors.Is(err, errTooManyRows) {
+			run.status, run.bound, run.tooLarge = milp.TimeLimit, lb, true
+			run.skipped = fmt.Sprintf("not solved: more than %d rows", o.maxRows)
+			return run, nil
+		}
 		if ctx.Err() != nil && err == ctx.Err() {
 			run.status, run.bound = milp.TimeLimit, lb
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -155,7 +163,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 	var decode func(x []float64) *Placement
 	var scale float64
 	if in.latency() {
-		lm, err := in.buildLatency(ctx, ub, lb, sym)
+		lm, err := in.buildLatency(ctx, ub, lb, sym, o.maxRows)
 		if err != nil {
 			return stopped(err)
 		}
@@ -169,7 +177,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 		}
 		decode = lm.decode
 	} else {
-		bm, err := in.buildBatched(ctx, ub, lb, sym)
+		bm, err := in.buildBatched(ctx, ub, lb, sym, o.maxRows)
 		if err != nil {
 			return stopped(err)
 		}

@@ -70,7 +70,8 @@ type splitOptions struct {
 // three devices, Inception-v3, GoogLeNet, BERT, GPT-2), no sub-MILP above 1,891 rows reached
 // a branch-and-bound node, none above 1,428 rows improved its start, and the 26 of RandWire ER
 // on a100-80g,t4 (332,699–521,973 rows: 170–290-node blocks) ended at the root, with 24 s of
-// the workers' time and most of the run's 3.6 GB peak.
+// the workers' time and most of the run's 3.6 GB peak. Their build stops past the limit too
+// (the Go side of a 500,000-row model is a few hundred MB).
 var splitMaxRows = 100_000
 
 type subLog struct {

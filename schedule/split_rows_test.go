@@ -9,9 +9,9 @@ import (
 	"github.com/onnxpart/onnxpart/internal/milp"
 )
 
-// TestSplitMaxRows: a sub-MILP above mipOptions.maxRows is built but not passed to HiGHS,
-// keeps the caller's bound, and split's log counts it apart from those skipped for time;
-// at or below the limit HiGHS is called.
+// TestSplitMaxRows: a sub-MILP above mipOptions.maxRows is not passed to HiGHS (its build
+// stops past the limit), keeps the caller's bound, and split's log counts it apart from
+// those skipped for time; at or below the limit HiGHS is called.
 func TestSplitMaxRows(t *testing.T) {
 	in, err := prepare(t4())
 	if err != nil {
@@ -28,11 +28,13 @@ func TestSplitMaxRows(t *testing.T) {
 	if err != nil || !run.tooLarge || run.bound != 3 || calls != 0 {
 		t.Fatalf("above the row limit: %+v, err %v, %d HiGHS calls; want skipped, bound 3, no call", run, err, calls)
 	}
-	rows := run.rows
-	run, err = in.solveMILP(context.Background(), nil, 3, mipOptions{timeLimit: 5 * time.Second, maxRows: rows})
+	run, err = in.solveMILP(context.Background(), nil, 3, mipOptions{timeLimit: 5 * time.Second, maxRows: 1 << 20})
 	log.record(err, run)
 	if err != nil || run.tooLarge || calls == 0 {
-		t.Fatalf("at the row limit (%d rows): %+v, err %v, %d HiGHS calls; want solved", rows, run, err, calls)
+		t.Fatalf("below the row limit: %+v, err %v, %d HiGHS calls; want solved", run, err, calls)
+	}
+	if run, err := in.solveMILP(context.Background(), nil, 3, mipOptions{timeLimit: 5 * time.Second, maxRows: run.rows}); err != nil || run.tooLarge {
+		t.Fatalf("at the row limit (%d rows): %+v, err %v; want solved", run.rows, run, err)
 	}
 	var notes []string
 	for _, n := range log.notes() {
