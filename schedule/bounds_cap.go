@@ -389,6 +389,19 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	}
 	// Small blocks first: they finish early and leave their share of the budget to the large.
 	slices.SortStableFunc(searches, func(a, b []*job) int { return len(blocks[a[0].b].nodes) - len(blocks[b[0].b].nodes) })
+	// The least vectors each search looks for, the same for every block (capTrack.admissible;
+	// without capPrune every search looks for all, the plain search).
+	adms := make([][][]int, len(maximal))
+	{
+		g := newCapTrack(limit)
+		for mi, m := range maximal {
+			done := maximal[:mi]
+			if !capPrune {
+				done = nil
+			}
+			adms[mi] = g.admissible(m, done)
+		}
+	}
 	var nodes atomic.Int64
 	runBudgeted(len(searches), workers, budget, func(x int, share int64) int64 {
 		group := searches[x]
@@ -396,8 +409,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		// One search per maximal vector the cap allows, into the jobs' tracks.
 		share = max(share, 20000)
 		used := int64(0)
-		var done [][]int
-		for _, m := range maximal {
+		for mi, m := range maximal {
 			v := j.v
 			if len(group) > 1 {
 				v = exitFree
@@ -405,10 +417,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 			bb := newBlockBB(sub, &blocks[j.b], j.u, v, dpMix{w: -1})
 			bb.ct = j.ct
 			j.ct.run = m
-			bb.capAdm = j.ct.admissible(m, done)
-			if capPrune {
-				done = append(done, m)
-			}
+			bb.capAdm = adms[mi]
 			if len(group) > 1 {
 				bb.byExit = make([]*capTrack, sub.numDevices)
 				for _, g := range group {

@@ -202,9 +202,7 @@ func (in *inst) solveMILP(ctx context.Context, start *Placement, lb float64, o m
 	}
 	run.build = time.Since(built)
 	if o.maxRows > 0 && run.rows > o.maxRows {
-		run.status, run.bound, run.tooLarge = milp.TimeLimit, lb, true
-		run.skipped = fmt.Sprintf("not solved: %d columns and %d rows, above %d", run.vars, run.rows, o.maxRows)
-		return run, nil
+		return stopped(errTooManyRows) // rows added after the builder's last check
 	}
 	// HiGHS cannot be interrupted while it sets the model up: with too little time left, do
 	// not start; otherwise stop its search early enough for the tail to fit.
