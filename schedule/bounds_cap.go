@@ -332,9 +332,28 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	if sub == nil || sub.numNodes > moduleDPMaxNodes {
 		return nil
 	}
-	if !large && (in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3 {
-		return &cappedResult{skipped: fmt.Sprintf("the bound of the plans within the stage cap (%s) was not computed: on %d devices and %d nodes its search needs a time limit of %g minutes or more",
-			cappedBoundName, in.numDevices, sub.numNodes, cappedLargeLimit.Minutes())}
+	// Too large for the exact search in the time: on the problem with its chains contracted
+	// (bounds_chains.go), a relaxation.
+	var top *inst // the problem the chains were contracted from (nil: none)
+	topOrig := orig
+	if capChainsAlways || (!large && (in.numDevices > 2 || size > 16) && sub.numNodes > cappedMaxNodes3) {
+		csub, corig := sub.contractChains()
+		switch {
+		case csub != nil && csub.numNodes <= cappedMaxNodesChains:
+			capChainsRuns.Add(1)
+			top, sub = sub, csub
+			orig = make([]int, len(corig))
+			for c, i := range corig {
+				orig[c] = topOrig[i]
+			}
+		case !capChainsAlways:
+			size := fmt.Sprintf("%d nodes", sub.numNodes)
+			if csub != nil {
+				size += fmt.Sprintf(" (%d with its chains contracted)", csub.numNodes)
+			}
+			return &cappedResult{skipped: fmt.Sprintf("the bound of the plans within the stage cap (%s) was not computed: on %d devices and %s its search needs a time limit of %g minutes or more",
+				cappedBoundName, in.numDevices, size, cappedLargeLimit.Minutes())}
+		}
 	}
 	blocks := sub.moduleBlocks()
 	if len(blocks) == 0 {
@@ -344,6 +363,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 	// the vectors below none of them are never used, and one search per maximal vector m
 	// (openers capped at m) finds every leaf of vector ≤ k for each k ≤ m.
 	var maximal [][]int
+	most := 0 // the most openers within the cap (relief, with chains contracted)
 	{
 		g := newCapTrack(limit)
 		var ok []int
@@ -352,6 +372,11 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 			g.vec(x, o)
 			if capAllows(o, limit, perDevice, total) {
 				ok = append(ok, x)
+				sum := 0
+				for _, c := range o {
+					sum += c
+				}
+				most = max(most, sum)
 			}
 		}
 		for _, x := range ok {
@@ -424,6 +449,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 					bb.byExit[g.v] = g.ct
 				}
 			}
+			bb.initRelief(most)
 			_, _, ex := bb.solve(ctx, deadline, max(share, 1000))
 			for _, g := range group {
 				g.exact = g.exact && ex
@@ -501,7 +527,7 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		return nil
 	}
 	// The sums are exact up to rounding: keep a little margin.
-	r := &cappedResult{bound: best * (1 - 1e-9), exact: exact, nodes: nodes.Load()}
+	r := &cappedResult{bound: best * (1 - 1e-9), exact: exact, nodes: nodes.Load(), chains: top != nil}
 	// Stitch the argmin leaves; the dropped nodes go where the sub-DAG's first node runs.
 	dev := make([]int, in.numNodes)
 	for i := range dev {
@@ -518,7 +544,11 @@ func (in *inst) cappedModuleDP(ctx context.Context, deadline time.Time, budget i
 		}
 		at = c.prev
 	}
-	home := dev[orig[sub.topo[0]]]
+	if top != nil {
+		sub.expandChains(func(c int) int { return dev[orig[c]] }, func(i, d int) { dev[topOrig[i]] = d })
+		sub = top
+	}
+	home := dev[topOrig[sub.topo[0]]]
 	for i := range dev {
 		if dev[i] < 0 {
 			dev[i] = home
@@ -539,6 +569,7 @@ type cappedResult struct {
 	exact   bool
 	dev     []int
 	nodes   int64 // branch-and-bound nodes searched
+	chains  bool  // computed with the chains contracted (bounds_chains.go)
 }
 
 // addVec is the index of the sum of the vectors at a and b, false when it exceeds the budget.
@@ -608,6 +639,13 @@ func (s *solver) cappedBound() {
 			large = true
 			span = time.Until(s.deadline) / 2
 			budget = math.MaxInt64 / 2
+		} else if s.in.numDevices > 2 {
+			// Half of the time left, the clock alone, on three devices or more: the bounds
+			// of the uncapped problem say little there, and the searches on the contracted
+			// chains (bounds_chains.go) that stand in for the large ones take up to 85
+			// million nodes (RandWire ER on a100-80g,t4,cpu: 25 s of one core).
+			span = time.Until(s.deadline) / 2
+			budget = math.MaxInt64 / 2
 		}
 		dl = time.Now().Add(span)
 	} else {
@@ -636,9 +674,22 @@ func (s *solver) cappedBound() {
 	if !exact {
 		what = "budget spent"
 	}
+	if r.chains {
+		what += ", chains contracted"
+	}
 	s.report("", fmt.Sprintf("capped module DP bound %.6g over the plans within the stage cap (%s)", v, what))
 	if r.dev != nil {
-		s.add(cappedBoundName, &Placement{Device: r.dev, Order: positions(s.in.bfs)}, t0, 0, "the capped module DP's placements, stitched")
+		c := s.add(cappedBoundName, &Placement{Device: r.dev, Order: positions(s.in.bfs)}, t0, 0, "the capped module DP's placements, stitched")
+		if r.chains && c.sc != nil && c.Feasible {
+			// The placement that minimises the relaxation is rarely the best plan near it
+			// (RandWire WS on a100-80g,t4,cpu: 1.02 ms stitched, 957 µs after 1.5 s of
+			// moves, against a bound of 901 µs): region moves within the cap.
+			var until time.Time
+			if !s.deadline.IsZero() {
+				until = time.Now().Add(time.Until(s.deadline) / 10)
+			}
+			s.movesFrom(cappedBoundName, c, until)
+		}
 	}
 }
 
@@ -659,9 +710,12 @@ const (
 // open-subtree bound. With cappedLargeAfter or more, or a time limit (Options.TimeLimit) of
 // cappedLargeLimit or more, it runs on any size within half the time left.
 const (
-	cappedMaxNodes3  = 60
-	cappedLargeAfter = 40 * time.Second
-	cappedLargeLimit = 2 * time.Minute
+	cappedMaxNodes3 = 60
+	// cappedMaxNodesChains bounds the contracted sub-DAGs searched instead (RandWire ER's
+	// 309 nodes: 11 million nodes, 5 s of one core).
+	cappedMaxNodesChains = 400
+	cappedLargeAfter     = 40 * time.Second
+	cappedLargeLimit     = 2 * time.Minute
 )
 
 // shownBound is the bound a progress report shows: the best bound, a capped one included
@@ -777,7 +831,7 @@ func (cs *capState) loadLB(bb *blockBB, x int) float64 {
 		if bb.openers[w] < bb.ct.run[w] || cs.pend[w] > 0 || cs.srcAfter[x] > 0 {
 			mask |= 1 << w
 			cnt++
-			sum += bb.loadOf(w)
+			sum += bb.loadOf(w) - bb.relief(w)
 		}
 	}
 	if cnt == 0 {
@@ -815,25 +869,54 @@ func (bb *blockBB) machineLB() float64 {
 	for y := bb.n - 1; y >= 0; y-- {
 		w := bb.dev[y]
 		t := bb.in.granuleTime[bb.blk.nodes[y]][w]
-		head[w] = min(head[w], max(0, bb.fin[y]-t-bb.in.callCost[w]))
-		tail[w] = min(tail[w], max(bb.tail[y][w], at[y]))
+		call := bb.in.callCost[w]
+		head[w] = min(head[w], max(0, bb.fin[y]-t-call))
+		ty := max(bb.tail[y][w], at[y])
+		tail[w] = min(tail[w], ty)
 		d := at[y] + t
-		if bb.cs.opened[y] {
-			d += bb.in.callCost[w]
+		if bb.sure[y] {
+			d += call
 		}
 		for _, ey := range bb.inE[y] {
-			if p := ey[1]; p >= 0 {
-				at[p] = max(at[p], d+bb.in.comm(ey[0], bb.dev[p], w, 1))
+			p := ey[1]
+			if bb.chainIn == nil || bb.in.chains[ey[0]] == nil {
+				if p >= 0 {
+					at[p] = max(at[p], d+bb.in.comm(ey[0], bb.dev[p], w, 1))
+				}
+				continue
 			}
+			bb.chainLeaf(y, ey, d)
 		}
 	}
 	lb := 0.0
 	for w := range bb.k {
 		if !math.IsInf(head[w], 1) {
-			lb = max(lb, head[w]+bb.loadOf(w)+tail[w])
+			lb = max(lb, head[w]+bb.loadOf(w)-bb.relief(w)+tail[w])
 		}
 	}
 	return lb
+}
+
+// chainLeaf is machineLB's part for chain edge ey of merged node y (bounds_chains.go) with
+// y's path d (at[y] + t_y, its call when certain): the chain's work and calls start after
+// its producer's end, ≥ pf (head of y's device), and the producer's path to the exit is ≥
+// the chain's least time plus d. (The detours' heads and tails: reliefBound.)
+func (bb *blockBB) chainLeaf(y int, ey [2]int, d float64) {
+	cs := bb.cs
+	w, p := bb.dev[y], ey[1]
+	ce := bb.in.chains[ey[0]]
+	pw, pf := bb.u, 0.0
+	if p >= 0 {
+		pw, pf = bb.dev[p], bb.fin[p]
+	}
+	cs.head[w] = min(cs.head[w], pf)
+	a1 := ce.a1[pw][w]
+	if !bb.sure[y] {
+		a1 += bb.in.callCost[w]
+	}
+	if p >= 0 {
+		cs.at[p] = max(cs.at[p], d+min(ce.a0[pw][w], a1))
+	}
 }
 
 // meets counts node-disjoint meeting paths among the unplaced nodes x, x+1, … (stopping
@@ -1105,7 +1188,7 @@ func (cs *capState) closingLB(bb *blockBB, x int, f *meetFrame) float64 {
 	}
 	load := cs.load
 	for w := range k {
-		load[w] = bb.loadOf(w)
+		load[w] = bb.loadOf(w) - bb.relief(w)
 	}
 	// sub[y*k+w]: y's dominator subtree's times on w.
 	sub := cs.sub
@@ -1148,6 +1231,13 @@ func (cs *capState) closingLB(bb *blockBB, x int, f *meetFrame) float64 {
 	}
 	return best * (1 - 1e-9)
 }
+
+// capChainsAlways contracts the chains for every capped module DP, whatever its size
+// (tests); capChainsRuns counts the DPs run on contracted chains (tests).
+var (
+	capChainsAlways = false
+	capChainsRuns   atomic.Int64
+)
 
 // capPrune switches the capped search's pruning by meeting paths and frames (infeasible,
 // blocked); tests switch it off to compare.

@@ -80,9 +80,38 @@ func TestCappedBoundKnown(t *testing.T) {
 }
 
 // TestCappedSkipped: on more than two devices above cappedMaxNodes3 nodes the capped module
-// DP runs only with a long time limit (large): it says why it skipped, and given the time it
-// runs (TestCappedSkipNoted: Solve passes the reason on).
+// DP runs only with a long time limit (large), or on the problem with its chains contracted
+// (bounds_chains.go) when that has at most cappedMaxNodesChains nodes. A ladder (every node
+// reads its two predecessors) has no chain node: it says why it skipped, and given the time
+// it runs (TestCappedSkipNoted: Solve passes the reason on).
 func TestCappedSkipped(t *testing.T) {
+	const n = cappedMaxNodes3 + 10
+	tr := [][]float64{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}}
+	p := &Problem{Devices: []Device{{Name: "a", CallCost: 2}, {Name: "b", CallCost: 2}, {Name: "c", CallCost: 2}}}
+	for i := range n {
+		p.Nodes = append(p.Nodes, Node{Name: fmt.Sprint("n", i), Time: []float64{1 + float64(i%3), 2, 3 - float64(i%2)}})
+		for _, d := range []int{1, 2} {
+			if i >= d {
+				p.Edges = append(p.Edges, Edge{From: i - d, To: i, Time: tr})
+			}
+		}
+	}
+	in, err := prepare(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, false); r == nil || r.skipped == "" || r.bound != 0 {
+		t.Fatalf("capped module DP on %d nodes and 3 devices, not large: %+v, want skipped", n, r)
+	}
+	if r := in.cappedModuleDP(context.Background(), time.Time{}, 50_000_000, 1, 2, 0, true); r == nil || r.skipped != "" || r.bound <= 0 {
+		t.Fatalf("capped module DP given the time: %+v, want a bound", r)
+	}
+}
+
+// TestCappedChainsContracted: the same size as a chain (every node but the ends a chain
+// node) runs on the contracted problem without a long limit, and its bound is at most the
+// exact search's (a relaxation of it: bounds_chains.go) and positive.
+func TestCappedChainsContracted(t *testing.T) {
 	const n = cappedMaxNodes3 + 10
 	tr := [][]float64{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}}
 	p := &Problem{Devices: []Device{{Name: "a", CallCost: 2}, {Name: "b", CallCost: 2}, {Name: "c", CallCost: 2}}}
@@ -96,10 +125,16 @@ func TestCappedSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, false); r == nil || r.skipped == "" || r.bound != 0 {
-		t.Fatalf("capped module DP on %d nodes and 3 devices, not large: %+v, want skipped", n, r)
+	r := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, false)
+	if r == nil || r.skipped != "" || !r.chains || !r.exact || r.bound <= 0 {
+		t.Fatalf("capped module DP on %d nodes and 3 devices, not large: %+v, want a bound on the contracted chains", n, r)
 	}
-	if r := in.cappedModuleDP(context.Background(), time.Time{}, 1_000_000, 1, 2, 0, true); r == nil || r.skipped != "" || r.bound <= 0 {
-		t.Fatalf("capped module DP given the time: %+v, want a bound", r)
+	x := in.cappedModuleDP(context.Background(), time.Time{}, 50_000_000, 1, 2, 0, true)
+	if x == nil || x.chains || !x.exact {
+		t.Fatalf("the exact search: %+v", x)
 	}
+	if r.bound > x.bound*(1+1e-9) {
+		t.Errorf("contracted bound %.9g above the exact search's %.9g", r.bound, x.bound)
+	}
+	t.Logf("contracted %.6g, exact %.6g", r.bound, x.bound)
 }

@@ -14,6 +14,7 @@ import (
 //
 //	ONNXPART_CAPPED_PROBLEM=p.json go test -run TestCappedDPOnProblem -v -timeout 0 ./schedule/
 //
+// With ONNXPART_CAPPED_CHAINS=1 on the problem with its chains contracted (bounds_chains.go).
 // Skipped without the variable.
 func TestCappedDPOnProblem(t *testing.T) {
 	f := os.Getenv("ONNXPART_CAPPED_PROBLEM")
@@ -31,6 +32,10 @@ func TestCappedDPOnProblem(t *testing.T) {
 	in, err := prepare(&p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if os.Getenv("ONNXPART_CAPPED_CHAINS") == "1" {
+		capChainsAlways = true
+		defer func() { capChainsAlways = false }()
 	}
 	t0 := time.Now()
 	r := in.cappedModuleDP(context.Background(), time.Time{}, 1<<62, 1, 2, 0, true)

@@ -102,6 +102,71 @@ func TestCappedPruningSweep(t *testing.T) {
 	}
 }
 
+// TestCappedChainsBelowPlans runs the capped module DP on the problem with its chains
+// contracted (bounds_chains.go) on random stacks (TestCappedPruningSweep's generator): its
+// bound must not exceed a plan within the cap (HEFT's, merged into it by Solve), and it is
+// logged against the exact search's. The two are not ordered: the contracted problem has
+// fewer cut nodes (a chain node can be one) and prices a chain's path by its least
+// assignment, the exact search node by node, so either can be the larger (on 16 of 3,000
+// stacks the contracted one was, by up to 1.6%); the exhaustive harness
+// (TestCertificatesCappedChains) checks both against the optimum. The short run checks 30;
+// ONNXPART_FUZZ_CAPCHAINS=N checks N (seed ONNXPART_FUZZ_CERT_SEED, default 17), e.g.
+//
+//	ONNXPART_FUZZ_CAPCHAINS=3000 go test -run TestCappedChainsBelowPlans -timeout 0 ./schedule/
+func TestCappedChainsBelowPlans(t *testing.T) {
+	n, seed := 30, uint64(17)
+	if v, _ := strconv.Atoi(os.Getenv("ONNXPART_FUZZ_CAPCHAINS")); v > 0 {
+		n = v
+	}
+	if s, err := strconv.ParseUint(os.Getenv("ONNXPART_FUZZ_CERT_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, 0xc4a1))
+	models := []string{instances.ER, instances.WS, instances.BA}
+	checked, above, sum := 0, 0, 0.0
+	for x := range n {
+		cfg := instances.StackConfig{Model: models[rng.IntN(3)], N: 4 + rng.IntN(9), Modules: 1 + rng.IntN(2),
+			Channels: 1 + rng.IntN(2), K: 2 + 2*rng.IntN(2), M: 1 + rng.IntN(3), Strong: rng.IntN(2) == 0, Seed: rng.Uint64()}
+		if cfg.K >= cfg.N {
+			cfg.K = 2
+		}
+		if cfg.M >= cfg.N {
+			cfg.M = 1
+		}
+		k := 2 + rng.IntN(2)
+		slow := make([]float64, k)
+		for u := range slow {
+			slow[u] = 0.8 + 1.2*rng.Float64()
+		}
+		p := cappedStack(t, cfg, slow, 0.05*rng.Float64())
+		per := 1 + rng.IntN(3)
+		name := fmt.Sprintf("instance %d (%s n=%d modules=%d, %d devices, %d per device)", x, cfg.Model, cfg.N, cfg.Modules, k, per)
+		const budget = 2_000_000
+		c, cExact, ok := schedule.CappedDPChains(p, per, budget)
+		if !ok || !cExact {
+			continue // no chain, or too large to settle here
+		}
+		res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: schedule.HEFT, MaxStagesPerDevice: per})
+		if err != nil {
+			continue // no plan within the cap
+		}
+		checked++
+		if c > res.Makespan*(1+1e-9) {
+			t.Errorf("%s: contracted bound %.12g above a plan within the cap, %.12g", name, c, res.Makespan)
+		}
+		if exact, eExact, _ := schedule.CappedDP(p, per, budget, true); eExact {
+			sum += c / exact
+			if c > exact*(1+1e-9) {
+				above++
+			}
+		}
+	}
+	t.Logf("%d of %d instances settled; against the exact search: mean ratio %.4f, %d above", checked, n, sum/float64(max(checked, 1)), above)
+	if checked < n/2 {
+		t.Errorf("only %d of %d instances settled", checked, n)
+	}
+}
+
 // cappedStack is the stack of cfg on seed 003's platform with the devices' slowdowns slow
 // (one device per entry, the platform's first ones renamed as needed) and every device
 // paying call (ms).
@@ -113,12 +178,20 @@ func cappedStack(t *testing.T, cfg instances.StackConfig, slow []float64, call f
 	return stackOn(t, cfg, pf, call)
 }
 
-// TestCappedSkipNoted: a RandWire stack of 72 random nodes on three devices with the default
-// cap and a 1 s limit is too large for the capped module DP's short run; Solve must say in a
-// note that the bound of the plans within the cap was not computed (the certificate is then
-// of the uncapped problem), and name its bound only when it ran.
+// TestCappedSkipNoted: two lanes of 35 nodes, each reading both lanes' previous nodes (so no
+// chain to contract), on three devices with the default cap and a 1 s limit are too large
+// for the capped module DP's short run; Solve must say in a note that the bound of the plans
+// within the cap was not computed (the certificate is then of the uncapped problem), and
+// name its bound only when it ran.
 func TestCappedSkipNoted(t *testing.T) {
-	p := cappedStack(t, instances.StackConfig{Model: instances.WS, N: 24, Modules: 3, Channels: 1, K: 4, Seed: 3}, []float64{1.26, 1.26, 1}, 0.02)
+	tr := [][]float64{{0, 1e-6, 1e-6}, {1e-6, 0, 1e-6}, {1e-6, 1e-6, 0}}
+	p := &schedule.Problem{Devices: []schedule.Device{{Name: "a", CallCost: 2e-6}, {Name: "b", CallCost: 2e-6}, {Name: "c", CallCost: 2e-6}}}
+	for i := range 70 {
+		p.Nodes = append(p.Nodes, schedule.Node{Name: fmt.Sprint("n", i), Time: []float64{1e-5 * float64(1+i%3), 2e-5, 1e-5 * float64(3-i%2)}})
+		if r := i / 2; r > 0 {
+			p.Edges = append(p.Edges, schedule.Edge{From: 2 * (r - 1), To: i, Time: tr}, schedule.Edge{From: 2*(r-1) + 1, To: i, Time: tr})
+		}
+	}
 	res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: schedule.Auto, TimeLimit: time.Second, MaxStagesPerDevice: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -135,4 +208,36 @@ func TestCappedSkipNoted(t *testing.T) {
 	if !noted {
 		t.Errorf("%d nodes on 3 devices: no note of the skipped capped bound: %v (bounds %v)", len(p.Nodes), res.Notes, res.Bounds)
 	}
+}
+
+// TestCappedChainsSolve: a RandWire stack of 72 random nodes on three devices, whose exact
+// capped search needs a long limit, gets the capped bound within a 2 s limit from the
+// problem with its chains contracted (bounds_chains.go), below the plan, and a plan within
+// the cap.
+func TestCappedChainsSolve(t *testing.T) {
+	p := cappedStack(t, instances.StackConfig{Model: instances.WS, N: 24, Modules: 3, Channels: 1, K: 4, Seed: 3}, []float64{1.26, 1.26, 1}, 0.02)
+	res, err := schedule.Solve(context.Background(), p, schedule.Options{Method: schedule.Auto, TimeLimit: 2 * time.Second, MaxStagesPerDevice: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capped float64
+	for _, b := range res.Bounds {
+		if schedule.CappedBound(b.Method) {
+			capped = b.Value
+		}
+	}
+	for _, n := range res.Notes {
+		if strings.Contains(n.String(), "was not computed") {
+			t.Errorf("note: %v", n)
+		}
+	}
+	if capped <= 0 || capped > res.Makespan*(1+1e-9) {
+		t.Fatalf("capped bound %g, plan %g (bounds %v)", capped, res.Makespan, res.Bounds)
+	}
+	for u, n := range res.Schedule.Stages {
+		if n > 2 {
+			t.Errorf("%d stages on device %d", n, u)
+		}
+	}
+	t.Logf("%d nodes: plan %.6g, capped bound %.6g (gap %.1f%%)", len(p.Nodes), res.Makespan, capped, 100*res.Gap)
 }

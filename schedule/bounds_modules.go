@@ -390,6 +390,28 @@ type blockBB struct {
 	nsucc     []int
 	ghostSucc int
 	cs        *capState
+	// sure[x]: x's own call is certain (it reads a crossing ordinary edge; machineLB's
+	// paths). With chains contracted (bounds_chains.go): chainIn[x], the positions of x's
+	// chain edges in inE[x] (nil: none).
+	sure    []bool
+	chainIn [][]int
+	// relief (with chains contracted): relT is the most openers a block can have under the
+	// cap (the length of the lists); noRelief switches it off (a leaf's own bound); top[w],
+	// top2[w] the largest work of the chains staying on w whose detour takes one opener off
+	// w, or one off w and one on it (chainModes), descending; topSave[x] w's lists before x
+	// was placed; stays, the rel* and leafTop* slices reliefLeaves' scratch.
+	relT              int
+	noRelief          bool
+	relVec            []int
+	stays             []stayChain
+	relHead           []float64
+	relTail           []float64
+	relLoad           []float64
+	relPf, relTy      []float64
+	top               [][]float64
+	top2              [][]float64
+	leafTop, leafTop2 [][]float64
+	topSave           [][]float64
 }
 
 func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
@@ -502,6 +524,9 @@ func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
 				if w2 != w && !in.free[e] {
 					c += in.callCost[w2]
 				}
+				if in.chains != nil && in.chains[e] != nil {
+					c = in.chains[e].lo(w, w2, in.callCost[w2]) // bounds_chains.go
+				}
 				m = min(m, c+in.granuleTime[blk.nodes[y]][w2]+bb.tail[y][w2])
 			}
 			best = max(best, m) // +Inf: no completion puts the successor anywhere
@@ -517,6 +542,18 @@ func newBlockBB(in *inst, blk *moduleBlock, u, v int, mix dpMix) *blockBB {
 	if u >= 0 {
 		bb.ghostT = tailOf(ghostOut, u)
 	}
+	if in.chains != nil {
+		// Merged nodes (bounds_chains.go): their chain edges' positions in inE.
+		bb.chainIn = make([][]int, n)
+		for x := range n {
+			for pos, ey := range bb.inE[x] {
+				if in.chains[ey[0]] != nil {
+					bb.chainIn[x] = append(bb.chainIn[x], pos)
+				}
+			}
+		}
+	}
+	bb.sure = make([]bool, n)
 	bb.dev = make([]int, n)
 	bb.fin = make([]float64, n)
 	bb.work = make([]float64, k)
@@ -550,7 +587,7 @@ func (bb *blockBB) busyOf(w int) float64 {
 func (bb *blockBB) loadLB(x int) float64 {
 	lb, sum := 0.0, 0.0
 	for w := range bb.k {
-		l := bb.loadOf(w)
+		l := bb.loadOf(w) - bb.relief(w)
 		sum += l
 		lb = max(lb, l)
 		if bb.congestion {
@@ -657,6 +694,10 @@ func (bb *blockBB) dfs(x int, path float64) {
 		}
 		if x == bb.n {
 			t := bb.capTrackOf()
+			if bb.top != nil {
+				bb.reliefLeaves(t, path)
+				return
+			}
 			if b := t.bestOf(bb.openers); lb < b {
 				if lb = max(lb, bb.machineLB()); lb < b {
 					t.leaf(bb.openers, lb, bb.dev)
@@ -678,13 +719,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 	if bb.nodes > bb.budget || (bb.nodes&1023 == 0 && (bb.ctx.Err() != nil || (!bb.deadline.IsZero() && time.Now().After(bb.deadline)))) {
 		bb.budget = 0 // stop everywhere
 		bb.stopped = true
-		bb.open = min(bb.open, lb)
-		if bb.ct != nil {
-			bb.capCut(lb)
-		}
-		if bb.mix.pareto {
-			bb.front = bb.front.add(base, busy)
-		}
+		bb.stopAt(lb, base, busy)
 		return
 	}
 	in := bb.in
@@ -728,11 +763,16 @@ func (bb *blockBB) dfs(x int, path float64) {
 					feasible = false
 					break
 				}
+				inSum += c
+				if bb.chained(x) && in.chains[e] != nil {
+					continue // a chain edge: its arrival and call depend on its mode (chainModes)
+				}
 				a += c
 				opens = true
-				inSum += c
 			}
-			ready = max(ready, a)
+			if !bb.chained(x) || in.chains[e] == nil {
+				ready = max(ready, a)
+			}
 		}
 		if !feasible {
 			continue
@@ -748,6 +788,13 @@ func (bb *blockBB) dfs(x int, path float64) {
 				}
 			}
 		}
+		if bb.chained(x) {
+			if bb.chainModes(x, w, t, ready, opens, inSum, path) {
+				bb.stopAt(lb, base, busy)
+				return
+			}
+			continue
+		}
 		if opens && bb.ct != nil && (bb.openers[w] >= bb.ct.run[w] || bb.cs.blocked(x, w)) {
 			continue // over the device's opener cap, or off a tight packing (bounds_cap.go)
 		}
@@ -755,83 +802,98 @@ func (bb *blockBB) dfs(x int, path float64) {
 		if opens {
 			call = in.callCost[w]
 		}
-		f := ready + call + t
-		if bb.calls && t > 0 {
-			f = max(f, in.callCost[w]+t)
-		}
-		np := max(path, f+bb.tail[x][w])
-		if math.IsInf(np, 1) {
-			continue
-		}
-		// Apply.
-		if bb.cs != nil {
-			bb.cs.place(bb, x, w, 1)
-			bb.cs.opened[x] = opens
-			if opens {
-				bb.cs.opens(x, 1)
-			}
-		}
-		bb.dev[x], bb.fin[x] = w, f
-		bb.work[w] += t
-		if opens {
-			bb.openers[w]++
-		}
-		if t > 0 {
-			bb.used[w]++ // a task of time 0 need not wait for w's first call (see loadOf)
-		}
-		if bb.congestion && inSum > 0 {
-			bb.ingress[w] += inSum
-			for _, ey := range bb.inE[x] {
-				e, y := ey[0], ey[1]
-				pw := bb.u
-				if y >= 0 {
-					pw = bb.dev[y]
-				}
-				if pw != w && !in.free[e] {
-					bb.egress[pw] += in.comm(e, pw, w, 1)
-				}
-			}
-		}
-		bb.dfs(x+1, np)
-		// Undo.
-		if bb.cs != nil {
-			bb.cs.place(bb, x, w, -1)
-			if opens {
-				bb.cs.opens(x, -1)
-			}
-		}
-		bb.work[w] -= t
-		if opens {
-			bb.openers[w]--
-		}
-		if t > 0 {
-			bb.used[w]--
-		}
-		if bb.congestion && inSum > 0 {
-			bb.ingress[w] -= inSum
-			for _, ey := range bb.inE[x] {
-				e, y := ey[0], ey[1]
-				pw := bb.u
-				if y >= 0 {
-					pw = bb.dev[y]
-				}
-				if pw != w && !in.free[e] {
-					bb.egress[pw] -= in.comm(e, pw, w, 1)
-				}
-			}
-		}
-		if bb.budget == 0 && bb.stopped {
-			// Out of budget: the remaining siblings are open subtrees; their bound is ≥ lb
-			// (pareto: their points are ≥ (base, busy); capped: their opener vectors are ≥
-			// this node's).
-			bb.open = min(bb.open, lb)
-			if bb.ct != nil {
-				bb.capCut(lb)
-			}
-			if bb.mix.pareto {
-				bb.front = bb.front.add(base, busy)
-			}
+		if bb.step(x, w, t, ready+call+t, 0, opens, opens, inSum, path) {
+			bb.stopAt(lb, base, busy)
 			return
+		}
+	}
+}
+
+// stopAt records, once the budget or the time ran out below a node of bound lb, its
+// unsearched siblings as open subtrees: their bound is ≥ lb (pareto: their points are ≥
+// (base, busy); capped: their opener vectors are ≥ this node's).
+func (bb *blockBB) stopAt(lb, base, busy float64) {
+	bb.open = min(bb.open, lb)
+	if bb.ct != nil {
+		bb.capCut(lb)
+	}
+	if bb.mix.pareto {
+		bb.front = bb.front.add(base, busy)
+	}
+}
+
+// step places local node x on w, ending at f (before block 0's first-call term), with extra
+// work on w besides its time t (straight chains), opening a stage there when opens (sure:
+// the node's own call is certain, machineLB's paths), and inSum of transfers into w; it
+// searches below and undoes. It reports whether the search stopped (budget or time).
+func (bb *blockBB) step(x, w int, t, f, extra float64, opens, sure bool, inSum, path float64) bool {
+	in := bb.in
+	if bb.calls && t > 0 {
+		f = max(f, in.callCost[w]+t)
+	}
+	np := max(path, f+bb.tail[x][w])
+	if math.IsInf(np, 1) {
+		return false
+	}
+	// Apply.
+	if bb.cs != nil {
+		bb.cs.place(bb, x, w, 1)
+		bb.cs.opened[x] = opens
+		if opens {
+			bb.cs.opens(x, 1)
+		}
+	}
+	if bb.sure != nil {
+		bb.sure[x] = sure
+	}
+	bb.dev[x], bb.fin[x] = w, f
+	bb.work[w] += t + extra
+	if opens {
+		bb.openers[w]++
+	}
+	if t > 0 {
+		// A task of time 0 need not wait for w's first call (see loadOf); nor need a
+		// staying chain's, which a detour may run elsewhere (relief).
+		bb.used[w]++
+	}
+	if bb.congestion && inSum > 0 {
+		bb.ingress[w] += inSum
+		bb.egressOf(x, w, 1)
+	}
+	bb.dfs(x+1, np)
+	// Undo.
+	if bb.cs != nil {
+		bb.cs.place(bb, x, w, -1)
+		if opens {
+			bb.cs.opens(x, -1)
+		}
+	}
+	bb.work[w] -= t + extra
+	if opens {
+		bb.openers[w]--
+	}
+	if t > 0 {
+		bb.used[w]--
+	}
+	if bb.congestion && inSum > 0 {
+		bb.ingress[w] -= inSum
+		bb.egressOf(x, w, -1)
+	}
+	return bb.budget == 0 && bb.stopped
+}
+
+// egressOf adds (sign 1) or removes (−1) the transfers of x's crossing in-edges, x on w, to
+// their producers' egress.
+func (bb *blockBB) egressOf(x, w, sign int) {
+	in := bb.in
+	for _, ey := range bb.inE[x] {
+		e, y := ey[0], ey[1]
+		pw := bb.u
+		if y >= 0 {
+			pw = bb.dev[y]
+		}
+		if pw != w && !in.free[e] {
+			bb.egress[pw] += float64(sign) * in.comm(e, pw, w, 1)
 		}
 	}
 }
@@ -1192,4 +1254,342 @@ func runBudgeted(n, workers int, budget int64, run func(x int, share int64) (use
 		}()
 	}
 	wg.Wait()
+}
+
+// chainModes places merged node x (bounds_chains.go) on w: its chains from w stay (their
+// work counts on w, and as relief), those from elsewhere switch. ready and crossO are its
+// ordinary in-edges' latest arrival and whether one crosses; inSum its crossing in-edges'
+// transfers. It reports whether the search stopped.
+func (bb *blockBB) chainModes(x, w int, t, ready float64, crossO bool, inSum, path float64) bool {
+	in := bb.in
+	// r0: the latest arrival with no chain ending off w (no call unless an ordinary edge
+	// crosses); r1: with some (then x's call); extra: the staying chains' work on w.
+	r0, r1, extra, cross := ready, ready, 0.0, false
+	for _, pos := range bb.chainIn[x] {
+		ey := bb.inE[x][pos]
+		ce := in.chains[ey[0]]
+		pw, pf := bb.u, 0.0
+		if ey[1] >= 0 {
+			pw, pf = bb.dev[ey[1]], bb.fin[ey[1]]
+		}
+		r0, r1 = max(r0, pf+ce.a0[pw][w]), max(r1, pf+min(ce.a0[pw][w], ce.a1[pw][w]))
+		if pw != w {
+			cross = true
+		} else {
+			extra += ce.straight[w]
+		}
+	}
+	opens := crossO || cross
+	if opens && (bb.openers[w] >= bb.ct.run[w] || bb.cs.blocked(x, w)) {
+		return false
+	}
+	if math.IsInf(extra, 1) {
+		return false // some staying chain has a node that cannot run on w
+	}
+	call := bb.in.callCost[w]
+	f := r0 + t
+	if crossO {
+		f += call
+	}
+	f = min(f, r1+call+t)
+	if math.IsInf(f, 1) || math.IsNaN(f) {
+		return false
+	}
+	if bb.top == nil {
+		return bb.step(x, w, t, f, extra, opens, crossO, inSum, path)
+	}
+	// The staying chains' work joins w's largest (relief): a detour of the one chain staying
+	// into x when x does not open takes two openers the placement does not count (its first
+	// node off w, and the node that returns to w), any other one (x opens, or another chain
+	// may return to x first) takes at least one.
+	save := bb.topSave[x]
+	copy(save[:bb.relT], bb.top[w])
+	copy(save[bb.relT:], bb.top2[w])
+	stay := 0
+	for _, pos := range bb.chainIn[x] {
+		ey := bb.inE[x][pos]
+		if ey[1] < 0 && bb.u == w || ey[1] >= 0 && bb.dev[ey[1]] == w {
+			stay++
+		}
+	}
+	cb := bb.capBest()
+	for _, pos := range bb.chainIn[x] {
+		ey := bb.inE[x][pos]
+		pw, pf := bb.u, 0.0
+		if ey[1] >= 0 {
+			pw, pf = bb.dev[ey[1]], bb.fin[ey[1]]
+		}
+		if pw != w {
+			continue
+		}
+		// A detour's path: x ends no earlier than by its chain's least detour, and the block
+		// then takes x's tail; a leaf no better than a best it could improve on is never
+		// recorded, so such a chain gives no relief.
+		if pf+bb.in.chains[ey[0]].detour[w]+t+bb.tail[x][w] >= cb {
+			continue
+		}
+		if stay == 1 && !opens {
+			insertDesc(bb.top2[w], in.chains[ey[0]].straight[w])
+		} else {
+			insertDesc(bb.top[w], in.chains[ey[0]].straight[w])
+		}
+	}
+	stop := bb.step(x, w, t, f, extra, opens, crossO, inSum, path)
+	copy(bb.top[w], save[:bb.relT])
+	copy(bb.top2[w], save[bb.relT:])
+	return stop
+}
+
+// insertDesc inserts v into the descending list l, dropping its last.
+func insertDesc(l []float64, v float64) {
+	for i := range l {
+		if v > l[i] {
+			copy(l[i+1:], l[i:])
+			l[i] = v
+			return
+		}
+	}
+}
+
+// initRelief sets up the relief of a search on a problem with contracted chains: at most t
+// openers in a block under the cap.
+func (bb *blockBB) initRelief(t int) {
+	if bb.chainIn == nil || t <= 0 {
+		return
+	}
+	bb.relT, bb.relVec = t, make([]int, bb.k)
+	bb.relHead, bb.relTail, bb.relLoad = make([]float64, bb.k), make([]float64, bb.k), make([]float64, bb.k)
+	bb.relPf, bb.relTy = make([]float64, bb.k), make([]float64, bb.k)
+	bb.top, bb.top2 = make([][]float64, bb.k), make([][]float64, bb.k)
+	bb.leafTop, bb.leafTop2 = make([][]float64, bb.k), make([][]float64, bb.k)
+	for w := range bb.top {
+		bb.top[w], bb.top2[w] = make([]float64, t), make([]float64, t)
+		bb.leafTop[w], bb.leafTop2[w] = make([]float64, t), make([]float64, t)
+	}
+	bb.topSave = make([][]float64, bb.n)
+	for x := range bb.topSave {
+		if bb.chainIn[x] != nil {
+			bb.topSave[x] = make([]float64, 2*t)
+		}
+	}
+}
+
+// relief is what detours could take off w's work (bounds_chains.go) in the leaves below: the
+// most of the chains staying on w so far that the openers the search has left allow.
+func (bb *blockBB) relief(w int) float64 {
+	if bb.top == nil || bb.noRelief {
+		return 0
+	}
+	// The openers left on w and on the other devices (a detour's first node off w).
+	a, b := 0, 0
+	for e, o := range bb.openers {
+		if e == w {
+			b = max(bb.ct.run[e]-o, 0)
+		} else {
+			a += max(bb.ct.run[e]-o, 0)
+		}
+	}
+	return reliefOf(bb.top[w], bb.top2[w], a, b)
+}
+
+// reliefOf is the most work detours take off a device from the lists one and two
+// (descending: the chains whose detours take an opener off the device, and one off it and
+// one on it), with a openers off the device and b on it: the best of j₂ ≤ min(a, b) of two's
+// and a − j₂ of one's.
+func reliefOf(one, two []float64, a, b int) float64 {
+	best, y := 0.0, 0.0
+	for j2 := 0; j2 <= min(a, b, len(two)); j2++ {
+		if j2 > 0 {
+			y += two[j2-1]
+		}
+		x := 0.0
+		for i := range min(a-j2, len(one)) {
+			x += one[i]
+		}
+		best = max(best, x+y)
+	}
+	return best
+}
+
+// left is the openers the search's budget leaves beyond the current ones.
+func (bb *blockBB) left() int {
+	d := 0
+	for w, o := range bb.openers {
+		d += max(bb.ct.run[w]-o, 0)
+	}
+	return d
+}
+
+// reliefLeaves records a leaf of the search on contracted chains (bounds_chains.go): for d
+// = 0, 1, … up to the openers left, a bound of the placements that detour some of its
+// staying chains with d openers it does not count, at every opener vector o + δ within the
+// budget with |δ| = d.
+//
+// Such a placement's bound is ≥ max(P_j) over its detoured chains j, P_j = pf_j + the
+// chain's least detour (chainEdge.detour) + t_x + x's tail (the block tail or its path in
+// this placement, machineLB's at): x ends no earlier, and the block lasts x's tail more. Its
+// loads lose at most the detoured chains' work (relief over the chains detoured, each
+// taking one or two openers: chainModes), its paths are this leaf's (the chains' least
+// times stand for them), and its one-machine terms lose the same work, with the heads and
+// tails of every device lowered to the chains' (their nodes may run anywhere). Taking the
+// chains in order of P, each prefix up to P_j bounds every detour set whose largest P is
+// P_j.
+func (bb *blockBB) reliefLeaves(t *capTrack, path float64) {
+	in, cs, k := bb.in, bb.cs, bb.k
+	bb.noRelief = true
+	base := max(path, bb.loadLB(bb.n), bb.machineLB())
+	bb.noRelief = false
+	o := bb.openers
+	if base < t.bestOf(o) {
+		t.leaf(o, base, bb.dev) // and at every vector above: detours only lower it
+	}
+	congest := 0.0
+	if bb.congestion {
+		for w := range k {
+			congest = max(congest, bb.ingress[w], bb.egress[w])
+		}
+	}
+	// The vectors above o within the budget: their records, the largest a detour could
+	// improve on.
+	kv := append(bb.relVec[:0], o...)
+	top := 0.0
+	var each func(w int, f func())
+	each = func(w int, f func()) {
+		if w == k {
+			f()
+			return
+		}
+		for c := o[w]; c <= bb.ct.run[w]; c++ {
+			kv[w] = c
+			each(w+1, f)
+		}
+		kv[w] = o[w]
+	}
+	each(0, func() { top = max(top, min(t.bestOf(kv), base)) })
+	if top <= max(path, congest) {
+		return
+	}
+	// The staying chains whose detour's bound is below it.
+	ch := bb.stays[:0]
+	for x := range bb.n {
+		if !bb.chained(x) {
+			continue
+		}
+		w := bb.dev[x]
+		stay := 0
+		for _, pos := range bb.chainIn[x] {
+			ey := bb.inE[x][pos]
+			if ey[1] < 0 && bb.u == w || ey[1] >= 0 && bb.dev[ey[1]] == w {
+				stay++
+			}
+		}
+		ty := max(bb.tail[x][w], cs.at[x])
+		tx := in.granuleTime[bb.blk.nodes[x]][w]
+		for _, pos := range bb.chainIn[x] {
+			ey := bb.inE[x][pos]
+			pw, pf := bb.u, 0.0
+			if ey[1] >= 0 {
+				pw, pf = bb.dev[ey[1]], bb.fin[ey[1]]
+			}
+			if pw != w {
+				continue
+			}
+			ce := in.chains[ey[0]]
+			if p := pf + ce.detour[w] + tx + ty; p < top {
+				ch = append(ch, stayChain{p: p, s: ce.straight[w], pf: pf, ty: ty, w: w, two: stay == 1 && !cs.opened[x]})
+			}
+		}
+	}
+	bb.stays = ch
+	if len(ch) == 0 {
+		return
+	}
+	slices.SortFunc(ch, func(a, b stayChain) int { return cmpFloat(a.p, b.p) })
+	head, tail := bb.relHead, bb.relTail
+	copy(head, cs.head)
+	copy(tail, cs.tail)
+	load := bb.relLoad
+	sum := 0.0
+	for w := range k {
+		load[w] = bb.loadOf(w)
+		sum += load[w]
+	}
+	floor := max(path, congest, ch[0].p) // no detour's bound is below it
+	each(0, func() {
+		b := t.bestOf(kv)
+		if floor >= b {
+			return
+		}
+		if v := bb.reliefBound(base, path, congest, sum, load, head, tail, kv); v < b {
+			t.leaf(kv, v, bb.dev)
+		}
+	})
+}
+
+// reliefBound is reliefLeaves' bound at opener vector kv ≥ the leaf's: the least over the
+// prefixes of its staying chains (by P) of the bound with their detours, the openers kv
+// leaves beyond the leaf's.
+func (bb *blockBB) reliefBound(base, path, congest, sum float64, load, head, tail []float64, kv []int) float64 {
+	k := bb.k
+	best := base
+	free := false
+	for w := range k {
+		free = free || kv[w] > bb.openers[w]
+	}
+	if !free || len(bb.stays) == 0 {
+		return best
+	}
+	one, two := bb.leafTop, bb.leafTop2
+	minPf, minTy := bb.relPf, bb.relTy
+	for w := range k {
+		clear(one[w])
+		clear(two[w])
+		minPf[w], minTy[w] = math.Inf(1), math.Inf(1)
+	}
+	for _, c := range bb.stays {
+		if c.p >= best {
+			break
+		}
+		if c.two {
+			insertDesc(two[c.w], c.s)
+		} else {
+			insertDesc(one[c.w], c.s)
+		}
+		for e := range k {
+			if e != c.w { // the chain's nodes may run on e, not on w where they were
+				minPf[e], minTy[e] = min(minPf[e], c.pf), min(minTy[e], c.ty)
+			}
+		}
+		v := max(c.p, path, congest)
+		rsum := 0.0
+		for w := range k {
+			a := 0
+			for e := range k {
+				if e != w {
+					a += kv[e] - bb.openers[e]
+				}
+			}
+			r := reliefOf(one[w], two[w], a, kv[w]-bb.openers[w])
+			rsum += r
+			v = max(v, load[w]-r)
+			if h, tl := min(head[w], minPf[w]), min(tail[w], minTy[w]); !math.IsInf(h, 1) && !math.IsInf(tl, 1) {
+				v = max(v, h+load[w]-r+tl) // machineLB's term
+			}
+		}
+		v = max(v, (sum-rsum+bb.rest[bb.n])/float64(k))
+		best = min(best, v)
+	}
+	return best
+}
+
+// chained reports whether local node x is a merged node with chain edges (bounds_chains.go).
+func (bb *blockBB) chained(x int) bool { return bb.chainIn != nil && bb.chainIn[x] != nil }
+
+// stayChain is a chain staying on w at a leaf (reliefLeaves): its detour's bound p, its
+// work s, its producer's end pf, its consumer's tail ty, and whether its detour takes two
+// openers.
+type stayChain struct {
+	p, s, pf, ty float64
+	w            int
+	two          bool
 }

@@ -51,6 +51,34 @@ func CappedDP(p *Problem, perDevice int, budget int64, prune bool) (bound float6
 	return r.bound, r.exact, r.nodes
 }
 
+// CappedDPChains is CappedDP on the problem with its chains contracted (bounds_chains.go),
+// whatever its size, with the pruning on; ok is false when it has no chain to contract.
+func CappedDPChains(p *Problem, perDevice int, budget int64) (bound float64, exact, ok bool) {
+	in, err := prepare(p)
+	if err != nil {
+		return 0, false, false
+	}
+	old := capChainsAlways
+	capChainsAlways = true
+	defer func() { capChainsAlways = old }()
+	r := in.cappedModuleDP(context.Background(), time.Time{}, budget, 1, perDevice, 0, false)
+	if r == nil || !r.chains {
+		return 0, false, false
+	}
+	return r.bound, r.exact, true
+}
+
+// CappedChainsRuns is the number of capped module DPs run on contracted chains so far.
+func CappedChainsRuns() int64 { return capChainsRuns.Load() }
+
+// SetCappedChainsAlways makes the capped module DP contract the chains (bounds_chains.go) of
+// every problem, whatever its size (tests only).
+func SetCappedChainsAlways(on bool) (restore func()) {
+	old := capChainsAlways
+	capChainsAlways = on
+	return func() { capChainsAlways = old }
+}
+
 // SetSplitMaxRows sets the row limit of MILP-SPLIT's sub-MILPs (tests only).
 func SetSplitMaxRows(n int) (restore func()) {
 	old := splitMaxRows

@@ -110,6 +110,9 @@ type inst struct {
 	sourceCalls bool
 	// pinnedGranules[i], when not nil, is node i's fixed granule map (ghosts of batched sub-problems).
 	pinnedGranules [][]int
+	// chains[e], when not nil, is the chain that edge e stands for in a problem with its
+	// chains contracted (bounds_chains.go; the capped module DP's only).
+	chains []*chainEdge
 }
 
 func (in *inst) latency() bool { return in.numGranules <= 1 }

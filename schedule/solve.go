@@ -538,6 +538,17 @@ func (s *solver) moves(method string, deadline time.Time) {
 	if c == nil {
 		return
 	}
+	s.movesFrom(method, c, deadline)
+}
+
+// movesFrom improves candidate c's plan by region moves within the stage caps until deadline
+// (zero: until a pass improves nothing) and adds the result as method's candidate when it is
+// better.
+func (s *solver) movesFrom(method string, c *candidate, deadline time.Time) {
+	in := s.in
+	if c.pl == nil || c.sc == nil {
+		return
+	}
 	t0 := time.Now()
 	s.report(method, "region moves")
 	dev := append([]int(nil), c.pl.Device...)
