@@ -7,14 +7,26 @@
 # before and after: the clock-driven runs depend on it.
 #   make bench-families                                   # the table in docs/benchmarks.md
 #   make bench-families BENCH_FAMILIES_FLAGS="--seed 1"   # the reproducible search
-# env: ONNXPART (the binary, default bin/onnxpart), PRESETS (the presets to plan).
+#   MODELS="../shared/models/googlenet_small.onnx …" make bench-families   # given models
+# env: ONNXPART (the binary, default bin/onnxpart), PRESETS (the presets to plan), MODELS
+# (model files to plan instead of generated presets).
 set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin=${ONNXPART:-bin/onnxpart}
 presets=${PRESETS:-"densenet121_small inception_v3_small gpt2_small gpt2_small_masks randwire_er_small randwire_ws_small"}
-# shellcheck disable=SC2086
-go run ./internal/familygen/cmd/familygen -o "$work/models" $presets >/dev/null
+if [ -n "${MODELS:-}" ]; then
+	mkdir -p "$work/models"
+	presets=""
+	for f in $MODELS; do
+		m=$(basename "$f" .onnx)
+		cp "$f" "$work/models/$m.onnx"
+		presets="$presets $m"
+	done
+else
+	# shellcheck disable=SC2086
+	go run ./internal/familygen/cmd/familygen -o "$work/models" $presets >/dev/null
+fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| model | devices | plan | bound (by) | gap | stages | wall |"
 echo "|---|---|---:|---:|---:|---:|---:|"

@@ -4,6 +4,7 @@
 //	go run ./internal/familygen/cmd/familygen -o /tmp/fam                      # every *_small preset
 //	go run ./internal/familygen/cmd/familygen -o /tmp/fam densenet121_small gpt2_small
 //	go run ./internal/familygen/cmd/familygen -list
+//	go run ./internal/familygen/cmd/familygen -graph-seed 2 -o /tmp/fam randwire_ws_small   # another random graph
 package main
 
 import (
@@ -26,6 +27,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("familygen", flag.ContinueOnError)
 	out := fs.String("o", ".", "output directory")
 	seed := fs.Uint64("seed", 1, "weight seed")
+	graphSeed := fs.Uint64("graph-seed", 0, "RandWire presets: draw the random graphs from this seed (0: the preset's)")
 	list := fs.Bool("list", false, "list the presets")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,6 +53,10 @@ func run(args []string) error {
 		m, ok := familygen.Presets[n]
 		if !ok {
 			return fmt.Errorf("no preset %q (have %s)", n, strings.Join(familygen.PresetNames(), ", "))
+		}
+		if rw, isRW := m.(familygen.RandWire); isRW && *graphSeed != 0 {
+			rw.GraphSeed = *graphSeed
+			m = rw
 		}
 		p, err := familygen.Write(*out, n, m, *seed)
 		if err != nil {
