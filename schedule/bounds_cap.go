@@ -905,10 +905,7 @@ func (bb *blockBB) chainLeaf(y int, ey [2]int, d float64) {
 	cs := bb.cs
 	w, p := bb.dev[y], ey[1]
 	ce := bb.in.chains[ey[0]]
-	pw, pf := bb.u, 0.0
-	if p >= 0 {
-		pw, pf = bb.dev[p], bb.fin[p]
-	}
+	pw, pf := bb.producer(ey)
 	cs.head[w] = min(cs.head[w], pf)
 	a1 := ce.a1[pw][w]
 	if !bb.sure[y] {

@@ -63,25 +63,9 @@ func TestCappedPruningSweep(t *testing.T) {
 		seed = s
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5ca1ab1e))
-	models := []string{instances.ER, instances.WS, instances.BA}
 	checked, pruned := 0, 0
 	for x := range n {
-		cfg := instances.StackConfig{Model: models[rng.IntN(3)], N: 4 + rng.IntN(9), Modules: 1 + rng.IntN(2),
-			Channels: 1 + rng.IntN(2), K: 2 + 2*rng.IntN(2), M: 1 + rng.IntN(3), Strong: rng.IntN(2) == 0, Seed: rng.Uint64()}
-		if cfg.K >= cfg.N {
-			cfg.K = 2
-		}
-		if cfg.M >= cfg.N {
-			cfg.M = 1
-		}
-		k := 2 + rng.IntN(2)
-		slow := make([]float64, k)
-		for u := range slow {
-			slow[u] = 0.8 + 1.2*rng.Float64()
-		}
-		p := cappedStack(t, cfg, slow, 0.05*rng.Float64())
-		per := 1 + rng.IntN(3)
-		name := fmt.Sprintf("instance %d (%s n=%d modules=%d, %d devices, %d per device)", x, cfg.Model, cfg.N, cfg.Modules, k, per)
+		p, per, name := randomCappedStack(t, rng, x)
 		const budget = 2_000_000
 		a, aExact, aNodes := schedule.CappedDP(p, per, budget, false)
 		b, bExact, bNodes := schedule.CappedDP(p, per, budget, true)
@@ -122,25 +106,9 @@ func TestCappedChainsBelowPlans(t *testing.T) {
 		seed = s
 	}
 	rng := rand.New(rand.NewPCG(seed, 0xc4a1))
-	models := []string{instances.ER, instances.WS, instances.BA}
 	checked, above, sum := 0, 0, 0.0
 	for x := range n {
-		cfg := instances.StackConfig{Model: models[rng.IntN(3)], N: 4 + rng.IntN(9), Modules: 1 + rng.IntN(2),
-			Channels: 1 + rng.IntN(2), K: 2 + 2*rng.IntN(2), M: 1 + rng.IntN(3), Strong: rng.IntN(2) == 0, Seed: rng.Uint64()}
-		if cfg.K >= cfg.N {
-			cfg.K = 2
-		}
-		if cfg.M >= cfg.N {
-			cfg.M = 1
-		}
-		k := 2 + rng.IntN(2)
-		slow := make([]float64, k)
-		for u := range slow {
-			slow[u] = 0.8 + 1.2*rng.Float64()
-		}
-		p := cappedStack(t, cfg, slow, 0.05*rng.Float64())
-		per := 1 + rng.IntN(3)
-		name := fmt.Sprintf("instance %d (%s n=%d modules=%d, %d devices, %d per device)", x, cfg.Model, cfg.N, cfg.Modules, k, per)
+		p, per, name := randomCappedStack(t, rng, x)
 		const budget = 2_000_000
 		c, cExact, ok := schedule.CappedDPChains(p, per, budget)
 		if !ok || !cExact {
@@ -165,6 +133,29 @@ func TestCappedChainsBelowPlans(t *testing.T) {
 	if checked < n/2 {
 		t.Errorf("only %d of %d instances settled", checked, n)
 	}
+}
+
+// randomCappedStack draws instance x of the capped sweeps: an ER, WS or BA stack of 4 to 12
+// random nodes in one or two modules on two or three devices of random speeds, calls of 0 to
+// 50 µs, and a cap of one to three stages per device.
+func randomCappedStack(t *testing.T, rng *rand.Rand, x int) (*schedule.Problem, int, string) {
+	models := []string{instances.ER, instances.WS, instances.BA}
+	cfg := instances.StackConfig{Model: models[rng.IntN(3)], N: 4 + rng.IntN(9), Modules: 1 + rng.IntN(2),
+		Channels: 1 + rng.IntN(2), K: 2 + 2*rng.IntN(2), M: 1 + rng.IntN(3), Strong: rng.IntN(2) == 0, Seed: rng.Uint64()}
+	if cfg.K >= cfg.N {
+		cfg.K = 2
+	}
+	if cfg.M >= cfg.N {
+		cfg.M = 1
+	}
+	k := 2 + rng.IntN(2)
+	slow := make([]float64, k)
+	for u := range slow {
+		slow[u] = 0.8 + 1.2*rng.Float64()
+	}
+	p := cappedStack(t, cfg, slow, 0.05*rng.Float64())
+	per := 1 + rng.IntN(3)
+	return p, per, fmt.Sprintf("instance %d (%s n=%d modules=%d, %d devices, %d per device)", x, cfg.Model, cfg.N, cfg.Modules, k, per)
 }
 
 // cappedStack is the stack of cfg on seed 003's platform with the devices' slowdowns slow

@@ -1268,10 +1268,7 @@ func (bb *blockBB) chainModes(x, w int, t, ready float64, crossO bool, inSum, pa
 	for _, pos := range bb.chainIn[x] {
 		ey := bb.inE[x][pos]
 		ce := in.chains[ey[0]]
-		pw, pf := bb.u, 0.0
-		if ey[1] >= 0 {
-			pw, pf = bb.dev[ey[1]], bb.fin[ey[1]]
-		}
+		pw, pf := bb.producer(ey)
 		r0, r1 = max(r0, pf+ce.a0[pw][w]), max(r1, pf+min(ce.a0[pw][w], ce.a1[pw][w]))
 		if pw != w {
 			cross = true
@@ -1305,20 +1302,11 @@ func (bb *blockBB) chainModes(x, w int, t, ready float64, crossO bool, inSum, pa
 	save := bb.topSave[x]
 	copy(save[:bb.relT], bb.top[w])
 	copy(save[bb.relT:], bb.top2[w])
-	stay := 0
-	for _, pos := range bb.chainIn[x] {
-		ey := bb.inE[x][pos]
-		if ey[1] < 0 && bb.u == w || ey[1] >= 0 && bb.dev[ey[1]] == w {
-			stay++
-		}
-	}
+	stay := bb.staying(x, w)
 	cb := bb.capBest()
 	for _, pos := range bb.chainIn[x] {
 		ey := bb.inE[x][pos]
-		pw, pf := bb.u, 0.0
-		if ey[1] >= 0 {
-			pw, pf = bb.dev[ey[1]], bb.fin[ey[1]]
-		}
+		pw, pf := bb.producer(ey)
 		if pw != w {
 			continue
 		}
@@ -1476,21 +1464,12 @@ func (bb *blockBB) reliefLeaves(t *capTrack, path float64) {
 			continue
 		}
 		w := bb.dev[x]
-		stay := 0
-		for _, pos := range bb.chainIn[x] {
-			ey := bb.inE[x][pos]
-			if ey[1] < 0 && bb.u == w || ey[1] >= 0 && bb.dev[ey[1]] == w {
-				stay++
-			}
-		}
+		stay := bb.staying(x, w)
 		ty := max(bb.tail[x][w], cs.at[x])
 		tx := in.granuleTime[bb.blk.nodes[x]][w]
 		for _, pos := range bb.chainIn[x] {
 			ey := bb.inE[x][pos]
-			pw, pf := bb.u, 0.0
-			if ey[1] >= 0 {
-				pw, pf = bb.dev[ey[1]], bb.fin[ey[1]]
-			}
+			pw, pf := bb.producer(ey)
 			if pw != w {
 				continue
 			}
@@ -1592,4 +1571,24 @@ type stayChain struct {
 	p, s, pf, ty float64
 	w            int
 	two          bool
+}
+
+// producer is the device and end of the producer of in-edge ey of a block node (the entry
+// cut: u, ending at 0).
+func (bb *blockBB) producer(ey [2]int) (int, float64) {
+	if ey[1] >= 0 {
+		return bb.dev[ey[1]], bb.fin[ey[1]]
+	}
+	return bb.u, 0
+}
+
+// staying counts merged node x's chain edges from w (bounds_chains.go).
+func (bb *blockBB) staying(x, w int) int {
+	n := 0
+	for _, pos := range bb.chainIn[x] {
+		if pw, _ := bb.producer(bb.inE[x][pos]); pw == w {
+			n++
+		}
+	}
+	return n
 }
