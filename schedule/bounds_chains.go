@@ -46,13 +46,15 @@ import "math"
 // chains. For detours the leaves give it back (relief, blockBB.reliefLeaves): a leaf of
 // opener vector o also stands for the plans that detour some of its staying chains, whose
 // openers are o plus the detours' uncounted ones; it is recorded at every vector o + δ within
-// the budget with the bound of the detours δ pays for: loads less the detoured chains' work
-// (the most of it δ's openers allow: one off w per detour, and one on w for a chain that
-// detours into a merged node that opens in neither), one-machine terms with the other
-// devices' heads and tails lowered to the chains' (their nodes may run there), and at least
-// P_j = pf_j + the chain's least detour (chainEdge.detour) + t_c + c's tail for each detoured
-// chain j (c ends no earlier; d0, d1 as a0, a1 over the assignments that leave w). A
-// subtree's bound takes off the most the openers it has left allow (blockBB.relief). The
+// the budget with the bound of the plans whose uncounted openers are δ: loads less the
+// detoured chains' work (the most of it δ's openers allow: one off w per detour, and one on w
+// for a chain that detours into a merged node that opens in neither) plus a call for each
+// opener of δ (each is a stage of its own); one-machine terms of each device's own tasks in
+// their window less that work, and of all its tasks, the detours' included, in the window
+// widened to the chains' producers' ends and consumers' tails, with those calls; and at
+// least P_j = pf_j + the chain's least detour (chainEdge.detour) + t_c + c's tail for each
+// detoured chain j (c ends no earlier; d0, d1 as a0, a1 over the assignments that leave w).
+// A subtree's bound takes off the most the openers it has left allow (blockBB.relief). The
 // leaf's record at o itself is its own bound (no detour: straight is what x' counts).
 //
 // Congestion. A switching chain edge from a to b counts comm'(a, b) in b's ingress and a's

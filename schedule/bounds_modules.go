@@ -1417,9 +1417,11 @@ func (bb *blockBB) left() int {
 // chain's least detour (chainEdge.detour) + t_x + x's tail (the block tail or its path in
 // this placement, machineLB's at): x ends no earlier, and the block lasts x's tail more. Its
 // loads lose at most the detoured chains' work (relief over the chains detoured, each
-// taking one or two openers: chainModes), its paths are this leaf's (the chains' least
-// times stand for them), and its one-machine terms lose the same work, with the heads and
-// tails of every device lowered to the chains' (their nodes may run anywhere). Taking the
+// taking one or two openers: chainModes) and gain a call for each opener δ adds (every one
+// a stage of a detour), its paths are this leaf's (the chains' least times stand for them),
+// and its one-machine terms hold for each device's own tasks in their window, less that
+// work, and for all its tasks in the window widened to the chains' producers' ends and
+// consumers' tails (a detour's nodes may run on any device), with the calls. Taking the
 // chains in order of P, each prefix up to P_j bounds every detour set whose largest P is
 // P_j.
 func (bb *blockBB) reliefLeaves(t *capTrack, path float64) {
@@ -1549,10 +1551,18 @@ func (bb *blockBB) reliefBound(base, path, congest, sum float64, load, head, tai
 				}
 			}
 			r := reliefOf(one[w], two[w], a, kv[w]-bb.openers[w])
-			rsum += r
-			v = max(v, load[w]-r)
+			// The openers kv adds on w are the detours' own stages there: each pays w's call.
+			c := bb.in.callCost[w] * float64(kv[w]-bb.openers[w])
+			rsum += r - c
+			v = max(v, load[w]-r+c)
+			// machineLB's terms: w's own tasks keep their window, less the detoured chains'
+			// work; with the detours' tasks (and their calls), which may run on w from their
+			// producer's end to their consumer's tail, the window widens.
+			if !math.IsInf(head[w], 1) && !math.IsInf(tail[w], 1) {
+				v = max(v, head[w]+load[w]-r+tail[w])
+			}
 			if h, tl := min(head[w], minPf[w]), min(tail[w], minTy[w]); !math.IsInf(h, 1) && !math.IsInf(tl, 1) {
-				v = max(v, h+load[w]-r+tl) // machineLB's term
+				v = max(v, h+load[w]-r+c+tl)
 			}
 		}
 		v = max(v, (sum-rsum+bb.rest[bb.n])/float64(k))
