@@ -43,12 +43,13 @@ check-link:
 	if [ -n "$$bad" ]; then echo "unresolved symbols in $(BIN):"; echo "$$bad" | head -20; exit 1; fi
 
 # The main job on a bundled model with a built-in device set: plan, stage files, manifest,
-# report in out/, then the stages are checked against the whole model in ONNX Runtime.
+# report in out/demo/ (out/ also holds the bench targets' tables), then the stages are
+# checked against the whole model in ONNX Runtime.
 demo: build
-	@echo '$$ onnxpart $(DEMO_MODEL) --devices 4xA100-80G -o out --force'
-	@$(CGO_ENV) ./$(BIN) $(DEMO_MODEL) --devices 4xA100-80G -o out --force
-	@echo; echo '$$ onnxpart verify out'
-	@$(CGO_ENV) ./$(BIN) verify out
+	@echo '$$ onnxpart $(DEMO_MODEL) --devices 4xA100-80G -o out/demo --force'
+	@$(CGO_ENV) ./$(BIN) $(DEMO_MODEL) --devices 4xA100-80G -o out/demo --force
+	@echo; echo '$$ onnxpart verify out/demo'
+	@$(CGO_ENV) ./$(BIN) verify out/demo
 
 test: build vet unit examples
 	$(MAKE) --no-print-directory -j2 -O test-late

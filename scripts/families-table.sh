@@ -7,18 +7,18 @@
 # before and after: the clock-driven runs depend on it.
 #   make bench-families                                   # the table in docs/benchmarks.md
 #   make bench-families BENCH_FAMILIES_FLAGS="--seed 1"   # the reproducible search
-#   MODELS="../shared/models/googlenet_small.onnx …" make bench-families   # given models
-# env: ONNXPART (the binary, default bin/onnxpart), PRESETS (the presets to plan), MODELS
+#   FAMILY_MODELS="../shared/models/googlenet_small.onnx …" make bench-families   # given models
+# env: ONNXPART (the binary, default bin/onnxpart), PRESETS (the presets to plan), FAMILY_MODELS
 # (model files to plan instead of generated presets).
 set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin=${ONNXPART:-bin/onnxpart}
 presets=${PRESETS:-"densenet121_small inception_v3_small gpt2_small gpt2_small_masks randwire_er_small randwire_ws_small"}
-if [ -n "${MODELS:-}" ]; then
+if [ -n "${FAMILY_MODELS:-}" ]; then
 	mkdir -p "$work/models"
 	presets=""
-	for f in $MODELS; do
+	for f in $FAMILY_MODELS; do
 		m=$(basename "$f" .onnx)
 		cp "$f" "$work/models/$m.onnx"
 		presets="$presets $m"
