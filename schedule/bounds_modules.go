@@ -741,6 +741,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 			}
 		}
 	}
+	chained := bb.chained(x)
 	for _, w := range bb.order[x] {
 		if pmask&^(1<<w) != 0 && bb.openers[w] >= bb.ct.run[w] {
 			continue // x would open a stage on w, whose openers are spent
@@ -764,13 +765,13 @@ func (bb *blockBB) dfs(x int, path float64) {
 					break
 				}
 				inSum += c
-				if bb.chained(x) && in.chains[e] != nil {
+				if chained && in.chains[e] != nil {
 					continue // a chain edge: its arrival and call depend on its mode (chainModes)
 				}
 				a += c
 				opens = true
 			}
-			if !bb.chained(x) || in.chains[e] == nil {
+			if !chained || in.chains[e] == nil {
 				ready = max(ready, a)
 			}
 		}
@@ -788,7 +789,7 @@ func (bb *blockBB) dfs(x int, path float64) {
 				}
 			}
 		}
-		if bb.chained(x) {
+		if chained {
 			if bb.chainModes(x, w, t, ready, opens, inSum, path) {
 				bb.stopAt(lb, base, busy)
 				return
@@ -843,9 +844,7 @@ func (bb *blockBB) step(x, w int, t, f, extra float64, opens, sure bool, inSum, 
 			bb.cs.opens(x, 1)
 		}
 	}
-	if bb.sure != nil {
-		bb.sure[x] = sure
-	}
+	bb.sure[x] = sure
 	bb.dev[x], bb.fin[x] = w, f
 	bb.work[w] += t + extra
 	if opens {
@@ -1366,8 +1365,13 @@ func (bb *blockBB) initRelief(t int) {
 // most of the chains staying on w so far that the openers the search has left allow.
 func (bb *blockBB) relief(w int) float64 {
 	if bb.top == nil || bb.noRelief {
-		return 0
+		return 0 // inlined: the searches without contracted chains pay only this test
 	}
+	return bb.reliefOn(w)
+}
+
+// reliefOn is relief's work on a search with contracted chains.
+func (bb *blockBB) reliefOn(w int) float64 {
 	// The openers left on w and on the other devices (a detour's first node off w).
 	a, b := 0, 0
 	for e, o := range bb.openers {
