@@ -53,7 +53,8 @@ import "math"
 // their window less that work, and of all its tasks, the detours' included, in the window
 // widened to the chains' producers' ends and consumers' tails, with those calls; and at
 // least P_j = pf_j + the chain's least detour (chainEdge.detour) + t_c + c's tail for each
-// detoured chain j (c ends no earlier; d0, d1 as a0, a1 over the assignments that leave w).
+// detoured chain j (c ends no earlier; the detour's least time as a0, a1 over the
+// assignments that leave w).
 // A subtree's bound takes off the most the openers it has left allow (blockBB.relief). The
 // leaf's record at o itself is its own bound (no detour: straight is what x' counts).
 //
@@ -71,12 +72,9 @@ type chainEdge struct {
 	times    [][]float64 // times[x][w]: y_{x+1}'s time on w
 	straight []float64   // straight[w]: Σ t_{y,w} (+Inf: some y cannot run on w)
 	a0, a1   [][]float64 // a0[a][b], a1[a][b]: see the comment above
-	// d0[w][e], d1[w][e]: a0[w][w] and a1[w][w] over the detours via e only (the chain's
-	// first node off w runs on e).
-	d0, d1 [][]float64
 	// detour[w]: the least time from the producer's end on w until the consumer on w can
-	// start its own work over the detours: min over e of d0[w][e] and d1[w][e] + c_w (its
-	// call, which it pays when the chain's last node is off w).
+	// start its own work, over the assignments that take some chain node off w (a1's
+	// case with the consumer's call).
 	detour []float64
 }
 
@@ -148,7 +146,6 @@ func (in *inst) contractChains() (*inst, []int) {
 			}
 			c.To = keep[y]
 			in.chainTimes(ce)
-			in.detourTimes(ce)
 			c.Time, c.Bytes = in.chainComm(ce), 0
 		} else {
 			c.To = keep[ed.To]
@@ -173,9 +170,13 @@ func (in *inst) contractChains() (*inst, []int) {
 	return s, orig
 }
 
-// chainTimes fills ce's straight, a0 and a1 by a shortest path over the chain's nodes and
-// devices: d[e] is the least time from the producer's end (on a) to the end of the current
-// node on e, each crossing paying its transfer and the call of the node it ends.
+// chainTimes fills ce's straight, a0, a1 and detour by one shortest path over the chain's
+// nodes and devices per producer device a: d[s][f] is the least time from the producer's
+// end (on a) to the end of the current node on s, each crossing paying its transfer and the
+// call of the node it ends, among the assignments whose first node off a runs on f (f = k:
+// none yet). a0 and a1 take every f; detour[a], the producer and the consumer both on a,
+// only the assignments that leave a (the last node on a, or off it and then the transfer
+// and the consumer's call).
 func (in *inst) chainTimes(ce *chainEdge) {
 	k := in.numDevices
 	inf := math.Inf(1)
@@ -186,57 +187,14 @@ func (in *inst) chainTimes(ce *chainEdge) {
 			ce.straight[w] += in.granuleTime[y][w]
 		}
 	}
-	ce.a0, ce.a1 = make([][]float64, k), make([][]float64, k)
-	d, nd := make([]float64, k), make([]float64, k)
-	for a := range k {
-		for e := range k {
-			d[e] = inf
-		}
-		d[a] = 0
-		for x, y := range ce.nodes {
-			f := ce.edges[x]
-			for e := range k {
-				nd[e] = inf
-				t := in.granuleTime[y][e]
-				if math.IsInf(t, 1) {
-					continue
-				}
-				for s := range k {
-					c := d[s]
-					if s != e {
-						c += in.comm(f, s, e, 1) + in.callCost[e]
-					}
-					nd[e] = min(nd[e], c+t)
-				}
-			}
-			d, nd = nd, d
-		}
-		last := ce.edges[len(ce.edges)-1]
-		ce.a0[a], ce.a1[a] = make([]float64, k), make([]float64, k)
-		for b := range k {
-			ce.a0[a][b], ce.a1[a][b] = d[b], inf
-			for e := range k {
-				if e != b {
-					ce.a1[a][b] = min(ce.a1[a][b], d[e]+in.comm(last, e, b, 1))
-				}
-			}
-		}
-	}
-}
-
-// detourTimes fills ce's d0 and d1: the shortest paths of chainTimes from the producer on w
-// back to a consumer on w, over the assignments whose first node off w runs on e. A state is
-// the current node's device and the first device off w so far (k: none yet).
-func (in *inst) detourTimes(ce *chainEdge) {
-	k := in.numDevices
-	inf := math.Inf(1)
-	ce.d0, ce.d1, ce.detour = make([][]float64, k), make([][]float64, k), make([]float64, k)
+	ce.a0, ce.a1, ce.detour = make([][]float64, k), make([][]float64, k), make([]float64, k)
 	d, nd := make([]float64, k*(k+1)), make([]float64, k*(k+1)) // d[s*(k+1)+f]
-	for w := range k {
+	last := ce.edges[len(ce.edges)-1]
+	for a := range k {
 		for x := range d {
 			d[x] = inf
 		}
-		d[w*(k+1)+k] = 0
+		d[a*(k+1)+k] = 0
 		for x, y := range ce.nodes {
 			f := ce.edges[x]
 			for z := range nd {
@@ -258,7 +216,7 @@ func (in *inst) detourTimes(ce *chainEdge) {
 							v += in.comm(f, s, e, 1) + in.callCost[e]
 						}
 						g := fo
-						if g == k && e != w {
+						if g == k && e != a {
 							g = e
 						}
 						nd[e*(k+1)+g] = min(nd[e*(k+1)+g], v)
@@ -267,17 +225,26 @@ func (in *inst) detourTimes(ce *chainEdge) {
 			}
 			d, nd = nd, d
 		}
-		last := ce.edges[len(ce.edges)-1]
-		ce.d0[w], ce.d1[w] = make([]float64, k), make([]float64, k)
-		ce.detour[w] = inf
-		for e := range k {
-			ce.d0[w][e], ce.d1[w][e] = d[w*(k+1)+e], inf
-			for s := range k {
-				if s != w {
-					ce.d1[w][e] = min(ce.d1[w][e], d[s*(k+1)+e]+in.comm(last, s, w, 1))
+		ce.a0[a], ce.a1[a] = make([]float64, k), make([]float64, k)
+		for b := range k {
+			ce.a0[a][b], ce.a1[a][b] = inf, inf
+			for fo := range k + 1 {
+				ce.a0[a][b] = min(ce.a0[a][b], d[b*(k+1)+fo])
+				for e := range k {
+					if e != b {
+						ce.a1[a][b] = min(ce.a1[a][b], d[e*(k+1)+fo]+in.comm(last, e, b, 1))
+					}
 				}
 			}
-			ce.detour[w] = min(ce.detour[w], ce.d0[w][e], ce.d1[w][e]+in.callCost[w])
+		}
+		ce.detour[a] = inf
+		for fo := range k { // the assignments that leave a
+			ce.detour[a] = min(ce.detour[a], d[a*(k+1)+fo])
+			for e := range k {
+				if e != a {
+					ce.detour[a] = min(ce.detour[a], d[e*(k+1)+fo]+in.comm(last, e, a, 1)+in.callCost[a])
+				}
+			}
 		}
 	}
 }
