@@ -630,20 +630,15 @@ func (s *solver) cappedBound() {
 		// the user gets. Given long enough, the large searches too, with the nodes the time
 		// allows.
 		span := time.Until(s.deadline) / 3
-		if span >= cappedLargeAfter || s.o.TimeLimit >= cappedLargeLimit {
-			// Half of the time left: on three devices the bounds of the uncapped problem
-			// say little, and the DP's stitched placement is often the better plan.
-			// The clock alone stops it: a node budget shared out among the searches left
-			// the largest (143 million nodes on RandWire ER) short while the others
-			// finished early.
-			large = true
-			span = time.Until(s.deadline) / 2
-			budget = math.MaxInt64 / 2
-		} else if s.in.numDevices > 2 {
-			// Half of the time left, the clock alone, on three devices or more: the bounds
-			// of the uncapped problem say little there, and the searches on the contracted
-			// chains (bounds_chains.go) that stand in for the large ones take up to 85
-			// million nodes (RandWire ER on a100-80g,t4,cpu: 25 s of one core).
+		large = span >= cappedLargeAfter || s.o.TimeLimit >= cappedLargeLimit
+		if large || s.in.numDevices > 2 {
+			// Half of the time left, and the clock alone stops it: on three devices the
+			// bounds of the uncapped problem say little, and the DP's stitched placement is
+			// often the better plan; a node budget shared out among the searches left the
+			// largest (143 million nodes on RandWire ER) short while the others finished
+			// early. Without a long limit the searches on contracted chains
+			// (bounds_chains.go) stand in for the large ones (RandWire ER on
+			// a100-80g,t4,cpu: 15 million nodes, 16 s of one core).
 			span = time.Until(s.deadline) / 2
 			budget = math.MaxInt64 / 2
 		}
@@ -708,11 +703,11 @@ const (
 // on a100-80g,t4,cpu: 27 searches of 0.4 to 23 million nodes, 259 million in all, 66 s, even
 // with the pruning by meeting paths), and an unfinished search leaves only its weak
 // open-subtree bound. With cappedLargeAfter or more, or a time limit (Options.TimeLimit) of
-// cappedLargeLimit or more, it runs on any size within half the time left.
+// cappedLargeLimit or more, it runs on any size within half the time left; without, on the
+// problem with its chains contracted (bounds_chains.go) when that has at most
+// cappedMaxNodesChains nodes (RandWire ER's 309: 15 million nodes, 16 s of one core).
 const (
-	cappedMaxNodes3 = 60
-	// cappedMaxNodesChains bounds the contracted sub-DAGs searched instead (RandWire ER's
-	// 309 nodes: 11 million nodes, 5 s of one core).
+	cappedMaxNodes3      = 60
 	cappedMaxNodesChains = 400
 	cappedLargeAfter     = 40 * time.Second
 	cappedLargeLimit     = 2 * time.Minute
